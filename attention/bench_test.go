@@ -1,0 +1,111 @@
+package attention
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/quant"
+)
+
+// benchWeights builds random bf16 matrices and counts their bytes, so each
+// benchmark can be compared with benchutil.ReadLoop over the same volume
+// (decode is weight-streaming bound: the ratio says how close to memory
+// speed a step runs).
+type benchWeights struct {
+	rng   *rand.Rand
+	bytes int
+}
+
+func (b *benchWeights) bf16(tb testing.TB, rows, cols int) quant.Matrix {
+	w := b.vec(rows*cols, 0.05)
+	data, _, err := quant.Quantize(quant.BF16, w, rows, cols, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := quant.NewBF16(rows, cols, data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b.bytes += len(data)
+	return m
+}
+
+func (b *benchWeights) vec(n int, s float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(b.rng.NormFloat64() * s)
+	}
+	return v
+}
+
+// The benchmarks use the synthetic `perf` geometry (internal/synth): hidden
+// 2048, KDA 16×128 with kernel 4, MLA 16 heads, q_lora 512, kv_lora 256,
+// nope 128, rope 64, v 128; bf16 weights.
+
+func BenchmarkKDAStep(b *testing.B) {
+	const E, H, D, K = 2048, 16, 128, 4
+	P := H * D
+	bw := &benchWeights{rng: rand.New(rand.NewPCG(1, 1))}
+	w := KDAWeights{Q: bw.bf16(b, P, E), K: bw.bf16(b, P, E), V: bw.bf16(b, P, E), G: bw.bf16(b, P, E),
+		B: bw.bf16(b, H, E), FA: bw.bf16(b, D, E), FB: bw.bf16(b, P, D), O: bw.bf16(b, E, P),
+		QConv: bw.vec(P*K, 0.3), KConv: bw.vec(P*K, 0.3), VConv: bw.vec(P*K, 0.3),
+		ALog: bw.vec(H, 0.5), DtBias: bw.vec(P, 0.5), ONorm: bw.vec(D, 1)}
+	b.Run("readloop", func(b *testing.B) { benchutil.ReadLoop(b, make([]byte, bw.bytes)) })
+	for _, T := range []int{1, 32} {
+		x := bw.vec(T*E, 1)
+		out := make([]float32, T*E)
+		for _, workers := range []int{1, 2} {
+			k, err := NewKDA(KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K, GateLB: -5, RMSEps: 1e-5, Workers: workers}, w)
+			if err != nil {
+				b.Fatal(err)
+			}
+			st := k.NewState()
+			b.Run(fmt.Sprintf("T=%d/workers=%d", T, workers), func(b *testing.B) {
+				b.SetBytes(int64(bw.bytes))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := k.Forward(out, x, T, st); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkMLAStep(b *testing.B) {
+	const E, Hm, Rq, Rkv, dn, dr, dv, ctx = 2048, 16, 512, 256, 128, 64, 128, 512
+	bw := &benchWeights{rng: rand.New(rand.NewPCG(2, 2))}
+	w := MLAWeights{QA: bw.bf16(b, Rq, E), QANorm: bw.vec(Rq, 1), QB: bw.bf16(b, Hm*(dn+dr), Rq),
+		KVA: bw.bf16(b, Rkv+dr, E), KVANorm: bw.vec(Rkv, 1), KVB: bw.bf16(b, Hm*(dn+dv), Rkv),
+		O: bw.bf16(b, E, Hm*dv), G: bw.bf16(b, Hm*dv, E)}
+	// A cache of ctx positions filled directly (a normalised latent has
+	// entries of order one), so setup does not cost a long prefill.
+	prefix := bw.vec(ctx*(Rkv+dr), 1)
+	b.Run("readloop", func(b *testing.B) { benchutil.ReadLoop(b, make([]byte, bw.bytes)) })
+	for _, T := range []int{1, 32} {
+		x := bw.vec(T*E, 1)
+		out := make([]float32, T*E)
+		for _, workers := range []int{1, 2} {
+			m, err := NewMLA(MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
+				OutGate: true, RMSEps: 1e-5, Workers: workers}, w)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := m.NewCache()
+			c.KV = append(make([]float32, 0, (ctx+T)*(Rkv+dr)), prefix...)
+			b.Run(fmt.Sprintf("ctx=%d/T=%d/workers=%d", ctx, T, workers), func(b *testing.B) {
+				b.SetBytes(int64(bw.bytes))
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := m.Forward(out, x, T, c); err != nil {
+						b.Fatal(err)
+					}
+					_ = c.Truncate(ctx) // keep the context length fixed
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,370 @@
+package attention
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/k3-project/k3/internal/fmath"
+	"github.com/k3-project/k3/internal/nn"
+	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/quant"
+)
+
+// KDAConfig is the shape of one KDA layer. Float parameters are the config
+// values rounded to float32 (SPEC §5.1).
+type KDAConfig struct {
+	Hidden  int     // E, model width
+	Heads   int     // H
+	HeadDim int     // D (d_k = d_v = D)
+	ConvK   int     // K, short-convolution kernel
+	GateLB  float32 // gate lower bound (negative), e.g. −5
+	RMSEps  float32 // eps of the head-wise output RMSNorm
+	// Workers bounds the goroutines used for mat-mul rows and heads; ≤ 1 runs
+	// serially. Results never depend on it.
+	Workers int
+}
+
+// KDAWeights are the tensors of one KDA layer (`self_attn.` names of SPEC
+// §3.3). Matrices are [out, in]; P = H·D.
+type KDAWeights struct {
+	Q, K, V quant.Matrix // q_proj, k_proj, v_proj [P, E]
+	G       quant.Matrix // g_proj [P, E], full-rank output gate
+	B       quant.Matrix // b_proj [H, E]
+	FA      quant.Matrix // f_a_proj [D, E]
+	FB      quant.Matrix // f_b_proj [P, D]
+	O       quant.Matrix // o_proj [E, P]
+	// Depthwise taps [P][K] (the checkpoint's [P,1,K]), tap 0 = oldest.
+	QConv, KConv, VConv []float32
+	ALog                []float32 // A_log: H or more entries; entry h is head h's log rate
+	DtBias              []float32 // dt_bias [P]
+	ONorm               []float32 // o_norm.weight [D], shared by all heads
+}
+
+// KDA is one bound Kimi Delta Attention layer. It is immutable and safe for
+// concurrent use by sequences with distinct states.
+type KDA struct {
+	cfg                 KDAConfig
+	w                   KDAWeights
+	convQ, convK, convV *nn.ShortConv
+	rate                []float32 // A_h = f32(exp(f64(A_log[h]))), per head
+	qScale              float32   // f32(1/sqrt(f64(D)))
+	pool                sync.Pool // *Workspace for calls that bring none
+}
+
+// NewKDA validates the weights against cfg and binds them.
+func NewKDA(cfg KDAConfig, w KDAWeights) (*KDA, error) {
+	e, h, d := cfg.Hidden, cfg.Heads, cfg.HeadDim
+	if e <= 0 || h <= 0 || d <= 0 || cfg.ConvK < 1 {
+		return nil, fmt.Errorf("attention: kda: invalid shape hidden=%d heads=%d head_dim=%d conv_k=%d", e, h, d, cfg.ConvK)
+	}
+	if !(cfg.GateLB < 0) || !(cfg.RMSEps > 0) {
+		return nil, fmt.Errorf("attention: kda: gate lower bound %v must be < 0 and rms eps %v > 0", cfg.GateLB, cfg.RMSEps)
+	}
+	p := h * d
+	mats := []struct {
+		name       string
+		m          quant.Matrix
+		rows, cols int
+	}{
+		{"q_proj", w.Q, p, e}, {"k_proj", w.K, p, e}, {"v_proj", w.V, p, e}, {"g_proj", w.G, p, e},
+		{"b_proj", w.B, h, e}, {"f_a_proj", w.FA, d, e}, {"f_b_proj", w.FB, p, d}, {"o_proj", w.O, e, p},
+	}
+	for _, m := range mats {
+		if err := checkMatrix("kda", m.name, m.m, m.rows, m.cols); err != nil {
+			return nil, err
+		}
+	}
+	if len(w.ALog) < h {
+		return nil, fmt.Errorf("attention: kda: A_log has %d entries, want at least heads = %d", len(w.ALog), h)
+	}
+	vecs := []struct {
+		name string
+		v    []float32
+		n    int
+	}{{"dt_bias", w.DtBias, p}, {"o_norm", w.ONorm, d}}
+	for _, v := range vecs {
+		if len(v.v) != v.n {
+			return nil, fmt.Errorf("attention: kda: %s has %d entries, want %d", v.name, len(v.v), v.n)
+		}
+	}
+	k := &KDA{cfg: cfg, w: w, rate: make([]float32, h), qScale: float32(1 / math.Sqrt(float64(d)))}
+	var err error
+	for _, c := range []struct {
+		name string
+		taps []float32
+		dst  **nn.ShortConv
+	}{{"q_conv1d", w.QConv, &k.convQ}, {"k_conv1d", w.KConv, &k.convK}, {"v_conv1d", w.VConv, &k.convV}} {
+		if *c.dst, err = nn.NewShortConv(p, cfg.ConvK, c.taps); err != nil {
+			return nil, fmt.Errorf("attention: kda: %s: %w", c.name, err)
+		}
+	}
+	for i := range h {
+		k.rate[i] = fmath.Exp32(w.ALog[i])
+	}
+	return k, nil
+}
+
+// Config returns the layer's configuration.
+func (k *KDA) Config() KDAConfig { return k.cfg }
+
+// KDAState is the per-sequence state of one KDA layer: the recurrent state S
+// ([H][D][D], row = key channel, column = value channel) and the three
+// short-convolution tails ([P][K−1] each, the last K−1 raw projection
+// outputs, oldest first). The zero state is a fresh sequence.
+type KDAState struct {
+	H, D, K             int
+	S                   []float32
+	ConvQ, ConvK, ConvV []float32
+}
+
+// NewState returns a fresh (zero) state for this layer.
+func (k *KDA) NewState() *KDAState {
+	h, d, kk := k.cfg.Heads, k.cfg.HeadDim, k.cfg.ConvK
+	p := h * d
+	return &KDAState{
+		H: h, D: d, K: kk,
+		S:     make([]float32, h*d*d),
+		ConvQ: make([]float32, p*(kk-1)),
+		ConvK: make([]float32, p*(kk-1)),
+		ConvV: make([]float32, p*(kk-1)),
+	}
+}
+
+// Clone returns a deep copy (a snapshot).
+func (s *KDAState) Clone() *KDAState {
+	c := *s
+	c.S = append([]float32(nil), s.S...)
+	c.ConvQ = append([]float32(nil), s.ConvQ...)
+	c.ConvK = append([]float32(nil), s.ConvK...)
+	c.ConvV = append([]float32(nil), s.ConvV...)
+	return &c
+}
+
+// CopyFrom overwrites s with o (restoring a snapshot without allocating).
+func (s *KDAState) CopyFrom(o *KDAState) error {
+	if s.H != o.H || s.D != o.D || s.K != o.K || len(s.S) != len(o.S) ||
+		len(s.ConvQ) != len(o.ConvQ) || len(s.ConvK) != len(o.ConvK) || len(s.ConvV) != len(o.ConvV) {
+		return fmt.Errorf("attention: kda state: shape H=%d D=%d K=%d, source H=%d D=%d K=%d", s.H, s.D, s.K, o.H, o.D, o.K)
+	}
+	copy(s.S, o.S)
+	copy(s.ConvQ, o.ConvQ)
+	copy(s.ConvK, o.ConvK)
+	copy(s.ConvV, o.ConvV)
+	return nil
+}
+
+// Reset returns the state to a fresh sequence.
+func (s *KDAState) Reset() {
+	clear(s.S)
+	clear(s.ConvQ)
+	clear(s.ConvK)
+	clear(s.ConvV)
+}
+
+func (k *KDA) checkState(st *KDAState) error {
+	h, d, kk := k.cfg.Heads, k.cfg.HeadDim, k.cfg.ConvK
+	p := h * d
+	if st == nil || st.H != h || st.D != d || st.K != kk || len(st.S) != h*d*d ||
+		len(st.ConvQ) != p*(kk-1) || len(st.ConvK) != p*(kk-1) || len(st.ConvV) != p*(kk-1) {
+		return fmt.Errorf("attention: kda: state does not match the layer (H=%d D=%d K=%d)", h, d, kk)
+	}
+	return nil
+}
+
+// Forward runs T ≥ 1 new positions through the layer (SPEC §4.5), advancing
+// st. x holds the T RMS-normalised layer inputs ([T][E]); dst receives the
+// T outputs ([T][E]); they must not alias. Any split of a sequence into
+// Forward calls gives bit-identical outputs and state.
+//
+// Per position: projections (R16/RG mat-muls); ShortConv+SiLU of q, k, v
+// with the carried tails; per-head L2Norm of q and k; q̂ = q ⊗ f32(D^−½);
+// β = σ(b); α_i = exp(GateLB ⊗ σ(A_h ⊗ (z_i ⊕ dt_i))) with A_h per head; the
+// delta-rule recurrence per head (decay → read → write → output from the
+// updated state, f32 accumulators, i ascending); head-wise RMSNorm (RMSEps);
+// o ⊗ σ(G); o_proj.
+func (k *KDA) Forward(dst, x []float32, T int, st *KDAState) error {
+	ws, _ := k.pool.Get().(*Workspace)
+	if ws == nil {
+		ws = new(Workspace)
+	}
+	err := k.ForwardWith(dst, x, T, st, ws)
+	k.pool.Put(ws)
+	return err
+}
+
+// ForwardWith is Forward using the caller's scratch memory: with a reused
+// ws a decode step (T = 1) makes no heap allocation of its own on one
+// worker. ws must not be used concurrently by another call; nil borrows one
+// from the layer's pool. Results are bit-identical to Forward.
+func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) error {
+	if ws == nil {
+		return k.Forward(dst, x, T, st)
+	}
+	c := k.cfg
+	e, h, d := c.Hidden, c.Heads, c.HeadDim
+	p := h * d
+	if T < 1 || len(x) != T*e || len(dst) != T*e {
+		return fmt.Errorf("attention: kda: len(x)=%d len(dst)=%d, want T·E = %d·%d", len(x), len(dst), T, e)
+	}
+	if err := k.checkState(st); err != nil {
+		return err
+	}
+	wk := c.Workers
+	ws.f32.reset(6*T*p + T*d + T*h + h*d)
+	kc := &ws.kda
+	*kc = kdaCall{k: k, st: st, T: T,
+		q: ws.f32.take(T * p), kk: ws.f32.take(T * p), v: ws.f32.take(T * p), g: ws.f32.take(T * p),
+		z: ws.f32.take(T * p), o: ws.f32.take(T * p), fa: ws.f32.take(T * d), b: ws.f32.take(T * h),
+		u: ws.f32.take(h * d)}
+	quant.MatMulParallel(k.w.Q, kc.q, p, x, T, wk)
+	quant.MatMulParallel(k.w.K, kc.kk, p, x, T, wk)
+	quant.MatMulParallel(k.w.V, kc.v, p, x, T, wk)
+	quant.MatMulParallel(k.w.G, kc.g, p, x, T, wk)
+	quant.MatMulParallel(k.w.FA, kc.fa, d, x, T, wk)
+	quant.MatMulParallel(k.w.FB, kc.z, p, kc.fa, T, wk)
+	quant.MatMulParallel(k.w.B, kc.b, h, x, T, wk)
+
+	// Shapes were checked above, so the convolutions cannot fail.
+	_ = k.convQ.ForwardParallel(kc.q, kc.q, st.ConvQ, T, wk)
+	_ = k.convK.ForwardParallel(kc.kk, kc.kk, st.ConvK, T, wk)
+	_ = k.convV.ForwardParallel(kc.v, kc.v, st.ConvV, T, wk)
+
+	// Per position and head (independent): normalise q and k, scale q, β,
+	// and the decay α (written over z).
+	if parallel.Chunks(T*h, wk, 4) > 1 {
+		parallel.For(T*h, wk, 4, func(lo, hi int) { kc.prepare(lo, hi) })
+	} else {
+		kc.prepare(0, T*h)
+	}
+	// The recurrence is sequential in t and independent across heads.
+	if parallel.Chunks(h, wk, 1) > 1 {
+		parallel.For(h, wk, 1, func(lo, hi int) { kc.recur(lo, hi) })
+	} else {
+		kc.recur(0, h)
+	}
+	// Head-wise RMSNorm (eps = RMSEps), then the sigmoid gate, then o_proj.
+	if parallel.Chunks(T*h, wk, 4) > 1 {
+		parallel.For(T*h, wk, 4, func(lo, hi int) { kc.gate(lo, hi) })
+	} else {
+		kc.gate(0, T*h)
+	}
+	quant.MatMulParallel(k.w.O, dst, e, kc.o, T, wk)
+	*kc = kdaCall{} // drop references to the caller's data
+	return nil
+}
+
+// kdaCall is the state of one ForwardWith call shared by the workers.
+type kdaCall struct {
+	k                           *KDA
+	st                          *KDAState
+	T                           int
+	q, kk, v, g, z, o, fa, b, u []float32
+}
+
+// prepare normalises q and k, scales q, and computes β and α (over z) for
+// the (position, head) pairs [lo, hi).
+func (kc *kdaCall) prepare(lo, hi int) {
+	c := kc.k.cfg
+	h, d := c.Heads, c.HeadDim
+	p := h * d
+	q, kk, z, b := kc.q, kc.kk, kc.z, kc.b
+	for th := lo; th < hi; th++ {
+		t, hh := th/h, th%h
+		o := t*p + hh*d
+		nn.L2Norm(q[o:o+d], q[o:o+d])
+		for i := o; i < o+d; i++ {
+			q[i] = q[i] * kc.k.qScale
+		}
+		nn.L2Norm(kk[o:o+d], kk[o:o+d])
+		rate, dt := kc.k.rate[hh], kc.k.w.DtBias[hh*d:hh*d+d]
+		for i := range d {
+			z[o+i] = fmath.Exp32(decayLog(z[o+i], dt[i], rate, c.GateLB))
+		}
+		b[th] = fmath.Sigmoid32(b[th])
+	}
+}
+
+// recur runs the recurrence of heads [lo, hi) over the call's positions.
+func (kc *kdaCall) recur(lo, hi int) {
+	c := kc.k.cfg
+	h, d := c.Heads, c.HeadDim
+	p := h * d
+	alpha, beta := kc.z, kc.b
+	for hh := lo; hh < hi; hh++ {
+		S := kc.st.S[hh*d*d : (hh+1)*d*d]
+		u := kc.u[hh*d : (hh+1)*d]
+		for t := range kc.T {
+			off := t*p + hh*d
+			kdaStep(S, kc.q[off:off+d], kc.kk[off:off+d], kc.v[off:off+d], alpha[off:off+d], beta[t*h+hh], kc.o[off:off+d], u)
+		}
+	}
+}
+
+// gate applies the head-wise RMSNorm and the sigmoid gate to the (position,
+// head) pairs [lo, hi).
+func (kc *kdaCall) gate(lo, hi int) {
+	c := kc.k.cfg
+	d := c.HeadDim
+	o, g := kc.o, kc.g
+	for th := lo; th < hi; th++ {
+		o0 := th * d // (t·p + hh·d) with p = h·d
+		nn.RMSNorm(o[o0:o0+d], o[o0:o0+d], kc.k.w.ONorm, c.RMSEps)
+		nn.MulSigmoid(o[o0:o0+d], o[o0:o0+d], g[o0:o0+d])
+	}
+}
+
+// decayLog returns the log-decay g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) ∈ [GateLB, 0]
+// of one channel (SPEC §5.3); α = exp32(g). σ may underflow to 0, making
+// α = 1 exactly, which is legitimate.
+func decayLog(z, dt, rate, lb float32) float32 {
+	return lb * fmath.Sigmoid32(rate*(z+dt))
+}
+
+// kdaStep advances one head's state S ([D][D]) by one position and writes
+// the head output o ([D]); u is scratch of length D. Evaluation (SPEC §5.3),
+// all in f32 with separate roundings:
+//
+//	S[i][j] = α_i ⊗ S[i][j]
+//	u_j = Σ_i (k_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
+//	S[i][j] = S[i][j] ⊕ ((k_i ⊗ β) ⊗ (v_j ⊖ u_j))
+//	o_j = Σ_i (q̂_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
+//
+// Decay and read share one pass over the rows, write and output another;
+// per output element the order of the additions is the one above.
+func kdaStep(S, q, k, v, alpha []float32, beta float32, o, u []float32) {
+	d := len(q)
+	clear(u)
+	for i := range d {
+		row := S[i*d : i*d+d]
+		a, ki := alpha[i], k[i]
+		for j := range row {
+			s := a * row[j]
+			row[j] = s
+			u[j] = u[j] + float32(ki*s)
+		}
+	}
+	for j := range u {
+		u[j] = v[j] - u[j]
+	}
+	clear(o)
+	for i := range d {
+		row := S[i*d : i*d+d]
+		kb, qi := k[i]*beta, q[i]
+		for j := range row {
+			s := row[j] + float32(kb*u[j])
+			row[j] = s
+			o[j] = o[j] + float32(qi*s)
+		}
+	}
+}
+
+func checkMatrix(layer, name string, m quant.Matrix, rows, cols int) error {
+	if m == nil {
+		return fmt.Errorf("attention: %s: %s is missing", layer, name)
+	}
+	if m.Rows() != rows || m.Cols() != cols {
+		return fmt.Errorf("attention: %s: %s is [%d, %d], want [%d, %d]", layer, name, m.Rows(), m.Cols(), rows, cols)
+	}
+	return nil
+}

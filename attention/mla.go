@@ -1,0 +1,407 @@
+package attention
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/k3-project/k3/internal/nn"
+	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/quant"
+)
+
+// MLAConfig is the shape of one gated-MLA layer (SPEC §4.6).
+type MLAConfig struct {
+	Hidden  int  // E
+	Heads   int  // Hm
+	QLoRA   int  // Rq
+	KVLoRA  int  // Rkv
+	NoPE    int  // dn
+	Rope    int  // dr (the "rope" slots: cached and scored, never rotated)
+	VHead   int  // dv
+	OutGate bool // a ⊙ σ(W_g x) before o_proj
+	RMSEps  float32
+	// Workers bounds the goroutines used for mat-mul rows and heads; ≤ 1 runs
+	// serially. Results never depend on it.
+	Workers int
+}
+
+// MLAWeights are the tensors of one MLA layer (`self_attn.` names of SPEC
+// §3.3). Matrices are [out, in].
+type MLAWeights struct {
+	QA      quant.Matrix // q_a_proj [Rq, E]
+	QANorm  []float32    // q_a_layernorm [Rq]
+	QB      quant.Matrix // q_b_proj [Hm·(dn+dr), Rq]
+	KVA     quant.Matrix // kv_a_proj_with_mqa [Rkv+dr, E]
+	KVANorm []float32    // kv_a_layernorm [Rkv]
+	KVB     quant.Matrix // kv_b_proj [Hm·(dn+dv), Rkv]
+	O       quant.Matrix // o_proj [E, Hm·dv]
+	G       quant.Matrix // g_proj [Hm·dv, E]; required iff OutGate
+}
+
+// MLA is one bound gated-MLA layer using the absorbed formulation over a
+// latent cache. It is immutable and safe for concurrent use by sequences
+// with distinct caches.
+type MLA struct {
+	cfg   MLAConfig
+	w     MLAWeights
+	uk    rowSource      // key half of kv_b, row h·dn + j = W_uk,h[j] ∈ R^Rkv
+	uv    []quant.Matrix // per head, kv_b rows h·(dn+dv)+dn .. (h+1)·(dn+dv)
+	scale float32        // f32(1/sqrt(f64(dn+dr)))
+	pool  sync.Pool      // *Workspace for calls that bring none
+}
+
+// NewMLA validates the weights against cfg and binds them.
+func NewMLA(cfg MLAConfig, w MLAWeights) (*MLA, error) {
+	e, hm, rq, rkv, dn, dr, dv := cfg.Hidden, cfg.Heads, cfg.QLoRA, cfg.KVLoRA, cfg.NoPE, cfg.Rope, cfg.VHead
+	if e <= 0 || hm <= 0 || rq <= 0 || rkv <= 0 || dn <= 0 || dr < 0 || dv <= 0 {
+		return nil, fmt.Errorf("attention: mla: invalid shape hidden=%d heads=%d q_lora=%d kv_lora=%d nope=%d rope=%d v=%d",
+			e, hm, rq, rkv, dn, dr, dv)
+	}
+	if !(cfg.RMSEps > 0) {
+		return nil, fmt.Errorf("attention: mla: rms eps %v must be > 0", cfg.RMSEps)
+	}
+	dq := dn + dr
+	mats := []struct {
+		name       string
+		m          quant.Matrix
+		rows, cols int
+	}{
+		{"q_a_proj", w.QA, rq, e}, {"q_b_proj", w.QB, hm * dq, rq},
+		{"kv_a_proj_with_mqa", w.KVA, rkv + dr, e}, {"kv_b_proj", w.KVB, hm * (dn + dv), rkv},
+		{"o_proj", w.O, e, hm * dv},
+	}
+	if cfg.OutGate {
+		mats = append(mats, struct {
+			name       string
+			m          quant.Matrix
+			rows, cols int
+		}{"g_proj", w.G, hm * dv, e})
+	}
+	for _, m := range mats {
+		if err := checkMatrix("mla", m.name, m.m, m.rows, m.cols); err != nil {
+			return nil, err
+		}
+	}
+	if len(w.QANorm) != rq || len(w.KVANorm) != rkv {
+		return nil, fmt.Errorf("attention: mla: q_a_layernorm has %d entries (want %d), kv_a_layernorm %d (want %d)",
+			len(w.QANorm), rq, len(w.KVANorm), rkv)
+	}
+	m := &MLA{cfg: cfg, w: w, scale: float32(1 / math.Sqrt(float64(dq)))}
+	if !cfg.OutGate {
+		m.w.G = nil
+	}
+	m.uv = make([]quant.Matrix, hm)
+	for h := range hm {
+		m.uv[h] = w.KVB.Slice(h*(dn+dv)+dn, (h+1)*(dn+dv))
+	}
+	m.uk = newKeyRows(w.KVB, hm, dn, dv)
+	return m, nil
+}
+
+// Config returns the layer's configuration.
+func (m *MLA) Config() MLAConfig { return m.cfg }
+
+// MLACache is the per-sequence cache of one MLA layer in latent form (SPEC
+// §4.6): per position one row [KVLoRA+Rope] holding the RMS-normalised
+// latent followed by the raw shared rope key — 42.8× smaller than the
+// expanded per-head keys and values. Keeping both in one row lets a score be
+// a single R16 dot product against the concatenated absorbed query.
+type MLACache struct {
+	KVLoRA, Rope int
+	KV           []float32 // [N][KVLoRA+Rope]
+}
+
+// NewCache returns an empty cache for this layer.
+func (m *MLA) NewCache() *MLACache {
+	return &MLACache{KVLoRA: m.cfg.KVLoRA, Rope: m.cfg.Rope}
+}
+
+func (c *MLACache) width() int { return c.KVLoRA + c.Rope }
+
+// Len returns the number of cached positions.
+func (c *MLACache) Len() int {
+	if c.width() <= 0 {
+		return 0
+	}
+	return len(c.KV) / c.width()
+}
+
+// Latent returns the normalised latent of cached position s (shared; do not
+// modify).
+func (c *MLACache) Latent(s int) []float32 {
+	w := c.width()
+	return c.KV[s*w : s*w+c.KVLoRA : s*w+c.KVLoRA]
+}
+
+// KRope returns the rope key of cached position s (shared; do not modify).
+func (c *MLACache) KRope(s int) []float32 {
+	w := c.width()
+	return c.KV[s*w+c.KVLoRA : (s+1)*w : (s+1)*w]
+}
+
+// Clone returns a deep copy (a snapshot).
+func (c *MLACache) Clone() *MLACache {
+	d := *c
+	d.KV = append([]float32(nil), c.KV...)
+	return &d
+}
+
+// Reset empties the cache, keeping its capacity.
+func (c *MLACache) Reset() { c.KV = c.KV[:0] }
+
+// Truncate drops every position from n on (rolling back speculative steps).
+func (c *MLACache) Truncate(n int) error {
+	if n < 0 || n > c.Len() {
+		return fmt.Errorf("attention: mla cache: truncate to %d of %d positions", n, c.Len())
+	}
+	c.KV = c.KV[:n*c.width()]
+	return nil
+}
+
+// Forward runs T ≥ 1 new positions through the layer, appending them to c
+// (positions p0..p0+T−1, p0 = c.Len()). x holds the RMS-normalised layer
+// inputs ([T][E]); dst receives the outputs ([T][E]); they must not alias.
+// Any split of a sequence into Forward calls gives bit-identical outputs.
+//
+// Every mode uses the absorbed formulation, evaluated as follows:
+//
+//	c_q = RMSNorm(W_qa x); q = W_qb c_q                     R16/RG mat-muls
+//	c = W_kva x; lat = RMSNorm(c[:Rkv]); k_rope = c[Rkv:]   cached
+//	q'_h[r] = f32(RS_j f64(q_nope_h[j])·f64(W_uk,h[j][r]))  j ascending
+//	score(s) = R16([q'_h ‖ q_rope_h], [lat_s ‖ k_rope_s]) ⊗ f32(1/sqrt(f64(dn+dr)))
+//	p = Softmax(score over s ≤ p0+t)
+//	m_h[r] = f32(RS_s f64(p_s)·f64(lat_s[r]))               s ascending
+//	a_h = W_uv,h · m_h                                      R16/RG
+//	a = a ⊗ σ(W_g x) if OutGate;  out = W_o a
+//
+// The score is one R16 dot product of length Rkv+dr (internal/dot, SIMD on
+// amd64) rather than the expanded form's sequential sum over dn+dr, which
+// would be latency-bound at Rkv+dr terms. The latent mix m is a float64 sum
+// (rather than the f32 accumulator the expanded form uses for a) because W_uv
+// amplifies its rounding error.
+func (m *MLA) Forward(dst, x []float32, T int, c *MLACache) error {
+	ws, _ := m.pool.Get().(*Workspace)
+	if ws == nil {
+		ws = new(Workspace)
+	}
+	err := m.ForwardWith(dst, x, T, c, ws)
+	m.pool.Put(ws)
+	return err
+}
+
+// ForwardWith is Forward using the caller's scratch memory: with a reused
+// ws a decode step (T = 1) makes no heap allocation on one worker (the
+// cache grows amortised as positions are appended). ws must not be used
+// concurrently by another call; nil borrows one from the layer's pool.
+// Results are bit-identical to Forward.
+func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) error {
+	if ws == nil {
+		return m.Forward(dst, x, T, c)
+	}
+	cfg := m.cfg
+	e, hm, rq, rkv, dn, dr, dv := cfg.Hidden, cfg.Heads, cfg.QLoRA, cfg.KVLoRA, cfg.NoPE, cfg.Rope, cfg.VHead
+	dq := dn + dr
+	if T < 1 || len(x) != T*e || len(dst) != T*e {
+		return fmt.Errorf("attention: mla: len(x)=%d len(dst)=%d, want T·E = %d·%d", len(x), len(dst), T, e)
+	}
+	if c == nil || c.KVLoRA != rkv || c.Rope != dr || len(c.KV)%(rkv+dr) != 0 {
+		return fmt.Errorf("attention: mla: cache does not match the layer (kv_lora=%d rope=%d)", rkv, dr)
+	}
+	wk := cfg.Workers
+	p0 := c.Len()
+	kw := rkv + dr
+	n := p0 + T
+	chunks := parallel.Chunks(hm, wk, 1)
+	perChunk32 := dn*rkv + T*kw + T*rkv + n
+	perChunk64 := T*rkv + max(dn, 4)
+	ws.f32.reset(T*rq + T*hm*dq + 2*T*hm*dv + chunks*perChunk32)
+	ws.f64.reset(chunks * perChunk64)
+
+	cq := ws.f32.take(T * rq)
+	quant.MatMulParallel(m.w.QA, cq, rq, x, T, wk)
+	nn.RMSNormRows(cq, cq, m.w.QANorm, cfg.RMSEps)
+	q := ws.f32.take(T * hm * dq)
+	quant.MatMulParallel(m.w.QB, q, hm*dq, cq, T, wk)
+
+	// The new positions' latents and rope keys go straight into the cache.
+	c.KV = slices.Grow(c.KV, T*kw)
+	kv := c.KV[p0*kw : n*kw]
+	c.KV = c.KV[:n*kw]
+	quant.MatMulParallel(m.w.KVA, kv, kw, x, T, wk)
+	for t := range T {
+		row := kv[t*kw : (t+1)*kw]
+		nn.RMSNorm(row[:rkv], row[:rkv], m.w.KVANorm, cfg.RMSEps)
+	}
+
+	a := ws.f32.take(T * hm * dv)
+	k := &ws.mla
+	sc := k.sc
+	if cap(sc) < chunks {
+		sc = make([]mlaScratch, chunks)
+	}
+	sc = sc[:chunks]
+	for i := range sc {
+		s := &sc[i]
+		s.wuk, s.qc, s.mix, s.prob = ws.f32.take(dn*rkv), ws.f32.take(T*kw), ws.f32.take(T*rkv), ws.f32.take(n)
+		s.acc, s.coef = ws.f64.take(T*rkv), ws.f64.take(max(dn, 4))
+	}
+	*k = mlaCall{m: m, kv: c.KV, T: T, p0: p0, q: q, a: a, sc: sc}
+	if chunks > 1 {
+		parallel.For(hm, wk, 1, func(lo, hi int) { k.heads(lo, hi) })
+	} else {
+		k.heads(0, hm)
+	}
+	*k = mlaCall{sc: sc} // drop references to the caller's data
+
+	if cfg.OutGate {
+		g := ws.f32.take(T * hm * dv)
+		quant.MatMulParallel(m.w.G, g, hm*dv, x, T, wk)
+		nn.MulSigmoid(a, a, g)
+	}
+	quant.MatMulParallel(m.w.O, dst, e, a, T, wk)
+	return nil
+}
+
+// mlaCall is the state of one ForwardWith call shared by the head workers.
+type mlaCall struct {
+	m     *MLA
+	kv    []float32 // the cache rows, the new positions included
+	T, p0 int
+	q, a  []float32
+	sc    []mlaScratch // one per head chunk
+}
+
+// mlaScratch is one head worker's scratch.
+type mlaScratch struct {
+	wuk  []float32   // [dn][Rkv] decoded key-half rows of the current head
+	rows [][]float32 // [dn] rows of W_uk,h (into wuk, or a resident copy)
+	qc   []float32   // [T][Rkv+dr] = q'_h ‖ q_rope_h per position
+	mix  []float32   // [T][Rkv] latent mix m_h per position
+	prob []float32   // [p0+T] scores, then probabilities
+	acc  []float64   // [T][Rkv] f64 accumulators of q' and of the mix
+	coef []float64   // axpy coefficients
+}
+
+// heads runs heads [lo, hi) (see Forward for the evaluation order).
+func (k *mlaCall) heads(lo, hi int) {
+	cfg := k.m.cfg
+	hm, rkv, dn, dr, dv := cfg.Heads, cfg.KVLoRA, cfg.NoPE, cfg.Rope, cfg.VHead
+	dq, kw, T, p0 := dn+dr, rkv+dr, k.T, k.p0
+	s := &k.sc[0]
+	for i := range k.sc {
+		if l, _ := parallel.Bounds(hm, len(k.sc), i); l == lo {
+			s = &k.sc[i]
+		}
+	}
+	if cap(s.rows) < dn {
+		s.rows = make([][]float32, dn)
+	}
+	rows := s.rows[:dn]
+	for h := lo; h < hi; h++ {
+		for j := range rows {
+			rows[j] = k.m.uk.row(h*dn+j, s.wuk[j*rkv:(j+1)*rkv:(j+1)*rkv])
+		}
+		// q'_h[r] = f32(RS_j f64(q_nope_h[j])·f64(W_uk,h[j][r])), j ascending.
+		for t := range T {
+			qt := k.q[t*hm*dq+h*dq : t*hm*dq+(h+1)*dq]
+			acc := s.acc[t*rkv : (t+1)*rkv]
+			clear(acc)
+			coef := s.coef[:dn]
+			for j, v := range qt[:dn] {
+				coef[j] = float64(v)
+			}
+			axpyRows(acc, coef, rows)
+			qc := s.qc[t*kw : (t+1)*kw]
+			for r, v := range acc {
+				qc[r] = float32(v)
+			}
+			copy(qc[rkv:], qt[dn:])
+		}
+		for t := range T {
+			qt := s.qc[t*kw : (t+1)*kw]
+			ns := p0 + t + 1
+			sc := s.prob[:ns]
+			scoreRows(sc, k.kv[:ns*kw], qt)
+			for i, v := range sc {
+				sc[i] = v * k.m.scale
+			}
+			nn.Softmax(sc, sc)
+			// m_h[r] = f32(RS_s f64(p_s)·f64(lat_s[r])), s ascending.
+			acc := s.acc[t*rkv : (t+1)*rkv]
+			clear(acc)
+			coef := s.coef[:4]
+			j := 0
+			for ; j+4 <= ns; j += 4 {
+				coef[0], coef[1], coef[2], coef[3] = float64(sc[j]), float64(sc[j+1]), float64(sc[j+2]), float64(sc[j+3])
+				axpy4(acc, coef, k.kv[j*kw:j*kw+rkv], k.kv[(j+1)*kw:(j+1)*kw+rkv],
+					k.kv[(j+2)*kw:(j+2)*kw+rkv], k.kv[(j+3)*kw:(j+3)*kw+rkv])
+			}
+			for ; j < ns; j++ {
+				axpy1(acc, float64(sc[j]), k.kv[j*kw:j*kw+rkv])
+			}
+			mt := s.mix[t*rkv : (t+1)*rkv]
+			for r, v := range acc {
+				mt[r] = float32(v)
+			}
+		}
+		k.m.uv[h].MatMul(k.a[h*dv:], hm*dv, s.mix, T)
+	}
+}
+
+// rowSource yields rows of the key half of kv_b: row h·dn + j is
+// W_kvb[h·(dn+dv) + j]. The returned slice is valid until the next call with
+// the same buf.
+type rowSource interface {
+	row(r int, buf []float32) []float32
+}
+
+// decodedRows decodes rows on demand from a RowDecoder (no resident copy).
+type decodedRows struct {
+	d      quant.RowDecoder
+	dn, dv int
+}
+
+func (s decodedRows) row(r int, buf []float32) []float32 {
+	h, j := r/s.dn, r%s.dn
+	s.d.DecodeRow(buf, h*(s.dn+s.dv)+j)
+	return buf
+}
+
+// denseRows is a resident f32 copy [Hm·dn][Rkv].
+type denseRows struct {
+	w    []float32
+	cols int
+}
+
+func (s denseRows) row(r int, _ []float32) []float32 {
+	return s.w[r*s.cols : (r+1)*s.cols]
+}
+
+// newKeyRows binds the key half of kv_b. Every quant matrix decodes rows on
+// demand (no resident copy, so a streamed trunk works unchanged); a foreign
+// Matrix without quant.RowDecoder gets a one-time f32 copy of that half,
+// extracted with a mat-mul against the identity (row · e_c = W[r][c] exactly:
+// one exact product plus zeros).
+func newKeyRows(kvb quant.Matrix, hm, dn, dv int) rowSource {
+	if d, ok := kvb.(quant.RowDecoder); ok {
+		return decodedRows{d: d, dn: dn, dv: dv}
+	}
+	rkv := kvb.Cols()
+	eye := make([]float32, rkv*rkv)
+	for i := range rkv {
+		eye[i*rkv+i] = 1
+	}
+	w := make([]float32, hm*dn*rkv)
+	tr := make([]float32, rkv*dn)
+	for h := range hm {
+		kvb.Slice(h*(dn+dv), h*(dn+dv)+dn).MatMul(tr, dn, eye, rkv) // tr[c][j] = W[j][c]
+		for j := range dn {
+			for col := range rkv {
+				w[(h*dn+j)*rkv+col] = tr[col*dn+j]
+			}
+		}
+	}
+	return denseRows{w: w, cols: rkv}
+}

@@ -1,0 +1,160 @@
+package attention
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/quant"
+)
+
+// mlaFromFixture binds ops/mla.json (prefix "") or the attention part of
+// ops/layer_mla.json (prefix "self_attn_").
+func mlaFromFixture(t testing.TB, f *opfix.Fixture, prefix string, workers int, hideDecoder bool) *MLA {
+	t.Helper()
+	const E, Hm, Rq, Rkv, dn, dr, dv = 128, 4, 64, 32, 24, 8, 16
+	g := func(name string, rows, cols int) quant.Matrix {
+		m := mat(t, f.F32(prefix+name, rows, cols), rows, cols)
+		if hideDecoder {
+			return opaque{m}
+		}
+		return m
+	}
+	cfg := MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
+		OutGate: true, RMSEps: 1e-5, Workers: workers}
+	w := MLAWeights{
+		QA: g("q_a_proj_weight", Rq, E), QANorm: f.F32(prefix+"q_a_layernorm_weight", Rq),
+		QB: g("q_b_proj_weight", Hm*(dn+dr), Rq), KVA: g("kv_a_proj_with_mqa_weight", Rkv+dr, E),
+		KVANorm: f.F32(prefix+"kv_a_layernorm_weight", Rkv), KVB: g("kv_b_proj_weight", Hm*(dn+dv), Rkv),
+		O: g("o_proj_weight", E, Hm*dv), G: g("g_proj_weight", Hm*dv, E),
+	}
+	m, err := NewMLA(cfg, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// opaque hides every method but quant.Matrix's, forcing the bind-time
+// extraction path of the key half.
+type opaque struct{ m quant.Matrix }
+
+func (o opaque) Format() quant.Format                                 { return o.m.Format() }
+func (o opaque) Rows() int                                            { return o.m.Rows() }
+func (o opaque) Cols() int                                            { return o.m.Cols() }
+func (o opaque) MatVec(dst, x []float32)                              { o.m.MatVec(dst, x) }
+func (o opaque) MatMul(dst []float32, stride int, x []float32, n int) { o.m.MatMul(dst, stride, x, n) }
+func (o opaque) Slice(lo, hi int) quant.Matrix                        { return opaque{o.m.Slice(lo, hi)} }
+
+func TestMLAFixture(t *testing.T) {
+	tol := opfix.Manifest(t)
+	f := opfix.Load(t, "mla")
+	if s := f.Scalar("scale"); float32(s) != mlaFromFixture(t, f, "", 1, false).scale {
+		t.Fatalf("fixture scale %v, layer scale %v", s, mlaFromFixture(t, f, "", 1, false).scale)
+	}
+	for _, hide := range []bool{false, true} {
+		m := mlaFromFixture(t, f, "", 1, hide)
+		c := m.NewCache()
+		in := f.F32("in", 1, 6, 128)
+		out := make([]float32, len(in))
+		if err := m.Forward(out, in, 6, c); err != nil {
+			t.Fatal(err)
+		}
+		tag := map[bool]string{false: "mla", true: "mla(extracted key half)"}[hide]
+		opfix.Compare(t, tol, tag+" out", out, f.F32("out", 1, 6, 128))
+		var lat, rope []float32
+		for s := range c.Len() {
+			lat = append(lat, c.Latent(s)...)
+			rope = append(rope, c.KRope(s)...)
+		}
+		opfix.Compare(t, tol, tag+" kv_latent", lat, f.F32("kv_latent", 1, 6, 32))
+		opfix.Compare(t, tol, tag+" k_rope", rope, f.F32("k_rope", 1, 6, 8))
+	}
+}
+
+// The two key-half paths (on-demand DecodeRow and the bind-time copy) are
+// the same numbers, so they must agree bit for bit.
+func TestMLAKeyHalfPathsBitIdentical(t *testing.T) {
+	f := opfix.Load(t, "mla")
+	in := f.F32("in", 1, 6, 128)
+	var ref []float32
+	for _, hide := range []bool{false, true} {
+		m := mlaFromFixture(t, f, "", 1, hide)
+		out := make([]float32, len(in))
+		if err := m.Forward(out, in, 6, m.NewCache()); err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = out
+			continue
+		}
+		sameBits(t, "out", out, ref)
+	}
+}
+
+// E1 for MLA: at once ≡ one by one ≡ chunks ≡ worker counts, including the
+// cache contents; and snapshot (Clone/Truncate) restores.
+func TestMLAChunkingBitIdentical(t *testing.T) {
+	f := opfix.Load(t, "mla")
+	const T = 6
+	in := f.F32("in", 1, T, 128)
+	run := func(workers int, chunks []int) ([]float32, *MLACache) {
+		m := mlaFromFixture(t, f, "", workers, false)
+		c := m.NewCache()
+		out := make([]float32, len(in))
+		pos := 0
+		for _, n := range chunks {
+			if err := m.Forward(out[pos*128:(pos+n)*128], in[pos*128:(pos+n)*128], n, c); err != nil {
+				t.Fatal(err)
+			}
+			pos += n
+		}
+		if pos != T || c.Len() != T {
+			t.Fatalf("chunks %v: %d positions, cache %d", chunks, pos, c.Len())
+		}
+		return out, c
+	}
+	refOut, refC := run(1, []int{T})
+	for _, tc := range []struct {
+		workers int
+		chunks  []int
+	}{
+		{1, []int{1, 1, 1, 1, 1, 1}}, {1, []int{2, 4}}, {1, []int{5, 1}},
+		{2, []int{T}}, {2, []int{1, 1, 1, 1, 1, 1}}, {3, []int{3, 3}},
+	} {
+		t.Run(fmt.Sprintf("w%d_%v", tc.workers, tc.chunks), func(t *testing.T) {
+			out, c := run(tc.workers, tc.chunks)
+			sameBits(t, "out", out, refOut)
+			sameBits(t, "cache rows", c.KV, refC.KV)
+		})
+	}
+	// Roll back two positions and replay them.
+	m := mlaFromFixture(t, f, "", 1, false)
+	c := refC.Clone()
+	if err := c.Truncate(4); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float32, 2*128)
+	if err := m.Forward(out, in[4*128:], 2, c); err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "replayed out", out, refOut[4*128:])
+	if err := c.Truncate(7); err == nil {
+		t.Error("Truncate beyond the cache accepted")
+	}
+}
+
+func TestMLABadInput(t *testing.T) {
+	f := opfix.Load(t, "mla")
+	m := mlaFromFixture(t, f, "", 1, false)
+	if err := m.Forward(make([]float32, 128), make([]float32, 128), 1, &MLACache{KVLoRA: 31, Rope: 8}); err == nil {
+		t.Error("mismatched cache accepted")
+	}
+	if err := m.Forward(make([]float32, 128), make([]float32, 100), 1, m.NewCache()); err == nil {
+		t.Error("short input accepted")
+	}
+	_, err := NewMLA(m.cfg, MLAWeights{})
+	if err == nil {
+		t.Error("missing weights accepted")
+	}
+}

@@ -1,0 +1,80 @@
+package k3
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrClosed: the model was closed; its weights (mmap views) are gone.
+	ErrClosed = errors.New("k3: model is closed")
+	// ErrNoLogits: Logits or a greedy pick was asked for before any position was processed.
+	ErrNoLogits = errors.New("k3: no logits yet (prefill at least one position first)")
+	// ErrAllNaN: every logit is NaN, so greedy decoding has nothing to pick.
+	ErrAllNaN = errors.New("k3: every logit is NaN")
+	// ErrEmptyInput: a call that needs at least one token id got none.
+	ErrEmptyInput = errors.New("k3: no token ids")
+	// ErrUnknownGeometry: Synthesize was given a geometry name Geometries does not list.
+	ErrUnknownGeometry = errors.New("k3: unknown synthetic geometry")
+	// ErrForeignSnapshot: Restore was given a snapshot of another model's session.
+	ErrForeignSnapshot = errors.New("k3: snapshot belongs to another model")
+)
+
+// TokenError reports a token id outside [0, Vocab) (SPEC §4.2: an error, never clamped).
+type TokenError struct {
+	Pos   int // index of the id in the call's input
+	ID    int
+	Vocab int
+}
+
+func (e *TokenError) Error() string {
+	return fmt.Sprintf("k3: token id %d at input position %d is outside [0, %d)", e.ID, e.Pos, e.Vocab)
+}
+
+// BindError lists every model tensor the checkpoint lacks or holds with a wrong dtype or shape
+// (SPEC §3.3, §3.4). Binding collects all problems before refusing, so one run names them all.
+type BindError struct {
+	Dir string
+	// Missing: one entry per absent tensor: its name and, when the checkpoint has an index, the
+	// shard the index says should hold it and why it is not there.
+	Missing []string
+	// Mismatched: one entry per present tensor whose dtype or shape is not acceptable, with what
+	// was found and what is accepted.
+	Mismatched []string
+}
+
+func (e *BindError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "k3: cannot bind the checkpoint in %s: %d tensor(s) missing, %d mis-typed or mis-shaped",
+		e.Dir, len(e.Missing), len(e.Mismatched))
+	const show = 40 // a K3 shard missing holds thousands of tensors; the fields keep the full lists
+	list := func(title string, items []string) {
+		for i, s := range items {
+			if i == show {
+				fmt.Fprintf(&b, "\n  ... and %d more %s", len(items)-show, title)
+				break
+			}
+			fmt.Fprintf(&b, "\n  %s: %s", title, s)
+		}
+	}
+	list("missing", e.Missing)
+	list("mismatched", e.Mismatched)
+	return b.String()
+}
+
+// ForwardError wraps a failure inside a layer during a forward pass.
+type ForwardError struct {
+	Layer int // zero-based decoder layer, or -1 for the model-level head
+	Err   error
+}
+
+func (e *ForwardError) Error() string {
+	if e.Layer < 0 {
+		return fmt.Sprintf("k3: forward (output head): %v", e.Err)
+	}
+	return fmt.Sprintf("k3: forward, layer %d: %v", e.Layer, e.Err)
+}
+
+func (e *ForwardError) Unwrap() error { return e.Err }

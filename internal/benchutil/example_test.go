@@ -1,0 +1,25 @@
+package benchutil_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/k3-project/k3/internal/benchutil"
+)
+
+// A kernel benchmark paired with the read loop over the same bytes; in a
+// _test.go file the body of the func literal is the benchmark function.
+func ExamplePaired() {
+	weights := benchutil.Filled(8 << 20)
+	res := testing.Benchmark(func(b *testing.B) {
+		var sum byte
+		benchutil.Paired(b, weights, 1, func() {
+			for _, v := range weights { // stand-in for a real kernel
+				sum += v
+			}
+		})
+		_ = sum
+	})
+	fmt.Println(res.Extra["x-read"] > 0)
+	// Output: true
+}

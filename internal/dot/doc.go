@@ -1,0 +1,39 @@
+// Package dot holds the R16 dot-product and mat-vec kernels for plain
+// floating-point weights (F32, BF16, F16), the innermost loop of every
+// projection, router and lm_head evaluation.
+//
+// # Numeric contract
+//
+// Every result follows the R16 reduction of SPEC §5.2 exactly: sixteen f64
+// accumulators, element i < 16·⌊n/16⌋ goes to lane i mod 16 in ascending
+// order, the lanes are reduced as c_l = (a[l]+a[l+4]) + (a[l+8]+a[l+12]) and
+// then (c0+c1) + (c2+c3), the remaining tail is added sequentially and the sum
+// is rounded once to float32. Because an f32×f32 product is exact in f64, the
+// kernels may fuse multiply and add without changing a bit; they may not
+// change the lane partition or the tree. The matrix forms (MatVec*, MatMul*)
+// return, element by element, exactly what the single dot product returns, so
+// batching, row splitting and SIMD never change a logit.
+//
+// # Implementations
+//
+// On amd64 with AVX2, FMA and F16C the kernels run in Go assembly; everywhere
+// else, under the purego build tag, or on older CPUs the pure-Go twin in
+// generic.go runs. The tests compare both bit for bit. The one documented
+// exception is the payload of a NaN result: whether any NaN occurs is
+// identical, which NaN bit pattern survives the adds is not specified by Go.
+//
+// # Memory layout
+//
+// Weights are raw little-endian bytes as found in a safetensors file (often an
+// mmap view at an arbitrary offset), so no alignment is assumed anywhere.
+// Rows are contiguous: row r of a matrix with cols columns starts at byte
+// r·cols·elemSize.
+//
+// # Imports
+//
+// This package is a leaf: it must never import anything model-specific
+// (config, safetensors, quant, attention, moe, the root package) nor
+// internal/parallel; callers decide how to split rows across goroutines
+// (its benchmarks use internal/parallel and internal/benchutil, tests only).
+// Its only dependency is golang.org/x/sys/cpu, for feature detection.
+package dot

@@ -1,0 +1,20 @@
+// Package fmath provides the transcendental functions used by the model
+// kernels (exp, tanh, and the sigmoid/SiLU built from them) in plain Go.
+//
+// The standard library's math.Exp and math.Tanh have architecture-specific
+// assembly (amd64 switches to an FMA path on capable CPUs; arm64, s390x and
+// loong64 have their own), so their last bit may differ between machines.
+// The engine's determinism contract (SPEC §5.5, §5.6) requires identical
+// logits everywhere, so every function here is written in portable Go with
+// an explicit float64() conversion around each product that could otherwise
+// be fused into an FMA by the compiler.
+//
+// Exp64 uses Cody–Waite range reduction (ln 2 split into a high part with
+// trailing zero bits and a low correction) followed by the classic Remez
+// rational approximation of the reduced argument; Tanh64 uses a rational
+// approximation for |x| < 0.625 and the exp identity elsewhere. Both agree
+// with correctly rounded results to within one ulp.
+//
+// This package imports only math (for bit manipulation and constants); it
+// must never import anything model-specific.
+package fmath

@@ -1,0 +1,91 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/k3-project/k3/internal/fmath"
+	"github.com/k3-project/k3/internal/parallel"
+)
+
+// ShortConv is a causal depthwise convolution with kernel K over C channels
+// followed by SiLU (KDA's q/k/v short convolutions, SPEC §4.5 step 2).
+//
+// The carried state ("tail") of a channel is its last K−1 raw inputs, oldest
+// first, laid out [C][K−1]; a fresh sequence starts from zeros. Forgetting to
+// carry the tail passes single-call tests and breaks incremental decoding.
+type ShortConv struct {
+	c, k int
+	w    []float32 // [C][K], tap 0 = oldest input
+}
+
+// NewShortConv binds the taps w ([C][K] row-major, tap 0 applied to the
+// oldest input; the checkpoint's [C,1,K] has the same layout).
+func NewShortConv(channels, kernel int, w []float32) (*ShortConv, error) {
+	if channels <= 0 || kernel < 1 {
+		return nil, fmt.Errorf("nn: short conv: invalid shape channels=%d kernel=%d", channels, kernel)
+	}
+	if len(w) != channels*kernel {
+		return nil, fmt.Errorf("nn: short conv: %d taps, want channels·kernel = %d·%d = %d", len(w), channels, kernel, channels*kernel)
+	}
+	return &ShortConv{c: channels, k: kernel, w: w}, nil
+}
+
+// Channels returns C.
+func (s *ShortConv) Channels() int { return s.c }
+
+// Kernel returns K.
+func (s *ShortConv) Kernel() int { return s.k }
+
+// TailLen returns the length of the carried state, C·(K−1).
+func (s *ShortConv) TailLen() int { return s.c * (s.k - 1) }
+
+// Forward convolves T positions x ([T][C]) into dst ([T][C]) and advances
+// tail ([C][K−1]) past them. Per channel, evaluated as SPEC §5.3 fixes it:
+//
+//	acc = w[K−1] ⊗ x_t; for j = 0..K−2: acc = acc ⊕ (w[j] ⊗ hist[j]); y = acc ⊗ σ(acc)
+//
+// then the history shifts left and x_t is appended. dst may alias x. Calling
+// Forward on any split of the positions gives bit-identical results.
+func (s *ShortConv) Forward(dst, x, tail []float32, T int) error {
+	return s.ForwardParallel(dst, x, tail, T, 1)
+}
+
+// ForwardParallel is Forward with the channels split over up to workers
+// goroutines (channels are independent, so the result does not depend on
+// workers).
+func (s *ShortConv) ForwardParallel(dst, x, tail []float32, T, workers int) error {
+	c, k := s.c, s.k
+	if T < 0 || len(x) < T*c || len(dst) < T*c || len(tail) != c*(k-1) {
+		return fmt.Errorf("nn: short conv: len(x)=%d len(dst)=%d for T=%d C=%d, len(tail)=%d want %d",
+			len(x), len(dst), T, c, len(tail), c*(k-1))
+	}
+	if parallel.Chunks(c, workers, 256) <= 1 {
+		s.channels(dst, x, tail, T, 0, c) // no closure: a decode step stays allocation-free
+		return nil
+	}
+	parallel.For(c, workers, 256, func(lo, hi int) {
+		s.channels(dst, x, tail, T, lo, hi)
+	})
+	return nil
+}
+
+func (s *ShortConv) channels(dst, x, tail []float32, T, lo, hi int) {
+	c, k := s.c, s.k
+	m := k - 1
+	for ch := lo; ch < hi; ch++ {
+		w := s.w[ch*k : ch*k+k]
+		hist := tail[ch*m : ch*m+m]
+		for t := range T {
+			xt := x[t*c+ch]
+			acc := w[m] * xt
+			for j, h := range hist {
+				acc = acc + float32(w[j]*h)
+			}
+			dst[t*c+ch] = acc * fmath.Sigmoid32(acc)
+			if m > 0 {
+				copy(hist, hist[1:])
+				hist[m-1] = xt
+			}
+		}
+	}
+}

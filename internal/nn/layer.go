@@ -1,0 +1,164 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/k3-project/k3/internal/parallel"
+)
+
+// Mixer is a token mixer or feed-forward block applied to T positions: it
+// reads x ([T][E], already RMS-normalised) and writes dst ([T][E]). dst and x
+// never alias. Attention mixers close over their per-sequence state.
+type Mixer func(dst, x []float32, T int) error
+
+// Stream is the residual stream of T positions between decoder layers (SPEC
+// §4.3): H is the running partial sum P of the current block ([T][E]) and
+// Blocks the snapshots pushed at block boundaries, in push order (each
+// [T][E]). Blocks[0] is always the token embedding once layer 0 has run.
+// The stream carries nothing across calls: incremental decoding starts a new
+// Stream per call.
+type Stream struct {
+	T, E   int
+	H      []float32
+	Blocks [][]float32
+}
+
+// NewStream starts a stream from the embeddings h ([T][E]); it takes
+// ownership of h.
+func NewStream(h []float32, T, E int) (*Stream, error) {
+	if T <= 0 || E <= 0 || len(h) != T*E {
+		return nil, fmt.Errorf("nn: stream: len(h)=%d, want T·E = %d·%d", len(h), T, E)
+	}
+	return &Stream{T: T, E: E, H: h}, nil
+}
+
+// Aggregate applies agg over Blocks ++ [H] at every position into dst
+// ([T][E]); the model's output aggregation (SPEC §4.2 step 4).
+func (s *Stream) Aggregate(dst []float32, agg *AttnRes, workers int) error {
+	if agg.Width() != s.E {
+		return fmt.Errorf("nn: stream: aggregator width %d, stream width %d", agg.Width(), s.E)
+	}
+	if len(dst) != s.T*s.E {
+		return fmt.Errorf("nn: stream: dst has %d elements, want %d", len(dst), s.T*s.E)
+	}
+	rows := make([][]float32, 0, len(s.Blocks)+1)
+	rows = append(append(rows, s.Blocks...), s.H)
+	return forRows(s.T, workers, len(rows), func(t int, scratch [][]float32) error {
+		return agg.applyRows(dst, rows, t, scratch)
+	})
+}
+
+// forRows runs fn for every position on up to workers goroutines; each
+// goroutine gets its own scratch of n source slots. The first error wins.
+func forRows(T, workers, n int, fn func(t int, scratch [][]float32) error) error {
+	errs := make([]error, T)
+	parallel.For(T, workers, 1, func(lo, hi int) {
+		scratch := make([][]float32, n)
+		for t := lo; t < hi; t++ {
+			errs[t] = fn(t, scratch)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Residual is the block-Attention-Residual wiring of one decoder layer
+// (SPEC §4.3): the two pre-norms, the two aggregators and whether the layer
+// starts a block (L mod b == 0).
+type Residual struct {
+	InputNorm []float32 // input_layernorm gain [E]
+	PostNorm  []float32 // post_attention_layernorm gain [E]
+	AttnRes   *AttnRes  // self_attention_res_{norm,proj}
+	MLPRes    *AttnRes  // mlp_res_{norm,proj}
+	Eps       float32   // RMSEps
+	Boundary  bool      // layer index mod AttnResBlock == 0
+}
+
+// Validate checks that every part is present and of width e.
+func (r *Residual) Validate(e int) error {
+	switch {
+	case len(r.InputNorm) != e:
+		return fmt.Errorf("nn: residual: input norm has %d elements, want %d", len(r.InputNorm), e)
+	case len(r.PostNorm) != e:
+		return fmt.Errorf("nn: residual: post-attention norm has %d elements, want %d", len(r.PostNorm), e)
+	case r.AttnRes == nil || r.AttnRes.Width() != e:
+		return fmt.Errorf("nn: residual: missing or mis-sized pre-attention AttnRes (want width %d)", e)
+	case r.MLPRes == nil || r.MLPRes.Width() != e:
+		return fmt.Errorf("nn: residual: missing or mis-sized pre-FFN AttnRes (want width %d)", e)
+	}
+	return nil
+}
+
+// Forward runs one decoder layer on the stream:
+//
+//	P ← h; x ← h
+//	if len(B) > 0: x ← AttnRes(B ++ [P])
+//	if boundary:   B ← B ++ [P]; P ← NONE
+//	a ← attn(RMSNorm(x; InputNorm))
+//	P ← a if NONE else P ⊕ a
+//	y ← AttnRes(B ++ [P]);  f ← ffn(RMSNorm(y; PostNorm));  P ← P ⊕ f;  h ← P
+//
+// workers bounds the goroutines used for the per-position aggregations and
+// norms (results do not depend on it).
+func (r *Residual) Forward(s *Stream, attn, ffn Mixer, workers int) error {
+	T, E := s.T, s.E
+	if err := r.Validate(E); err != nil {
+		return err
+	}
+	n := T * E
+	if len(s.H) != n {
+		return fmt.Errorf("nn: residual: stream H has %d elements, want %d", len(s.H), n)
+	}
+	x := make([]float32, n)
+	if len(s.Blocks) > 0 {
+		rows := append(append(make([][]float32, 0, len(s.Blocks)+1), s.Blocks...), s.H)
+		if err := forRows(T, workers, len(rows), func(t int, scratch [][]float32) error {
+			return r.AttnRes.applyRows(x, rows, t, scratch)
+		}); err != nil {
+			return fmt.Errorf("nn: residual: pre-attention aggregation: %w", err)
+		}
+	} else {
+		copy(x, s.H)
+	}
+	p := s.H
+	if r.Boundary {
+		s.Blocks = append(s.Blocks, s.H)
+		p = nil
+	}
+	normRows(x, x, r.InputNorm, r.Eps, T, workers)
+	a := make([]float32, n)
+	if err := attn(a, x, T); err != nil {
+		return err
+	}
+	if p == nil {
+		p = a
+	} else {
+		Add(p, p, a)
+	}
+	rows := append(append(make([][]float32, 0, len(s.Blocks)+1), s.Blocks...), p)
+	y := x // x is dead; reuse it for the aggregate
+	if err := forRows(T, workers, len(rows), func(t int, scratch [][]float32) error {
+		return r.MLPRes.applyRows(y, rows, t, scratch)
+	}); err != nil {
+		return fmt.Errorf("nn: residual: pre-FFN aggregation: %w", err)
+	}
+	normRows(y, y, r.PostNorm, r.Eps, T, workers)
+	f := make([]float32, n)
+	if err := ffn(f, y, T); err != nil {
+		return err
+	}
+	Add(p, p, f)
+	s.H = p
+	return nil
+}
+
+func normRows(dst, x, w []float32, eps float32, T, workers int) {
+	e := len(w)
+	parallel.For(T, workers, 1, func(lo, hi int) {
+		RMSNormRows(dst[lo*e:hi*e], x[lo*e:hi*e], w, eps)
+	})
+}

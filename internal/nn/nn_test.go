@@ -1,0 +1,204 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestSoftmaxProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		n := 1 + r.IntN(40)
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(r.NormFloat64() * 30)
+		}
+		p := make([]float32, n)
+		Softmax(p, s)
+		var sum, m float64
+		for i := range p {
+			sum += float64(p[i])
+			m = max(m, float64(s[i]))
+		}
+		if math.Abs(sum-1) > 1e-6 {
+			t.Fatalf("softmax sums to %v", sum)
+		}
+		// Independent f64 reference.
+		var z float64
+		for _, v := range s {
+			z += math.Exp(float64(v) - m)
+		}
+		for i, v := range s {
+			want := math.Exp(float64(v)-m) / z
+			if math.Abs(float64(p[i])-want) > 1e-7+1e-6*want {
+				t.Fatalf("p[%d] = %v, want %v", i, p[i], want)
+			}
+		}
+	}
+	// Large scores never overflow (the maximum is subtracted first).
+	p := make([]float32, 2)
+	Softmax(p, []float32{1e30, 1e30})
+	if p[0] != 0.5 || p[1] != 0.5 {
+		t.Errorf("softmax of equal huge scores = %v", p)
+	}
+	Softmax(nil, nil) // empty is a no-op
+}
+
+func TestNormsMatchFloat64(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100 {
+		n := 1 + r.IntN(300)
+		x, w := make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 3)
+			w[i] = float32(r.NormFloat64())
+		}
+		var ss float64
+		for _, v := range x {
+			ss += float64(v) * float64(v)
+		}
+		y := make([]float32, n)
+		RMSNorm(y, x, w, 1e-5)
+		rms := 1 / math.Sqrt(ss/float64(n)+1e-5)
+		for i := range y {
+			want := float64(w[i]) * float64(x[i]) * rms
+			if math.Abs(float64(y[i])-want) > 1e-6*(1+math.Abs(want)) {
+				t.Fatalf("RMSNorm[%d] = %v, want %v", i, y[i], want)
+			}
+		}
+		L2Norm(y, x)
+		l2 := 1 / math.Sqrt(ss+1e-6)
+		for i := range y {
+			want := float64(x[i]) * l2
+			if math.Abs(float64(y[i])-want) > 1e-6*(1+math.Abs(want)) {
+				t.Fatalf("L2Norm[%d] = %v, want %v", i, y[i], want)
+			}
+		}
+	}
+	// The L2 epsilon keeps a zero vector finite.
+	z := make([]float32, 4)
+	L2Norm(z, z)
+	for _, v := range z {
+		if v != 0 {
+			t.Fatalf("L2Norm(0) = %v", z)
+		}
+	}
+}
+
+func TestSiTUGLUSaturatesAndUsesUncappedSigmoid(t *testing.T) {
+	// For large g the gate → β1·1·1 and the up half → β2·sign(u).
+	y := make([]float32, 2)
+	SiTUGLU(y, []float32{1e6, -1e6}, []float32{1e6, 1e6}, 4, 25)
+	if y[0] != 100 || y[1] != 0 {
+		t.Errorf("saturation: %v", y)
+	}
+	// Moderate g: σ takes g itself, not the capped β1·tanh(g/β1).
+	g, u := float32(6), float32(1)
+	SiTUGLU(y[:1], []float32{g}, []float32{u}, 4, 25)
+	want := 4 * math.Tanh(6.0/4) / (1 + math.Exp(-6)) * 25 * math.Tanh(1.0/25)
+	if math.Abs(float64(y[0])-want) > 1e-5*want {
+		t.Errorf("SiTUGLU(6, 1) = %v, want %v", y[0], want)
+	}
+}
+
+func TestShortConvErrors(t *testing.T) {
+	if _, err := NewShortConv(4, 3, make([]float32, 11)); err == nil {
+		t.Error("wrong tap count accepted")
+	}
+	if _, err := NewShortConv(0, 3, nil); err == nil {
+		t.Error("zero channels accepted")
+	}
+	c, err := NewShortConv(4, 3, make([]float32, 12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Forward(make([]float32, 8), make([]float32, 8), make([]float32, 7), 2); err == nil {
+		t.Error("wrong tail length accepted")
+	}
+	if err := c.Forward(make([]float32, 8), make([]float32, 4), make([]float32, 8), 2); err == nil {
+		t.Error("short input accepted")
+	}
+}
+
+// Splitting a sequence across calls must give the same bits (the tail is
+// the only carried state).
+func TestShortConvChunking(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const C, K, T = 6, 4, 9
+	w := make([]float32, C*K)
+	x := make([]float32, T*C)
+	for i := range w {
+		w[i] = float32(r.NormFloat64())
+	}
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	c, _ := NewShortConv(C, K, w)
+	ref := make([]float32, T*C)
+	tail := make([]float32, c.TailLen())
+	_ = c.Forward(ref, x, tail, T)
+	got := make([]float32, T*C)
+	tail2 := make([]float32, c.TailLen())
+	pos := 0
+	for _, n := range []int{2, 1, 4, 2} {
+		_ = c.Forward(got[pos*C:(pos+n)*C], x[pos*C:(pos+n)*C], tail2, n)
+		pos += n
+	}
+	for i := range ref {
+		if math.Float32bits(ref[i]) != math.Float32bits(got[i]) {
+			t.Fatalf("chunked conv differs at %d", i)
+		}
+	}
+	for i := range tail {
+		if tail[i] != tail2[i] {
+			t.Fatalf("tails differ at %d", i)
+		}
+	}
+	// In-place operation (dst aliasing x) is allowed.
+	inPlace := append([]float32(nil), x...)
+	clear(tail2)
+	_ = c.Forward(inPlace, inPlace, tail2, T)
+	for i := range ref {
+		if math.Float32bits(ref[i]) != math.Float32bits(inPlace[i]) {
+			t.Fatalf("in-place conv differs at %d", i)
+		}
+	}
+}
+
+func TestAttnResErrorsAndRawValues(t *testing.T) {
+	if _, err := NewAttnRes([]float32{1, 2}, []float32{1}, 1e-5); err == nil {
+		t.Error("mismatched norm/proj accepted")
+	}
+	a, _ := NewAttnRes([]float32{1, 1}, []float32{0, 0}, 1e-5)
+	dst := make([]float32, 2)
+	if err := a.Apply(dst, nil); err == nil {
+		t.Error("no sources accepted")
+	}
+	if err := a.Apply(dst, [][]float32{{1}}); err == nil {
+		t.Error("short source accepted")
+	}
+	// A zero pseudo-query gives uniform weights over the RAW sources.
+	if err := a.Apply(dst, [][]float32{{2, 4}, {6, 8}}); err != nil {
+		t.Fatal(err)
+	}
+	if dst[0] != 4 || dst[1] != 6 {
+		t.Errorf("uniform aggregate = %v, want [4 6]", dst)
+	}
+}
+
+func TestResidualValidate(t *testing.T) {
+	a, _ := NewAttnRes([]float32{1, 1}, []float32{1, 1}, 1e-5)
+	r := &Residual{InputNorm: []float32{1, 1}, PostNorm: []float32{1}, AttnRes: a, MLPRes: a, Eps: 1e-5}
+	if err := r.Validate(2); err == nil {
+		t.Error("short post norm accepted")
+	}
+	r.PostNorm = []float32{1, 1}
+	r.MLPRes = nil
+	if err := r.Validate(2); err == nil {
+		t.Error("missing aggregator accepted")
+	}
+	if _, err := NewStream(make([]float32, 3), 2, 2); err == nil {
+		t.Error("mis-sized stream accepted")
+	}
+}

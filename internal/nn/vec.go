@@ -1,0 +1,22 @@
+package nn
+
+import "github.com/k3-project/k3/internal/fmath"
+
+// Add sets dst_i = a_i ⊕ b_i (f32). dst may alias a or b.
+func Add(dst, a, b []float32) {
+	b = b[:len(a)]
+	dst = dst[:len(a)]
+	for i, v := range a {
+		dst[i] = v + b[i]
+	}
+}
+
+// MulSigmoid sets dst_i = x_i ⊗ σ(g_i), the sigmoid output gate of KDA and
+// MLA. dst may alias x or g.
+func MulSigmoid(dst, x, g []float32) {
+	g = g[:len(x)]
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] = v * fmath.Sigmoid32(g[i])
+	}
+}

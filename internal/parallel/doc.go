@@ -1,0 +1,16 @@
+// Package parallel splits independent work, such as the rows of a mat-vec,
+// into contiguous chunks run on a few goroutines.
+//
+// It exists so that every caller splits work the same deterministic way:
+// chunk boundaries depend only on the arguments, never on timing, and a
+// chunk is always a contiguous index range, so an output element is computed
+// by exactly one call on exactly one goroutine. Reductions are never split
+// (SPEC §5.4); callers hand it only independent outputs.
+//
+// There is no pool and no package state: each call starts plain goroutines
+// and waits for them, which costs about a microsecond per goroutine, small
+// beside the mat-vecs it is meant for (see BenchmarkForOverhead).
+//
+// It must never import anything model-specific or numeric; it is a leaf
+// package used by internal/dot callers, quant and the engine.
+package parallel

@@ -1,0 +1,56 @@
+package parallel
+
+import "sync"
+
+// For runs fn over [0, n) split into contiguous chunks [lo, hi) on up to
+// workers goroutines, and returns when all calls have returned.
+//
+// The number of chunks is k = min(workers, n/grain) (at least 1), and chunk i
+// is [i·n/k, (i+1)·n/k): chunk sizes differ by at most one and every chunk
+// holds at least grain indices, so grain is the smallest piece of work worth a
+// goroutine. With workers <= 1, or n < 2·grain, fn(0, n) runs inline on the
+// calling goroutine. The boundaries depend only on (n, workers, grain). The
+// last chunk runs on the calling goroutine. grain < 1 is treated as 1;
+// n <= 0 calls nothing. A panic in fn on another goroutine is not recovered:
+// like any goroutine panic it ends the program.
+func For(n, workers, grain int, fn func(lo, hi int)) {
+	k := Chunks(n, workers, grain)
+	switch k {
+	case 0:
+		return
+	case 1:
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(k - 1)
+	for i := range k - 1 {
+		lo, hi := Bounds(n, k, i)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	lo, hi := Bounds(n, k, k-1)
+	fn(lo, hi)
+	wg.Wait()
+}
+
+// Chunks returns the number of chunks For(n, workers, grain, ·) uses: 0 when
+// n <= 0, otherwise min(workers, n/grain) clamped to at least 1.
+func Chunks(n, workers, grain int) int {
+	if n <= 0 {
+		return 0
+	}
+	if grain < 1 {
+		grain = 1
+	}
+	k := min(workers, n/grain)
+	return max(k, 1)
+}
+
+// Bounds returns chunk i of n indices split into k chunks: [i·n/k, (i+1)·n/k).
+// It requires 0 <= i < k and n >= 0.
+func Bounds(n, k, i int) (lo, hi int) {
+	return i * n / k, (i + 1) * n / k
+}

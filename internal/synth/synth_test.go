@@ -1,0 +1,385 @@
+package synth
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/quant/mxfp4"
+	"github.com/k3-project/k3/safetensors"
+)
+
+func mustLookup(t *testing.T, name string) Geometry {
+	t.Helper()
+	g, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("geometry %q missing", name)
+	}
+	return g
+}
+
+// TestK3PlanSizes checks the k3 geometry's layout against the byte counts of SPEC §3.3 and §3.5,
+// which were measured on the released checkpoint.
+func TestK3PlanSizes(t *testing.T) {
+	g := mustLookup(t, "k3")
+	c := &g.Config
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	units := plan(c, g.Released)
+	layer := make([]int64, c.NumLayers)
+	var embedHead, experts, nTensors int64
+	perExpert := map[int64]int{}
+	for _, u := range units {
+		var b int64
+		for i := range u {
+			b += u[i].bytes()
+			nTensors++
+		}
+		switch name := u[0].name; {
+		case strings.Contains(name, ".experts."):
+			experts += b
+			perExpert[b]++
+		case strings.HasPrefix(name, prefix+"layers."):
+			var l int
+			rest := strings.TrimPrefix(name, prefix+"layers.")
+			for _, ch := range rest[:strings.IndexByte(rest, '.')] {
+				l = 10*l + int(ch-'0')
+			}
+			layer[l] += b
+		default:
+			embedHead += b
+		}
+	}
+	if len(perExpert) != 1 || perExpert[17_547_264] != 92*896 {
+		t.Errorf("expert sizes %v, want 82432 experts of 17,547,264 bytes", perExpert)
+	}
+	if experts != 1_446_456_066_048 {
+		t.Errorf("all experts %d bytes, want 1,446,456,066,048", experts)
+	}
+	// embed + lm_head = 4,697,620,480; plus the final norm and the output AttnRes pair in BF16.
+	if want := int64(4_697_620_480 + 3*7168*2); embedHead != want {
+		t.Errorf("embed+head %d bytes, want %d", embedHead, want)
+	}
+	var trunk int64
+	for l, b := range layer {
+		trunk += b
+		want := int64(1_267_744_256)
+		switch {
+		case l == 0:
+			want = 2_341_213_184
+		case c.IsMLA(l):
+			want = 844_335_616
+		}
+		if b != want {
+			t.Errorf("layer %d trunk %d bytes, want %d", l, b, want)
+		}
+	}
+	if trunk != 108_811_877_376 {
+		t.Errorf("trunk %d bytes, want 108,811,877,376", trunk)
+	}
+	// 497,220 tensors in the released checkpoint, of which the vision tower's are not written.
+	t.Logf("k3 plan: %d text tensors, trunk %d B, experts %d B, embed+head %d B", nTensors, trunk, experts, embedHead)
+}
+
+func writeGeometry(t *testing.T, name string, seed int64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := Write(dir, mustLookup(t, name), seed); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func readDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = b
+	}
+	return files
+}
+
+// TestDeterministic: the same seed gives identical bytes; another seed changes every shard.
+func TestDeterministic(t *testing.T) {
+	a := readDir(t, writeGeometry(t, "tiny", 7))
+	b := readDir(t, writeGeometry(t, "tiny", 7))
+	c := readDir(t, writeGeometry(t, "tiny", 8))
+	if len(a) != 5 { // config, index, 3 shards
+		t.Errorf("wrote %d files, want 5", len(a))
+	}
+	for name, data := range a {
+		if !bytes.Equal(data, b[name]) {
+			t.Errorf("%s differs between two runs with the same seed", name)
+		}
+		if strings.HasSuffix(name, ".safetensors") && bytes.Equal(data, c[name]) {
+			t.Errorf("%s is identical for seeds 7 and 8", name)
+		}
+	}
+}
+
+// TestTinyLayout: the tiny geometry reads back through the config and safetensors packages with
+// the fixture's tensor set, dtypes and shapes.
+func TestTinyLayout(t *testing.T) {
+	dir := writeGeometry(t, "tiny", 1)
+	g := mustLookup(t, "tiny")
+	got, err := config.Load(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := fmt.Sprintf("%+v", *got), fmt.Sprintf("%+v", g.Config); a != b {
+		t.Errorf("config round trip:\n got %s\nwant %s", a, b)
+	}
+	ck, err := safetensors.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	if !ck.HasIndex() || len(ck.Shards()) != 3 {
+		t.Errorf("index %v, %d shards", ck.HasIndex(), len(ck.Shards()))
+	}
+	want := 0
+	for _, u := range plan(&g.Config, false) {
+		for i := range u {
+			want++
+			tt, ok := ck.Tensor(u[i].name)
+			if !ok {
+				t.Errorf("%s missing", u[i].name)
+				continue
+			}
+			if tt.DType != u[i].dtype || !slices.Equal(tt.Shape, u[i].shape) {
+				t.Errorf("%s: %v %v, want %v %v", tt.Name, tt.DType, tt.Shape, u[i].dtype, u[i].shape)
+			}
+		}
+	}
+	// The models/tiny fixture holds 916 tensors in the same layout.
+	if ck.Len() != want || want != 916 {
+		t.Errorf("%d tensors, plan %d, fixture layout 916", ck.Len(), want)
+	}
+	// Each expert's six tensors are adjacent, in the released order, in one shard.
+	ts := ck.Tensors()
+	for i, tt := range ts {
+		if strings.HasSuffix(tt.Name, "experts.0.w1.weight_packed") {
+			p := strings.TrimSuffix(tt.Name, "w1.weight_packed")
+			for j, s := range []string{"w1.weight_packed", "w1.weight_scale", "w2.weight_packed", "w2.weight_scale", "w3.weight_packed", "w3.weight_scale"} {
+				if ts[i+j].Name != p+s || ts[i+j].File != tt.File {
+					t.Fatalf("expert tensors not adjacent: %s at %d", ts[i+j].Name, j)
+				}
+			}
+		}
+	}
+}
+
+// dotNorm returns W[r]·x in float64 for a row-major f32 matrix.
+func dotRow(w []float32, r, cols int, x []float64) float64 {
+	var s float64
+	for i := range cols {
+		s += float64(w[r*cols+i]) * x[i]
+	}
+	return s
+}
+
+// unitInputs returns n pseudo-random vectors of width e with RMS 1, as the RMSNorm'd inputs of the
+// projections are.
+func unitInputs(n, e int) [][]float64 {
+	rng := newNormals(99, "inputs")
+	xs := make([][]float64, n)
+	for i := range xs {
+		xs[i] = make([]float64, e)
+		var ss float64
+		for j := range xs[i] {
+			xs[i][j] = rng.next()
+			ss += xs[i][j] * xs[i][j]
+		}
+		for j := range xs[i] {
+			xs[i][j] /= math.Sqrt(ss / float64(e))
+		}
+	}
+	return xs
+}
+
+func topK(v []float64, k int) []int {
+	v = slices.Clone(v)
+	var out []int
+	for range k {
+		best := -1
+		for i, x := range v {
+			if best < 0 || x > v[best] {
+				best = i
+			}
+		}
+		out = append(out, best)
+		v[best] = math.Inf(-1)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestScalesMatter checks, with an independent float64 evaluation, that the synthetic weights
+// exercise what the fixtures exercise: the router bias changes selections, and the SiTU-GLU
+// gate and up inputs reach the tanh caps (β1 = 4, β2 = 25) on a visible share of entries.
+func TestScalesMatter(t *testing.T) {
+	dir := writeGeometry(t, "tiny", 3)
+	g := mustLookup(t, "tiny")
+	c := &g.Config
+	ck, err := safetensors.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	read := func(name string) []float32 {
+		tt, ok := ck.Tensor(name)
+		if !ok {
+			t.Fatalf("%s missing", name)
+		}
+		v, err := ck.ReadF32(tt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	xs := unitInputs(200, c.Hidden)
+	changed, rows := 0, 0
+	for l := c.FirstDense; l < c.NumLayers; l++ {
+		lp := prefix + "layers." + strconv.Itoa(l) + ".block_sparse_moe."
+		gate, bias := read(lp+"gate.weight"), read(lp+"gate.e_score_correction_bias")
+		for _, x := range xs {
+			score := make([]float64, c.NumExperts)
+			choice := make([]float64, c.NumExperts)
+			for e := range score {
+				score[e] = 1 / (1 + math.Exp(-dotRow(gate, e, c.Hidden, x)))
+				choice[e] = score[e] + float64(bias[e])
+			}
+			rows++
+			if !slices.Equal(topK(score, c.TopK), topK(choice, c.TopK)) {
+				changed++
+			}
+		}
+	}
+	t.Logf("router bias changed the selected set on %d of %d rows", changed, rows)
+	if changed*10 < rows || changed == rows {
+		t.Errorf("router bias changed %d of %d selections; want a visible share, not all", changed, rows)
+	}
+
+	share := func(w []float32, rows, cols int, xs [][]float64, cap float64) float64 {
+		n, over := 0, 0
+		for _, x := range xs {
+			for r := range rows {
+				n++
+				if math.Abs(dotRow(w, r, cols, x)) > cap {
+					over++
+				}
+			}
+		}
+		return float64(over) / float64(n)
+	}
+	dg := share(read(prefix+"layers.0.mlp.gate_proj.weight"), c.DenseInter, c.Hidden, xs, c.SiTUBeta)
+	du := share(read(prefix+"layers.0.mlp.up_proj.weight"), c.DenseInter, c.Hidden, xs, c.SiTULinearBeta)
+	lat := unitInputs(200, c.Latent)
+	ep := prefix + "layers.1.block_sparse_moe.experts.0."
+	w1 := make([]float32, c.MoEInter*c.Latent)
+	if err := mxfp4.Dequantize(w1, rawBytes(t, ck, ep+"w1.weight_packed"), rawBytes(t, ck, ep+"w1.weight_scale"), c.MoEInter, c.Latent); err != nil {
+		t.Fatal(err)
+	}
+	eg := share(w1, c.MoEInter, c.Latent, lat, c.SiTUBeta)
+	t.Logf("share beyond the cap: dense gate %.2f, dense up %.3f, expert w1 %.2f", dg, du, eg)
+	if dg < 0.3 || eg < 0.3 || du < 0.01 {
+		t.Errorf("caps rarely reached: dense gate %.2f, dense up %.3f, expert w1 %.2f", dg, du, eg)
+	}
+}
+
+func rawBytes(t *testing.T, ck *safetensors.Checkpoint, name string) []byte {
+	t.Helper()
+	tt, ok := ck.Tensor(name)
+	if !ok {
+		t.Fatalf("%s missing", name)
+	}
+	b, err := ck.Read(tt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestK3Sparse writes the full-size k3 geometry: 96 shards whose apparent size is the real
+// checkpoint's text part while the disk holds little more than the headers.
+func TestK3Sparse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 96 sparse shards (about 80 MB of headers)")
+	}
+	dir := writeGeometry(t, "k3", 1)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apparent, shards int64
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(e.Name(), ".safetensors") {
+			shards++
+			apparent += fi.Size()
+		}
+	}
+	used := diskUsage(t, dir)
+	t.Logf("k3: %d shards, apparent %d bytes, on disk %d bytes", shards, apparent, used)
+	if shards != 96 {
+		t.Errorf("%d shards, want 96", shards)
+	}
+	if apparent < 1_560_000_000_000 || used > 1<<30 {
+		t.Errorf("apparent %d bytes (want about 1.56e12), on disk %d", apparent, used)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	var names []string
+	for _, g := range Geometries() {
+		names = append(names, g.Name)
+		if err := g.Config.Validate(); err != nil {
+			t.Errorf("%s: %v", g.Name, err)
+		}
+	}
+	if !slices.Equal(names, []string{"tiny", "perf", "k3"}) {
+		t.Errorf("geometries %v", names)
+	}
+	if _, ok := Lookup("huge"); ok {
+		t.Error("unknown geometry found")
+	}
+	if err := Write(t.TempDir(), Geometry{Name: "bad", Config: config.Config{}, Shards: 1}, 1); err == nil {
+		t.Error("an invalid config was written")
+	}
+	dir := writeGeometry(t, "tiny", 1)
+	if err := Write(dir, mustLookup(t, "tiny"), 1); err == nil {
+		t.Error("wrote into a non-empty directory")
+	}
+}
+
+// TestTinyMatchesFixture: the tiny geometry has exactly the configuration of models/tiny.
+func TestTinyMatchesFixture(t *testing.T) {
+	want, err := config.Load(fixtures.Path(t, "models/tiny/config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustLookup(t, "tiny")
+	if got, w := fmt.Sprintf("%+v", g.Config), fmt.Sprintf("%+v", *want); got != w {
+		t.Errorf("tiny geometry:\n%s\nmodels/tiny:\n%s", got, w)
+	}
+}

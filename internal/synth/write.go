@@ -1,0 +1,184 @@
+package synth
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/quant/mxfp4"
+	"github.com/k3-project/k3/safetensors"
+)
+
+// ErrNotEmpty: the target directory already holds files; synthesis never mixes with or
+// overwrites an existing checkpoint.
+var ErrNotEmpty = errors.New("synth: target directory is not empty")
+
+// blockElems bounds the elements generated per write for large BF16 matrices.
+const blockElems = 1 << 22
+
+// Write generates geometry g with the given seed into dir (created if needed; must be empty).
+func Write(dir string, g Geometry, seed int64) error {
+	cfg := g.Config
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("synth: geometry %s: %w", g.Name, err)
+	}
+	if g.Shards < 1 {
+		return fmt.Errorf("synth: geometry %s: %d shards", g.Name, g.Shards)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	} else if len(ents) > 0 {
+		return fmt.Errorf("%w: %s holds %d entries", ErrNotEmpty, dir, len(ents))
+	}
+	shards := shardUnits(plan(&cfg, g.Released), g.Shards)
+	ws := make([][]safetensors.WriteTensor, len(shards))
+	var pf *prefetcher
+	if !g.Sparse {
+		pf = startPrefetch(shards, seed)
+		defer pf.stop()
+	}
+	for i, sh := range shards {
+		if len(sh) == 0 {
+			return fmt.Errorf("synth: geometry %s: shard %d of %d would be empty", g.Name, i+1, len(shards))
+		}
+		ws[i] = make([]safetensors.WriteTensor, len(sh))
+		var pendingScales []byte // scales of the expert matrix whose packed codes were just written
+		for j := range sh {
+			s := &sh[j]
+			wt := safetensors.WriteTensor{Name: s.name, DType: s.dtype, Shape: s.shape}
+			if !g.Sparse {
+				switch s.kind {
+				case kindPacked:
+					wt.Fill = func(w io.Writer) error {
+						r, ok := pf.take(s)
+						if !ok {
+							r = drawOne(s, seed)
+						}
+						if r.err != nil {
+							return r.err
+						}
+						pendingScales = r.scales
+						_, err := w.Write(r.data)
+						return err
+					}
+				case kindScale:
+					// The writer emits tensors in order and the plan puts each scale right after
+					// its packed codes, so the scales drawn with them are waiting here.
+					wt.Fill = func(w io.Writer) error {
+						if int64(len(pendingScales)) != s.bytes() {
+							return fmt.Errorf("synth: %s: scales not produced by the preceding packed tensor", s.name)
+						}
+						_, err := w.Write(pendingScales)
+						pendingScales = nil
+						return err
+					}
+				default:
+					wt.Fill = func(w io.Writer) error {
+						r, ok := pf.take(s)
+						if !ok {
+							return draw(w, s, seed) // large: streamed in blocks
+						}
+						if r.err != nil {
+							return r.err
+						}
+						_, err := w.Write(r.data)
+						return err
+					}
+				}
+			}
+			ws[i][j] = wt
+		}
+	}
+	meta := map[string]string{"format": "pt", "generator": "k3 synth", "geometry": g.Name, "seed": fmt.Sprint(seed)}
+	if err := safetensors.WriteSharded(dir, ws, meta); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return writeConfig(filepath.Join(dir, "config.json"), &cfg)
+}
+
+// drawExpert draws one routed-expert matrix and quantises it with the oracle's rule.
+func drawExpert(s *spec, seed int64) (packed, scales []byte, err error) {
+	rng := newNormals(seed, s.name)
+	w := make([]float32, s.rows*s.cols)
+	for i := range w {
+		w[i] = float32(s.std * rng.next())
+	}
+	packed, scales, err = mxfp4.Quantize(w, s.rows, s.cols)
+	if err != nil {
+		return nil, nil, fmt.Errorf("synth: %s: %w", s.name, err)
+	}
+	return packed, scales, nil
+}
+
+// draw streams one BF16 or F32 tensor's values to w, at most blockElems at a time.
+func draw(w io.Writer, s *spec, seed int64) error {
+	rng := newNormals(seed, s.name)
+	n := int(s.bytes()) / (s.dtype.Bits() / 8)
+	if s.kind == kindALog {
+		// Rates spread over [-1, 1] so heads decay at visibly different speeds; entries past H
+		// are the zero padding of the released layout.
+		v := make([]float32, n)
+		for h := 0; h < s.heads && h < n; h++ {
+			v[h] = float32(-1 + float64(2*rng.uniform()))
+		}
+		return writeF32(w, v)
+	}
+	next := func() float32 {
+		z := float64(s.std * rng.next()) // the conversion forbids fusing into 1 + std·x (same bytes on arm64)
+		if s.kind == kindGain {
+			z += 1
+		}
+		return float32(z)
+	}
+	switch s.dtype {
+	case safetensors.F32:
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = next()
+		}
+		return writeF32(w, v)
+	case safetensors.BF16:
+		buf := make([]byte, 2*min(n, blockElems))
+		for done := 0; done < n; {
+			k := min(n-done, blockElems)
+			for i := 0; i < k; i++ {
+				binary.LittleEndian.PutUint16(buf[2*i:], bf16(next()))
+			}
+			if _, err := w.Write(buf[:2*k]); err != nil {
+				return err
+			}
+			done += k
+		}
+		return nil
+	}
+	return fmt.Errorf("synth: %s: no generator for dtype %v", s.name, s.dtype)
+}
+
+func writeF32(w io.Writer, v []float32) error {
+	buf := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+	}
+	_, err := w.Write(buf)
+	return err
+}
+
+// writeConfig writes the nested (released) config.json through the config package's writer.
+func writeConfig(path string, c *config.Config) error {
+	b, err := config.MarshalNested(c)
+	if err != nil {
+		return fmt.Errorf("synth: config: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("synth: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package moe
+
+import (
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/quant/mxfp4"
+)
+
+// digestRecords pins the output bits of a LatentMoE layer (MXFP4 experts,
+// bf16 trunk, shared experts) and of the dense MLP, recorded from the
+// original implementation before the decode path was optimised. Every build
+// (default, purego, GOAMD64=v3), worker count and chunking must reproduce
+// them. A deliberate change of an evaluation order must update them.
+var digestRecords = map[string]uint64{
+	"moe":   0x65f9e56093f66b7b,
+	"dense": 0xd71edff48e45e9dc,
+}
+
+func digest(v []float32) uint64 {
+	h := fnv.New64a()
+	var b [4]byte
+	for _, f := range v {
+		u := math.Float32bits(f)
+		b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+func TestOutputDigests(t *testing.T) {
+	const E, L, I, NE, K, SI, T = 80, 64, 96, 7, 3, 72, 11
+	rng := rand.New(rand.NewPCG(31, 32))
+	randm := func(n int, s float64) []float32 {
+		w := make([]float32, n)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64() * s)
+		}
+		return w
+	}
+	bf16 := func(rows, cols int) quant.Matrix {
+		data, _, err := quant.Quantize(quant.BF16, randm(rows*cols, 0.2), rows, cols, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := quant.NewBF16(rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	mx := func(rows, cols int) quant.Matrix {
+		p, s, err := mxfp4.Quantize(randm(rows*cols, 0.2), rows, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := quant.NewMXFP4(rows, cols, p, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	experts := make([]Expert, NE)
+	for e := range experts {
+		experts[e] = Expert{W1: mx(I, L), W3: mx(I, L), W2: mx(L, I)}
+	}
+	w := Weights{Gate: bf16(NE, E), Bias: randm(NE, 0.05), Down: bf16(L, E), Up: bf16(E, L), Norm: randm(L, 1),
+		SharedGate: bf16(SI, E), SharedUp: bf16(SI, E), SharedDown: bf16(E, SI)}
+	dg, du, dd := bf16(SI, E), bf16(SI, E), bf16(E, SI)
+	x := randm(T*E, 1)
+	chunks := []int{6, 1, 1, 3}
+	for _, workers := range []int{1, 2, 3} {
+		m, err := New(Config{Layer: 2, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 2.5, Renorm: true,
+			LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5, Workers: workers}, w, NewMemExperts(map[int][]Expert{2: experts}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := NewDense(dg, du, dd, 4, 25, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mo, do := make([]float32, T*E), make([]float32, T*E)
+		pos := 0
+		for _, n := range chunks {
+			if err := m.Forward(mo[pos*E:(pos+n)*E], x[pos*E:(pos+n)*E], n); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Forward(do[pos*E:(pos+n)*E], x[pos*E:(pos+n)*E], n); err != nil {
+				t.Fatal(err)
+			}
+			pos += n
+		}
+		got := map[string]uint64{"moe": digest(mo), "dense": digest(do)}
+		for name, want := range digestRecords {
+			if got[name] != want {
+				t.Errorf("workers=%d: %s digest %#x, recorded %#x", workers, name, got[name], want)
+			}
+		}
+	}
+}

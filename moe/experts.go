@@ -1,0 +1,52 @@
+package moe
+
+import (
+	"fmt"
+
+	"github.com/k3-project/k3/quant"
+)
+
+// Expert is one routed expert E(z) = W2·SiTU-GLU(W1 z, W3 z): W1 (gate) and
+// W3 (up) are [I, ℓ], W2 (down) is [ℓ, I]. Any quant format works (MXFP4 in
+// the checkpoint, f32 in the operator fixtures).
+type Expert struct {
+	W1, W3, W2 quant.Matrix
+}
+
+// ExpertSource supplies routed experts. Experts returns the experts ids of
+// layer, in the order of ids, and a release function the caller calls
+// exactly once when it no longer uses them (a cache may then evict them).
+// A failure should be an *ExpertLoadError naming the expert; any other
+// error is wrapped in one with Expert = −1. Implementations must be safe for
+// concurrent use.
+type ExpertSource interface {
+	Experts(layer int, ids []int) ([]Expert, func(), error)
+}
+
+// MemExperts is an in-memory ExpertSource: every expert of every layer is
+// resident. It is immutable and safe for concurrent use.
+type MemExperts struct {
+	layers map[int][]Expert
+}
+
+// NewMemExperts returns a source serving layers[layer][id]. The map is not
+// copied; do not modify it afterwards.
+func NewMemExperts(layers map[int][]Expert) *MemExperts {
+	return &MemExperts{layers: layers}
+}
+
+// Experts implements ExpertSource.
+func (m *MemExperts) Experts(layer int, ids []int) ([]Expert, func(), error) {
+	all, ok := m.layers[layer]
+	out := make([]Expert, len(ids))
+	for i, id := range ids {
+		if !ok {
+			return nil, nil, &ExpertLoadError{Layer: layer, Expert: id, Err: fmt.Errorf("no experts for layer %d", layer)}
+		}
+		if id < 0 || id >= len(all) {
+			return nil, nil, &ExpertLoadError{Layer: layer, Expert: id, Err: fmt.Errorf("expert id outside [0, %d)", len(all))}
+		}
+		out[i] = all[id]
+	}
+	return out, func() {}, nil
+}

@@ -1,0 +1,326 @@
+package moe
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/k3-project/k3/internal/nn"
+	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/quant"
+)
+
+// Config is the shape of one Stable LatentMoE layer. Float parameters are
+// the config values rounded to float32 (SPEC §5.1).
+type Config struct {
+	Layer       int     // zero-based layer index, passed to the ExpertSource
+	Hidden      int     // E
+	Latent      int     // ℓ
+	Inter       int     // I, routed-expert intermediate width
+	TopK        int     // k
+	RoutedScale float32 // applied to the routing weights (also when 1.0)
+	Renorm      bool    // MoERenorm: renormalise the top-k weights (also for k = 1)
+	LatentNorm  bool    // RMSNorm on the routed aggregate
+	Beta1       float32 // SiTU β1 (situ_beta)
+	Beta2       float32 // SiTU β2 (situ_linear_beta)
+	RMSEps      float32
+	// Workers bounds the goroutines of the row-parallel mat-muls; ≤ 1 runs
+	// serially. Results never depend on it.
+	Workers int
+}
+
+// Weights are the trunk tensors of one MoE layer (`block_sparse_moe.` names
+// of SPEC §3.3); routed experts come from an ExpertSource.
+type Weights struct {
+	Gate       quant.Matrix // gate.weight [NE, E]
+	Bias       []float32    // gate.e_score_correction_bias [NE]
+	Down       quant.Matrix // routed_expert_down_proj [ℓ, E]
+	Up         quant.Matrix // routed_expert_up_proj [E, ℓ]
+	Norm       []float32    // routed_expert_norm [ℓ]; required iff LatentNorm
+	SharedGate quant.Matrix // shared_experts.gate_proj [SI, E]; nil when there is no shared expert
+	SharedUp   quant.Matrix // shared_experts.up_proj [SI, E]
+	SharedDown quant.Matrix // shared_experts.down_proj [E, SI]
+}
+
+// MoE is one bound Stable LatentMoE layer (SPEC §4.8). It is immutable and
+// safe for concurrent use.
+type MoE struct {
+	cfg    Config
+	router *Router
+	down   quant.Matrix
+	up     quant.Matrix
+	norm   []float32
+	shared *Dense // nil without shared experts
+	src    ExpertSource
+	pool   sync.Pool // *Workspace for calls that bring none
+}
+
+// New validates and binds a MoE layer; src supplies its routed experts.
+func New(cfg Config, w Weights, src ExpertSource) (*MoE, error) {
+	e, l := cfg.Hidden, cfg.Latent
+	if e <= 0 || l <= 0 || cfg.Inter <= 0 {
+		return nil, fmt.Errorf("moe: layer %d: invalid shape hidden=%d latent=%d inter=%d", cfg.Layer, e, l, cfg.Inter)
+	}
+	if src == nil {
+		return nil, fmt.Errorf("moe: layer %d: no expert source", cfg.Layer)
+	}
+	if !(cfg.RMSEps > 0) || !(cfg.Beta1 > 0) || !(cfg.Beta2 > 0) {
+		return nil, fmt.Errorf("moe: layer %d: rms eps %v and SiTU betas %v, %v must be > 0", cfg.Layer, cfg.RMSEps, cfg.Beta1, cfg.Beta2)
+	}
+	if w.Gate == nil || w.Gate.Cols() != e {
+		return nil, fmt.Errorf("moe: layer %d: router gate missing or not [NE, %d]", cfg.Layer, e)
+	}
+	if w.Down == nil || w.Down.Rows() != l || w.Down.Cols() != e {
+		return nil, fmt.Errorf("moe: layer %d: routed_expert_down_proj missing or not [%d, %d]", cfg.Layer, l, e)
+	}
+	if w.Up == nil || w.Up.Rows() != e || w.Up.Cols() != l {
+		return nil, fmt.Errorf("moe: layer %d: routed_expert_up_proj missing or not [%d, %d]", cfg.Layer, e, l)
+	}
+	if cfg.LatentNorm && len(w.Norm) != l {
+		return nil, fmt.Errorf("moe: layer %d: routed_expert_norm has %d entries, want %d", cfg.Layer, len(w.Norm), l)
+	}
+	r, err := NewRouter(w.Gate, w.Bias, cfg.TopK, cfg.Renorm, cfg.RoutedScale)
+	if err != nil {
+		return nil, fmt.Errorf("moe: layer %d: %w", cfg.Layer, err)
+	}
+	m := &MoE{cfg: cfg, router: r, down: w.Down, up: w.Up, src: src}
+	if cfg.LatentNorm {
+		m.norm = w.Norm
+	}
+	if w.SharedGate != nil || w.SharedUp != nil || w.SharedDown != nil {
+		if m.shared, err = NewDense(w.SharedGate, w.SharedUp, w.SharedDown, cfg.Beta1, cfg.Beta2, cfg.Workers); err != nil {
+			return nil, fmt.Errorf("moe: layer %d: shared expert: %w", cfg.Layer, err)
+		}
+		if m.shared.Width() != e {
+			return nil, fmt.Errorf("moe: layer %d: shared expert width %d, want %d", cfg.Layer, m.shared.Width(), e)
+		}
+	}
+	return m, nil
+}
+
+// Config returns the layer's configuration.
+func (m *MoE) Config() Config { return m.cfg }
+
+// Router returns the layer's router.
+func (m *MoE) Router() *Router { return m.router }
+
+// Forward computes T positions: x ([T][E], the post-attention-normed input)
+// and dst ([T][E]) must not alias.
+func (m *MoE) Forward(dst, x []float32, T int) error {
+	return m.ForwardRouted(dst, x, T, nil)
+}
+
+// ForwardRouted is Forward that also reports the picks: if ids is non-nil
+// (len T·k), ids[t·k+j] receives position t's j-th expert in pick order
+// (for expert traces and cache statistics).
+//
+// Evaluation (SPEC §5.3): route on the full-width x; z = W_down x; every
+// picked expert's y = W2·SiTU-GLU(W1 z, W3 z) (one mat-mul per expert over
+// the positions that picked it, bit-identical to per-position mat-vecs);
+// per position u = u ⊕ (w_j ⊗ y_j) from +0 in pick order; u ← RMSNorm(u) if
+// LatentNorm; routed = W_up u; shared = W_sd·SiTU-GLU(W_sg x, W_su x) on the
+// original x, unweighted; out = routed ⊕ shared.
+func (m *MoE) ForwardRouted(dst, x []float32, T int, ids []int) error {
+	ws, _ := m.pool.Get().(*Workspace)
+	if ws == nil {
+		ws = new(Workspace)
+	}
+	err := m.ForwardRoutedWith(dst, x, T, ids, ws)
+	m.pool.Put(ws)
+	return err
+}
+
+// ForwardRoutedWith is ForwardRouted using the caller's scratch memory: with
+// a reused ws a decode step makes no heap allocation of its own on one
+// worker (the ExpertSource may allocate). ws must not be used concurrently
+// by another call; nil borrows one from the layer's pool. Results are
+// bit-identical to ForwardRouted.
+//
+// With Workers > 1 the distinct experts of the call are spread over the
+// workers, each expert running whole on one goroutine; with fewer distinct
+// experts than workers each expert's mat-muls are split by rows instead.
+// Either way every expert output is computed by the same kernels and the
+// outputs are summed afterwards in pick order.
+func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspace) error {
+	if ws == nil {
+		return m.ForwardRouted(dst, x, T, ids)
+	}
+	c := m.cfg
+	e, l, k, ni := c.Hidden, c.Latent, c.TopK, c.Inter
+	if T < 1 || len(x) != T*e || len(dst) != T*e {
+		return fmt.Errorf("moe: layer %d: len(x)=%d len(dst)=%d, want T·E = %d·%d", c.Layer, len(x), len(dst), T, e)
+	}
+	if ids != nil && len(ids) != T*k {
+		return fmt.Errorf("moe: layer %d: len(ids)=%d, want T·k = %d", c.Layer, len(ids), T*k)
+	}
+	ne := m.router.Experts()
+	uniqMax := min(T*k, ne)
+	chunks := parallel.Chunks(uniqMax, c.Workers, 1)
+	si := 0
+	if m.shared != nil {
+		si = m.shared.Inter()
+	}
+	ws.f32.reset(T*k + T*ne + 2*ne + T*l + T*k*l + chunks*(2*T*l+2*T*ni) + T*l + T*e + 2*T*si)
+	ws.ints.reset(2*T*k + ne + 3*uniqMax + 1)
+	if ids == nil {
+		ids = ws.ints.take(T * k)
+	}
+	wts := ws.f32.take(T * k)
+	if err := m.router.route(ids, wts, x, T, c.Workers, ws.f32.take(T*ne), ws.f32.take(2*ne)); err != nil {
+		return fmt.Errorf("moe: layer %d: %w", c.Layer, err)
+	}
+	z := ws.f32.take(T * l)
+	quant.MatMulParallel(m.down, z, l, x, T, c.Workers)
+
+	// Union of the picks in order of first appearance; the slots (t·k + j)
+	// of unique expert n are slots[start[n]:start[n+1]], ascending.
+	where := ws.ints.take(ne) // expert id → index in uniq, or −1
+	for i := range where {
+		where[i] = -1
+	}
+	uniq := ws.ints.take(uniqMax)[:0]
+	for _, id := range ids {
+		if where[id] < 0 {
+			where[id] = len(uniq)
+			uniq = append(uniq, id)
+		}
+	}
+	nu := len(uniq)
+	start := ws.ints.take(uniqMax + 1)[:nu+1]
+	fill := ws.ints.take(uniqMax)[:nu]
+	clear(start)
+	for _, id := range ids {
+		start[where[id]+1]++
+	}
+	for n := range nu {
+		start[n+1] += start[n]
+	}
+	copy(fill, start[:nu])
+	slots := ws.ints.take(T * k)
+	for s, id := range ids {
+		n := where[id]
+		slots[fill[n]] = s
+		fill[n]++
+	}
+
+	experts, release, err := m.src.Experts(c.Layer, uniq)
+	if err != nil {
+		var le *ExpertLoadError
+		if errors.As(err, &le) {
+			return err
+		}
+		return &ExpertLoadError{Layer: c.Layer, Expert: -1, Err: err}
+	}
+	if release != nil {
+		defer release()
+	}
+	if len(experts) != nu {
+		return &ExpertLoadError{Layer: c.Layer, Expert: -1,
+			Err: fmt.Errorf("source returned %d experts for %d ids", len(experts), nu)}
+	}
+	for n, ex := range experts {
+		if err := m.checkExpert(ex); err != nil {
+			return &ExpertLoadError{Layer: c.Layer, Expert: uniq[n], Err: err}
+		}
+	}
+
+	y := ws.f32.take(T * k * l) // y[slot] = E_{ids[slot]}(z_t)
+	r := &ws.run
+	*r = expertRun{m: m, experts: experts, start: start, slots: slots, z: z, y: y}
+	chunks = parallel.Chunks(nu, c.Workers, 1)
+	if cap(ws.parts) < chunks {
+		ws.parts = make([]expertPart, chunks)
+	}
+	r.parts = ws.parts[:chunks]
+	for i := range r.parts {
+		r.parts[i] = expertPart{zin: ws.f32.take(T * l), yout: ws.f32.take(T * l),
+			g: ws.f32.take(T * ni), u: ws.f32.take(T * ni)}
+	}
+	switch {
+	case chunks > 1:
+		parallel.For(nu, c.Workers, 1, func(lo, hi int) { r.run(lo, hi, 1) })
+	default:
+		r.run(0, nu, c.Workers)
+	}
+	*r = expertRun{} // drop references to the caller's data
+
+	u := ws.f32.take(T * l) // the aggregate [T][ℓ]
+	for t := range T {
+		ut := u[t*l : (t+1)*l]
+		clear(ut)
+		for j := range k {
+			s := t*k + j
+			wj := wts[s]
+			for i, v := range y[s*l : (s+1)*l] {
+				ut[i] = ut[i] + float32(wj*v)
+			}
+		}
+		if m.norm != nil {
+			nn.RMSNorm(ut, ut, m.norm, c.RMSEps)
+		}
+	}
+	quant.MatMulParallel(m.up, dst, e, u, T, c.Workers)
+	if m.shared != nil {
+		sh := ws.f32.take(T * e)
+		d := m.shared
+		gatedMLP(sh, x, T, d.gate, d.up, d.down, c.Beta1, c.Beta2, c.Workers, ws.f32.take(T*si), ws.f32.take(T*si))
+		nn.Add(dst, dst, sh)
+	}
+	return nil
+}
+
+// expertRun is the state of one call's expert phase, shared by the workers.
+type expertRun struct {
+	m       *MoE
+	experts []Expert
+	start   []int // unique expert n uses slots[start[n]:start[n+1]]
+	slots   []int
+	z, y    []float32
+	parts   []expertPart // per worker chunk
+}
+
+// expertPart is one worker's scratch.
+type expertPart struct{ zin, yout, g, u []float32 }
+
+// run runs unique experts [lo, hi), each as one mat-mul chain over the
+// positions that picked it, on workers goroutines per mat-mul.
+func (r *expertRun) run(lo, hi, workers int) {
+	c := r.m.cfg
+	l, k := c.Latent, c.TopK
+	p := &r.parts[0]
+	for i := range r.parts {
+		if b, _ := parallel.Bounds(len(r.start)-1, len(r.parts), i); b == lo {
+			p = &r.parts[i]
+		}
+	}
+	for n := lo; n < hi; n++ {
+		ex := r.experts[n]
+		sl := r.slots[r.start[n]:r.start[n+1]]
+		for i, s := range sl {
+			t := s / k
+			copy(p.zin[i*l:(i+1)*l], r.z[t*l:(t+1)*l])
+		}
+		cnt := len(sl)
+		gatedMLP(p.yout[:cnt*l], p.zin[:cnt*l], cnt, ex.W1, ex.W3, ex.W2, c.Beta1, c.Beta2, workers, p.g, p.u)
+		for i, s := range sl {
+			copy(r.y[s*l:(s+1)*l], p.yout[i*l:(i+1)*l])
+		}
+	}
+}
+
+func (m *MoE) checkExpert(ex Expert) error {
+	l, i := m.cfg.Latent, m.cfg.Inter
+	for _, w := range []struct {
+		name       string
+		m          quant.Matrix
+		rows, cols int
+	}{{"w1", ex.W1, i, l}, {"w3", ex.W3, i, l}, {"w2", ex.W2, l, i}} {
+		if w.m == nil {
+			return fmt.Errorf("%s is missing", w.name)
+		}
+		if w.m.Rows() != w.rows || w.m.Cols() != w.cols {
+			return fmt.Errorf("%s is [%d, %d], want [%d, %d]", w.name, w.m.Rows(), w.m.Cols(), w.rows, w.cols)
+		}
+	}
+	return nil
+}

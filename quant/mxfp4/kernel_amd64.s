@@ -1,0 +1,315 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Nibble mask for VPAND.
+DATA nibmask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibmask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibmask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibmask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nibmask<>(SB), RODATA|NOPTR, $32
+
+// Per-dword shift counts: the low half keeps the low nibbles (even
+// columns), the high half brings the high nibbles (odd columns) down.
+DATA shifts<>+0(SB)/8, $0
+DATA shifts<>+8(SB)/8, $0
+DATA shifts<>+16(SB)/8, $0x0000000400000004
+DATA shifts<>+24(SB)/8, $0x0000000400000004
+GLOBL shifts<>(SB), RODATA|NOPTR, $32
+
+// Bits 48..55 (lotab) and 56..63 (hitab) of float64(E2M1(code)) for codes
+// 0..15; the lower 48 bits of every E2M1 value are zero.
+DATA lotab<>+0(SB)/8, $0x18100800f8f0e000
+DATA lotab<>+8(SB)/8, $0x18100800f8f0e000
+DATA lotab<>+16(SB)/8, $0x18100800f8f0e000
+DATA lotab<>+24(SB)/8, $0x18100800f8f0e000
+GLOBL lotab<>(SB), RODATA|NOPTR, $32
+DATA hitab<>+0(SB)/8, $0x404040403f3f3f00
+DATA hitab<>+8(SB)/8, $0xc0c0c0c0bfbfbf80
+DATA hitab<>+16(SB)/8, $0x404040403f3f3f00
+DATA hitab<>+24(SB)/8, $0xc0c0c0c0bfbfbf80
+GLOBL hitab<>(SB), RODATA|NOPTR, $32
+
+// VPSHUFB masks moving two 16-bit patterns per 128-bit half into the top of
+// two float64 lanes (other bytes zero): A0 words 0,1; B0 2,3; A1 4,5; B1 6,7.
+DATA idxa0<>+0(SB)/8, $0x0100808080808080
+DATA idxa0<>+8(SB)/8, $0x0302808080808080
+DATA idxa0<>+16(SB)/8, $0x0100808080808080
+DATA idxa0<>+24(SB)/8, $0x0302808080808080
+GLOBL idxa0<>(SB), RODATA|NOPTR, $32
+DATA idxb0<>+0(SB)/8, $0x0504808080808080
+DATA idxb0<>+8(SB)/8, $0x0706808080808080
+DATA idxb0<>+16(SB)/8, $0x0504808080808080
+DATA idxb0<>+24(SB)/8, $0x0706808080808080
+GLOBL idxb0<>(SB), RODATA|NOPTR, $32
+DATA idxa1<>+0(SB)/8, $0x0908808080808080
+DATA idxa1<>+8(SB)/8, $0x0b0a808080808080
+DATA idxa1<>+16(SB)/8, $0x0908808080808080
+DATA idxa1<>+24(SB)/8, $0x0b0a808080808080
+GLOBL idxa1<>(SB), RODATA|NOPTR, $32
+DATA idxb1<>+0(SB)/8, $0x0d0c808080808080
+DATA idxb1<>+8(SB)/8, $0x0f0e808080808080
+DATA idxb1<>+16(SB)/8, $0x0d0c808080808080
+DATA idxb1<>+24(SB)/8, $0x0f0e808080808080
+GLOBL idxb1<>(SB), RODATA|NOPTR, $32
+
+// Four qwords of 896 (float64 exponent field of 2^(s-127) is s+896) and 255.
+DATA bias896<>+0(SB)/8, $896
+DATA bias896<>+8(SB)/8, $896
+DATA bias896<>+16(SB)/8, $896
+DATA bias896<>+24(SB)/8, $896
+GLOBL bias896<>(SB), RODATA|NOPTR, $32
+DATA nan255<>+0(SB)/8, $255
+DATA nan255<>+8(SB)/8, $255
+DATA nan255<>+16(SB)/8, $255
+DATA nan255<>+24(SB)/8, $255
+GLOBL nan255<>(SB), RODATA|NOPTR, $32
+
+// func rowsAVX2asm(dst *float32, rows int, packed, scales *byte, xw *float64, groups int) int
+//
+// One group of 32 columns: its 16 packed bytes are broadcast to both 128-bit
+// halves; the low half yields the even columns' codes, the high half the odd
+// columns' (VPSHUFB cannot cross halves). Two table lookups give the two top
+// bytes of each value and an unpack joins them into 16-bit patterns (W0:
+// columns 0..15, W1: 16..31); one VPSHUFB per step then places four patterns
+// at the top of four float64 lanes, which is the exact E2M1 value. RG lanes
+// live in A = [0 2 | 1 3] and B = [4 6 | 5 7] (the activations were stored in
+// that order), step k multiplies columns 8k..8k+7, so each lane sums its four
+// products in ascending column order. The first step multiplies instead of
+// adding to +0: the two differ only in the sign of a zero lane, which cannot
+// change acc (it starts at +0 and is never -0), so the result is identical.
+// T = A+B = [s0+s4, s2+s6 | s1+s5, s3+s7], so the RG tree is
+// sub = (T[0]+T[2]) + (T[1]+T[3]).
+//
+// Four groups at a time share the tail: their trees are finished in one
+// vector, multiplied by their four scales (exact), groups with scale byte
+// 255 are masked to +0 (adding +0 leaves acc unchanged, as skipping does),
+// and acc adds the four contributions in group order.
+TEXT ·rowsAVX2asm(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ rows+8(FP), CX
+	MOVQ packed+16(FP), SI
+	MOVQ scales+24(FP), DX
+	MOVQ xw+32(FP), R8
+	MOVQ groups+40(FP), R9
+	XORQ BX, BX
+	VMOVDQU lotab<>(SB), Y15
+	VMOVDQU hitab<>(SB), Y14
+	VMOVDQU idxa0<>(SB), Y13
+	VMOVDQU idxb0<>(SB), Y12
+	VMOVDQU idxa1<>(SB), Y11
+	VMOVDQU idxb1<>(SB), Y10
+
+rowloop:
+	VXORPD X5, X5, X5
+	MOVQ   R8, R11
+	MOVQ   R9, R10
+	CMPQ   R10, $4
+	JLT    single
+
+quad:
+	// group 0
+	VBROADCASTI128 0(SI), Y0
+	VPSRLVD        shifts<>(SB), Y0, Y0
+	VPAND          nibmask<>(SB), Y0, Y0
+	VPSHUFB        Y0, Y15, Y1
+	VPSHUFB        Y0, Y14, Y2
+	VPUNPCKLBW     Y2, Y1, Y3
+	VPUNPCKHBW     Y2, Y1, Y4
+	VPSHUFB        Y13, Y3, Y2
+	VMULPD         0(R11), Y2, Y0
+	VPSHUFB        Y12, Y3, Y2
+	VMULPD         32(R11), Y2, Y1
+	VPSHUFB        Y11, Y3, Y2
+	VFMADD231PD    64(R11), Y2, Y0
+	VPSHUFB        Y10, Y3, Y2
+	VFMADD231PD    96(R11), Y2, Y1
+	VPSHUFB        Y13, Y4, Y2
+	VFMADD231PD    128(R11), Y2, Y0
+	VPSHUFB        Y12, Y4, Y2
+	VFMADD231PD    160(R11), Y2, Y1
+	VPSHUFB        Y11, Y4, Y2
+	VFMADD231PD    192(R11), Y2, Y0
+	VPSHUFB        Y10, Y4, Y2
+	VFMADD231PD    224(R11), Y2, Y1
+	VADDPD         Y1, Y0, Y6
+
+	// group 1
+	VBROADCASTI128 16(SI), Y0
+	VPSRLVD        shifts<>(SB), Y0, Y0
+	VPAND          nibmask<>(SB), Y0, Y0
+	VPSHUFB        Y0, Y15, Y1
+	VPSHUFB        Y0, Y14, Y2
+	VPUNPCKLBW     Y2, Y1, Y3
+	VPUNPCKHBW     Y2, Y1, Y4
+	VPSHUFB        Y13, Y3, Y2
+	VMULPD         256(R11), Y2, Y0
+	VPSHUFB        Y12, Y3, Y2
+	VMULPD         288(R11), Y2, Y1
+	VPSHUFB        Y11, Y3, Y2
+	VFMADD231PD    320(R11), Y2, Y0
+	VPSHUFB        Y10, Y3, Y2
+	VFMADD231PD    352(R11), Y2, Y1
+	VPSHUFB        Y13, Y4, Y2
+	VFMADD231PD    384(R11), Y2, Y0
+	VPSHUFB        Y12, Y4, Y2
+	VFMADD231PD    416(R11), Y2, Y1
+	VPSHUFB        Y11, Y4, Y2
+	VFMADD231PD    448(R11), Y2, Y0
+	VPSHUFB        Y10, Y4, Y2
+	VFMADD231PD    480(R11), Y2, Y1
+	VADDPD         Y1, Y0, Y7
+
+	// group 2
+	VBROADCASTI128 32(SI), Y0
+	VPSRLVD        shifts<>(SB), Y0, Y0
+	VPAND          nibmask<>(SB), Y0, Y0
+	VPSHUFB        Y0, Y15, Y1
+	VPSHUFB        Y0, Y14, Y2
+	VPUNPCKLBW     Y2, Y1, Y3
+	VPUNPCKHBW     Y2, Y1, Y4
+	VPSHUFB        Y13, Y3, Y2
+	VMULPD         512(R11), Y2, Y0
+	VPSHUFB        Y12, Y3, Y2
+	VMULPD         544(R11), Y2, Y1
+	VPSHUFB        Y11, Y3, Y2
+	VFMADD231PD    576(R11), Y2, Y0
+	VPSHUFB        Y10, Y3, Y2
+	VFMADD231PD    608(R11), Y2, Y1
+	VPSHUFB        Y13, Y4, Y2
+	VFMADD231PD    640(R11), Y2, Y0
+	VPSHUFB        Y12, Y4, Y2
+	VFMADD231PD    672(R11), Y2, Y1
+	VPSHUFB        Y11, Y4, Y2
+	VFMADD231PD    704(R11), Y2, Y0
+	VPSHUFB        Y10, Y4, Y2
+	VFMADD231PD    736(R11), Y2, Y1
+	VADDPD         Y1, Y0, Y8
+
+	// group 3
+	VBROADCASTI128 48(SI), Y0
+	VPSRLVD        shifts<>(SB), Y0, Y0
+	VPAND          nibmask<>(SB), Y0, Y0
+	VPSHUFB        Y0, Y15, Y1
+	VPSHUFB        Y0, Y14, Y2
+	VPUNPCKLBW     Y2, Y1, Y3
+	VPUNPCKHBW     Y2, Y1, Y4
+	VPSHUFB        Y13, Y3, Y2
+	VMULPD         768(R11), Y2, Y0
+	VPSHUFB        Y12, Y3, Y2
+	VMULPD         800(R11), Y2, Y1
+	VPSHUFB        Y11, Y3, Y2
+	VFMADD231PD    832(R11), Y2, Y0
+	VPSHUFB        Y10, Y3, Y2
+	VFMADD231PD    864(R11), Y2, Y1
+	VPSHUFB        Y13, Y4, Y2
+	VFMADD231PD    896(R11), Y2, Y0
+	VPSHUFB        Y12, Y4, Y2
+	VFMADD231PD    928(R11), Y2, Y1
+	VPSHUFB        Y11, Y4, Y2
+	VFMADD231PD    960(R11), Y2, Y0
+	VPSHUFB        Y10, Y4, Y2
+	VFMADD231PD    992(R11), Y2, Y1
+	VADDPD         Y1, Y0, Y9
+
+	// Finish four trees: R02 = [a0 b0 | a2 b2], R13 = [a1 b1 | a3 b3] with
+	// a = (s0+s4)+(s1+s5), b = (s2+s6)+(s3+s7); then sub = a+b per group.
+	VPERM2F128 $0x20, Y8, Y6, Y0
+	VPERM2F128 $0x31, Y8, Y6, Y1
+	VADDPD     Y1, Y0, Y0
+	VPERM2F128 $0x20, Y9, Y7, Y1
+	VPERM2F128 $0x31, Y9, Y7, Y2
+	VADDPD     Y2, Y1, Y1
+	VUNPCKLPD  Y1, Y0, Y2
+	VUNPCKHPD  Y1, Y0, Y3
+	VADDPD     Y3, Y2, Y2
+
+	// Scales 2^(s-127) for the four groups; 255 masked out and counted.
+	VPMOVZXBQ (DX), Y3
+	VPCMPEQQ  nan255<>(SB), Y3, Y4
+	VPADDQ    bias896<>(SB), Y3, Y3
+	VPSLLQ    $52, Y3, Y3
+	VMULPD    Y3, Y2, Y2
+	VANDNPD   Y2, Y4, Y2
+	VMOVMSKPD Y4, AX
+	POPCNTL   AX, AX
+	ADDQ      AX, BX
+
+	// acc += c0; acc += c1; acc += c2; acc += c3
+	VADDSD       X2, X5, X5
+	VUNPCKHPD    X2, X2, X3
+	VADDSD       X3, X5, X5
+	VEXTRACTF128 $1, Y2, X2
+	VADDSD       X2, X5, X5
+	VUNPCKHPD    X2, X2, X3
+	VADDSD       X3, X5, X5
+
+	ADDQ $64, SI
+	ADDQ $4, DX
+	ADDQ $1024, R11
+	SUBQ $4, R10
+	CMPQ R10, $4
+	JGE  quad
+
+single:
+	TESTQ R10, R10
+	JZ    rowdone
+
+singleloop:
+	MOVBQZX (DX), AX
+	CMPQ    AX, $255
+	JEQ     skip
+	VBROADCASTI128 0(SI), Y0
+	VPSRLVD        shifts<>(SB), Y0, Y0
+	VPAND          nibmask<>(SB), Y0, Y0
+	VPSHUFB        Y0, Y15, Y1
+	VPSHUFB        Y0, Y14, Y2
+	VPUNPCKLBW     Y2, Y1, Y3
+	VPUNPCKHBW     Y2, Y1, Y4
+	VPSHUFB        Y13, Y3, Y2
+	VMULPD         0(R11), Y2, Y0
+	VPSHUFB        Y12, Y3, Y2
+	VMULPD         32(R11), Y2, Y1
+	VPSHUFB        Y11, Y3, Y2
+	VFMADD231PD    64(R11), Y2, Y0
+	VPSHUFB        Y10, Y3, Y2
+	VFMADD231PD    96(R11), Y2, Y1
+	VPSHUFB        Y13, Y4, Y2
+	VFMADD231PD    128(R11), Y2, Y0
+	VPSHUFB        Y12, Y4, Y2
+	VFMADD231PD    160(R11), Y2, Y1
+	VPSHUFB        Y11, Y4, Y2
+	VFMADD231PD    192(R11), Y2, Y0
+	VPSHUFB        Y10, Y4, Y2
+	VFMADD231PD    224(R11), Y2, Y1
+	VADDPD         Y1, Y0, Y6
+	VEXTRACTF128 $1, Y6, X1
+	VADDPD       X1, X6, X6
+	VUNPCKHPD    X6, X6, X1
+	VADDSD       X1, X6, X6
+	ADDQ         $896, AX
+	SHLQ         $52, AX
+	VMOVQ        AX, X1
+	VFMADD231SD  X1, X6, X5
+
+next:
+	ADDQ $16, SI
+	INCQ DX
+	ADDQ $256, R11
+	DECQ R10
+	JNZ  singleloop
+
+rowdone:
+	VCVTSD2SS X5, X5, X3
+	VMOVSS    X3, (DI)
+	ADDQ      $4, DI
+	DECQ      CX
+	JNZ       rowloop
+
+	VZEROUPPER
+	MOVQ BX, ret+48(FP)
+	RET
+
+skip:
+	INCQ BX
+	JMP  next

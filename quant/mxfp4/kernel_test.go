@@ -1,0 +1,267 @@
+package mxfp4
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestMatVecAgainstReference multiplies random matrices (scale bytes 0 and
+// 255 included) with every kernel and compares each output bit for bit with
+// the RG dot of the dequantised weights.
+func TestMatVecAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	shapes := [][2]int{{1, 32}, {1, 64}, {3, 96}, {7, 32}, {5, 160}, {16, 256}, {33, 512}, {2, 3584}}
+	for name, k := range kernels() {
+		for _, sh := range append(shapes, shapes...) {
+			rows, cols := sh[0], sh[1]
+			packed, scales := randMatrix(rng, rows, cols, 100, 140, true)
+			x := randVec(rng, cols)
+			if rng.IntN(2) == 0 {
+				x = randVecWild(rng, cols)
+			}
+			w := make([]float32, rows*cols)
+			if err := Dequantize(w, packed, scales, rows, cols); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float32, rows)
+			st := runMatVec(k, got, packed, scales, x)
+			if want := ScanScales(scales); st != want {
+				t.Errorf("%s %v: stats %+v, want %+v", name, sh, st, want)
+			}
+			want := make([]float32, rows)
+			ng := cols / 32
+			for r := range rows {
+				want[r] = refDot(w[r*cols:(r+1)*cols], x, func(g int) bool { return scales[r*ng+g] == 255 })
+			}
+			requireSameBits(t, name, got, want)
+		}
+	}
+}
+
+// TestFastEqualsGeneric compares the assembly with the pure-Go twin over
+// awkward shapes, extreme scales and non-finite activations.
+func TestFastEqualsGeneric(t *testing.T) {
+	asm, ok := asmKernel()
+	if !ok {
+		t.Skip("no assembly kernel in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for iter := range 300 {
+		rows := 1 + rng.IntN(9)
+		cols := 32 * (1 + rng.IntN(6))
+		lo := rng.IntN(250)
+		packed, scales := randMatrix(rng, rows, cols, lo, lo+rng.IntN(255-lo), true)
+		x := randVec(rng, cols)
+		if iter%2 == 0 {
+			x = randVecWild(rng, cols)
+		}
+		if iter%3 == 0 { // plant NaN/Inf inside 255 groups
+			for i, s := range scales {
+				if s == 255 && i < cols/32 {
+					x[i*32+rng.IntN(32)] = float32(math.Inf(1 - 2*rng.IntN(2)))
+					x[i*32+rng.IntN(32)] = float32(math.NaN())
+				}
+			}
+		}
+		if iter%50 == 1 { // huge and tiny activations
+			x[rng.IntN(cols)] = math.MaxFloat32
+			x[rng.IntN(cols)] = math.SmallestNonzeroFloat32
+		}
+		a, b := make([]float32, rows), make([]float32, rows)
+		sa := runMatVec(asm, a, packed, scales, x)
+		sb := runMatVec(genericKernel, b, packed, scales, x)
+		requireSameBits(t, "asm vs generic", a, b)
+		if sa != sb {
+			t.Fatalf("stats differ: %+v vs %+v", sa, sb)
+		}
+	}
+}
+
+// TestDeadGroupsIsolateNonFinite: NaN and Inf activations in the columns of
+// a 255 group must not reach the output, in every kernel; elsewhere they do.
+func TestDeadGroupsIsolateNonFinite(t *testing.T) {
+	rows, cols := 2, 96
+	packed := make([]byte, rows*cols/2)
+	for i := range packed {
+		packed[i] = 0x77 // +6 everywhere: 0·Inf cannot hide anything
+	}
+	scales := []byte{127, 255, 127, 127, 127, 255}
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = 1
+	}
+	x[40] = float32(math.NaN())
+	x[63] = float32(math.Inf(-1))
+	for name, k := range kernels() {
+		dst := make([]float32, rows)
+		st := runMatVec(k, dst, packed, scales, x)
+		if st.NaNScaleGroups != 2 {
+			t.Errorf("%s: counted %d dead groups, want 2", name, st.NaNScaleGroups)
+		}
+		if dst[0] != 6*64 {
+			t.Errorf("%s: row 0 = %v, want 384 (group 1 skipped)", name, dst[0])
+		}
+		if !math.IsNaN(float64(dst[1])) {
+			t.Errorf("%s: row 1 = %v, want NaN from its live group 1", name, dst[1])
+		}
+	}
+}
+
+// TestMatMulEqualsMatVec checks that every batched element equals MatVec's
+// for n = 1..17 and strides wider than the row count.
+func TestMatMulEqualsMatVec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for name, k := range kernels() {
+		for n := 1; n <= 17; n++ {
+			rows, cols := 1+rng.IntN(12), 32*(1+rng.IntN(4))
+			packed, scales := randMatrix(rng, rows, cols, 110, 130, true)
+			x := randVec(rng, n*cols)
+			stride := rows + rng.IntN(3)
+			dst := make([]float32, (n-1)*stride+rows)
+			for i := range dst {
+				dst[i] = -7 // gaps must stay untouched
+			}
+			st := matMul(k, dst, stride, packed, scales, x, n, rows, cols)
+			if want := ScanScales(scales); st != want {
+				t.Errorf("%s n=%d: stats %+v, want %+v", name, n, st, want)
+			}
+			for ti := range n {
+				want := make([]float32, rows)
+				runMatVec(k, want, packed, scales, x[ti*cols:(ti+1)*cols])
+				requireSameBits(t, name, dst[ti*stride:ti*stride+rows], want)
+				for i := ti*stride + rows; i < min(len(dst), (ti+1)*stride); i++ {
+					if dst[i] != -7 {
+						t.Fatalf("%s: gap element %d overwritten", name, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulBlocks crosses MatMul's row-block boundary and splits rows with
+// RowRange, which must not change a bit.
+func TestMatMulBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	rows, cols, n := 300, 1024, 3 // 512 packed bytes per row: 256 rows per block
+	packed, scales := randMatrix(rng, rows, cols, 115, 125, false)
+	x := randVec(rng, n*cols)
+	dst := make([]float32, n*rows)
+	if _, err := MatMul(dst, rows, packed, scales, x, n, rows, cols); err != nil {
+		t.Fatal(err)
+	}
+	for ti := range n {
+		want := make([]float32, rows)
+		MatVec(want, packed, scales, x[ti*cols:(ti+1)*cols])
+		requireSameBits(t, "matmul", dst[ti*rows:(ti+1)*rows], want)
+		part := make([]float32, rows)
+		for lo := 0; lo < rows; lo += 77 {
+			hi := min(rows, lo+77)
+			p, s, err := RowRange(packed, scales, cols, lo, hi)
+			if err != nil {
+				t.Fatal(err)
+			}
+			MatVec(part[lo:hi], p, s, x[ti*cols:(ti+1)*cols])
+		}
+		requireSameBits(t, "row ranges", part, want)
+	}
+}
+
+func TestMatVecErrors(t *testing.T) {
+	dst := make([]float32, 2)
+	x := make([]float32, 64)
+	if _, err := MatVecStats(dst, make([]byte, 63), make([]byte, 4), x); !errors.Is(err, ErrPackedSize) {
+		t.Errorf("short packed: %v", err)
+	}
+	if _, err := MatVecStats(dst, make([]byte, 64), make([]byte, 2), x); !errors.Is(err, ErrGroupSize) {
+		t.Errorf("group 64 scales: %v", err)
+	}
+	if _, err := MatVecStats(dst, make([]byte, 48), make([]byte, 4), x[:48]); !errors.Is(err, ErrWidth) {
+		t.Errorf("width 48: %v", err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("MatVec with bad geometry did not panic")
+			} else if err, ok := r.(error); !ok || !errors.Is(err, ErrPackedSize) {
+				t.Errorf("MatVec panicked with %v", r)
+			}
+		}()
+		MatVec(dst, make([]byte, 1), make([]byte, 4), x)
+	}()
+	packed, scales := make([]byte, 64), make([]byte, 4)
+	cases := []struct {
+		dst          []float32
+		stride, n    int
+		x            []float32
+		rows, cols   int
+		wantSentinel error
+	}{
+		{make([]float32, 4), 2, 2, make([]float32, 127), 2, 64, ErrShape},
+		{make([]float32, 3), 2, 2, make([]float32, 128), 2, 64, ErrShape},
+		{make([]float32, 4), 1, 2, make([]float32, 128), 2, 64, ErrShape},
+		{make([]float32, 4), 2, -1, nil, 2, 64, ErrShape},
+		{make([]float32, 4), 2, 0, make([]float32, 1), 2, 64, ErrShape},
+		{make([]float32, 4), 2, 2, make([]float32, 128), 2, 32, ErrPackedSize},
+	}
+	for i, c := range cases {
+		if _, err := MatMul(c.dst, c.stride, packed, scales, c.x, c.n, c.rows, c.cols); !errors.Is(err, c.wantSentinel) {
+			t.Errorf("case %d: %v, want %v", i, err, c.wantSentinel)
+		}
+	}
+	if _, err := MatMul(make([]float32, 4), 2, packed, scales, make([]float32, 128), 2, 2, 64); err != nil {
+		t.Errorf("valid MatMul: %v", err)
+	}
+}
+
+// TestEmptyShapes: zero rows or columns are valid and produce +0 rows.
+func TestEmptyShapes(t *testing.T) {
+	for name, k := range kernels() {
+		dst := []float32{5, 5}
+		runMatVec(k, dst, nil, nil, nil)
+		if math.Float32bits(dst[0]) != 0 || math.Float32bits(dst[1]) != 0 {
+			t.Errorf("%s: zero columns gave %v", name, dst)
+		}
+		runMatVec(k, nil, nil, nil, make([]float32, 32))
+	}
+	if _, err := MatMul([]float32{1, 1, 1, 1}, 2, nil, nil, nil, 2, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSummationOrder makes the order of the float64 additions visible in the
+// float32 result: weights ±1 or 0 and activations ±2^40, ±1, ±2^−20, so big
+// terms cancel exactly and whether a small term was absorbed before or after
+// the cancellation decides the output. Any other lane partition or tree
+// (checked by mutating the kernels) fails here.
+func TestSummationOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	nib := []byte{2, 10, 0, 2, 10}
+	vals := []float32{1 << 40, -(1 << 40), 1, -1, 1.0 / (1 << 20)}
+	for name, k := range kernels() {
+		for range 200 {
+			rows, cols := 1+rng.IntN(4), 32*(1+rng.IntN(4))
+			packed, scales := randMatrix(rng, rows, cols, 120, 134, false)
+			for i := range packed {
+				packed[i] = nib[rng.IntN(len(nib))] | nib[rng.IntN(len(nib))]<<4
+			}
+			x := make([]float32, cols)
+			for i := range x {
+				x[i] = vals[rng.IntN(len(vals))]
+			}
+			w := make([]float32, rows*cols)
+			if err := Dequantize(w, packed, scales, rows, cols); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float32, rows)
+			runMatVec(k, got, packed, scales, x)
+			want := make([]float32, rows)
+			for r := range rows {
+				want[r] = refDot(w[r*cols:(r+1)*cols], x, nil)
+			}
+			requireSameBits(t, name, got, want)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package mxfp4
+
+import "fmt"
+
+// MatVec sets dst[r] to row r of the matrix times x with the RG reduction,
+// for a matrix of len(dst) rows and len(x) columns. The geometry is a
+// precondition, validated once at bind time with Check (quant does so when
+// it wraps the arrays); MatVec panics with a descriptive error when it does
+// not hold, as it would for an out-of-range index. MatVecStats reports the
+// same condition as an error instead.
+func MatVec(dst []float32, packed, scales []byte, x []float32) {
+	if _, err := MatVecStats(dst, packed, scales, x); err != nil {
+		panic(err)
+	}
+}
+
+// MatVecStats is MatVec returning an error for inconsistent lengths and the
+// statistics of the groups it read.
+func MatVecStats(dst []float32, packed, scales []byte, x []float32) (Stats, error) {
+	rows, cols := len(dst), len(x)
+	if err := Check(rows, cols, len(packed), len(scales)); err != nil {
+		return Stats{}, fmt.Errorf("matvec: %w", err)
+	}
+	k := defaultKernel
+	return matVec(k, dst, packed, scales, k.widen(nil, x)), nil
+}
+
+// MatMul multiplies n activation rows (x holds n·cols floats, row t at
+// x[t·cols:]) by the [rows, cols] matrix: dst[t·stride + r] = row r · x_t,
+// each element bit-identical to MatVec. stride >= rows, and dst must hold
+// (n−1)·stride + rows elements; the elements between rows are untouched.
+func MatMul(dst []float32, stride int, packed, scales []byte, x []float32, n, rows, cols int) (Stats, error) {
+	if err := Check(rows, cols, len(packed), len(scales)); err != nil {
+		return Stats{}, fmt.Errorf("matmul: %w", err)
+	}
+	if err := checkBatch(len(dst), stride, len(x), n, rows, cols); err != nil {
+		return Stats{}, fmt.Errorf("matmul: %w", err)
+	}
+	return matMul(defaultKernel, dst, stride, packed, scales, x, n, rows, cols), nil
+}
+
+func checkBatch(dstLen, stride, xLen, n, rows, cols int) error {
+	if n < 0 || stride < rows {
+		return fmt.Errorf("%w: n = %d, stride = %d for %d rows", ErrShape, n, stride, rows)
+	}
+	if n == 0 {
+		if xLen != 0 {
+			return fmt.Errorf("%w: n = 0 with %d activations", ErrShape, xLen)
+		}
+		return nil
+	}
+	if cols > 0 && n > xLen/cols || xLen != n*cols {
+		return fmt.Errorf("%w: x has %d floats, want n·cols = %d·%d", ErrShape, xLen, n, cols)
+	}
+	if stride > 0 && n-1 > (dstLen-rows)/stride || dstLen < rows {
+		return fmt.Errorf("%w: dst has %d floats, want at least (n−1)·stride + rows = (%d−1)·%d + %d", ErrShape, dstLen, n, stride, rows)
+	}
+	return nil
+}
+
+// kernel is one implementation of the RG mat-vec: widen prepares x in the
+// layout rows expects, rows multiplies len(dst) rows and returns the number
+// of groups skipped for scale 255.
+type kernel struct {
+	widen func(dst []float64, x []float32) []float64
+	rows  func(dst []float32, packed, scales []byte, xw []float64) int
+}
+
+func matVec(k kernel, dst []float32, packed, scales []byte, xw []float64) Stats {
+	nan := k.rows(dst, packed, scales, xw)
+	return Stats{Groups: len(scales), NaNScaleGroups: nan}
+}
+
+// blockBytes bounds the packed bytes of the rows that MatMul multiplies by
+// every activation row before moving on, so they stay in L2.
+const blockBytes = 128 << 10
+
+func matMul(k kernel, dst []float32, stride int, packed, scales []byte, x []float32, n, rows, cols int) Stats {
+	st := Stats{Groups: len(scales)}
+	if n == 0 || rows == 0 {
+		return st
+	}
+	if cols == 0 {
+		for t := range n {
+			clear(dst[t*stride : t*stride+rows])
+		}
+		return st
+	}
+	xw := make([][]float64, n)
+	for t := range n {
+		xw[t] = k.widen(nil, x[t*cols:(t+1)*cols])
+	}
+	pb, sb := cols/2, cols/GroupSize
+	block := max(1, blockBytes/pb)
+	for lo := 0; lo < rows; lo += block {
+		hi := min(rows, lo+block)
+		p, s := packed[lo*pb:hi*pb], scales[lo*sb:hi*sb]
+		for t := range n {
+			nan := k.rows(dst[t*stride+lo:t*stride+hi], p, s, xw[t])
+			if t == 0 {
+				st.NaNScaleGroups += nan
+			}
+		}
+	}
+	return st
+}

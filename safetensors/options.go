@@ -1,0 +1,75 @@
+package safetensors
+
+import (
+	"io"
+	"io/fs"
+	"os"
+)
+
+// File is what a shard is read through. *os.File implements it; tests and
+// exotic storage supply their own through WithOpener.
+type File interface {
+	io.ReaderAt
+	io.Closer
+	Stat() (fs.FileInfo, error)
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	open     func(path string) (File, error)
+	custom   bool
+	warn     func(msg string)
+	workers  int
+	lenient  bool
+	noDirect bool
+
+	// openDirect is openDirectFor; tests replace it to simulate a file
+	// system that refuses O_DIRECT.
+	openDirect func(f *os.File, path string) *DirectReader
+}
+
+func defaultOptions() options {
+	return options{open: func(p string) (File, error) { return os.Open(p) }, openDirect: openDirectFor}
+}
+
+// WithOpener makes Open read shards through open instead of os.Open. When
+// the returned File is not an *os.File, Bytes returns heap copies instead of
+// mmap views and direct reads fall back to buffered reads through it.
+func WithOpener(open func(path string) (File, error)) Option {
+	return func(o *options) {
+		if open != nil {
+			o.open = open
+			o.custom = true
+		}
+	}
+}
+
+// WithWarnings receives non-fatal findings (stray shard files, index
+// disagreements tolerated by WithIncomplete, direct-I/O fallback) as they
+// happen. Checkpoint.Warnings returns them as well.
+func WithWarnings(fn func(msg string)) Option {
+	return func(o *options) { o.warn = fn }
+}
+
+// WithWorkers sets how many goroutines parse shard headers (default
+// GOMAXPROCS).
+func WithWorkers(n int) Option {
+	return func(o *options) { o.workers = n }
+}
+
+// WithIncomplete opens a partially downloaded checkpoint: shards the index
+// names but that do not exist, and tensors the index lists that their shard
+// lacks, become warnings instead of errors. Require then reports, for a
+// missing tensor, which shard should hold it and why it is not there. Every
+// other rule (header validation, duplicates, unlisted tensors, total_size of
+// a complete checkpoint) still applies.
+func WithIncomplete() Option {
+	return func(o *options) { o.lenient = true }
+}
+
+// WithoutDirectIO makes ReadDirect always use buffered reads.
+func WithoutDirectIO() Option {
+	return func(o *options) { o.noDirect = true }
+}

@@ -1,0 +1,232 @@
+package k3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/k3-project/k3/attention"
+	"github.com/k3-project/k3/internal/nn"
+	"github.com/k3-project/k3/quant"
+)
+
+// ErrBroken: an earlier call failed or was cancelled part-way through the layers, so the
+// session's carried state is inconsistent. Restore a snapshot or Reset to continue.
+var ErrBroken = errors.New("k3: session state is inconsistent after a failed or cancelled call")
+
+// Session is one sequence being decoded: per KDA layer the recurrent state and the three
+// short-convolution tails, per MLA layer the latent cache, the number of positions processed and
+// the logits of the last one (SPEC §4.10). A Session is not safe for concurrent use; many
+// Sessions of one Model may run concurrently.
+type Session struct {
+	m      *Model
+	kda    []*attention.KDAState // by layer; nil for MLA layers
+	mla    []*attention.MLACache // by layer; nil for KDA layers
+	pos    int
+	logits []float32 // last position's logits, nil before the first call
+	broken error
+}
+
+// NewSession returns a session with no positions.
+func (m *Model) NewSession() *Session {
+	s := &Session{m: m, kda: make([]*attention.KDAState, len(m.layers)), mla: make([]*attention.MLACache, len(m.layers))}
+	for l := range m.layers {
+		if k := m.layers[l].kda; k != nil {
+			s.kda[l] = k.NewState()
+		} else {
+			s.mla[l] = m.layers[l].mla.NewCache()
+		}
+	}
+	return s
+}
+
+// Len returns the number of positions the session has processed.
+func (s *Session) Len() int { return s.pos }
+
+// Model returns the session's model.
+func (s *Session) Model() *Model { return s.m }
+
+// Prefill processes T = len(ids) ≥ 1 new positions, carrying the session's state, and keeps the
+// last position's logits for Logits. Splitting a sequence into any number of Prefill calls gives
+// bit-identical logits and state (SPEC §4.10).
+//
+// Long inputs are processed in chunks of at most MaxChunk positions, which bounds activation
+// memory without changing a bit.
+func (s *Session) Prefill(ctx context.Context, ids []int) error {
+	for len(ids) > MaxChunk {
+		if _, err := s.forward(ctx, ids[:MaxChunk], logitsNone); err != nil {
+			return err
+		}
+		ids = ids[MaxChunk:]
+	}
+	_, err := s.forward(ctx, ids, logitsLast)
+	return err
+}
+
+// MaxChunk is the most positions Prefill runs through the layers in one pass.
+const MaxChunk = 512
+
+// logitsMode says which positions' logits a forward pass computes.
+type logitsMode uint8
+
+const (
+	logitsNone logitsMode = iota // an inner chunk of a long prefill: skip the head
+	logitsLast                   // generation needs the last position only
+	logitsAll                    // teacher forcing
+)
+
+// PrefillAll is Prefill returning the logits of every new position ([T][V], rows sharing one
+// backing array), for teacher forcing and scoring.
+func (s *Session) PrefillAll(ctx context.Context, ids []int) ([][]float32, error) {
+	flat, err := s.forward(ctx, ids, logitsAll)
+	if err != nil {
+		return nil, err
+	}
+	return splitRows(flat, len(ids), s.m.cfg.Vocab), nil
+}
+
+// Step processes one new position (Prefill with T = 1).
+func (s *Session) Step(ctx context.Context, id int) error {
+	_, err := s.forward(ctx, []int{id}, logitsLast)
+	return err
+}
+
+// Logits returns a copy of the last processed position's logits, or nil before the first call.
+func (s *Session) Logits() []float32 {
+	if s.logits == nil {
+		return nil
+	}
+	return append([]float32(nil), s.logits...)
+}
+
+// Next returns the greedy pick from the last position's logits (Argmax).
+func (s *Session) Next() (int, error) {
+	if s.broken != nil {
+		return 0, s.broken
+	}
+	if s.logits == nil {
+		return 0, ErrNoLogits
+	}
+	return Argmax(s.logits)
+}
+
+// Reset returns the session to zero positions (fresh state), clearing any ErrBroken.
+func (s *Session) Reset() {
+	for l := range s.kda {
+		if s.kda[l] != nil {
+			s.kda[l].Reset()
+		}
+		if s.mla[l] != nil {
+			s.mla[l].Reset()
+		}
+	}
+	s.pos, s.logits, s.broken = 0, nil, nil
+}
+
+// MLACacheBytes returns the bytes the session's MLA caches hold now (latent form).
+func (s *Session) MLACacheBytes() int64 {
+	var n int64
+	for _, c := range s.mla {
+		if c != nil {
+			n += 4 * int64(len(c.KV))
+		}
+	}
+	return n
+}
+
+// Forward runs ids through a fresh session and returns the logits of every position ([T][V]):
+// one teacher-forced pass.
+func (m *Model) Forward(ctx context.Context, ids []int) ([][]float32, error) {
+	return m.NewSession().PrefillAll(ctx, ids)
+}
+
+func splitRows(flat []float32, t, v int) [][]float32 {
+	rows := make([][]float32, t)
+	for i := range rows {
+		rows[i] = flat[i*v : (i+1)*v : (i+1)*v]
+	}
+	return rows
+}
+
+// forward runs the whole model (SPEC §4.2) over ids as new positions of the session and returns
+// the logits mode asks for ([T][V] flat, [V], or nil).
+func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]float32, error) {
+	m := s.m
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if s.broken != nil {
+		return nil, s.broken
+	}
+	c := &m.cfg
+	if len(ids) == 0 {
+		return nil, ErrEmptyInput
+	}
+	for i, id := range ids {
+		if id < 0 || id >= c.Vocab {
+			return nil, &TokenError{Pos: i, ID: id, Vocab: c.Vocab}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // nothing was touched yet: the session stays usable
+	}
+	T, E, V := len(ids), c.Hidden, c.Vocab
+	h := make([]float32, T*E)
+	rd := m.embed.(quant.RowDecoder) // checked at bind time
+	for t, id := range ids {
+		rd.DecodeRow(h[t*E:(t+1)*E], id)
+	}
+	st, err := nn.NewStream(h, T, E)
+	if err != nil {
+		return nil, fmt.Errorf("k3: forward: %w", err)
+	}
+	fail := func(l int, err error) error {
+		err = &ForwardError{Layer: l, Err: err}
+		s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
+		return err
+	}
+	for l := range m.layers {
+		if err := ctx.Err(); err != nil {
+			return nil, fail(l, err)
+		}
+		lay := &m.layers[l]
+		var attn nn.Mixer
+		if lay.kda != nil {
+			k, ks := lay.kda, s.kda[l]
+			attn = func(dst, x []float32, T int) error { return k.Forward(dst, x, T, ks) }
+		} else {
+			a, mc := lay.mla, s.mla[l]
+			attn = func(dst, x []float32, T int) error { return a.Forward(dst, x, T, mc) }
+		}
+		if err := lay.res.Forward(st, attn, lay.ffn.Forward, m.threads); err != nil {
+			return nil, fail(l, err)
+		}
+	}
+	if mode == logitsNone {
+		s.pos += T
+		s.logits = nil
+		return nil, nil
+	}
+	out := make([]float32, T*E)
+	if err := st.Aggregate(out, m.outAgg, m.threads); err != nil {
+		return nil, fail(-1, err)
+	}
+	var logits []float32
+	switch mode {
+	case logitsAll:
+		nn.RMSNormRows(out, out, m.norm, m.eps)
+		logits = make([]float32, T*V)
+		quant.MatMulParallel(m.lmHead, logits, V, out, T, m.threads)
+		s.logits = append([]float32(nil), logits[(T-1)*V:]...) // callers may write to their rows
+	default:
+		last := out[(T-1)*E:]
+		nn.RMSNormRows(last, last, m.norm, m.eps)
+		logits = make([]float32, V)
+		quant.MatVecParallel(m.lmHead, logits, last, m.threads)
+		s.logits = logits
+	}
+	s.pos += T
+	return logits, nil
+}

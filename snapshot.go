@@ -1,0 +1,79 @@
+package k3
+
+import (
+	"fmt"
+
+	"github.com/k3-project/k3/attention"
+)
+
+// Snapshot is a deep copy of a Session's state (for speculative decoding, branching, or retrying
+// after an error). Restoring it gives bit-identical continuations (SPEC §4.10). A Snapshot is
+// immutable and may be restored any number of times, into any session of the same model.
+type Snapshot struct {
+	m      *Model
+	kda    []*attention.KDAState
+	mla    []*attention.MLACache
+	pos    int
+	logits []float32
+}
+
+// Len returns the number of positions captured.
+func (sn *Snapshot) Len() int { return sn.pos }
+
+// Snapshot captures the session's state. A session broken by a failed call cannot be captured.
+func (s *Session) Snapshot() (*Snapshot, error) {
+	if s.broken != nil {
+		return nil, s.broken
+	}
+	sn := &Snapshot{m: s.m, kda: make([]*attention.KDAState, len(s.kda)), mla: make([]*attention.MLACache, len(s.mla)),
+		pos: s.pos, logits: s.Logits()}
+	for l := range s.kda {
+		if s.kda[l] != nil {
+			sn.kda[l] = s.kda[l].Clone()
+		}
+		if s.mla[l] != nil {
+			sn.mla[l] = s.mla[l].Clone()
+		}
+	}
+	return sn, nil
+}
+
+// Restore replaces the session's state with a copy of sn (clearing ErrBroken).
+func (s *Session) Restore(sn *Snapshot) error {
+	if sn == nil || sn.m != s.m {
+		return ErrForeignSnapshot
+	}
+	for l := range s.kda {
+		if sn.kda[l] != nil {
+			if err := s.kda[l].CopyFrom(sn.kda[l]); err != nil {
+				return fmt.Errorf("k3: restore layer %d: %w", l, err)
+			}
+		}
+		if sn.mla[l] != nil {
+			c, d := sn.mla[l], s.mla[l]
+			if c.KVLoRA != d.KVLoRA || c.Rope != d.Rope {
+				return fmt.Errorf("k3: restore layer %d: MLA cache geometry differs", l)
+			}
+			d.KV = append(d.KV[:0], c.KV...) // reuses the session's capacity
+		}
+	}
+	s.pos, s.broken = sn.pos, nil
+	s.logits = append([]float32(nil), sn.logits...)
+	if sn.logits == nil {
+		s.logits = nil
+	}
+	return nil
+}
+
+// Clone returns an independent session with a copy of s's state.
+func (s *Session) Clone() (*Session, error) {
+	sn, err := s.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	c := s.m.NewSession()
+	if err := c.Restore(sn); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,36 @@
+package k3
+
+import (
+	"fmt"
+
+	"github.com/k3-project/k3/internal/synth"
+)
+
+// GeometryInfo names a synthetic checkpoint shape accepted by Synthesize.
+type GeometryInfo struct {
+	Name        string
+	Description string
+}
+
+// Geometries lists the shapes Synthesize can write: "tiny" (the models/tiny fixture's shape),
+// "perf" (a benchmark shape of about 1.5 GB) and "k3" (the real model's shapes as sparse files).
+func Geometries() []GeometryInfo {
+	var out []GeometryInfo
+	for _, g := range synth.Geometries() {
+		out = append(out, GeometryInfo{Name: g.Name, Description: g.Description})
+	}
+	return out
+}
+
+// Synthesize writes a random checkpoint of the named geometry into dir (created if needed; it must
+// be empty) in the released layout: nested config.json, shards plus model.safetensors.index.json,
+// BF16 matrices, F32 small vectors and MXFP4 routed experts. The bytes are a pure function of
+// (geometry, seed). Weights are scaled so that SiTU-GLU caps saturate and the router bias changes
+// expert selections, so the result exercises every part of the forward pass.
+func Synthesize(dir, geometry string, seed int64) error {
+	g, ok := synth.Lookup(geometry)
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownGeometry, geometry)
+	}
+	return synth.Write(dir, g, seed)
+}

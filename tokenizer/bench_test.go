@@ -1,0 +1,166 @@
+package tokenizer
+
+import (
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	tiktoken "github.com/pkoukk/tiktoken-go"
+
+	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/fixtures"
+)
+
+// benchTexts returns the fixture case texts, optionally without the "long"
+// category (whose 30,000-byte pieces make quadratic merging dominate).
+func benchTexts(b *testing.B, skipLong bool) ([]string, int64) {
+	var texts []string
+	var n int64
+	for _, c := range loadFixtures(b).cases {
+		if skipLong && c.Category == "long" {
+			continue
+		}
+		texts = append(texts, c.text)
+		n += int64(len(c.text))
+	}
+	return texts, n
+}
+
+// BenchmarkEncode encodes the fixture corpus (every case, ordinary mode),
+// paired with a plain read of the same number of bytes (x-read = encode
+// MB/s / read MB/s). "all" uses every case; "nolong" leaves out the
+// long-run category.
+func BenchmarkEncode(b *testing.B) {
+	fs := loadFixtures(b)
+	for _, set := range []string{"all", "nolong"} {
+		texts, size := benchTexts(b, set == "nolong")
+		buf := benchutil.Filled(int(size))
+		for _, fe := range fs.encs {
+			b.Run(set+"/"+fe.name, func(b *testing.B) {
+				benchutil.Paired(b, buf, 1, func() {
+					for _, t := range texts {
+						if _, err := fe.enc.EncodeOrdinary(t); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkVsTiktokenGo alternates this package and
+// github.com/pkoukk/tiktoken-go (same ranks, same pattern string, ordinary
+// mode) on the fixture corpus in every iteration, so both see the same
+// machine load, and reports both throughputs and their ratio. tiktoken-go's
+// regexp2 has no class intersection (&&), so for kimi-o200k it runs a
+// different split and its ids differ from the oracle (logged).
+func BenchmarkVsTiktokenGo(b *testing.B) {
+	fs := loadFixtures(b)
+	for _, set := range []string{"all", "nolong"} {
+		texts, size := benchTexts(b, set == "nolong")
+		for _, fe := range fs.encs {
+			b.Run(set+"/"+fe.name, func(b *testing.B) {
+				tk := tiktokenGo(b, fe)
+				var ours, theirs time.Duration
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					t0 := time.Now()
+					for _, t := range texts {
+						if _, err := fe.enc.EncodeOrdinary(t); err != nil {
+							b.Fatal(err)
+						}
+					}
+					t1 := time.Now()
+					for _, t := range texts {
+						tk.EncodeOrdinary(t)
+					}
+					ours += t1.Sub(t0)
+					theirs += time.Since(t1)
+				}
+				b.StopTimer()
+				mb := float64(size) * float64(b.N) / 1e6
+				b.ReportMetric(mb/ours.Seconds(), "k3-MB/s")
+				b.ReportMetric(mb/theirs.Seconds(), "tiktoken-go-MB/s")
+				b.ReportMetric(theirs.Seconds()/ours.Seconds(), "x-tiktoken-go")
+			})
+		}
+	}
+}
+
+// tiktokenGo builds tiktoken-go's CoreBPE from the same ranks (no network:
+// the encoder map is passed directly).
+func tiktokenGo(b *testing.B, fe *fixtureEncoding) *tiktoken.Tiktoken {
+	r := fe.enc.Ranks()
+	enc := make(map[string]int, r.Len())
+	for i := 0; i < r.Len(); i++ {
+		t, _ := r.Token(i)
+		enc[string(t)] = i
+	}
+	bpe, err := tiktoken.NewCoreBPE(enc, fe.Specials, fe.Pattern)
+	if err != nil {
+		b.Skipf("tiktoken-go cannot compile the %s pattern: %v", fe.name, err)
+	}
+	sp := map[string]any{}
+	for k := range fe.Specials {
+		sp[k] = true
+	}
+	tk := tiktoken.NewTiktoken(bpe, nil, sp)
+	// Report whether tiktoken-go is doing the same work correctly.
+	bad := 0
+	for _, c := range loadFixtures(b).cases {
+		if c.Category == "long" {
+			continue // quadratic there; checked ids would take minutes
+		}
+		if _, ok := equalInts(tk.EncodeOrdinary(c.text), fe.expectedRows[c.ID].Ordinary); !ok {
+			bad++
+		}
+	}
+	b.Logf("tiktoken-go %s: %d non-long cases differ from the oracle ids", fe.name, bad)
+	return tk
+}
+
+// BenchmarkLoadO200K parses the o200k rank file (199,998 ranks) from disk
+// and reports the heap it retains.
+func BenchmarkLoadO200K(b *testing.B) {
+	path := fixtures.Path(b, filepath.Join("tokenizer", "o200k_base.tiktoken"))
+	var keep *Ranks
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := LoadRanks(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		keep = r
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N), "alloc-B/op")
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)), "retained-heap-B")
+	runtime.KeepAlive(keep)
+}
+
+// BenchmarkLongPiece encodes 1 MiB of random lower-case letters: one piece
+// with no split point.
+func BenchmarkLongPiece(b *testing.B) {
+	fe := fixtureByName(b, "kimi-o200k")
+	buf := make([]byte, 1<<20)
+	x := uint32(1)
+	for i := range buf {
+		x = x*1664525 + 1013904223
+		buf[i] = byte('a' + (x>>24)%26)
+	}
+	s := string(buf)
+	b.SetBytes(int64(len(s)))
+	for i := 0; i < b.N; i++ {
+		if _, err := fe.enc.EncodeOrdinary(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

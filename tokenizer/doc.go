@@ -1,0 +1,71 @@
+// Package tokenizer implements tiktoken-style byte-pair-encoding tokenizers:
+// the Kimi K2/K2.5/K3 tokenizer (a tiktoken.model rank file plus the
+// added_tokens_decoder of tokenizer_config.json, SPEC §10) and, on the same
+// machinery, OpenAI's cl100k_base and o200k_base encodings built from their
+// rank files.
+//
+// The pre-tokenizer is not a regular-expression engine. Each supported split
+// pattern (SplitKimi, SplitO200K, SplitCL100K) is a hand-written scanner over
+// code points that reproduces the leftmost-first, backtracking semantics that
+// tiktoken's fancy-regex gives the published pattern, including
+// `\s+(?!\S)`, Unicode classes (Script=Han, Lu/Lt/Lm/Lo/Ll, M, N, White_Space)
+// and case-insensitive contractions. Go's regexp cannot express those
+// patterns, and a general backtracking engine would be both slower and a
+// source of pathological inputs.
+//
+// Byte-pair merging uses tiktoken's rule (a piece that is itself a token is
+// emitted whole; otherwise repeatedly merge the lowest-ranked adjacent pair,
+// leftmost on ties). Pieces of 100 bytes or more use a heap with stale-entry
+// skipping, so a megabyte without a split point costs O(n log n), not O(n²).
+//
+// # Getting an encoding
+//
+// For Kimi, LoadKimi(modelPath, configPath) reads tiktoken.model and
+// tokenizer_config.json and returns an encoding with the Kimi split rule, the
+// 256 specials at ids N..N+255 and the tokenization_kimi.py pipeline;
+// enc.Ranks().IsKimiReference() tells whether the rank file is the released
+// one (a mismatch is reported, not refused). To reproduce the reference
+// tokenizer's encode, call enc.Encode(text, AllowSpecial).
+//
+// For cl100k_base or o200k_base, load the rank file with LoadRanks and call
+// New with SplitCL100K or SplitO200K and the special-token map; the result
+// matches tiktoken's ids. NewRanks builds a vocabulary from token bytes in
+// code.
+//
+// # Special tokens
+//
+// Encode takes an explicit Mode. The zero value, NoSpecial, treats special
+// names as ordinary text, so user text never turns into control tokens by
+// accident. AllowSpecial turns every special name into its id; it is the
+// behaviour of the Kimi reference tokenizer (tokenization_kimi.py, whose
+// encode allows all specials) and of tiktoken's encode(text,
+// allowed_special="all"). RejectSpecial is tiktoken's default: text that
+// contains a special name is refused with a *DisallowedSpecialError.
+// EncodeWith takes an explicit allowed set as tiktoken does.
+//
+// # Pipelines
+//
+// Encodings built with KimiCuts (LoadKimi sets it) follow tokenization_kimi.py:
+// the text is sliced into chunks of 400,000 code points, each chunk is cut
+// where a run of equal Python str.isspace class exceeds 25,000 code points,
+// and each piece is encoded independently (special names are searched per
+// piece). Without KimiCuts the whole text is encoded at once, as tiktoken's
+// Rust core does; cl100k and o200k use that.
+//
+// Input must be valid UTF-8; otherwise encoding fails with an error matching
+// ErrInvalidUTF8 that carries the byte offset of the first bad byte
+// (*InvalidUTF8Error).
+//
+// # Decoding
+//
+// DecodeBytes concatenates token bytes and refuses unknown ids. Decode
+// converts to a string the way Python's bytes.decode("utf-8", "replace")
+// does: one U+FFFD per maximal ill-formed subpart (not Go's one per byte).
+// StreamDecoder emits text incrementally, holding back at most three bytes of
+// an incomplete UTF-8 sequence.
+//
+// This package is standalone: it must never import model packages (config,
+// safetensors, quant, attention, moe, or the k3 root package). Besides the
+// standard library it uses only internal/strictjson, which imports nothing
+// of k3.
+package tokenizer
