@@ -254,3 +254,19 @@ func TestPerfGeometryBinds(t *testing.T) {
 	}
 	t.Logf("perf: %d parameters, %d bytes (%d trunk, %d experts)", in.Params, in.Bytes, in.Trunk.Bytes, in.Experts.Bytes)
 }
+
+// TestStrayShardWarning: a *.safetensors file the index does not name is ignored with a warning.
+func TestStrayShardWarning(t *testing.T) {
+	dir := synthTiny(t, 1)
+	b, err := os.ReadFile(filepath.Join(dir, "model-00001-of-00003.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stray.safetensors"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := openModel(t, dir)
+	if w := m.Warnings(); len(w) == 0 || !strings.Contains(strings.Join(w, "\n"), "stray.safetensors") {
+		t.Errorf("warnings %q do not name the stray shard", w)
+	}
+}

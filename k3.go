@@ -102,16 +102,14 @@ func (m *Model) Close() error {
 }
 
 // Config returns a copy of the model's configuration.
-func (m *Model) Config() config.Config {
-	c := m.cfg
-	c.FullAttn = append([]int(nil), m.cfg.FullAttn...)
-	c.KDALayers = append([]int(nil), m.cfg.KDALayers...)
-	c.EOSTokenIDs = append([]int(nil), m.cfg.EOSTokenIDs...)
-	return c
-}
+func (m *Model) Config() config.Config { return *m.cfg.Clone() }
 
 // Threads returns the worker count the model was opened with.
 func (m *Model) Threads() int { return m.threads }
 
 // Dir returns the checkpoint directory.
 func (m *Model) Dir() string { return m.dir }
+
+// Warnings returns the checkpoint reader's non-fatal findings (stray shard files the index does
+// not name, tolerated index disagreements), for logging.
+func (m *Model) Warnings() []string { return m.ck.Warnings() }

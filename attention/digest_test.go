@@ -65,3 +65,39 @@ func TestOutputDigests(t *testing.T) {
 		}
 	}
 }
+
+// CopyFrom restores a snapshot bit for bit into an existing cache, and
+// refuses a cache of another shape.
+func TestMLACacheCopyFrom(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const E, Hm, Rq, Rkv, dn, dr, dv = 24, 2, 16, 20, 8, 4, 8
+	m, err := NewMLA(MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv, RMSEps: 1e-5},
+		MLAWeights{QA: randBF16(t, r, Rq, E), QANorm: randF32(r, Rq, 1), QB: randBF16(t, r, Hm*(dn+dr), Rq),
+			KVA: randBF16(t, r, Rkv+dr, E), KVANorm: randF32(r, Rkv, 1), KVB: randBF16(t, r, Hm*(dn+dv), Rkv),
+			O: randBF16(t, r, E, Hm*dv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randF32(r, 5*E, 1)
+	c := m.NewCache()
+	if err := m.Forward(make([]float32, 3*E), x[:3*E], 3, c); err != nil {
+		t.Fatal(err)
+	}
+	snap := c.Clone()
+	want := make([]float32, 2*E)
+	if err := m.Forward(want, x[3*E:], 2, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CopyFrom(snap); err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "restored cache", c.KV, snap.KV)
+	got := make([]float32, 2*E)
+	if err := m.Forward(got, x[3*E:], 2, c); err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "replay after CopyFrom", got, want)
+	if err := c.CopyFrom(&MLACache{KVLoRA: Rkv + 1, Rope: dr}); err == nil {
+		t.Error("CopyFrom of a cache of another shape accepted")
+	}
+}

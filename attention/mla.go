@@ -148,6 +148,17 @@ func (c *MLACache) Clone() *MLACache {
 	return &d
 }
 
+// CopyFrom overwrites c with o (restoring a snapshot), reusing c's
+// capacity.
+func (c *MLACache) CopyFrom(o *MLACache) error {
+	if c.KVLoRA != o.KVLoRA || c.Rope != o.Rope {
+		return fmt.Errorf("attention: mla cache: shape kv_lora=%d rope=%d, source kv_lora=%d rope=%d",
+			c.KVLoRA, c.Rope, o.KVLoRA, o.Rope)
+	}
+	c.KV = append(c.KV[:0], o.KV...)
+	return nil
+}
+
 // Reset empties the cache, keeping its capacity.
 func (c *MLACache) Reset() { c.KV = c.KV[:0] }
 

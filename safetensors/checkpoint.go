@@ -133,7 +133,7 @@ func listShards(dir string) ([]string, error) {
 // openShards opens and validates every path concurrently, then builds the
 // name index in (shard, offset) order.
 func (c *Checkpoint) openShards(paths []string) error {
-	shards, errs := c.parseShards(paths)
+	shards, errs := c.parseShards(paths, nil)
 	c.shards = shards
 	for _, err := range errs {
 		if err != nil {
@@ -143,16 +143,23 @@ func (c *Checkpoint) openShards(paths []string) error {
 	return c.merge()
 }
 
-// parseShards opens and validates paths on the worker goroutines.
-func (c *Checkpoint) parseShards(paths []string) ([]*shard, []error) {
+// parseShards opens and validates paths on the worker goroutines. When
+// extra is not nil, the first worker runs it before taking shards: one pool
+// of GOMAXPROCS goroutines then does all the work, instead of an extra
+// goroutine that the scheduler would have to keep preempting.
+func (c *Checkpoint) parseShards(paths []string, extra func()) ([]*shard, []error) {
 	shards := make([]*shard, len(paths))
 	errs := make([]error, len(paths))
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for w := 0; w < min(c.opts.workers, len(paths)); w++ {
+	workers := max(1, min(c.opts.workers, len(paths)))
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if w == 0 && extra != nil {
+				extra()
+			}
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(paths) {

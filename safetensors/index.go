@@ -29,8 +29,8 @@ type index struct {
 	release   func()
 }
 
-// openIndexed parses the index and, at the same time, every *.safetensors
-// file of the directory: on a checkpoint the size of K3 the index is as
+// openIndexed parses the index and, on the same worker pool, every
+// *.safetensors file of the directory: on a checkpoint the size of K3 the index is as
 // large as a third of the headers, and parsing it first would leave the
 // other cores idle. Files the index does not name are then closed unused
 // (never indexed; their errors are irrelevant) and reported as strays;
@@ -38,11 +38,7 @@ type index struct {
 func (c *Checkpoint) openIndexed(dir, idxPath string) error {
 	var x *index
 	var xerr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		x, xerr = readIndex(idxPath, c.seed)
-	}()
+	parseIndex := func() { x, xerr = readIndex(idxPath, c.seed) }
 	listed, lerr := listShards(dir)
 	var shards []*shard
 	var errs []error
@@ -51,9 +47,10 @@ func (c *Checkpoint) openIndexed(dir, idxPath string) error {
 		for i, n := range listed {
 			paths[i] = filepath.Join(dir, n)
 		}
-		shards, errs = c.parseShards(paths)
+		shards, errs = c.parseShards(paths, parseIndex)
+	} else {
+		parseIndex()
 	}
-	<-done
 	byName := make(map[string]int, len(listed))
 	for i, n := range listed {
 		byName[n] = i

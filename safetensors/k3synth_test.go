@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -347,4 +348,32 @@ func TestK3Layout(t *testing.T) {
 	if n != len(ts) {
 		t.Fatalf("shards hold %d", n)
 	}
+}
+
+// BenchmarkParseHeaderK3Shard parses one synthetic K3 shard header (about
+// 800 kB, 5,000 tensors) on one goroutine, paired with a one-goroutine read
+// of the same bytes.
+func BenchmarkParseHeaderK3Shard(b *testing.B) {
+	dir := k3Checkpoint(b)
+	f, err := os.Open(filepath.Join(dir, ShardFileName(2, 96)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var pre [8]byte
+	if err := readFull(f, pre[:], 0); err != nil {
+		b.Fatal(err)
+	}
+	hdr := make([]byte, binary.LittleEndian.Uint64(pre[:]))
+	if err := readFull(f, hdr, 8); err != nil {
+		b.Fatal(err)
+	}
+	st, _ := f.Stat()
+	dataLen := st.Size() - 8 - int64(len(hdr))
+	seed := maphash.MakeSeed()
+	benchutil.Paired(b, hdr, 1, func() {
+		if _, err := parseHeader("x", hdr, dataLen, seed, true); err != nil {
+			b.Fatal(err)
+		}
+	})
 }

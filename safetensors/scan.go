@@ -285,7 +285,15 @@ func (sc *scanner) uint(tensor string, badType error) (int64, bool) {
 		return 0, false
 	}
 	start := i
-	for i < len(b) && b[i]-'0' <= 9 {
+	// One pass: a value of more than 19 digits may wrap u, but it is
+	// refused below by its length alone.
+	var u uint64
+	for i < len(b) {
+		d := b[i] - '0'
+		if d > 9 {
+			break
+		}
+		u = u*10 + uint64(d)
 		i++
 	}
 	n := i - start
@@ -300,10 +308,6 @@ func (sc *scanner) uint(tensor string, badType error) (int64, bool) {
 		sc.i = start
 		sc.fail(tensor, ErrIntegerOverflow, "integer does not fit in int64")
 		return 0, false
-	}
-	var u uint64
-	for _, c := range b[start:i] {
-		u = u*10 + uint64(c-'0')
 	}
 	if u > maxInt64 {
 		sc.i = start

@@ -4,14 +4,14 @@ import "strconv"
 
 // Tensor locates one tensor in a shard file.
 type Tensor struct {
-	Name   string
-	DType  DType
+	Name  string
+	DType DType
+	shard int32 // here, not last, so that it fills DType's padding
+
 	Shape  []int64 // shares a per-shard backing array; do not modify
 	File   string  // path of the shard file holding it
 	Offset int64   // absolute byte offset of the data in File
 	Size   int64   // byte length
-
-	shard int32
 }
 
 // NumElements returns the product of the dimensions (1 for a scalar).

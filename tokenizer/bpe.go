@@ -35,12 +35,15 @@ type smallPart struct {
 	rank  uint32 // rank of piece[start : start of the part after next]
 }
 
+// heapPart is one part of a long piece, 16 bytes so four share a cache
+// line. A part absorbed into its left neighbour is marked by prev = dead.
 type heapPart struct {
 	next, prev int32  // starts of the neighbours; n / -1 at the ends
 	rank       uint32 // rank of this part
 	pairRank   uint32 // rank of this part joined with the next; noRank if none
-	alive      bool
 }
+
+const dead = -2
 
 // pairRank is the rank of piece[a:b], or noRank.
 func (r *Ranks) pairRank(piece string, a, b int) uint32 {
@@ -108,7 +111,7 @@ type bpeStats struct {
 
 // A heap entry is a candidate merge packed as rank<<32 | start: one integer
 // comparison orders by rank and then leftmost start. The entry is current
-// while parts[start] is alive and its pairRank still equals rank: a pair's
+// while parts[start] is not dead and its pairRank still equals rank: a pair's
 // rank identifies its bytes, and every change to a part or its right
 // neighbour recomputes pairRank, so older entries show up as stale.
 func mkEntry(rank uint32, start int32) uint64 { return uint64(rank)<<32 | uint64(uint32(start)) }
@@ -202,7 +205,7 @@ func (r *Ranks) bpeHeap(dst []int, piece string, sc *scratch, st *bpeStats) []in
 	h := sc.heap
 	h.reset()
 	for i := 0; i < n; i++ {
-		parts[i] = heapPart{int32(i + 1), int32(i - 1), r.byte1[piece[i]], noRank, true}
+		parts[i] = heapPart{int32(i + 1), int32(i - 1), r.byte1[piece[i]], noRank}
 	}
 	for i := 0; i+2 <= n; i++ {
 		if rk := r.pairRank(piece, i, i+2); rk != noRank {
@@ -215,13 +218,13 @@ func (r *Ranks) bpeHeap(dst []int, piece string, sc *scratch, st *bpeStats) []in
 		e := h.pop()
 		pops++
 		rank, s := uint32(e>>32), int32(uint32(e))
-		if !parts[s].alive || parts[s].pairRank != rank {
+		if parts[s].pairRank != rank || parts[s].prev == dead {
 			continue
 		}
 		// Merge s with its right neighbour m.
 		m := parts[s].next
 		end := parts[m].next
-		parts[m].alive = false
+		parts[m].prev = dead
 		parts[s].next = end
 		parts[s].rank = rank
 		parts[s].pairRank = noRank

@@ -283,3 +283,38 @@ func TestSpecialsOverlapRules(t *testing.T) {
 		}
 	}
 }
+
+// TestKimiK3Names loads the K3 special layout of SPEC §10.2 (offsets from N
+// preserved) on a toy vocabulary: the real names pass the overlap rules and
+// each encodes to its id in AllowSpecial mode.
+func TestKimiK3Names(t *testing.T) {
+	r, err := ParseRanks([]byte(byteFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := r.Len()
+	names := map[int]string{
+		0: "[BOS]", 1: "[EOS]", 2: "<|end_of_msg|>", 3: "<|open|>", 4: "<|close|>", 5: "<|sep|>",
+		6: "[start_header_id]", 7: "[end_header_id]", 9: "[EOT]",
+		18: "<|media_begin|>", 19: "<|media_content|>", 20: "<|media_end|>", 21: "<|media_pad|>",
+		65: "<osagent_mode>", 254: "[UNK]", 255: "[PAD]",
+	}
+	cfg := map[int]string{}
+	for off, name := range names {
+		cfg[n+off] = name
+	}
+	enc, err := NewKimi(r, kimiConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off, name := range names {
+		ids, err := enc.Encode("x"+name+"y", AllowSpecial)
+		if err != nil || len(ids) != 3 || ids[1] != n+off {
+			t.Errorf("%s: %v %v", name, ids, err)
+		}
+	}
+	reserved := fmt.Sprintf("<|reserved_token_%d|>", n+8)
+	if ids, _ := enc.Encode(reserved, AllowSpecial); len(ids) != 1 || ids[0] != n+8 {
+		t.Errorf("reserved name: %v", ids)
+	}
+}

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -103,7 +104,7 @@ func TestInvalidUTF8(t *testing.T) {
 	}{{"ab\xffcd", 2}, {"é\xc3", 2}, {"\xed\xa0\x80", 0}, {"ok \xe2\x82", 3}} {
 		_, err := SplitKimi.Split(c.in)
 		var e *InvalidUTF8Error
-		if !errorsAs(err, &e) || e.Offset != c.off || !errorsIs(err, ErrInvalidUTF8) {
+		if !errors.As(err, &e) || e.Offset != c.off || !errors.Is(err, ErrInvalidUTF8) {
 			t.Errorf("%q: err %v, want offset %d", c.in, err, c.off)
 		}
 	}

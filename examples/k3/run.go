@@ -163,6 +163,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		return exitRuntime
 	}
 	defer m.Close()
+	for _, w := range m.Warnings() {
+		fmt.Fprintf(stderr, "k3: warning: %s\n", w)
+	}
 	cfg := m.Config()
 	for i, id := range o.ids {
 		if id >= cfg.Vocab {

@@ -35,17 +35,72 @@ func NewStream(h []float32, T, E int) (*Stream, error) {
 // Aggregate applies agg over Blocks ++ [H] at every position into dst
 // ([T][E]); the model's output aggregation (SPEC §4.2 step 4).
 func (s *Stream) Aggregate(dst []float32, agg *AttnRes, workers int) error {
+	return s.AggregateWith(dst, agg, workers, nil)
+}
+
+// AggregateWith is Aggregate using the caller's scratch (nil: allocate).
+func (s *Stream) AggregateWith(dst []float32, agg *AttnRes, workers int, ws *Workspace) error {
 	if agg.Width() != s.E {
 		return fmt.Errorf("nn: stream: aggregator width %d, stream width %d", agg.Width(), s.E)
 	}
 	if len(dst) != s.T*s.E {
 		return fmt.Errorf("nn: stream: dst has %d elements, want %d", len(dst), s.T*s.E)
 	}
-	rows := make([][]float32, 0, len(s.Blocks)+1)
-	rows = append(append(rows, s.Blocks...), s.H)
-	return forRows(s.T, workers, len(rows), func(t int, scratch [][]float32) error {
-		return agg.applyRows(dst, rows, t, scratch)
-	})
+	if ws == nil {
+		ws = new(Workspace)
+	}
+	return aggregate(dst, agg, ws.sources(s.Blocks, s.H), s.T, workers, ws)
+}
+
+// Workspace holds the scratch memory of Residual.ForwardWith and
+// Stream.AggregateWith, so that the residual wiring of a decode step
+// allocates nothing beyond the new partial sum a block-boundary layer
+// starts (that buffer becomes part of the Stream). Buffers grow on demand.
+//
+// A Workspace is not safe for concurrent use: give each goroutine (for
+// example each session) its own. It may be shared by every layer of a
+// forward pass and reused across passes: nothing it hands out outlives the
+// call that took it.
+type Workspace struct {
+	x, a, f       []float32
+	rows, scratch [][]float32
+}
+
+// NewWorkspace returns an empty workspace.
+func NewWorkspace() *Workspace { return new(Workspace) }
+
+func grow(buf *[]float32, n int) []float32 {
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	return (*buf)[:n]
+}
+
+// sources returns blocks ++ [last] in a reused slice.
+func (w *Workspace) sources(blocks [][]float32, last []float32) [][]float32 {
+	w.rows = append(append(w.rows[:0], blocks...), last)
+	return w.rows
+}
+
+// aggregate sets dst[t] = agg(rows[0][t], …, rows[S−1][t]) for every
+// position t, split over up to workers goroutines.
+func aggregate(dst []float32, agg *AttnRes, rows [][]float32, T, workers int, ws *Workspace) error {
+	if parallel.Chunks(T, workers, 1) > 1 {
+		return forRows(T, workers, len(rows), func(t int, scratch [][]float32) error {
+			return agg.applyRows(dst, rows, t, scratch)
+		})
+	}
+	if cap(ws.scratch) < len(rows) {
+		ws.scratch = make([][]float32, len(rows))
+	}
+	scratch := ws.scratch[:len(rows)]
+	for t := range T {
+		if err := agg.applyRows(dst, rows, t, scratch); err != nil {
+			return err
+		}
+	}
+	clear(scratch) // hold no references to the stream between calls
+	return nil
 }
 
 // forRows runs fn for every position on up to workers goroutines; each
@@ -103,8 +158,16 @@ func (r *Residual) Validate(e int) error {
 //	y ← AttnRes(B ++ [P]);  f ← ffn(RMSNorm(y; PostNorm));  P ← P ⊕ f;  h ← P
 //
 // workers bounds the goroutines used for the per-position aggregations and
-// norms (results do not depend on it).
+// norms (results do not depend on it). The mixers receive zeroed dst
+// buffers.
 func (r *Residual) Forward(s *Stream, attn, ffn Mixer, workers int) error {
+	return r.ForwardWith(s, attn, ffn, workers, nil)
+}
+
+// ForwardWith is Forward using the caller's scratch memory (nil: allocate).
+// The buffers passed to attn and ffn belong to ws and are only valid during
+// those calls.
+func (r *Residual) ForwardWith(s *Stream, attn, ffn Mixer, workers int, ws *Workspace) error {
 	T, E := s.T, s.E
 	if err := r.Validate(E); err != nil {
 		return err
@@ -113,24 +176,28 @@ func (r *Residual) Forward(s *Stream, attn, ffn Mixer, workers int) error {
 	if len(s.H) != n {
 		return fmt.Errorf("nn: residual: stream H has %d elements, want %d", len(s.H), n)
 	}
-	x := make([]float32, n)
+	if ws == nil {
+		ws = new(Workspace)
+	}
+	x := grow(&ws.x, n)
 	if len(s.Blocks) > 0 {
-		rows := append(append(make([][]float32, 0, len(s.Blocks)+1), s.Blocks...), s.H)
-		if err := forRows(T, workers, len(rows), func(t int, scratch [][]float32) error {
-			return r.AttnRes.applyRows(x, rows, t, scratch)
-		}); err != nil {
+		if err := aggregate(x, r.AttnRes, ws.sources(s.Blocks, s.H), T, workers, ws); err != nil {
 			return fmt.Errorf("nn: residual: pre-attention aggregation: %w", err)
 		}
 	} else {
 		copy(x, s.H)
 	}
 	p := s.H
+	var a []float32
 	if r.Boundary {
 		s.Blocks = append(s.Blocks, s.H)
 		p = nil
+		a = make([]float32, n) // becomes the new partial sum, owned by the stream
+	} else {
+		a = grow(&ws.a, n)
+		clear(a)
 	}
 	normRows(x, x, r.InputNorm, r.Eps, T, workers)
-	a := make([]float32, n)
 	if err := attn(a, x, T); err != nil {
 		return err
 	}
@@ -139,15 +206,14 @@ func (r *Residual) Forward(s *Stream, attn, ffn Mixer, workers int) error {
 	} else {
 		Add(p, p, a)
 	}
-	rows := append(append(make([][]float32, 0, len(s.Blocks)+1), s.Blocks...), p)
 	y := x // x is dead; reuse it for the aggregate
-	if err := forRows(T, workers, len(rows), func(t int, scratch [][]float32) error {
-		return r.MLPRes.applyRows(y, rows, t, scratch)
-	}); err != nil {
+	if err := aggregate(y, r.MLPRes, ws.sources(s.Blocks, p), T, workers, ws); err != nil {
 		return fmt.Errorf("nn: residual: pre-FFN aggregation: %w", err)
 	}
+	clear(ws.rows) // hold no references to the stream between calls
 	normRows(y, y, r.PostNorm, r.Eps, T, workers)
-	f := make([]float32, n)
+	f := grow(&ws.f, n)
+	clear(f)
 	if err := ffn(f, y, T); err != nil {
 		return err
 	}
@@ -158,6 +224,10 @@ func (r *Residual) Forward(s *Stream, attn, ffn Mixer, workers int) error {
 
 func normRows(dst, x, w []float32, eps float32, T, workers int) {
 	e := len(w)
+	if parallel.Chunks(T, workers, 1) <= 1 {
+		RMSNormRows(dst, x, w, eps)
+		return
+	}
 	parallel.For(T, workers, 1, func(lo, hi int) {
 		RMSNormRows(dst[lo*e:hi*e], x[lo*e:hi*e], w, eps)
 	})
