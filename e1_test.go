@@ -10,8 +10,8 @@ import (
 	"github.com/k3-project/k3/internal/fixtures"
 )
 
-// TestDeterminismThreads: logits are bit-identical for 1 and 2 worker goroutines (E1). The
-// digest line lets a -tags purego run be compared with the default (SIMD) build.
+// TestDeterminismThreads: logits are bit-identical for 1, 2 and 3 worker goroutines (E1). The
+// default-vs-purego comparison is TestPureGoBuildDigests.
 func TestDeterminismThreads(t *testing.T) {
 	for _, dir := range fixtures.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {

@@ -49,8 +49,9 @@ func openModel(t testing.TB, dir string, opts ...k3.Option) *k3.Model {
 	return m
 }
 
-// digest is an FNV-1a hash of the logits' bit patterns (SPEC §5.4), for comparing runs of
-// different builds (default vs -tags purego) through the test log.
+// digest is an FNV-1a hash of the logits' bit patterns (SPEC §5.4): equal digests mean
+// bit-identical logits, so runs of different builds and schedules compare by a short line
+// (TestPureGoBuildDigests).
 func digest(rows [][]float32) uint64 {
 	h := fnv.New64a()
 	var b [4]byte
@@ -119,7 +120,7 @@ func TestGateTeacherForcing(t *testing.T) {
 }
 
 // greedy runs Model.Generate and returns the ids and the logits each pick was made from.
-func greedy(t *testing.T, m *k3.Model, prompt []int, n int, full bool) ([]int, [][]float32) {
+func greedy(t testing.TB, m *k3.Model, prompt []int, n int, full bool) ([]int, [][]float32) {
 	t.Helper()
 	var steps [][]float32
 	var ids []int

@@ -12,13 +12,18 @@
 // worker count: parallelism only splits independent outputs (mat-vec rows,
 // heads), never a reduction.
 //
+// Scratch memory comes from a Workspace: ForwardWith takes one from the
+// caller (one per goroutine, shareable by all layers that goroutine runs),
+// Forward borrows one from a pool inside the layer. With a reused Workspace
+// a one-worker decode step allocates nothing in this package.
+//
 // Weights are quant.Matrix values (any format; projections of T positions
 // use MatMul so each weight is read once per call); small vectors are
 // []float32. The floating-point evaluation order follows SPEC §5.3; where the
 // spec leaves it to the implementation (the absorbed MLA) the order is
 // documented on MLA.Forward.
 //
-// The package imports quant, internal/fmath, internal/nn and
-// internal/parallel; it must never import moe, config, safetensors or the
-// root package.
+// The package imports quant, internal/dot, internal/fmath, internal/nn,
+// internal/parallel and golang.org/x/sys/cpu (kernel choice); it must never
+// import moe, config, safetensors or the root package.
 package attention

@@ -330,32 +330,21 @@ func decayLog(z, dt, rate, lb float32) float32 {
 //	S[i][j] = S[i][j] ⊕ ((k_i ⊗ β) ⊗ (v_j ⊖ u_j))
 //	o_j = Σ_i (q̂_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
 //
-// Decay and read share one pass over the rows, write and output another;
-// per output element the order of the additions is the one above.
+// Decay and read share one pass over the rows, write and output another
+// (decayRead, writeOut: AVX on amd64, vectorised across j); per output
+// element the order of the additions is the one above.
 func kdaStep(S, q, k, v, alpha []float32, beta float32, o, u []float32) {
 	d := len(q)
 	clear(u)
 	for i := range d {
-		row := S[i*d : i*d+d]
-		a, ki := alpha[i], k[i]
-		for j := range row {
-			s := a * row[j]
-			row[j] = s
-			u[j] = u[j] + float32(ki*s)
-		}
+		decayRead(S[i*d:i*d+d], u, alpha[i], k[i])
 	}
 	for j := range u {
 		u[j] = v[j] - u[j]
 	}
 	clear(o)
 	for i := range d {
-		row := S[i*d : i*d+d]
-		kb, qi := k[i]*beta, q[i]
-		for j := range row {
-			s := row[j] + float32(kb*u[j])
-			row[j] = s
-			o[j] = o[j] + float32(qi*s)
-		}
+		writeOut(S[i*d:i*d+d], o, u, k[i]*beta, q[i])
 	}
 }
 

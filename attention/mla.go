@@ -192,6 +192,13 @@ func (c *MLACache) Truncate(n int) error {
 // would be latency-bound at Rkv+dr terms. The latent mix m is a float64 sum
 // (rather than the f32 accumulator the expanded form uses for a) because W_uv
 // amplifies its rounding error.
+//
+// Implementation: a position's scores against the cache are one f32 mat-vec
+// over the cache rows (q widened once); the two RS column sums (q' over j,
+// m over s) run through the axpy kernels (AVX2 on amd64, four rows per pass,
+// each column still summed in row order); heads are split over Workers.
+// Forward borrows its scratch from a pool; ForwardWith takes it from the
+// caller.
 func (m *MLA) Forward(dst, x []float32, T int, c *MLACache) error {
 	ws, _ := m.pool.Get().(*Workspace)
 	if ws == nil {

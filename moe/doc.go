@@ -17,6 +17,13 @@
 // so the result is bit-identical to routing the positions one at a time
 // (SPEC §4.10, E1) and to any worker count.
 //
+// Scratch memory comes from a Workspace: ForwardRoutedWith and
+// Dense.ForwardWith take one from the caller (one per goroutine, shareable
+// by all layers), Forward borrows one from a pool inside the layer. With
+// Workers > 1 the distinct experts of a call run on different goroutines
+// (each expert whole on one), and their outputs are summed afterwards in
+// pick order.
+//
 // The package imports quant, internal/fmath, internal/nn and
 // internal/parallel; it must never import attention, config, safetensors or
 // the root package.

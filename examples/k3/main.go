@@ -79,5 +79,6 @@ decode flags:
   --dump-logits FILE write the step-0 logits as little-endian float32 x vocab
   --tf-check         teacher-forced agreement over --ids instead of generating
 
-exit codes: 0 ok, 2 usage/validation, 1 runtime failure, 130/143 interrupted
+exit codes: 0 ok, 2 usage/validation, 1 runtime failure, 4 a routed expert failed to load,
+            130/143 interrupted
 `

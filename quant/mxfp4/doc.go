@@ -51,17 +51,32 @@
 //
 // # Implementations
 //
-// On amd64 with AVX2, FMA and POPCNT (detected at start-up via
-// golang.org/x/sys/cpu) the kernel is Go assembly: the nibbles of a group are
-// expanded with VPSHUFB straight into the upper 16 bits of float64 lanes
-// (every E2M1 value is a float64 whose lower 48 bits are zero), so a weight
-// never passes through an integer conversion. Elsewhere, under the purego
-// build tag, or on CPUs without those features the pure-Go twin runs.
-// Neither ever materialises the float matrix: the activations are widened to
-// float64 once per call (in the order the kernel consumes them), the weights
-// are read straight from their nibbles. The exact float64 arithmetic costs 32
-// products per 16 bytes, so the kernel is bound by vector shuffles and
-// multiply-adds, not by memory bandwidth, when the matrix is cache-resident.
+// Three kernels give identical bits; the fastest one the CPU supports is
+// chosen once at start-up from golang.org/x/sys/cpu flags:
+//
+//   - AVX-512 (AVX512F, BW, VL and POPCNT): eight groups at a time, one
+//     group per float64 lane of a ZMM register, so the RG lanes of a group
+//     sit in eight registers and the RG tree is seven vertical adds. A
+//     weight is decoded by a permute that looks its nibble up in the table
+//     of the sixteen float64 E2M1 values (VPERMI2PD for the code in bits
+//     0–3 of a lane, VPERMPS for the one in bits 32–35, so one shift serves
+//     two lookups); the activations are stored transposed to match. MatMul
+//     decodes each weight once for two activation rows.
+//   - AVX2 (AVX2, FMA and POPCNT): one group at a time; the nibbles are
+//     expanded with VPSHUFB straight into the upper 16 bits of float64
+//     lanes (every E2M1 value is a float64 whose lower 48 bits are zero).
+//   - the pure-Go twin: the reference, and the kernel under the purego
+//     build tag, on other architectures and on CPUs without AVX2.
+//
+// None ever materialises the float matrix or converts a weight from an
+// integer: the activations are widened to float64 once per call (in the
+// order the kernel consumes them) and the weights are read straight from
+// their nibbles. The exact float64 arithmetic costs 32 products per 16
+// bytes, so even the AVX-512 kernel is bound by shuffles and multiply-adds
+// rather than by memory bandwidth: on the development machine it reaches
+// about half of a plain read loop's bandwidth when the weights stream from
+// DRAM, as routed experts do, and about a quarter when they sit in cache
+// (BenchmarkMatVecCold, BenchmarkMatVec).
 //
 // # Quantiser
 //

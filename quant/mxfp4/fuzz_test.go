@@ -9,7 +9,8 @@ import (
 
 // FuzzMatVec feeds arbitrary bytes and shapes: every entry point must return
 // an error or a result, never panic; on valid geometry the assembly and the
-// pure-Go kernel must agree bit for bit and Dequantize must succeed.
+// pure-Go kernel must agree bit for bit, in MatVec and in MatMul, and
+// Dequantize must succeed.
 func FuzzMatVec(f *testing.F) {
 	f.Add(uint8(1), uint8(1), uint8(0), []byte{0x21, 0x43, 0x65, 0x87, 0xa9, 0xcb, 0xed, 0x0f, 1, 2, 3, 4, 5, 6, 7, 8}, []byte{127}, []byte{0, 0, 128, 63})
 	f.Add(uint8(2), uint8(2), uint8(0), make([]byte, 64), []byte{0, 255, 254, 1}, []byte{0, 0, 192, 127, 0, 0, 128, 255})
@@ -63,10 +64,23 @@ func FuzzMatVec(f *testing.F) {
 		if want := ScanScales(scales); st != want {
 			t.Fatalf("stats %+v, want %+v", st, want)
 		}
+		// A second activation row, so MatMul runs its two-row kernel.
+		x2 := make([]float32, cols)
+		for i, v := range x {
+			x2[len(x)-1-i] = -v
+		}
+		dst2 := make([]float32, r)
+		runMatVec(genericKernel, dst2, packed, scales, x2)
 		for name, k := range kernels() {
 			got := make([]float32, r)
 			runMatVec(k, got, packed, scales, x)
 			requireSameBits(t, name, got, dst)
+			batch := make([]float32, 2*r)
+			if st2 := matMul(k, batch, r, packed, scales, append(x, x2...), 2, r, cols); st2 != st {
+				t.Fatalf("%s: MatMul stats %+v, want %+v", name, st2, st)
+			}
+			requireSameBits(t, name+" matmul row 0", batch[:r], dst)
+			requireSameBits(t, name+" matmul row 1", batch[r:], dst2)
 		}
 		if _, err := MatMul(make([]float32, 2*r), r, packed, scales, append(x, x...), 2, r, cols); err != nil {
 			t.Fatalf("MatMul on valid geometry: %v", err)

@@ -96,8 +96,8 @@ func requireSameBits(t *testing.T, what string, got, want []float32) {
 // kernels returns the implementations that can run here, by name.
 func kernels() map[string]kernel {
 	ks := map[string]kernel{"generic": genericKernel}
-	if k, ok := asmKernel(); ok {
-		ks["asm"] = k
+	for name, k := range asmKernels() {
+		ks[name] = k
 	}
 	return ks
 }

@@ -11,18 +11,31 @@ var haveAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT
 
 var avx2Kernel = kernel{widen: widenPermuted, rows: rowsAVX2}
 
-// defaultKernel is the assembly kernel when the CPU supports it.
+// defaultKernel is the fastest assembly kernel the CPU supports.
 var defaultKernel = pickKernel()
 
 func pickKernel() kernel {
-	if haveAVX2FMA {
+	switch {
+	case haveAVX512:
+		return avx512Kernel
+	case haveAVX2FMA:
 		return avx2Kernel
 	}
 	return genericKernel
 }
 
-// asmKernel returns the assembly kernel and whether it can run here.
-func asmKernel() (kernel, bool) { return avx2Kernel, haveAVX2FMA }
+// asmKernels returns the assembly kernels that can run here, by name, so
+// that tests and benchmarks can force each one.
+func asmKernels() map[string]kernel {
+	ks := map[string]kernel{}
+	if haveAVX2FMA {
+		ks["avx2"] = avx2Kernel
+	}
+	if haveAVX512 {
+		ks["avx512"] = avx512Kernel
+	}
+	return ks
+}
 
 // perm8 is the order in which the assembly consumes each run of eight
 // columns. Its accumulators hold lanes [0 2 | 1 3] and [4 6 | 5 7] (the 128-bit

@@ -5,5 +5,5 @@ package mxfp4
 // defaultKernel is the pure-Go twin: there is no assembly for this build.
 var defaultKernel = genericKernel
 
-// asmKernel reports whether an assembly kernel exists and can run here.
-func asmKernel() (kernel, bool) { return kernel{}, false }
+// asmKernels returns no kernels: there is no assembly in this build.
+func asmKernels() map[string]kernel { return nil }

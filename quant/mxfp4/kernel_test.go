@@ -40,17 +40,22 @@ func TestMatVecAgainstReference(t *testing.T) {
 	}
 }
 
-// TestFastEqualsGeneric compares the assembly with the pure-Go twin over
-// awkward shapes, extreme scales and non-finite activations.
+// TestFastEqualsGeneric compares each assembly kernel with the pure-Go twin
+// over awkward shapes (the AVX-512 kernel works in blocks of eight groups,
+// so widths run from one group to several blocks plus every tail length),
+// extreme scales and non-finite activations.
 func TestFastEqualsGeneric(t *testing.T) {
-	asm, ok := asmKernel()
-	if !ok {
+	asm := asmKernels()
+	if len(asm) == 0 {
 		t.Skip("no assembly kernel in this build or on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for iter := range 300 {
+	for iter := range 400 {
 		rows := 1 + rng.IntN(9)
 		cols := 32 * (1 + rng.IntN(6))
+		if iter%2 == 1 {
+			cols = 32 * (1 + rng.IntN(40))
+		}
 		lo := rng.IntN(250)
 		packed, scales := randMatrix(rng, rows, cols, lo, lo+rng.IntN(255-lo), true)
 		x := randVec(rng, cols)
@@ -69,12 +74,15 @@ func TestFastEqualsGeneric(t *testing.T) {
 			x[rng.IntN(cols)] = math.MaxFloat32
 			x[rng.IntN(cols)] = math.SmallestNonzeroFloat32
 		}
-		a, b := make([]float32, rows), make([]float32, rows)
-		sa := runMatVec(asm, a, packed, scales, x)
-		sb := runMatVec(genericKernel, b, packed, scales, x)
-		requireSameBits(t, "asm vs generic", a, b)
-		if sa != sb {
-			t.Fatalf("stats differ: %+v vs %+v", sa, sb)
+		want := make([]float32, rows)
+		sw := runMatVec(genericKernel, want, packed, scales, x)
+		for name, k := range asm {
+			got := make([]float32, rows)
+			sg := runMatVec(k, got, packed, scales, x)
+			requireSameBits(t, name+" vs generic", got, want)
+			if sg != sw {
+				t.Fatalf("%s: stats differ: %+v vs %+v", name, sg, sw)
+			}
 		}
 	}
 }
@@ -115,9 +123,12 @@ func TestMatMulEqualsMatVec(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for name, k := range kernels() {
 		for n := 1; n <= 17; n++ {
-			rows, cols := 1+rng.IntN(12), 32*(1+rng.IntN(4))
+			rows, cols := 1+rng.IntN(12), 32*(1+rng.IntN(20))
 			packed, scales := randMatrix(rng, rows, cols, 110, 130, true)
 			x := randVec(rng, n*cols)
+			if n%2 == 0 {
+				x = randVecWild(rng, n*cols)
+			}
 			stride := rows + rng.IntN(3)
 			dst := make([]float32, (n-1)*stride+rows)
 			for i := range dst {
@@ -234,20 +245,32 @@ func TestEmptyShapes(t *testing.T) {
 // TestSummationOrder makes the order of the float64 additions visible in the
 // float32 result: weights ±1 or 0 and activations ±2^40, ±1, ±2^−20, so big
 // terms cancel exactly and whether a small term was absorbed before or after
-// the cancellation decides the output. Any other lane partition or tree
-// (checked by mutating the kernels) fails here.
+// the cancellation decides the output. Every other iteration keeps one
+// nonzero weight per group and a single scale, so each group contributes one
+// of those terms and the order in which acc adds the groups shows. Any other
+// lane partition, tree or group order (checked by mutating the kernels,
+// also MatMul's two-row kernel) fails here.
 func TestSummationOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	nib := []byte{2, 10, 0, 2, 10}
 	vals := []float32{1 << 40, -(1 << 40), 1, -1, 1.0 / (1 << 20)}
 	for name, k := range kernels() {
-		for range 200 {
-			rows, cols := 1+rng.IntN(4), 32*(1+rng.IntN(4))
+		for iter := range 400 {
+			rows, cols := 1+rng.IntN(4), 32*(1+rng.IntN(20))
 			packed, scales := randMatrix(rng, rows, cols, 120, 134, false)
 			for i := range packed {
 				packed[i] = nib[rng.IntN(len(nib))] | nib[rng.IntN(len(nib))]<<4
 			}
-			x := make([]float32, cols)
+			if iter%2 == 1 {
+				clear(packed)
+				for g := range scales {
+					scales[g] = 127
+					j := rng.IntN(32)
+					packed[g*16+j/2] = nib[rng.IntN(len(nib))] << (4 * (j % 2))
+				}
+			}
+			const n = 3 // MatMul's paired activation rows and the odd one
+			x := make([]float32, n*cols)
 			for i := range x {
 				x[i] = vals[rng.IntN(len(vals))]
 			}
@@ -256,12 +279,17 @@ func TestSummationOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := make([]float32, rows)
-			runMatVec(k, got, packed, scales, x)
-			want := make([]float32, rows)
-			for r := range rows {
-				want[r] = refDot(w[r*cols:(r+1)*cols], x, nil)
+			runMatVec(k, got, packed, scales, x[:cols])
+			batch := make([]float32, n*rows)
+			matMul(k, batch, rows, packed, scales, x, n, rows, cols)
+			want := make([]float32, n*rows)
+			for ti := range n {
+				for r := range rows {
+					want[ti*rows+r] = refDot(w[r*cols:(r+1)*cols], x[ti*cols:(ti+1)*cols], nil)
+				}
 			}
-			requireSameBits(t, name, got, want)
+			requireSameBits(t, name, got, want[:rows])
+			requireSameBits(t, name+" matmul", batch, want)
 		}
 	}
 }

@@ -60,10 +60,13 @@ func checkBatch(dstLen, stride, xLen, n, rows, cols int) error {
 
 // kernel is one implementation of the RG mat-vec: widen prepares x in the
 // layout rows expects, rows multiplies len(dst) rows and returns the number
-// of groups skipped for scale 255.
+// of groups skipped for scale 255. rows2, when not nil, does the same for
+// two activation rows at once (sharing the weight decoding) and must give
+// what two rows calls give.
 type kernel struct {
 	widen func(dst []float64, x []float32) []float64
 	rows  func(dst []float32, packed, scales []byte, xw []float64) int
+	rows2 func(dst0, dst1 []float32, packed, scales []byte, xw0, xw1 []float64) int
 }
 
 func matVec(k kernel, dst []float32, packed, scales []byte, xw []float64) Stats {
@@ -95,7 +98,16 @@ func matMul(k kernel, dst []float32, stride int, packed, scales []byte, x []floa
 	for lo := 0; lo < rows; lo += block {
 		hi := min(rows, lo+block)
 		p, s := packed[lo*pb:hi*pb], scales[lo*sb:hi*sb]
-		for t := range n {
+		t := 0
+		if k.rows2 != nil {
+			for ; t+2 <= n; t += 2 {
+				nan := k.rows2(dst[t*stride+lo:t*stride+hi], dst[(t+1)*stride+lo:(t+1)*stride+hi], p, s, xw[t], xw[t+1])
+				if t == 0 {
+					st.NaNScaleGroups += nan
+				}
+			}
+		}
+		for ; t < n; t++ {
 			nan := k.rows(dst[t*stride+lo:t*stride+hi], p, s, xw[t])
 			if t == 0 {
 				st.NaNScaleGroups += nan

@@ -1,0 +1,35 @@
+//go:build amd64 && !purego
+
+package attention
+
+// n > 0 is a multiple of 8.
+//
+//go:noescape
+func decayReadAVX(row, u *float32, a, k float32, n int)
+
+//go:noescape
+func writeOutAVX(row, o, e *float32, kb, q float32, n int)
+
+func decayRead(row, u []float32, a, k float32) {
+	n := len(row)
+	m := n &^ 7
+	if !useAVX2 || m == 0 {
+		decayReadGo(row, u, a, k)
+		return
+	}
+	u = u[:n]
+	decayReadAVX(&row[0], &u[0], a, k, m)
+	decayReadGo(row[m:], u[m:], a, k)
+}
+
+func writeOut(row, o, e []float32, kb, q float32) {
+	n := len(row)
+	m := n &^ 7
+	if !useAVX2 || m == 0 {
+		writeOutGo(row, o, e, kb, q)
+		return
+	}
+	o, e = o[:n], e[:n]
+	writeOutAVX(&row[0], &o[0], &e[0], kb, q, m)
+	writeOutGo(row[m:], o[m:], e[m:], kb, q)
+}

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package attention
+
+func decayRead(row, u []float32, a, k float32) { decayReadGo(row, u, a, k) }
+
+func writeOut(row, o, e []float32, kb, q float32) { writeOutGo(row, o, e, kb, q) }
