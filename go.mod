@@ -3,11 +3,12 @@ module github.com/k3-project/k3
 go 1.26.0
 
 require (
+	github.com/pkoukk/tiktoken-go v0.1.8
+	golang.org/x/sys v0.50.0
+)
+
+require (
 	github.com/dlclark/regexp2 v1.10.0 // indirect
 	github.com/google/uuid v1.3.0 // indirect
-	github.com/pkoukk/tiktoken-go v0.1.8 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
-	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	gonum.org/v1/gonum v0.17.0 // indirect
 )

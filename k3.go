@@ -47,7 +47,6 @@ type Model struct {
 	outAgg *nn.AttnRes  // output_attn_res_{norm,proj}
 	eps    float32
 	layers []layer
-	numMLA int
 	info   Info
 	mu     sync.RWMutex // guards closed against in-flight forwards
 	closed bool

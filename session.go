@@ -10,7 +10,7 @@ import (
 	"github.com/k3-project/k3/quant"
 )
 
-// ErrBroken: an earlier call failed or was cancelled part-way through the layers, so the
+// ErrBroken reports that an earlier call failed or was cancelled part-way through the layers, so the
 // session's carried state is inconsistent. Restore a snapshot or Reset to continue.
 var ErrBroken = errors.New("k3: session state is inconsistent after a failed or cancelled call")
 

@@ -63,11 +63,6 @@ func (d doc) with(path, raw string) doc {
 	return out
 }
 
-// withObj sets path to a nested object value.
-func (d doc) withObj(path string, o doc) doc {
-	return d.with(path, o.render())
-}
-
 // tinyFlat is the tiny geometry in the flat shape (SPEC §1.5 tiny column),
 // written out by hand.
 func tinyFlat() doc {

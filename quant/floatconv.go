@@ -1,29 +1,15 @@
 package quant
 
-import "math"
+import (
+	"math"
+
+	"github.com/k3-project/k3/internal/floatbits"
+)
 
 // F16ToF32 widens an IEEE binary16 bit pattern exactly (subnormals
-// renormalised, ±0, ±Inf and NaN payloads kept).
-func F16ToF32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | man<<13)
-	case exp != 0:
-		return math.Float32frombits(sign | (exp+112)<<23 | man<<13)
-	case man == 0:
-		return math.Float32frombits(sign)
-	}
-	// Subnormal: shift the mantissa up until its leading one reaches bit 10.
-	e := uint32(113)
-	for man&0x400 == 0 {
-		man <<= 1
-		e--
-	}
-	return math.Float32frombits(sign | e<<23 | (man&0x3ff)<<13)
-}
+// renormalised, ±0, ±Inf and NaN payloads kept); it is the inverse of
+// F32ToF16 on every non-NaN result.
+func F16ToF32(h uint16) float32 { return floatbits.F16(h) }
 
 // F32ToBF16 rounds v to bfloat16, nearest even; NaN stays a (quiet) NaN.
 func F32ToBF16(v float32) uint16 {

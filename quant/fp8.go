@@ -1,6 +1,6 @@
 package quant
 
-import "math"
+import "github.com/k3-project/k3/internal/floatbits"
 
 // fp8f32 and fp8f64 map each OCP E4M3-FN byte to its value (SPEC §6.4). They
 // are constant tables computed once during package initialisation, never
@@ -11,22 +11,8 @@ var (
 )
 
 func buildFP8Table() (t [256]float32) {
-	for b := range 256 {
-		e := (b >> 3) & 15
-		m := b & 7
-		var v float64
-		switch {
-		case e == 15 && m == 7:
-			v = math.NaN()
-		case e == 0:
-			v = math.Ldexp(float64(m), -9) // (m/8)·2^−6
-		default:
-			v = math.Ldexp(float64(8+m), e-10) // (1 + m/8)·2^(e−7)
-		}
-		if b&0x80 != 0 {
-			v = -v
-		}
-		t[b] = float32(v)
+	for b := range t {
+		t[b] = floatbits.E4M3(byte(b))
 	}
 	return t
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/k3-project/k3/internal/dot"
+	"github.com/k3-project/k3/internal/floatbits"
 )
 
 // plain is an f32, bf16 or f16 matrix: R16 over the widened weights
@@ -112,9 +113,9 @@ func (m *plain) DecodeRow(dst []float32, r int) {
 		case F32:
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:]))
 		case BF16:
-			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(row[2*i:])) << 16)
+			dst[i] = floatbits.BF16(binary.LittleEndian.Uint16(row[2*i:]))
 		default:
-			dst[i] = F16ToF32(binary.LittleEndian.Uint16(row[2*i:]))
+			dst[i] = floatbits.F16(binary.LittleEndian.Uint16(row[2*i:]))
 		}
 	}
 }

@@ -2,7 +2,6 @@ package quant
 
 import (
 	"encoding/binary"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -171,17 +170,6 @@ func refMatVec(f Format, rows, cols, gs int, w, sc []byte, x []float32) []float3
 		}
 	}
 	return out
-}
-
-// digest is an FNV-1a hash of float bit patterns.
-func digest(v []float32) uint64 {
-	h := fnv.New64a()
-	var b [4]byte
-	for _, f := range v {
-		binary.LittleEndian.PutUint32(b[:], math.Float32bits(f))
-		h.Write(b[:])
-	}
-	return h.Sum64()
 }
 
 func sameBits(t *testing.T, what string, got, want []float32) {

@@ -117,7 +117,7 @@ func TestDirectOnTmpfs(t *testing.T) {
 	}
 	dir, err := os.MkdirTemp("/dev/shm", "st-direct")
 	if err != nil {
-		t.Skip(err)
+		t.Skipf("cannot create a directory in /dev/shm: %v", err)
 	}
 	defer os.RemoveAll(dir)
 	p, data := testFile(t, dir, 2*Alignment+7)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+
+	"github.com/k3-project/k3/internal/floatbits"
 )
 
 // Widenable reports whether WidenF32 (and Checkpoint.ReadF32) accept d.
@@ -69,7 +71,7 @@ func BF16ToF32(dst []float32, src []byte) error {
 		return err
 	}
 	for i := range dst {
-		dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
+		dst[i] = floatbits.BF16(binary.LittleEndian.Uint16(src[2*i:]))
 	}
 	return nil
 }
@@ -81,37 +83,14 @@ func F16ToF32(dst []float32, src []byte) error {
 		return err
 	}
 	for i := range dst {
-		dst[i] = math.Float32frombits(f16Bits(binary.LittleEndian.Uint16(src[2*i:])))
+		dst[i] = floatbits.F16(binary.LittleEndian.Uint16(src[2*i:]))
 	}
 	return nil
 }
 
 // F16Bits returns the float32 bit pattern equal to the half-precision value
 // h.
-func F16Bits(h uint16) uint32 { return f16Bits(h) }
-
-func f16Bits(h uint16) uint32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f:
-		// Inf or NaN: the 10 payload bits move to the top of the 23.
-		return sign | 0x7f800000 | man<<13
-	case exp != 0:
-		return sign | (exp+127-15)<<23 | man<<13
-	case man == 0:
-		return sign
-	}
-	// Subnormal: man·2^-24. Shift the leading one into the implicit bit;
-	// the exponent drops by one per shift.
-	e := uint32(127 - 15 + 1)
-	for man&0x400 == 0 {
-		man <<= 1
-		e--
-	}
-	return sign | e<<23 | (man&0x3ff)<<13
-}
+func F16Bits(h uint16) uint32 { return math.Float32bits(floatbits.F16(h)) }
 
 // F64ToF32 rounds little-endian float64 values once to the nearest float32
 // (ties to even), as Go's conversion does.
@@ -144,7 +123,7 @@ func E5M2ToF32(dst []float32, src []byte) error {
 		return err
 	}
 	for i, b := range src {
-		dst[i] = math.Float32frombits(f16Bits(uint16(b) << 8))
+		dst[i] = floatbits.E5M2(b)
 	}
 	return nil
 }
@@ -210,24 +189,8 @@ func IntToF32(dst []float32, src []byte, d DType) error {
 // e4m3Table holds every E4M3 value; SPEC §6.4 asks for a table built
 // before any concurrent use, which a package-level initializer guarantees.
 var e4m3Table = func() (t [256]float32) {
-	for b := 0; b < 256; b++ {
-		t[b] = e4m3(byte(b))
+	for b := range t {
+		t[b] = floatbits.E4M3(byte(b))
 	}
 	return t
 }()
-
-func e4m3(b byte) float32 {
-	sign := float32(1)
-	if b&0x80 != 0 {
-		sign = -1
-	}
-	e := int(b>>3) & 0xf
-	m := float32(b & 7)
-	switch {
-	case b&0x7f == 0x7f:
-		return float32(math.NaN())
-	case e == 0:
-		return sign * m / 8 * (1.0 / 64) // exact: a power-of-two scale
-	}
-	return sign * (1 + m/8) * float32(math.Ldexp(1, e-7))
-}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/k3-project/k3/internal/strictjson"
 )
 
 // WriteTensor is one tensor to write. Exactly one way of supplying the
@@ -50,9 +52,9 @@ func EncodeHeader(tensors []WriteTensor, metadata map[string]string) ([]byte, []
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = strictjson.AppendQuote(b, k)
 			b = append(b, ':')
-			b = appendJSONString(b, metadata[k])
+			b = strictjson.AppendQuote(b, metadata[k])
 		}
 		b = append(b, '}')
 	}
@@ -87,7 +89,7 @@ func EncodeHeader(tensors []WriteTensor, metadata map[string]string) ([]byte, []
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, t.Name)
+		b = strictjson.AppendQuote(b, t.Name)
 		b = append(b, `:{"dtype":"`...)
 		b = append(b, t.DType.String()...)
 		b = append(b, `","shape":[`...)
@@ -112,25 +114,6 @@ func EncodeHeader(tensors []WriteTensor, metadata map[string]string) ([]byte, []
 		return nil, nil, &Error{Pos: -1, Err: ErrHeaderTooLarge, Detail: strconv.Itoa(len(b)) + " bytes"}
 	}
 	return b, sizes, nil
-}
-
-// appendJSONString quotes s: '"', '\' and control characters are escaped,
-// everything else (valid UTF-8) is copied, so the reader decodes exactly s.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-		default:
-			b = append(b, c)
-		}
-	}
-	return append(b, '"')
 }
 
 // WriteFile writes one safetensors file. The output depends only on the
@@ -280,9 +263,9 @@ func WriteSharded(dir string, shards [][]WriteTensor, metadata map[string]string
 			b = append(b, ',')
 		}
 		b = append(b, "\n    "...)
-		b = appendJSONString(b, n)
+		b = strictjson.AppendQuote(b, n)
 		b = append(b, ": "...)
-		b = appendJSONString(b, ShardFileName(where[n]+1, len(shards)))
+		b = strictjson.AppendQuote(b, ShardFileName(where[n]+1, len(shards)))
 	}
 	b = append(b, "\n  }\n}\n"...)
 	return writeAtomic(filepath.Join(dir, IndexFileName), func(f *os.File) error {

@@ -139,7 +139,12 @@ func (h *mergeHeap) reset() { *h = (*h)[:heapPad] }
 func (h *mergeHeap) push(e uint64) {
 	*h = append(*h, e)
 	a := (*h)[heapPad:]
-	i := len(a) - 1
+	siftUp(a, len(a)-1, e)
+}
+
+// siftUp moves the hole at i towards the root past every parent greater than
+// e and stores e there.
+func siftUp(a []uint64, i int, e uint64) {
 	for i > 0 {
 		p := (i - 1) / heapArity
 		if a[p] <= e {
@@ -180,15 +185,7 @@ func (h *mergeHeap) pop() uint64 {
 		a[i] = a[m]
 		i = m
 	}
-	for i > 0 {
-		p := (i - 1) / heapArity
-		if a[p] <= x {
-			break
-		}
-		a[i] = a[p]
-		i = p
-	}
-	a[i] = x
+	siftUp(a, i, x)
 	return top
 }
 

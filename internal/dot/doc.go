@@ -35,5 +35,6 @@
 // (config, safetensors, quant, attention, moe, the root package) nor
 // internal/parallel; callers decide how to split rows across goroutines
 // (its benchmarks use internal/parallel and internal/benchutil, tests only).
-// Its only dependency is golang.org/x/sys/cpu, for feature detection.
+// It depends only on golang.org/x/sys/cpu, for feature detection, and on
+// internal/floatbits, the one BF16/F16 widening of the module.
 package dot

@@ -9,33 +9,6 @@ import (
 	"unsafe"
 )
 
-func TestF16ToF32Exhaustive(t *testing.T) {
-	for h := range 1 << 16 {
-		got := F16ToF32(uint16(h))
-		want := refF16(uint16(h))
-		if want != want {
-			// NaN: sign kept, payload moved to the top of the f32 mantissa.
-			wantBits := uint32(h&0x8000)<<16 | 0x7f800000 | uint32(h&0x3ff)<<13
-			if math.Float32bits(got) != wantBits {
-				t.Fatalf("F16ToF32(%#04x) = %#08x, want NaN %#08x", h, math.Float32bits(got), wantBits)
-			}
-			continue
-		}
-		if float64(got) != want || math.Signbit(float64(got)) != math.Signbit(want) {
-			t.Fatalf("F16ToF32(%#04x) = %g, want %g", h, got, want)
-		}
-	}
-}
-
-func TestBF16ToF32Exhaustive(t *testing.T) {
-	for h := range 1 << 16 {
-		got := math.Float32bits(BF16ToF32(uint16(h)))
-		if got != uint32(h)<<16 {
-			t.Fatalf("BF16ToF32(%#04x) = %#08x", h, got)
-		}
-	}
-}
-
 // TestDotMatchesReference checks the exported dot products (the fast path
 // where available) and the pure-Go twin against the independent reference,
 // for every length 0..70 and some long ones, with and without special values.

@@ -3,6 +3,8 @@ package dot
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/k3-project/k3/internal/floatbits"
 )
 
 // This file is the pure-Go twin of the assembly kernels. It is the reference
@@ -80,7 +82,7 @@ func genericHeadBF16(w []byte, x []float32) float64 {
 		ws := w[2*i : 2*i+32 : 2*i+32]
 		xs := x[i : i+16 : i+16]
 		for l := range 16 {
-			wl := BF16ToF32(binary.LittleEndian.Uint16(ws[2*l:]))
+			wl := floatbits.BF16(binary.LittleEndian.Uint16(ws[2*l:]))
 			a[l] += float64(wl) * float64(xs[l])
 		}
 	}
@@ -94,7 +96,7 @@ func genericHeadF16(w []byte, x []float32) float64 {
 		ws := w[2*i : 2*i+32 : 2*i+32]
 		xs := x[i : i+16 : i+16]
 		for l := range 16 {
-			wl := F16ToF32(binary.LittleEndian.Uint16(ws[2*l:]))
+			wl := floatbits.F16(binary.LittleEndian.Uint16(ws[2*l:]))
 			a[l] += float64(wl) * float64(xs[l])
 		}
 	}

@@ -10,7 +10,7 @@ import (
 // SPEC §5.1/§5.2 written without the helpers of the package under test.
 
 // refF16 widens binary16 through arithmetic on the fields (math.Ldexp), not
-// through bit assembly as F16ToF32 does.
+// through bit assembly as internal/floatbits does.
 func refF16(h uint16) float64 {
 	sign := 1.0
 	if h&0x8000 != 0 {

@@ -17,6 +17,6 @@
 // embedding and lm_head) are streamed in blocks of rows, so memory stays bounded. The k3 geometry
 // writes headers only: its 1.56 TB of data stay holes (zeros) in sparse files.
 //
-// The package imports config, safetensors and quant/mxfp4; it must never import the root package,
+// The package imports config, safetensors, quant (bf16 rounding) and quant/mxfp4; it must never import the root package,
 // attention or moe (the root package exposes it as k3.Synthesize).
 package synth

@@ -32,10 +32,3 @@ func (n *normals) next() float64 {
 func (n *normals) uniform() float64 {
 	return float64(n.pcg.Uint64()>>11) / (1 << 53)
 }
-
-// bf16 rounds a float32 to bfloat16 bits, nearest even (inputs here are finite).
-func bf16(f float32) uint16 {
-	b := math.Float32bits(f)
-	b += 0x7fff + (b >> 16 & 1)
-	return uint16(b >> 16)
-}

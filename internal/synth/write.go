@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
 )
 
-// ErrNotEmpty: the target directory already holds files; synthesis never mixes with or
+// ErrNotEmpty reports that the target directory already holds files: synthesis never mixes with or
 // overwrites an existing checkpoint.
 var ErrNotEmpty = errors.New("synth: target directory is not empty")
 
@@ -150,7 +151,7 @@ func draw(w io.Writer, s *spec, seed int64) error {
 		for done := 0; done < n; {
 			k := min(n-done, blockElems)
 			for i := 0; i < k; i++ {
-				binary.LittleEndian.PutUint16(buf[2*i:], bf16(next()))
+				binary.LittleEndian.PutUint16(buf[2*i:], quant.F32ToBF16(next()))
 			}
 			if _, err := w.Write(buf[:2*k]); err != nil {
 				return err
