@@ -3,6 +3,8 @@ package attention
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/k3-project/k3/internal/parallel"
 )
 
 // digestRecords pins the output bits of KDA and MLA on random bf16 layers of
@@ -32,7 +34,10 @@ func TestOutputDigests(t *testing.T) {
 		O: randBF16(t, r, E, Hm*dv), G: randBF16(t, r, Hm*dv, E)}
 	x := randF32(r, T*E, 1)
 	chunks := []int{9, 1, 1, 5, 1, 1, 1, 2}
-	for _, workers := range []int{1, 2, 3} {
+	// These layers are too small for the heads to be split by default, so
+	// the runs with minWork 1 force the split the large layers take.
+	for _, run := range []struct{ workers, minWork int }{{1, parallel.MinWork}, {2, parallel.MinWork}, {3, parallel.MinWork}, {2, 1}, {3, 1}} {
+		workers := run.workers
 		k, err := NewKDA(KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K, GateLB: -5, RMSEps: 1e-5, Workers: workers}, kw)
 		if err != nil {
 			t.Fatal(err)
@@ -42,6 +47,7 @@ func TestOutputDigests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		k.minWork, m.minWork = run.minWork, run.minWork
 		st, c := k.NewState(), m.NewCache()
 		ko, mo := make([]float32, T*E), make([]float32, T*E)
 		pos := 0
@@ -60,7 +66,7 @@ func TestOutputDigests(t *testing.T) {
 		}
 		for name, want := range digestRecords {
 			if got[name] != want {
-				t.Errorf("workers=%d: %s digest %#x, recorded %#x", workers, name, got[name], want)
+				t.Errorf("workers=%d minWork=%d: %s digest %#x, recorded %#x", workers, run.minWork, name, got[name], want)
 			}
 		}
 	}

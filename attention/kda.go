@@ -50,6 +50,10 @@ type KDA struct {
 	rate                []float32 // A_h = f32(exp(f64(A_log[h]))), per head
 	qScale              float32   // f32(1/sqrt(f64(D)))
 	pool                sync.Pool // *Workspace for calls that bring none
+	// minWork is parallel.MinWork: the fewest operations worth a goroutine
+	// when heads are split. In-package tests set 1 to force the split on
+	// small layers, which must not change a bit.
+	minWork int
 }
 
 // NewKDA validates the weights against cfg and binds them.
@@ -88,7 +92,7 @@ func NewKDA(cfg KDAConfig, w KDAWeights) (*KDA, error) {
 			return nil, fmt.Errorf("attention: kda: %s has %d entries, want %d", v.name, len(v.v), v.n)
 		}
 	}
-	k := &KDA{cfg: cfg, w: w, rate: make([]float32, h), qScale: float32(1 / math.Sqrt(float64(d)))}
+	k := &KDA{cfg: cfg, w: w, minWork: parallel.MinWork, rate: make([]float32, h), qScale: float32(1 / math.Sqrt(float64(d)))}
 	var err error
 	for _, c := range []struct {
 		name string
@@ -211,12 +215,12 @@ func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) 
 		return err
 	}
 	wk := c.Workers
-	ws.f32.reset(6*T*p + T*d + T*h + h*d)
+	ws.f32.Reset(6*T*p + T*d + T*h + h*d)
 	kc := &ws.kda
 	*kc = kdaCall{k: k, st: st, T: T,
-		q: ws.f32.take(T * p), kk: ws.f32.take(T * p), v: ws.f32.take(T * p), g: ws.f32.take(T * p),
-		z: ws.f32.take(T * p), o: ws.f32.take(T * p), fa: ws.f32.take(T * d), b: ws.f32.take(T * h),
-		u: ws.f32.take(h * d)}
+		q: ws.f32.Take(T * p), kk: ws.f32.Take(T * p), v: ws.f32.Take(T * p), g: ws.f32.Take(T * p),
+		z: ws.f32.Take(T * p), o: ws.f32.Take(T * p), fa: ws.f32.Take(T * d), b: ws.f32.Take(T * h),
+		u: ws.f32.Take(h * d)}
 	quant.MatMulParallel(k.w.Q, kc.q, p, x, T, wk)
 	quant.MatMulParallel(k.w.K, kc.kk, p, x, T, wk)
 	quant.MatMulParallel(k.w.V, kc.v, p, x, T, wk)
@@ -230,22 +234,29 @@ func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) 
 	_ = k.convK.ForwardParallel(kc.kk, kc.kk, st.ConvK, T, wk)
 	_ = k.convV.ForwardParallel(kc.v, kc.v, st.ConvV, T, wk)
 
+	// The splits below only take chunks worth a goroutine, so the small
+	// fixture models run inline. A (position, head) pair of prepare or gate
+	// costs a few dozen operations per channel (an exp or a sigmoid each); a
+	// head of the recurrence about 4·D² multiply-adds per position.
+	pairGrain := max(4, parallel.GrainFor(32*d, k.minWork))
+	headGrain := parallel.GrainFor(4*d*d*T, k.minWork)
+
 	// Per position and head (independent): normalise q and k, scale q, β,
 	// and the decay α (written over z).
-	if parallel.Chunks(T*h, wk, 4) > 1 {
-		parallel.For(T*h, wk, 4, func(lo, hi int) { kc.prepare(lo, hi) })
+	if parallel.Chunks(T*h, wk, pairGrain) > 1 {
+		parallel.For(T*h, wk, pairGrain, func(lo, hi int) { kc.prepare(lo, hi) })
 	} else {
 		kc.prepare(0, T*h)
 	}
 	// The recurrence is sequential in t and independent across heads.
-	if parallel.Chunks(h, wk, 1) > 1 {
-		parallel.For(h, wk, 1, func(lo, hi int) { kc.recur(lo, hi) })
+	if parallel.Chunks(h, wk, headGrain) > 1 {
+		parallel.For(h, wk, headGrain, func(lo, hi int) { kc.recur(lo, hi) })
 	} else {
 		kc.recur(0, h)
 	}
 	// Head-wise RMSNorm (eps = RMSEps), then the sigmoid gate, then o_proj.
-	if parallel.Chunks(T*h, wk, 4) > 1 {
-		parallel.For(T*h, wk, 4, func(lo, hi int) { kc.gate(lo, hi) })
+	if parallel.Chunks(T*h, wk, pairGrain) > 1 {
+		parallel.For(T*h, wk, pairGrain, func(lo, hi int) { kc.gate(lo, hi) })
 	} else {
 		kc.gate(0, T*h)
 	}

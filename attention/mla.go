@@ -50,6 +50,10 @@ type MLA struct {
 	uv    []quant.Matrix // per head, kv_b rows h·(dn+dv)+dn .. (h+1)·(dn+dv)
 	scale float32        // f32(1/sqrt(f64(dn+dr)))
 	pool  sync.Pool      // *Workspace for calls that bring none
+	// minWork is parallel.MinWork: the fewest operations worth a goroutine
+	// when heads are split. In-package tests set 1 to force the split on
+	// small layers, which must not change a bit.
+	minWork int
 }
 
 // NewMLA validates the weights against cfg and binds them.
@@ -88,7 +92,7 @@ func NewMLA(cfg MLAConfig, w MLAWeights) (*MLA, error) {
 		return nil, fmt.Errorf("attention: mla: q_a_layernorm has %d entries (want %d), kv_a_layernorm %d (want %d)",
 			len(w.QANorm), rq, len(w.KVANorm), rkv)
 	}
-	m := &MLA{cfg: cfg, w: w, scale: float32(1 / math.Sqrt(float64(dq)))}
+	m := &MLA{cfg: cfg, w: w, minWork: parallel.MinWork, scale: float32(1 / math.Sqrt(float64(dq)))}
 	if !cfg.OutGate {
 		m.w.G = nil
 	}
@@ -231,16 +235,20 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 	p0 := c.Len()
 	kw := rkv + dr
 	n := p0 + T
-	chunks := parallel.Chunks(hm, wk, 1)
+	// A head costs about dn·Rkv·(1+T) multiply-adds to decode and absorb
+	// W_uk, T·n·(kw+Rkv) for the scores and the mix and T·dv·Rkv for W_uv:
+	// split the heads only into chunks worth a goroutine.
+	grain := parallel.GrainFor(dn*rkv*(1+T)+T*n*(kw+rkv)+T*dv*rkv, m.minWork)
+	chunks := parallel.Chunks(hm, wk, grain)
 	perChunk32 := dn*rkv + T*kw + T*rkv + n
 	perChunk64 := T*rkv + max(dn, 4)
-	ws.f32.reset(T*rq + T*hm*dq + 2*T*hm*dv + chunks*perChunk32)
-	ws.f64.reset(chunks * perChunk64)
+	ws.f32.Reset(T*rq + T*hm*dq + 2*T*hm*dv + chunks*perChunk32)
+	ws.f64.Reset(chunks * perChunk64)
 
-	cq := ws.f32.take(T * rq)
+	cq := ws.f32.Take(T * rq)
 	quant.MatMulParallel(m.w.QA, cq, rq, x, T, wk)
 	nn.RMSNormRows(cq, cq, m.w.QANorm, cfg.RMSEps)
-	q := ws.f32.take(T * hm * dq)
+	q := ws.f32.Take(T * hm * dq)
 	quant.MatMulParallel(m.w.QB, q, hm*dq, cq, T, wk)
 
 	// The new positions' latents and rope keys go straight into the cache.
@@ -253,7 +261,7 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 		nn.RMSNorm(row[:rkv], row[:rkv], m.w.KVANorm, cfg.RMSEps)
 	}
 
-	a := ws.f32.take(T * hm * dv)
+	a := ws.f32.Take(T * hm * dv)
 	k := &ws.mla
 	sc := k.sc
 	if cap(sc) < chunks {
@@ -262,19 +270,19 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 	sc = sc[:chunks]
 	for i := range sc {
 		s := &sc[i]
-		s.wuk, s.qc, s.mix, s.prob = ws.f32.take(dn*rkv), ws.f32.take(T*kw), ws.f32.take(T*rkv), ws.f32.take(n)
-		s.acc, s.coef = ws.f64.take(T*rkv), ws.f64.take(max(dn, 4))
+		s.wuk, s.qc, s.mix, s.prob = ws.f32.Take(dn*rkv), ws.f32.Take(T*kw), ws.f32.Take(T*rkv), ws.f32.Take(n)
+		s.acc, s.coef = ws.f64.Take(T*rkv), ws.f64.Take(max(dn, 4))
 	}
 	*k = mlaCall{m: m, kv: c.KV, T: T, p0: p0, q: q, a: a, sc: sc}
 	if chunks > 1 {
-		parallel.For(hm, wk, 1, func(lo, hi int) { k.heads(lo, hi) })
+		parallel.For(hm, wk, grain, func(lo, hi int) { k.heads(lo, hi) })
 	} else {
 		k.heads(0, hm)
 	}
 	*k = mlaCall{sc: sc} // drop references to the caller's data
 
 	if cfg.OutGate {
-		g := ws.f32.take(T * hm * dv)
+		g := ws.f32.Take(T * hm * dv)
 		quant.MatMulParallel(m.w.G, g, hm*dv, x, T, wk)
 		nn.MulSigmoid(a, a, g)
 	}

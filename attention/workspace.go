@@ -1,5 +1,7 @@
 package attention
 
+import "github.com/k3-project/k3/internal/arena"
+
 // Workspace holds the scratch memory of KDA and MLA Forward calls, so that a
 // steady decode loop allocates nothing. Buffers grow on demand to the
 // largest call seen and are reused afterwards.
@@ -10,34 +12,11 @@ package attention
 // that a later call reads. Layers themselves stay immutable; Forward without
 // a workspace borrows one from a pool owned by the layer.
 type Workspace struct {
-	f32 arena[float32]
-	f64 arena[float64]
+	f32 arena.Arena[float32]
+	f64 arena.Arena[float64]
 	mla mlaCall
 	kda kdaCall
 }
 
 // NewWorkspace returns an empty workspace.
 func NewWorkspace() *Workspace { return new(Workspace) }
-
-// arena hands out consecutive, non-overlapping slices of one buffer. reset
-// sizes the buffer for a whole call before anything is taken, so taken
-// slices never move.
-type arena[T float32 | float64] struct {
-	buf []T
-	off int
-}
-
-func (a *arena[T]) reset(n int) {
-	if cap(a.buf) < n {
-		a.buf = make([]T, n)
-	}
-	a.buf = a.buf[:n]
-	a.off = 0
-}
-
-// take returns the next n elements; their contents are unspecified.
-func (a *arena[T]) take(n int) []T {
-	s := a.buf[a.off : a.off+n : a.off+n]
-	a.off += n
-	return s
-}

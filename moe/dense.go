@@ -66,8 +66,8 @@ func (d *Dense) ForwardWith(dst, x []float32, T int, ws *Workspace) error {
 		return fmt.Errorf("moe: dense: len(x)=%d len(dst)=%d, want T·E = %d·%d", len(x), len(dst), T, e)
 	}
 	i := d.gate.Rows()
-	ws.f32.reset(2 * T * i)
-	gatedMLP(dst, x, T, d.gate, d.up, d.down, d.beta1, d.beta2, d.workers, ws.f32.take(T*i), ws.f32.take(T*i))
+	ws.f32.Reset(2 * T * i)
+	gatedMLP(dst, x, T, d.gate, d.up, d.down, d.beta1, d.beta2, d.workers, ws.f32.Take(T*i), ws.f32.Take(T*i))
 	return nil
 }
 

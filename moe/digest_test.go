@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/parallel"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
 )
@@ -72,12 +73,16 @@ func TestOutputDigests(t *testing.T) {
 	dg, du, dd := bf16(SI, E), bf16(SI, E), bf16(E, SI)
 	x := randm(T*E, 1)
 	chunks := []int{6, 1, 1, 3}
-	for _, workers := range []int{1, 2, 3} {
+	// The experts are too small to be split by default, so the runs with
+	// minWork 1 force the split the large layers take.
+	for _, run := range []struct{ workers, minWork int }{{1, parallel.MinWork}, {2, parallel.MinWork}, {3, parallel.MinWork}, {2, 1}, {3, 1}} {
+		workers := run.workers
 		m, err := New(Config{Layer: 2, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 2.5, Renorm: true,
 			LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5, Workers: workers}, w, NewMemExperts(map[int][]Expert{2: experts}))
 		if err != nil {
 			t.Fatal(err)
 		}
+		m.minWork = run.minWork
 		d, err := NewDense(dg, du, dd, 4, 25, workers)
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +101,7 @@ func TestOutputDigests(t *testing.T) {
 		got := map[string]uint64{"moe": digest(mo), "dense": digest(do)}
 		for name, want := range digestRecords {
 			if got[name] != want {
-				t.Errorf("workers=%d: %s digest %#x, recorded %#x", workers, name, got[name], want)
+				t.Errorf("workers=%d minWork=%d: %s digest %#x, recorded %#x", workers, run.minWork, name, got[name], want)
 			}
 		}
 	}

@@ -53,6 +53,10 @@ type MoE struct {
 	shared *Dense // nil without shared experts
 	src    ExpertSource
 	pool   sync.Pool // *Workspace for calls that bring none
+	// minWork is parallel.MinWork: the fewest operations worth a goroutine
+	// when experts are split. In-package tests set 1 to force the split on
+	// small layers, which must not change a bit.
+	minWork int
 }
 
 // New validates and binds a MoE layer; src supplies its routed experts.
@@ -83,7 +87,7 @@ func New(cfg Config, w Weights, src ExpertSource) (*MoE, error) {
 	if err != nil {
 		return nil, fmt.Errorf("moe: layer %d: %w", cfg.Layer, err)
 	}
-	m := &MoE{cfg: cfg, router: r, down: w.Down, up: w.Up, src: src}
+	m := &MoE{cfg: cfg, minWork: parallel.MinWork, router: r, down: w.Down, up: w.Up, src: src}
 	if cfg.LatentNorm {
 		m.norm = w.Norm
 	}
@@ -137,7 +141,8 @@ func (m *MoE) ForwardRouted(dst, x []float32, T int, ids []int) error {
 // bit-identical to ForwardRouted.
 //
 // With Workers > 1 the distinct experts of the call are spread over the
-// workers, each expert running whole on one goroutine; with fewer distinct
+// workers, each expert running whole on one goroutine, when each chunk of
+// experts holds at least parallel.MinWork multiply-adds; with fewer distinct
 // experts than workers each expert's mat-muls are split by rows instead.
 // Either way every expert output is computed by the same kernels and the
 // outputs are summed afterwards in pick order.
@@ -155,30 +160,34 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 	}
 	ne := m.router.Experts()
 	uniqMax := min(T*k, ne)
-	chunks := parallel.Chunks(uniqMax, c.Workers, 1)
+	// An expert costs about 3·ni·ℓ multiply-adds per position that picked
+	// it, T·k/uniqMax positions at least on average: split the experts only
+	// into chunks worth a goroutine (the small fixture models run inline).
+	grain := parallel.GrainFor(3*ni*l*max(1, T*k/uniqMax), m.minWork)
+	chunks := parallel.Chunks(uniqMax, c.Workers, grain)
 	si := 0
 	if m.shared != nil {
 		si = m.shared.Inter()
 	}
-	ws.f32.reset(T*k + T*ne + 2*ne + T*l + T*k*l + chunks*(2*T*l+2*T*ni) + T*l + T*e + 2*T*si)
-	ws.ints.reset(2*T*k + ne + 3*uniqMax + 1)
+	ws.f32.Reset(T*k + T*ne + 2*ne + T*l + T*k*l + chunks*(2*T*l+2*T*ni) + T*l + T*e + 2*T*si)
+	ws.ints.Reset(2*T*k + ne + 3*uniqMax + 1)
 	if ids == nil {
-		ids = ws.ints.take(T * k)
+		ids = ws.ints.Take(T * k)
 	}
-	wts := ws.f32.take(T * k)
-	if err := m.router.route(ids, wts, x, T, c.Workers, ws.f32.take(T*ne), ws.f32.take(2*ne)); err != nil {
+	wts := ws.f32.Take(T * k)
+	if err := m.router.route(ids, wts, x, T, c.Workers, ws.f32.Take(T*ne), ws.f32.Take(2*ne)); err != nil {
 		return fmt.Errorf("moe: layer %d: %w", c.Layer, err)
 	}
-	z := ws.f32.take(T * l)
+	z := ws.f32.Take(T * l)
 	quant.MatMulParallel(m.down, z, l, x, T, c.Workers)
 
 	// Union of the picks in order of first appearance; the slots (t·k + j)
 	// of unique expert n are slots[start[n]:start[n+1]], ascending.
-	where := ws.ints.take(ne) // expert id → index in uniq, or −1
+	where := ws.ints.Take(ne) // expert id → index in uniq, or −1
 	for i := range where {
 		where[i] = -1
 	}
-	uniq := ws.ints.take(uniqMax)[:0]
+	uniq := ws.ints.Take(uniqMax)[:0]
 	for _, id := range ids {
 		if where[id] < 0 {
 			where[id] = len(uniq)
@@ -186,8 +195,8 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 		}
 	}
 	nu := len(uniq)
-	start := ws.ints.take(uniqMax + 1)[:nu+1]
-	fill := ws.ints.take(uniqMax)[:nu]
+	start := ws.ints.Take(uniqMax + 1)[:nu+1]
+	fill := ws.ints.Take(uniqMax)[:nu]
 	clear(start)
 	for _, id := range ids {
 		start[where[id]+1]++
@@ -196,7 +205,7 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 		start[n+1] += start[n]
 	}
 	copy(fill, start[:nu])
-	slots := ws.ints.take(T * k)
+	slots := ws.ints.Take(T * k)
 	for s, id := range ids {
 		n := where[id]
 		slots[fill[n]] = s
@@ -224,27 +233,27 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 		}
 	}
 
-	y := ws.f32.take(T * k * l) // y[slot] = E_{ids[slot]}(z_t)
+	y := ws.f32.Take(T * k * l) // y[slot] = E_{ids[slot]}(z_t)
 	r := &ws.run
 	*r = expertRun{m: m, experts: experts, start: start, slots: slots, z: z, y: y}
-	chunks = parallel.Chunks(nu, c.Workers, 1)
+	chunks = parallel.Chunks(nu, c.Workers, grain)
 	if cap(ws.parts) < chunks {
 		ws.parts = make([]expertPart, chunks)
 	}
 	r.parts = ws.parts[:chunks]
 	for i := range r.parts {
-		r.parts[i] = expertPart{zin: ws.f32.take(T * l), yout: ws.f32.take(T * l),
-			g: ws.f32.take(T * ni), u: ws.f32.take(T * ni)}
+		r.parts[i] = expertPart{zin: ws.f32.Take(T * l), yout: ws.f32.Take(T * l),
+			g: ws.f32.Take(T * ni), u: ws.f32.Take(T * ni)}
 	}
 	switch {
 	case chunks > 1:
-		parallel.For(nu, c.Workers, 1, func(lo, hi int) { r.run(lo, hi, 1) })
+		parallel.For(nu, c.Workers, grain, func(lo, hi int) { r.run(lo, hi, 1) })
 	default:
 		r.run(0, nu, c.Workers)
 	}
 	*r = expertRun{} // drop references to the caller's data
 
-	u := ws.f32.take(T * l) // the aggregate [T][ℓ]
+	u := ws.f32.Take(T * l) // the aggregate [T][ℓ]
 	for t := range T {
 		ut := u[t*l : (t+1)*l]
 		clear(ut)
@@ -261,9 +270,9 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 	}
 	quant.MatMulParallel(m.up, dst, e, u, T, c.Workers)
 	if m.shared != nil {
-		sh := ws.f32.take(T * e)
+		sh := ws.f32.Take(T * e)
 		d := m.shared
-		gatedMLP(sh, x, T, d.gate, d.up, d.down, c.Beta1, c.Beta2, c.Workers, ws.f32.take(T*si), ws.f32.take(T*si))
+		gatedMLP(sh, x, T, d.gate, d.up, d.down, c.Beta1, c.Beta2, c.Workers, ws.f32.Take(T*si), ws.f32.Take(T*si))
 		nn.Add(dst, dst, sh)
 	}
 	return nil

@@ -1,6 +1,9 @@
 package quant
 
-import "github.com/k3-project/k3/internal/floatbits"
+import (
+	"github.com/k3-project/k3/internal/floatbits"
+	"github.com/k3-project/k3/internal/scratch"
+)
 
 // fp8f32 and fp8f64 map each OCP E4M3-FN byte to its value (SPEC §6.4). They
 // are constant tables computed once during package initialisation, never
@@ -68,15 +71,17 @@ func (m *fp8) row(r int, x []float64) float32 {
 }
 
 func (m *fp8) MatVec(dst, x []float32) {
-	checkMatVec("fp8-e4m3-b128.MatVec", m.rows, m.cols, len(dst), len(x))
-	xw := widen(nil, x)
+	checkMatVec(FP8E4M3B128, "MatVec", m.rows, m.cols, len(dst), len(x))
+	sp := scratch.Get(len(x))
+	xw := widen(*sp, x)
 	for r := range dst {
 		dst[r] = m.row(r, xw)
 	}
+	scratch.Put(sp)
 }
 
 func (m *fp8) MatMul(dst []float32, stride int, x []float32, n int) {
-	checkMatMul("fp8-e4m3-b128.MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
+	checkMatMul(FP8E4M3B128, "MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
 	rowMatMul(m.rows, m.cols, dst, stride, x, n, m.row)
 }
 

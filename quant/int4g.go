@@ -1,5 +1,7 @@
 package quant
 
+import "github.com/k3-project/k3/internal/scratch"
+
 // int4Grouped is an int4-grouped matrix: offset-8 nibbles packed like
 // int4-row, F32 scales [O, ⌈I/gs⌉], RG with g = gs; the last group of a row
 // may be short (SPEC §6.3).
@@ -40,15 +42,17 @@ func (m *int4Grouped) row(r int, x []float64) float32 {
 }
 
 func (m *int4Grouped) MatVec(dst, x []float32) {
-	checkMatVec("int4-grouped.MatVec", m.rows, m.cols, len(dst), len(x))
-	xw := widen(nil, x)
+	checkMatVec(Int4Grouped, "MatVec", m.rows, m.cols, len(dst), len(x))
+	sp := scratch.Get(len(x))
+	xw := widen(*sp, x)
 	for r := range dst {
 		dst[r] = m.row(r, xw)
 	}
+	scratch.Put(sp)
 }
 
 func (m *int4Grouped) MatMul(dst []float32, stride int, x []float32, n int) {
-	checkMatMul("int4-grouped.MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
+	checkMatMul(Int4Grouped, "MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
 	rowMatMul(m.rows, m.cols, dst, stride, x, n, m.row)
 }
 

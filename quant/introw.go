@@ -3,6 +3,8 @@ package quant
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/k3-project/k3/internal/scratch"
 )
 
 // intRow is an int8-row or int4-row matrix: one F32 scale per row, y_o =
@@ -82,15 +84,17 @@ func (m *intRow) row(r int, x []float64) float32 {
 }
 
 func (m *intRow) MatVec(dst, x []float32) {
-	checkMatVec(m.f.String()+".MatVec", m.rows, m.cols, len(dst), len(x))
-	xw := widen(nil, x)
+	checkMatVec(m.f, "MatVec", m.rows, m.cols, len(dst), len(x))
+	sp := scratch.Get(len(x))
+	xw := widen(*sp, x)
 	for r := range dst {
 		dst[r] = m.row(r, xw)
 	}
+	scratch.Put(sp)
 }
 
 func (m *intRow) MatMul(dst []float32, stride int, x []float32, n int) {
-	checkMatMul(m.f.String()+".MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
+	checkMatMul(m.f, "MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
 	rowMatMul(m.rows, m.cols, dst, stride, x, n, m.row)
 }
 

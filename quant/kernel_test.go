@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/k3-project/k3/internal/parallel"
 )
 
 // quantized builds a matrix of format c from random weights via Quantize.
@@ -152,9 +154,43 @@ func TestMatMulEqualsMatVec(t *testing.T) {
 					for tk := range n {
 						sameBits(t, fmt.Sprintf("%v MatMulParallel w=%d", c, w), par[tk*stride:tk*stride+rows], dst[tk*stride:tk*stride+rows])
 					}
+					// These matrices are below the work threshold, so force
+					// the split as well.
+					clear(par)
+					matMulChunks(m, par, stride, x, n, w, 1)
+					for tk := range n {
+						sameBits(t, fmt.Sprintf("%v matMulChunks w=%d grain=1", c, w), par[tk*stride:tk*stride+rows], dst[tk*stride:tk*stride+rows])
+					}
 				}
 			}
 		}
+	}
+}
+
+// TestRowGrain pins the work-based chunking: a chunk holds at least
+// parallel.MinWork multiply-adds and minRowGrain rows.
+func TestRowGrain(t *testing.T) {
+	for _, tc := range []struct{ work, want int }{
+		{0, minRowGrain}, {1, parallel.MinWork}, {128, parallel.MinWork / 128}, {parallel.MinWork, minRowGrain},
+		{parallel.MinWork/16 + 1, minRowGrain}, {7168, (parallel.MinWork + 7167) / 7168},
+	} {
+		if tc.want < minRowGrain {
+			tc.want = minRowGrain
+		}
+		if got := rowGrain(tc.work); got != tc.want {
+			t.Errorf("rowGrain(%d) = %d, want %d", tc.work, got, tc.want)
+		}
+		if g := rowGrain(tc.work); tc.work > 0 && g*tc.work < parallel.MinWork {
+			t.Errorf("rowGrain(%d) = %d rows: only %d multiply-adds", tc.work, g, g*tc.work)
+		}
+	}
+	// The fixture models' matrices (hidden 128, at most 512 rows) run inline.
+	if k := parallel.Chunks(512, 2, rowGrain(128)); k != 1 {
+		t.Errorf("512×128 mat-vec split into %d chunks", k)
+	}
+	// A K3 expert projection (3072×7168) still uses both workers.
+	if k := parallel.Chunks(3072, 2, rowGrain(7168)); k != 2 {
+		t.Errorf("3072×7168 mat-vec split into %d chunks, want 2", k)
 	}
 }
 
@@ -170,6 +206,12 @@ func TestParallelAndSlice(t *testing.T) {
 			got := make([]float32, rows)
 			MatVecParallel(m, got, x, w)
 			sameBits(t, fmt.Sprintf("%v workers=%d", c, w), got, want)
+			// 300×160 is below the work threshold: force uneven splits too.
+			for _, g := range []int{1, 16, 100} {
+				clear(got)
+				matVecChunks(m, got, x, w, g)
+				sameBits(t, fmt.Sprintf("%v workers=%d grain=%d", c, w, g), got, want)
+			}
 		}
 		for _, r := range [][2]int{{0, 0}, {0, 1}, {127, 129}, {128, 300}, {299, 300}, {5, 260}} {
 			s := m.Slice(r[0], r[1])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/scratch"
 )
 
 // Matrix is a logical [Rows, Cols] row-major weight matrix kept in its packed
@@ -41,9 +42,16 @@ type RowDecoder interface {
 	DecodeRow(dst []float32, r int)
 }
 
-// rowGrain is the smallest number of rows worth a goroutine in the parallel
-// helpers; a row of a K3 matrix is at least a few kilobytes of weights.
-const rowGrain = 16
+// minRowGrain is a floor on the rows of a chunk, whatever the width.
+const minRowGrain = 16
+
+// rowGrain is the chunk size, in rows, for rows of work multiply-adds each:
+// a chunk holds at least parallel.MinWork of them, so the small matrices of
+// the fixture models (hidden 128) run inline. Chunking never changes a bit:
+// each row is computed whole by one goroutine with the same kernel.
+func rowGrain(work int) int {
+	return max(minRowGrain, parallel.Grain(work))
+}
 
 // MatVecParallel computes m.MatVec(dst, x) with the rows split into
 // contiguous ranges on up to workers goroutines (workers ≤ 1: inline). Each
@@ -54,11 +62,17 @@ func MatVecParallel(m Matrix, dst, x []float32, workers int) {
 	if len(dst) != rows || len(x) != m.Cols() {
 		panic(fmt.Sprintf("quant.MatVecParallel: len(dst)=%d len(x)=%d, want %d and %d", len(dst), len(x), rows, m.Cols()))
 	}
-	if workers <= 1 {
+	matVecChunks(m, dst, x, workers, rowGrain(m.Cols()))
+}
+
+// matVecChunks is MatVecParallel with chunks of at least grain rows (tests
+// pass small grains to exercise the split on small matrices).
+func matVecChunks(m Matrix, dst, x []float32, workers, grain int) {
+	if workers <= 1 || parallel.Chunks(m.Rows(), workers, grain) <= 1 {
 		m.MatVec(dst, x)
 		return
 	}
-	parallel.For(rows, workers, rowGrain, func(lo, hi int) {
+	parallel.For(m.Rows(), workers, grain, func(lo, hi int) {
 		m.Slice(lo, hi).MatVec(dst[lo:hi], x)
 	})
 }
@@ -67,30 +81,38 @@ func MatVecParallel(m Matrix, dst, x []float32, workers int) {
 // into contiguous ranges on up to workers goroutines (workers ≤ 1: inline).
 func MatMulParallel(m Matrix, dst []float32, stride int, x []float32, n, workers int) {
 	rows := m.Rows()
-	checkMatMul("MatMulParallel", rows, m.Cols(), len(dst), stride, len(x), n)
-	if workers <= 1 {
+	checkMatMul(m.Format(), "MatMulParallel", rows, m.Cols(), len(dst), stride, len(x), n)
+	matMulChunks(m, dst, stride, x, n, workers, rowGrain(m.Cols()*n))
+}
+
+// matMulChunks is MatMulParallel with chunks of at least grain rows.
+func matMulChunks(m Matrix, dst []float32, stride int, x []float32, n, workers, grain int) {
+	if workers <= 1 || parallel.Chunks(m.Rows(), workers, grain) <= 1 {
 		m.MatMul(dst, stride, x, n)
 		return
 	}
-	parallel.For(rows, workers, rowGrain, func(lo, hi int) {
+	parallel.For(m.Rows(), workers, grain, func(lo, hi int) {
 		m.Slice(lo, hi).MatMul(dst[lo:], stride, x, n)
 	})
 }
 
-func checkMatVec(name string, rows, cols, ldst, lx int) {
+// checkMatVec and checkMatMul name the call as quant.<format>.<op>. They take
+// the format and the operation apart, and join them only when they panic:
+// they run on every mat-vec of a decode step, which must not allocate.
+func checkMatVec(f Format, op string, rows, cols, ldst, lx int) {
 	if ldst != rows || lx != cols {
-		panic(fmt.Sprintf("quant.%s: len(dst)=%d len(x)=%d, want Rows=%d and Cols=%d", name, ldst, lx, rows, cols))
+		panic(fmt.Sprintf("quant.%s.%s: len(dst)=%d len(x)=%d, want Rows=%d and Cols=%d", f, op, ldst, lx, rows, cols))
 	}
 }
 
-func checkMatMul(name string, rows, cols, ldst, stride, lx, n int) {
+func checkMatMul(f Format, op string, rows, cols, ldst, stride, lx, n int) {
 	if n < 0 || stride < rows || lx != n*cols {
-		panic(fmt.Sprintf("quant.%s: n=%d stride=%d len(x)=%d, want n ≥ 0, stride ≥ Rows=%d, len(x) = n·Cols = %d",
-			name, n, stride, lx, rows, n*cols))
+		panic(fmt.Sprintf("quant.%s.%s: n=%d stride=%d len(x)=%d, want n ≥ 0, stride ≥ Rows=%d, len(x) = n·Cols = %d",
+			f, op, n, stride, lx, rows, n*cols))
 	}
 	if n > 0 && rows > 0 {
 		if need := (n-1)*stride + rows; ldst < need {
-			panic(fmt.Sprintf("quant.%s: len(dst)=%d < (n-1)·stride+Rows = %d", name, ldst, need))
+			panic(fmt.Sprintf("quant.%s.%s: len(dst)=%d < (n-1)·stride+Rows = %d", f, op, ldst, need))
 		}
 	}
 }
@@ -134,10 +156,12 @@ func rowMatMul(rows, cols int, dst []float32, stride int, x []float32, n int, ro
 	if rows == 0 || n == 0 {
 		return
 	}
-	xw := widen(nil, x)
+	sp := scratch.Get(len(x))
+	xw := widen(*sp, x)
 	for r := range rows {
 		for t := range n {
 			dst[t*stride+r] = row(r, xw[t*cols:(t+1)*cols:(t+1)*cols])
 		}
 	}
+	scratch.Put(sp)
 }

@@ -32,12 +32,12 @@ func (m *mx) Rows() int      { return m.rows }
 func (m *mx) Cols() int      { return m.cols }
 
 func (m *mx) MatVec(dst, x []float32) {
-	checkMatVec("mxfp4.MatVec", m.rows, m.cols, len(dst), len(x))
+	checkMatVec(MXFP4, "MatVec", m.rows, m.cols, len(dst), len(x))
 	mxfp4.MatVec(dst, m.packed, m.scales, x)
 }
 
 func (m *mx) MatMul(dst []float32, stride int, x []float32, n int) {
-	checkMatMul("mxfp4.MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
+	checkMatMul(MXFP4, "MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
 	if _, err := mxfp4.MatMul(dst, stride, m.packed, m.scales, x, n, m.rows, m.cols); err != nil {
 		panic(fmt.Sprintf("quant.mxfp4.MatMul: %v", err)) // unreachable: shapes checked above and at bind
 	}

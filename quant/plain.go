@@ -63,7 +63,7 @@ func (m *plain) Rows() int      { return m.rows }
 func (m *plain) Cols() int      { return m.cols }
 
 func (m *plain) MatVec(dst, x []float32) {
-	checkMatVec(m.f.String()+".MatVec", m.rows, m.cols, len(dst), len(x))
+	checkMatVec(m.f, "MatVec", m.rows, m.cols, len(dst), len(x))
 	if m.cols == 0 {
 		clear(dst)
 		return
@@ -79,7 +79,7 @@ func (m *plain) MatVec(dst, x []float32) {
 }
 
 func (m *plain) MatMul(dst []float32, stride int, x []float32, n int) {
-	checkMatMul(m.f.String()+".MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
+	checkMatMul(m.f, "MatMul", m.rows, m.cols, len(dst), stride, len(x), n)
 	if m.rows == 0 || n == 0 {
 		return
 	}
@@ -107,14 +107,21 @@ func (m *plain) Slice(lo, hi int) Matrix {
 
 func (m *plain) DecodeRow(dst []float32, r int) {
 	checkRow(m.f.String(), m.rows, m.cols, r, len(dst))
-	row := m.data[r*m.cols*m.esize:]
-	for i := range dst {
-		switch m.f {
-		case F32:
+	rb := m.cols * m.esize
+	row := m.data[r*rb : (r+1)*rb]
+	// One loop per format: MLA decodes a weight row per head every step, so
+	// the format switch stays out of the element loop.
+	switch m.f {
+	case F32:
+		for i := range dst {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:]))
-		case BF16:
+		}
+	case BF16:
+		for i := range dst {
 			dst[i] = floatbits.BF16(binary.LittleEndian.Uint16(row[2*i:]))
-		default:
+		}
+	default:
+		for i := range dst {
 			dst[i] = floatbits.F16(binary.LittleEndian.Uint16(row[2*i:]))
 		}
 	}

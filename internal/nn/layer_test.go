@@ -1,7 +1,6 @@
 package nn_test
 
 import (
-	"fmt"
 	"hash/fnv"
 	"math"
 	"strconv"
@@ -255,7 +254,7 @@ func TestLayerChunkingBitIdentical(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%s: %s", name, fmt.Sprint("bit-identical for all chunkings and worker counts"))
+		t.Logf("%s: bit-identical for all chunkings and worker counts", name)
 	}
 }
 

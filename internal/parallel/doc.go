@@ -8,8 +8,10 @@
 // (SPEC §5.4); callers hand it only independent outputs.
 //
 // There is no pool and no package state: each call starts plain goroutines
-// and waits for them, which costs about a microsecond per goroutine, small
-// beside the mat-vecs it is meant for (see BenchmarkForOverhead).
+// and waits for them. Starting one costs about a microsecond (see
+// BenchmarkForOverhead), but waking the parked thread that runs it costs far
+// more on a small VM, so callers size chunks with Grain to hold at least
+// MinWork operations and small problems run inline.
 //
 // It must never import anything model-specific or numeric; it is a leaf
 // package used by internal/dot callers, quant and the engine.

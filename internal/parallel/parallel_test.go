@@ -125,3 +125,21 @@ func BenchmarkForOverhead(b *testing.B) {
 		})
 	}
 }
+
+func TestGrain(t *testing.T) {
+	for _, unit := range []int{-1, 0, 1, 3, 128, MinWork - 1, MinWork, MinWork + 1, 1 << 40} {
+		g := Grain(unit)
+		if g < 1 {
+			t.Fatalf("Grain(%d) = %d < 1", unit, g)
+		}
+		if unit <= 0 {
+			continue
+		}
+		if g*unit < MinWork {
+			t.Errorf("Grain(%d) = %d items hold only %d operations", unit, g, g*unit)
+		}
+		if g > 1 && (g-1)*unit >= MinWork {
+			t.Errorf("Grain(%d) = %d is not the fewest items holding MinWork", unit, g)
+		}
+	}
+}

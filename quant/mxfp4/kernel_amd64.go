@@ -9,7 +9,7 @@ import "golang.org/x/sys/cpu"
 // uses AVX2, FMA and POPCNT.
 var haveAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT
 
-var avx2Kernel = kernel{widen: widenPermuted, rows: rowsAVX2}
+var avx2Kernel = kernel{widen: widenPermuted, align: GroupSize, rows: rowsAVX2}
 
 // defaultKernel is the fastest assembly kernel the CPU supports.
 var defaultKernel = pickKernel()

@@ -2,7 +2,7 @@ package mxfp4
 
 // genericKernel is the pure-Go twin: the reference the assembly must match
 // bit for bit, and the kernel on every other architecture.
-var genericKernel = kernel{widen: widenNatural, rows: rowsGeneric}
+var genericKernel = kernel{widen: widenNatural, align: GroupSize, rows: rowsGeneric}
 
 // widenNatural converts x to float64 in column order (exact).
 func widenNatural(dst []float64, x []float32) []float64 {

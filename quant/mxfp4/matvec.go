@@ -1,6 +1,10 @@
 package mxfp4
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/k3-project/k3/internal/scratch"
+)
 
 // MatVec sets dst[r] to row r of the matrix times x with the RG reduction,
 // for a matrix of len(dst) rows and len(x) columns. The geometry is a
@@ -22,7 +26,10 @@ func MatVecStats(dst []float32, packed, scales []byte, x []float32) (Stats, erro
 		return Stats{}, fmt.Errorf("matvec: %w", err)
 	}
 	k := defaultKernel
-	return matVec(k, dst, packed, scales, k.widen(nil, x)), nil
+	p := scratch.Get(k.width(cols))
+	st := matVec(k, dst, packed, scales, k.widen(*p, x))
+	scratch.Put(p)
+	return st, nil
 }
 
 // MatMul multiplies n activation rows (x holds n·cols floats, row t at
@@ -59,14 +66,26 @@ func checkBatch(dstLen, stride, xLen, n, rows, cols int) error {
 }
 
 // kernel is one implementation of the RG mat-vec: widen prepares x in the
-// layout rows expects, rows multiplies len(dst) rows and returns the number
+// layout rows expects (k.width(len(x)) floats: the columns padded to a
+// multiple of align), rows multiplies len(dst) rows and returns the number
 // of groups skipped for scale 255. rows2, when not nil, does the same for
 // two activation rows at once (sharing the weight decoding) and must give
 // what two rows calls give.
 type kernel struct {
 	widen func(dst []float64, x []float32) []float64
+	align int
 	rows  func(dst []float32, packed, scales []byte, xw []float64) int
 	rows2 func(dst0, dst1 []float32, packed, scales []byte, xw0, xw1 []float64) int
+}
+
+// width is the length of the widened form of cols activations. The callers
+// take buffers of that length from internal/scratch, so that widen reuses
+// them instead of allocating on every call.
+func (k kernel) width(cols int) int {
+	if k.align <= 1 {
+		return cols
+	}
+	return (cols + k.align - 1) / k.align * k.align
 }
 
 func matVec(k kernel, dst []float32, packed, scales []byte, xw []float64) Stats {
@@ -89,10 +108,14 @@ func matMul(k kernel, dst []float32, stride int, packed, scales []byte, x []floa
 		}
 		return st
 	}
-	xw := make([][]float64, n)
+	w := k.width(cols)
+	sp := scratch.Get(n * w)
+	defer scratch.Put(sp)
+	buf := *sp
 	for t := range n {
-		xw[t] = k.widen(nil, x[t*cols:(t+1)*cols])
+		k.widen(buf[t*w:(t+1)*w:(t+1)*w], x[t*cols:(t+1)*cols])
 	}
+	xw := func(t int) []float64 { return buf[t*w : (t+1)*w : (t+1)*w] }
 	pb, sb := cols/2, cols/GroupSize
 	block := max(1, blockBytes/pb)
 	for lo := 0; lo < rows; lo += block {
@@ -101,14 +124,14 @@ func matMul(k kernel, dst []float32, stride int, packed, scales []byte, x []floa
 		t := 0
 		if k.rows2 != nil {
 			for ; t+2 <= n; t += 2 {
-				nan := k.rows2(dst[t*stride+lo:t*stride+hi], dst[(t+1)*stride+lo:(t+1)*stride+hi], p, s, xw[t], xw[t+1])
+				nan := k.rows2(dst[t*stride+lo:t*stride+hi], dst[(t+1)*stride+lo:(t+1)*stride+hi], p, s, xw(t), xw(t+1))
 				if t == 0 {
 					st.NaNScaleGroups += nan
 				}
 			}
 		}
 		for ; t < n; t++ {
-			nan := k.rows(dst[t*stride+lo:t*stride+hi], p, s, xw[t])
+			nan := k.rows(dst[t*stride+lo:t*stride+hi], p, s, xw(t))
 			if t == 0 {
 				st.NaNScaleGroups += nan
 			}

@@ -1,0 +1,8 @@
+// Package opfix loads the oracle operator fixtures (SPEC §13.1,
+// shared/fixtures/ops/*.json) for the tests of nn, attention and moe, and
+// compares results against them at the tolerance read from MANIFEST.json.
+//
+// It is for tests only (it imports testing) and must not be imported by
+// library code. Fixture paths come from internal/fixtures, so a missing
+// fixture directory skips (or under CI=true fails) the test.
+package opfix
