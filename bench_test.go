@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/k3-project/k3"
@@ -60,7 +61,7 @@ func BenchmarkDecodeWide(b *testing.B) {
 	dir := filepath.Join(fixtures.Path(b, "models"), "wide")
 	ref := loadReference(b, dir)
 	for _, th := range []int{1, 2} {
-		b.Run("threads="+itoa(th), func(b *testing.B) { benchDecode(b, dir, ref.PromptIDs, th) })
+		b.Run("threads="+strconv.Itoa(th), func(b *testing.B) { benchDecode(b, dir, ref.PromptIDs, th) })
 	}
 }
 
@@ -79,15 +80,8 @@ func BenchmarkDecodePerf(b *testing.B) {
 	}
 	prompt := []int{1, 100, 2000, 30000, 5, 77, 123, 4567, 8, 9, 10, 11, 12, 13, 14, 15}
 	for _, th := range []int{1, 2} {
-		b.Run("threads="+itoa(th), func(b *testing.B) { benchDecode(b, dir, prompt, th) })
+		b.Run("threads="+strconv.Itoa(th), func(b *testing.B) { benchDecode(b, dir, prompt, th) })
 	}
-}
-
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + string(rune('0'+i%10))
 }
 
 // BenchmarkForwardWide: one teacher-forced pass over models/wide's 29 reference ids (prefill
