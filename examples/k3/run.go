@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/tokenizer"
 )
 
 // Limits of SPEC §11.1.
@@ -25,7 +26,7 @@ const (
 )
 
 var runFlags = flagSpec{
-	"--ids": true, "--gen": true, "--incremental": false, "--threads": true, "--stop-ids": true,
+	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true, "--incremental": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
 }
 
@@ -33,6 +34,9 @@ var runFlags = flagSpec{
 type runOptions struct {
 	modelDir    string
 	ids         []int
+	promptText  string // --prompt or the contents of --prompt-file; encoded once --tok is loaded
+	promptFlag  string // the prompt source: "--ids", "--prompt" or "--prompt-file"
+	tokDir      string
 	gen         int
 	incremental bool
 	threads     int
@@ -53,20 +57,13 @@ func parseRun(args []string) (*runOptions, error) {
 		return nil, usagef("", "expected exactly one model directory, got %d positional arguments", len(pos))
 	}
 	o := &runOptions{modelDir: pos[0], gen: 8, threads: runtime.GOMAXPROCS(0), out: "k3_run.json"}
-	s, ok := vals["--ids"]
-	if !ok {
-		return nil, usagef("--ids", "a prompt is required")
-	}
-	if o.ids, err = parseIDList("--ids", s, maxPrompt); err != nil {
+	if err := o.parsePrompt(vals); err != nil {
 		return nil, err
 	}
 	if s, ok := vals["--gen"]; ok {
 		if o.gen, err = parseInt("--gen", s, 0, maxGen); err != nil {
 			return nil, err
 		}
-	}
-	if len(o.ids)+o.gen+1 > maxTotal {
-		return nil, usagef("--gen", "prompt (%d) + gen (%d) + 1 exceeds %d", len(o.ids), o.gen, maxTotal)
 	}
 	if s, ok := vals["--threads"]; ok {
 		if o.threads, err = parseInt("--threads", s, 1, 4096); err != nil {
@@ -76,8 +73,10 @@ func parseRun(args []string) (*runOptions, error) {
 	_, o.incremental = vals["--incremental"]
 	_, o.noStop = vals["--no-stop"]
 	_, o.tfCheck = vals["--tf-check"]
-	if o.tfCheck && len(o.ids) < 2 {
-		return nil, usagef("--tf-check", "needs at least 2 ids")
+	if o.ids != nil {
+		if err := o.checkLengths(); err != nil {
+			return nil, err
+		}
 	}
 	if s, ok := vals["--stop-ids"]; ok {
 		if o.noStop {
@@ -103,6 +102,58 @@ func parseRun(args []string) (*runOptions, error) {
 	return o, nil
 }
 
+// parsePrompt takes exactly one prompt source. Text sources need --tok; --ids may come with it
+// (then the output is decoded and the tokenizer's stop ids apply).
+func (o *runOptions) parsePrompt(vals map[string]string) error {
+	var given []string
+	for _, f := range []string{"--ids", "--prompt", "--prompt-file"} {
+		if _, ok := vals[f]; ok {
+			given = append(given, f)
+		}
+	}
+	switch len(given) {
+	case 0:
+		return usagef("--ids", "a prompt is required (one of --ids, --prompt, --prompt-file)")
+	case 1:
+	default:
+		return usagef(given[1], "conflicts with %s: give exactly one of --ids, --prompt, --prompt-file", given[0])
+	}
+	o.promptFlag = given[0]
+	if s, ok := vals["--tok"]; ok {
+		if s == "" {
+			return usagef("--tok", "empty path")
+		}
+		o.tokDir = s
+	}
+	var err error
+	switch o.promptFlag {
+	case "--ids":
+		o.ids, err = parseIDList("--ids", vals["--ids"], maxPrompt)
+		return err
+	case "--prompt":
+		o.promptText = vals["--prompt"]
+	case "--prompt-file":
+		if o.promptText, err = readPromptFile(vals["--prompt-file"]); err != nil {
+			return err
+		}
+	}
+	if o.tokDir == "" {
+		return usagef(o.promptFlag, "a text prompt needs --tok DIR (the directory of %s and %s)", tokRanksFile, tokConfigFile)
+	}
+	return nil
+}
+
+// checkLengths applies the limits of SPEC §11.1 once the prompt ids are known.
+func (o *runOptions) checkLengths() error {
+	if len(o.ids)+o.gen+1 > maxTotal {
+		return usagef("--gen", "prompt (%d) + gen (%d) + 1 exceeds %d", len(o.ids), o.gen, maxTotal)
+	}
+	if o.tfCheck && len(o.ids) < 2 {
+		return usagef("--tf-check", "needs at least 2 ids")
+	}
+	return nil
+}
+
 // report is the JSON object of SPEC §11.1, limited to the keys this engine can fill today.
 type report struct {
 	ModelDir        string   `json:"model_dir"`
@@ -121,7 +172,7 @@ type report struct {
 	WallSeconds     float64  `json:"wall_seconds"`
 	LoadSeconds     float64  `json:"load_seconds"`
 	SecondsPerToken *float64 `json:"seconds_per_token"` // null when nothing was generated
-	GeneratedText   *string  `json:"generated_text"`    // null: no tokenizer wired into the CLI yet
+	GeneratedText   *string  `json:"generated_text"`    // the complete decoded text; null without --tok
 	Error           string   `json:"error,omitempty"`
 }
 
@@ -157,6 +208,29 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 	}()
 
+	var enc *tokenizer.Encoding
+	if o.tokDir != "" {
+		var warnings []string
+		var err error
+		if enc, warnings, err = loadTokenizer(o.tokDir); err != nil {
+			fmt.Fprintf(stderr, "k3: %v\n", err)
+			return exitRuntime
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "k3: warning: %s\n", w)
+		}
+		if o.ids == nil {
+			if o.ids, err = encodePrompt(enc, o.promptFlag, o.promptText); err == nil {
+				err = o.checkLengths()
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "k3: %v\n", err)
+				return exitUsage
+			}
+			fmt.Fprintf(stderr, "k3: %s: %d prompt ids\n", o.promptFlag, len(o.ids))
+		}
+	}
+
 	m, err := k3.Open(o.modelDir, k3.WithThreads(o.threads))
 	if err != nil {
 		fmt.Fprintf(stderr, "k3: %v\n", err)
@@ -169,13 +243,13 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	cfg := m.Config()
 	for i, id := range o.ids {
 		if id >= cfg.Vocab {
-			fmt.Fprintf(stderr, "k3: --ids: element %d: id %d is outside [0, %d)\n", i, id, cfg.Vocab)
+			fmt.Fprintf(stderr, "k3: %s: element %d: id %d is outside [0, %d)\n", o.promptFlag, i, id, cfg.Vocab)
 			return exitUsage
 		}
 	}
 	stop := o.stop
 	if !o.stopGiven && !o.noStop {
-		stop = append([]int(nil), cfg.EOSTokenIDs...)
+		stop = defaultStop(enc, cfg.EOSTokenIDs)
 	}
 	if o.noStop {
 		stop = nil
@@ -211,6 +285,10 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 		dumpErr = writeLogits(o.dumpLogits, s.Logits())
 	}
+	var stream *tokenizer.StreamDecoder
+	if enc != nil {
+		stream = enc.NewStreamDecoder()
+	}
 	genStart := time.Now()
 	last := genStart
 	code := exitOK
@@ -228,7 +306,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			break
 		}
 		now := time.Now()
-		fmt.Fprintf(stderr, "step %4d token %7d %8.3f s\n", len(rep.GeneratedIDs), id, now.Sub(last).Seconds())
+		fmt.Fprintf(stderr, "step %4d token %7d %8.3f s%s\n", len(rep.GeneratedIDs), id, now.Sub(last).Seconds(), piece(stream, id))
 		last = now
 		rep.GeneratedIDs = append(rep.GeneratedIDs, id)
 		if contains(stop, id) {
@@ -253,6 +331,26 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if code == exitOK || rep.StopReason == "signal" {
 		rep.LayersCompleted = cfg.NumLayers
 	}
+	if stream != nil && stream.Pending() > 0 {
+		fmt.Fprintf(stderr, "     end of output  %q\n", stream.Flush())
+	}
+	if enc != nil {
+		// Decoded in one piece from the ids, not from the stream pieces, so the text is complete
+		// whatever the table showed; an id the tokenizer cannot decode is an error, not skipped.
+		text, err := enc.Decode(rep.GeneratedIDs)
+		if err != nil {
+			fmt.Fprintf(stderr, "k3: --tok: decoding the generated ids: %v\n", err)
+			if rep.Error == "" {
+				rep.Error = err.Error()
+			}
+			if code == exitOK {
+				code = exitRuntime
+			}
+		} else {
+			rep.GeneratedText = &text
+			fmt.Fprintf(stderr, "k3: generated text: %q\n", text)
+		}
+	}
 	rep.FullIDs = append(append([]int{}, o.ids...), rep.GeneratedIDs...)
 	if n := len(rep.GeneratedIDs); n > 0 {
 		spt := time.Since(genStart).Seconds() / float64(n)
@@ -270,6 +368,19 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		fmt.Fprintf(stderr, "k3: %d tokens, %.4f s/token, peak RSS %d bytes\n", len(rep.GeneratedIDs), *rep.SecondsPerToken, rep.PeakRSSBytes)
 	}
 	return code
+}
+
+// piece is the step table's text column: what the id adds to the decoded output, quoted; empty
+// without a tokenizer. An undecodable id is shown, not fatal here (the final Decode reports it).
+func piece(d *tokenizer.StreamDecoder, id int) string {
+	if d == nil {
+		return ""
+	}
+	s, err := d.Push(id)
+	if err != nil {
+		return "  (not decodable)"
+	}
+	return fmt.Sprintf("  %q", s)
 }
 
 func mode(incremental bool) string {

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/k3-project/k3/tokenizer"
+)
+
+// Files of a Kimi tokenizer directory (SPEC §10.1).
+const (
+	tokRanksFile  = "tiktoken.model"
+	tokConfigFile = "tokenizer_config.json"
+)
+
+// defaultStopNames are the specials that end a turn (SPEC §11.2): the model ends turns with
+// [EOS], and config.json's eos is <|end_of_msg|>.
+var defaultStopNames = [...]string{"[EOS]", "<|end_of_msg|>"}
+
+// tokLoadError is a tokenizer that could not be loaded; it is a runtime failure (exit 1), unlike
+// a prompt that the loaded tokenizer refuses (exit 2).
+type tokLoadError struct{ err error }
+
+func (e *tokLoadError) Error() string { return "--tok: " + e.err.Error() }
+func (e *tokLoadError) Unwrap() error { return e.err }
+
+// loadTokenizer reads dir/tiktoken.model and dir/tokenizer_config.json. A rank file that is not
+// the released Kimi one is a warning, not a refusal: a user may run a modified vocabulary.
+func loadTokenizer(dir string) (*tokenizer.Encoding, []string, error) {
+	enc, err := tokenizer.LoadKimi(filepath.Join(dir, tokRanksFile), filepath.Join(dir, tokConfigFile))
+	if err != nil {
+		return nil, nil, &tokLoadError{err}
+	}
+	var warnings []string
+	if !enc.IsKimiReference() {
+		d := enc.Ranks().Digest()
+		warnings = append(warnings, fmt.Sprintf("%s in %s (SHA-256 %x) is not the released Kimi rank file (SHA-256 %s); ids may not match the model's",
+			tokRanksFile, dir, d[:], tokenizer.KimiRanksSHA256))
+	}
+	return enc, warnings, nil
+}
+
+// readPromptFile reads --prompt-file. An unreadable file is a bad argument (exit 2): nothing has
+// been started yet and the user has to fix the command line.
+func readPromptFile(path string) (string, error) {
+	if path == "" {
+		return "", usagef("--prompt-file", "empty path")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", usagef("--prompt-file", "%v", err)
+	}
+	if !utf8.Valid(b) {
+		return "", usagef("--prompt-file", "%s is not valid UTF-8", path)
+	}
+	return string(b), nil
+}
+
+// encodePrompt turns the prompt text into ids as the Kimi reference tokenizer does
+// (tokenization_kimi.py's encode: every special name is recognised, nothing is added, no chat
+// template). flag names the source in errors.
+func encodePrompt(enc *tokenizer.Encoding, flag, text string) ([]int, error) {
+	ids, err := enc.Encode(text, tokenizer.AllowSpecial)
+	if err != nil {
+		var ue *tokenizer.InvalidUTF8Error
+		if errors.As(err, &ue) {
+			return nil, usagef(flag, "invalid UTF-8 at byte %d", ue.Offset)
+		}
+		return nil, usagef(flag, "%v", err)
+	}
+	if len(ids) == 0 {
+		return nil, usagef(flag, "the prompt encodes to no tokens")
+	}
+	if len(ids) > maxPrompt {
+		return nil, usagef(flag, "the prompt encodes to %d ids, at most %d allowed", len(ids), maxPrompt)
+	}
+	return ids, nil
+}
+
+// defaultStop is the stop set of SPEC §11.2 when neither --stop-ids nor --no-stop is given: the
+// tokenizer's [EOS] and <|end_of_msg|> (when a tokenizer is loaded and defines them), then the
+// config's eos_token_id, without duplicates.
+func defaultStop(enc *tokenizer.Encoding, configEOS []int) []int {
+	var stop []int
+	add := func(id int) {
+		if !contains(stop, id) {
+			stop = append(stop, id)
+		}
+	}
+	if enc != nil {
+		specials := enc.SpecialTokens()
+		for _, name := range defaultStopNames {
+			if id, ok := specials[name]; ok {
+				add(id)
+			}
+		}
+	}
+	for _, id := range configEOS {
+		add(id)
+	}
+	return stop
+}
