@@ -50,11 +50,9 @@ func (s *Session) Restore(sn *Snapshot) error {
 			}
 		}
 		if sn.mla[l] != nil {
-			c, d := sn.mla[l], s.mla[l]
-			if c.KVLoRA != d.KVLoRA || c.Rope != d.Rope {
-				return fmt.Errorf("k3: restore layer %d: MLA cache geometry differs", l)
+			if err := s.mla[l].CopyFrom(sn.mla[l]); err != nil {
+				return fmt.Errorf("k3: restore layer %d: %w", l, err)
 			}
-			d.KV = append(d.KV[:0], c.KV...) // reuses the session's capacity
 		}
 	}
 	s.pos, s.broken = sn.pos, nil

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/k3-project/k3/internal/floatbits"
 )
 
 // TestFastEqualsPure compares the dispatched kernels (assembly on amd64 with
@@ -29,7 +31,7 @@ func TestFastEqualsPure(t *testing.T) {
 		if n > 6 && trial%3 == 0 {
 			xs[1], xs[6] = 1<<60, -(1 << 60)
 		}
-		x := widen(nil, xs)
+		x := floatbits.Widen64(nil, xs)
 		q8 := randBytes(rng, n)
 		q4 := randBytes(rng, (n+1)/2)
 		same("r16Int8", n, r16Int8(q8, x), r16Int8Go(q8, x))

@@ -73,7 +73,7 @@ func (m *fp8) row(r int, x []float64) float32 {
 func (m *fp8) MatVec(dst, x []float32) {
 	checkMatVec(FP8E4M3B128, "MatVec", m.rows, m.cols, len(dst), len(x))
 	sp := scratch.Get(len(x))
-	xw := widen(*sp, x)
+	xw := floatbits.Widen64(*sp, x)
 	for r := range dst {
 		dst[r] = m.row(r, xw)
 	}

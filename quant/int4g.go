@@ -1,6 +1,9 @@
 package quant
 
-import "github.com/k3-project/k3/internal/scratch"
+import (
+	"github.com/k3-project/k3/internal/floatbits"
+	"github.com/k3-project/k3/internal/scratch"
+)
 
 // int4Grouped is an int4-grouped matrix: offset-8 nibbles packed like
 // int4-row, F32 scales [O, ⌈I/gs⌉], RG with g = gs; the last group of a row
@@ -44,7 +47,7 @@ func (m *int4Grouped) row(r int, x []float64) float32 {
 func (m *int4Grouped) MatVec(dst, x []float32) {
 	checkMatVec(Int4Grouped, "MatVec", m.rows, m.cols, len(dst), len(x))
 	sp := scratch.Get(len(x))
-	xw := widen(*sp, x)
+	xw := floatbits.Widen64(*sp, x)
 	for r := range dst {
 		dst[r] = m.row(r, xw)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/k3-project/k3/internal/floatbits"
 	"github.com/k3-project/k3/internal/scratch"
 )
 
@@ -86,7 +87,7 @@ func (m *intRow) row(r int, x []float64) float32 {
 func (m *intRow) MatVec(dst, x []float32) {
 	checkMatVec(m.f, "MatVec", m.rows, m.cols, len(dst), len(x))
 	sp := scratch.Get(len(x))
-	xw := widen(*sp, x)
+	xw := floatbits.Widen64(*sp, x)
 	for r := range dst {
 		dst[r] = m.row(r, xw)
 	}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/floatbits"
 	"github.com/k3-project/k3/internal/parallel"
 )
 
@@ -556,7 +557,7 @@ func TestKernelsUnrounded(t *testing.T) {
 				t.Fatalf("%s n=%d: %v, want %v", name, n, got, want)
 			}
 		}
-		xw := widen(nil, x)
+		xw := floatbits.Widen64(nil, x)
 		check("r16Int8", r16Int8(q8, xw), refR16(v8, x))
 		check("r16Int8Go", r16Int8Go(q8, xw), refR16(v8, x))
 		check("r16Int4", r16Int4(q4, xw), refR16(v4, x))

@@ -187,16 +187,3 @@ func rgFP8Tail(acc float64, q []byte, x []float64, sc []byte, g0 int) float64 {
 	}
 	return acc
 }
-
-// widen returns x converted to float64 (exact), into buf when it is large
-// enough.
-func widen(buf []float64, x []float32) []float64 {
-	if cap(buf) < len(x) {
-		buf = make([]float64, len(x))
-	}
-	buf = buf[:len(x)]
-	for i, v := range x {
-		buf[i] = float64(v)
-	}
-	return buf
-}

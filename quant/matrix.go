@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 
+	"github.com/k3-project/k3/internal/floatbits"
 	"github.com/k3-project/k3/internal/parallel"
 	"github.com/k3-project/k3/internal/scratch"
 )
@@ -157,7 +158,7 @@ func rowMatMul(rows, cols int, dst []float32, stride int, x []float32, n int, ro
 		return
 	}
 	sp := scratch.Get(len(x))
-	xw := widen(*sp, x)
+	xw := floatbits.Widen64(*sp, x)
 	for r := range rows {
 		for t := range n {
 			dst[t*stride+r] = row(r, xw[t*cols:(t+1)*cols:(t+1)*cols])

@@ -59,3 +59,17 @@ func E4M3(b byte) float32 {
 	}
 	return float32(v)
 }
+
+// Widen64 returns x converted to float64 (exact), in dst when its capacity
+// suffices. Kernels widen activations once per call so every f64 product of the
+// R16/RG reductions starts from the same exact values.
+func Widen64(dst []float64, x []float32) []float64 {
+	if cap(dst) < len(x) {
+		dst = make([]float64, len(x))
+	}
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] = float64(v)
+	}
+	return dst
+}

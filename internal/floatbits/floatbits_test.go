@@ -108,3 +108,20 @@ func TestFP8AllCodes(t *testing.T) {
 		t.Error("FP8 anchors")
 	}
 }
+
+func TestWiden64(t *testing.T) {
+	x := []float32{0, float32(math.Copysign(0, -1)), 1.5, -3.25e-40, float32(math.Inf(1)), math.MaxFloat32}
+	buf := make([]float64, 1, 16)
+	got := Widen64(buf, x)
+	if &got[0] != &buf[0] {
+		t.Error("Widen64 did not reuse a large enough destination")
+	}
+	for i, v := range x {
+		if math.Float64bits(got[i]) != math.Float64bits(float64(v)) {
+			t.Errorf("Widen64[%d] = %v, want %v", i, got[i], float64(v))
+		}
+	}
+	if small := Widen64(make([]float64, 0, 2), x); len(small) != len(x) {
+		t.Errorf("Widen64 into a short buffer: len %d, want %d", len(small), len(x))
+	}
+}

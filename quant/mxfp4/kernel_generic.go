@@ -1,20 +1,10 @@
 package mxfp4
 
+import "github.com/k3-project/k3/internal/floatbits"
+
 // genericKernel is the pure-Go twin: the reference the assembly must match
 // bit for bit, and the kernel on every other architecture.
-var genericKernel = kernel{widen: widenNatural, align: GroupSize, rows: rowsGeneric}
-
-// widenNatural converts x to float64 in column order (exact).
-func widenNatural(dst []float64, x []float32) []float64 {
-	if cap(dst) < len(x) {
-		dst = make([]float64, len(x))
-	}
-	dst = dst[:len(x)]
-	for i, v := range x {
-		dst[i] = float64(v)
-	}
-	return dst
-}
+var genericKernel = kernel{widen: floatbits.Widen64, align: GroupSize, rows: rowsGeneric}
 
 // rowsGeneric computes dst[r] for len(dst) rows of len(xw) columns.
 func rowsGeneric(dst []float32, packed, scales []byte, xw []float64) int {
