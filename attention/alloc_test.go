@@ -4,46 +4,19 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/race"
 	"github.com/k3-project/k3/quant"
 )
 
-// naiveMat is a quant.Matrix that never allocates in MatVec/MatMul/DecodeRow,
-// so an allocation count over a Forward call measures this package alone.
-type naiveMat struct {
-	rows, cols int
-	w          []float32
-}
-
-func (m naiveMat) Format() quant.Format { return quant.F32 }
-func (m naiveMat) Rows() int            { return m.rows }
-func (m naiveMat) Cols() int            { return m.cols }
-func (m naiveMat) MatVec(dst, x []float32) {
-	m.MatMul(dst, m.rows, x, 1)
-}
-func (m naiveMat) MatMul(dst []float32, stride int, x []float32, n int) {
-	for t := range n {
-		for r := range m.rows {
-			var acc float64
-			for c, v := range m.w[r*m.cols : (r+1)*m.cols] {
-				acc += float64(v) * float64(x[t*m.cols+c])
-			}
-			dst[t*stride+r] = float32(acc)
-		}
-	}
-}
-func (m naiveMat) Slice(lo, hi int) quant.Matrix {
-	return naiveMat{rows: hi - lo, cols: m.cols, w: m.w[lo*m.cols : hi*m.cols]}
-}
-func (m naiveMat) DecodeRow(dst []float32, r int) { copy(dst, m.w[r*m.cols:(r+1)*m.cols]) }
-
 // With a reused Workspace a decode step allocates nothing in this package
-// (one worker; the matrices above allocate nothing either).
+// (one worker; quant's f32 matrices allocate nothing either, so the count
+// covers the whole decode path down to the kernels).
 func TestDecodeStepAllocations(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
 	r := rand.New(rand.NewPCG(3, 4))
-	nm := func(rows, cols int) quant.Matrix { return naiveMat{rows, cols, randF32(r, rows*cols, 0.2)} }
+	nm := func(rows, cols int) quant.Matrix { return f32Mat(t, rows, cols, randF32(r, rows*cols, 0.2)) }
 	const E, H, D, K = 32, 2, 16, 4
 	P := H * D
 	k, err := NewKDA(KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K, GateLB: -5, RMSEps: 1e-5, Workers: 1},
@@ -83,4 +56,13 @@ func TestDecodeStepAllocations(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("MLA decode step: %v allocations", n)
 	}
+}
+
+func f32Mat(t *testing.T, rows, cols int, w []float32) quant.Matrix {
+	t.Helper()
+	m, err := quant.F32FromFloats(rows, cols, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

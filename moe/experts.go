@@ -13,14 +13,15 @@ type Expert struct {
 	W1, W3, W2 quant.Matrix
 }
 
-// ExpertSource supplies routed experts. Experts returns the experts ids of
-// layer, in the order of ids, and a release function the caller calls
+// ExpertSource supplies routed experts. Experts appends the experts ids of
+// layer, in the order of ids, to dst[:0] (so a caller that keeps dst between
+// calls allocates nothing per token) and returns that slice with a release function the caller calls
 // exactly once when it no longer uses them (a cache may then evict them).
 // A failure should be an *ExpertLoadError naming the expert; any other
 // error is wrapped in one with Expert = −1. Implementations must be safe for
 // concurrent use.
 type ExpertSource interface {
-	Experts(layer int, ids []int) ([]Expert, func(), error)
+	Experts(layer int, ids []int, dst []Expert) ([]Expert, func(), error)
 }
 
 // MemExperts is an in-memory ExpertSource: every expert of every layer is
@@ -36,17 +37,17 @@ func NewMemExperts(layers map[int][]Expert) *MemExperts {
 }
 
 // Experts implements ExpertSource.
-func (m *MemExperts) Experts(layer int, ids []int) ([]Expert, func(), error) {
+func (m *MemExperts) Experts(layer int, ids []int, dst []Expert) ([]Expert, func(), error) {
 	all, ok := m.layers[layer]
-	out := make([]Expert, len(ids))
-	for i, id := range ids {
+	out := dst[:0]
+	for _, id := range ids {
 		if !ok {
 			return nil, nil, &ExpertLoadError{Layer: layer, Expert: id, Err: fmt.Errorf("no experts for layer %d", layer)}
 		}
 		if id < 0 || id >= len(all) {
 			return nil, nil, &ExpertLoadError{Layer: layer, Expert: id, Err: fmt.Errorf("expert id outside [0, %d)", len(all))}
 		}
-		out[i] = all[id]
+		out = append(out, all[id])
 	}
 	return out, func() {}, nil
 }

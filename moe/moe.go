@@ -212,7 +212,7 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 		fill[n]++
 	}
 
-	experts, release, err := m.src.Experts(c.Layer, uniq)
+	experts, release, err := m.src.Experts(c.Layer, uniq, ws.experts[:0])
 	if err != nil {
 		var le *ExpertLoadError
 		if errors.As(err, &le) {
@@ -220,6 +220,7 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 		}
 		return &ExpertLoadError{Layer: c.Layer, Expert: -1, Err: err}
 	}
+	ws.experts = experts[:0] // keep the capacity for the next call
 	if release != nil {
 		defer release()
 	}

@@ -40,9 +40,9 @@ type countingSource struct {
 	released int
 }
 
-func (c *countingSource) Experts(layer int, ids []int) ([]Expert, func(), error) {
+func (c *countingSource) Experts(layer int, ids []int, dst []Expert) ([]Expert, func(), error) {
 	c.calls = append(c.calls, append([]int(nil), ids...))
-	ex, rel, err := c.inner.Experts(layer, ids)
+	ex, rel, err := c.inner.Experts(layer, ids, dst)
 	return ex, func() { c.released++; rel() }, err
 }
 
@@ -100,7 +100,7 @@ func TestMoEChunkUnionBitIdentical(t *testing.T) {
 
 type failingSource struct{ err error }
 
-func (f failingSource) Experts(layer int, ids []int) ([]Expert, func(), error) {
+func (f failingSource) Experts(layer int, ids []int, dst []Expert) ([]Expert, func(), error) {
 	return nil, nil, f.err
 }
 

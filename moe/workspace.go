@@ -16,6 +16,8 @@ type Workspace struct {
 	ints  arena.Arena[int]
 	run   expertRun
 	parts []expertPart
+	// experts is handed to ExpertSource.Experts as its destination.
+	experts []Expert
 }
 
 // NewWorkspace returns an empty workspace.

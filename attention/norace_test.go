@@ -1,5 +1,0 @@
-//go:build !race
-
-package attention
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package quant
-
-const raceEnabled = false
