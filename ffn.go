@@ -10,9 +10,17 @@ import (
 // (SPEC §4.8); callers test for it with errors.As (the example CLI maps it to exit code 4).
 type ExpertLoadError = moe.ExpertLoadError
 
-// ffn is a layer's feed-forward block: the dense SiTU-GLU MLP or the LatentMoE.
+// ffn is a layer's feed-forward block: the dense SiTU-GLU MLP or the LatentMoE, run with the
+// session's scratch memory.
 type ffn interface {
-	Forward(dst, x []float32, T int) error
+	ForwardWith(dst, x []float32, T int, ws *moe.Workspace) error
+}
+
+// latentMoE adapts moe.MoE to ffn (the engine does not ask for the routing picks).
+type latentMoE struct{ *moe.MoE }
+
+func (f latentMoE) ForwardWith(dst, x []float32, T int, ws *moe.Workspace) error {
+	return f.ForwardRoutedWith(dst, x, T, nil, ws)
 }
 
 // bindFFN binds layer l's FFN tensors and returns the constructor to run once every tensor of the
@@ -62,6 +70,10 @@ func (m *Model) bindFFN(b *binder, l int) func() (ffn, error) {
 	return func() (ffn, error) {
 		// Experts are resident (mmap views) for now; the routed-expert cache of SPEC §9 will
 		// replace this source without touching the layer.
-		return moe.New(cfg, w, moe.NewMemExperts(map[int][]moe.Expert{l: experts}))
+		mo, err := moe.New(cfg, w, moe.NewMemExperts(map[int][]moe.Expert{l: experts}))
+		if err != nil {
+			return nil, err
+		}
+		return latentMoE{mo}, nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/k3-project/k3/attention"
 	"github.com/k3-project/k3/internal/nn"
+	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 )
 
@@ -25,17 +26,35 @@ type Session struct {
 	pos    int
 	logits []float32 // last position's logits, nil before the first call
 	broken error
+
+	// Scratch memory and the per-layer mixers that use it, built once so a decode step
+	// allocates no closures and no layer scratch.
+	nnWS   *nn.Workspace
+	attnWS *attention.Workspace
+	moeWS  *moe.Workspace
+	attn   []nn.Mixer // by layer
+	ffn    []nn.Mixer // by layer
 }
 
 // NewSession returns a session with no positions.
 func (m *Model) NewSession() *Session {
-	s := &Session{m: m, kda: make([]*attention.KDAState, len(m.layers)), mla: make([]*attention.MLACache, len(m.layers))}
+	n := len(m.layers)
+	s := &Session{m: m, kda: make([]*attention.KDAState, n), mla: make([]*attention.MLACache, n),
+		nnWS: nn.NewWorkspace(), attnWS: attention.NewWorkspace(), moeWS: moe.NewWorkspace(),
+		attn: make([]nn.Mixer, n), ffn: make([]nn.Mixer, n)}
 	for l := range m.layers {
-		if k := m.layers[l].kda; k != nil {
-			s.kda[l] = k.NewState()
+		lay := &m.layers[l]
+		if k := lay.kda; k != nil {
+			st := k.NewState()
+			s.kda[l] = st
+			s.attn[l] = func(dst, x []float32, T int) error { return k.ForwardWith(dst, x, T, st, s.attnWS) }
 		} else {
-			s.mla[l] = m.layers[l].mla.NewCache()
+			a, c := lay.mla, lay.mla.NewCache()
+			s.mla[l] = c
+			s.attn[l] = func(dst, x []float32, T int) error { return a.ForwardWith(dst, x, T, c, s.attnWS) }
 		}
+		f := lay.ffn
+		s.ffn[l] = func(dst, x []float32, T int) error { return f.ForwardWith(dst, x, T, s.moeWS) }
 	}
 	return s
 }
@@ -191,16 +210,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		if err := ctx.Err(); err != nil {
 			return nil, fail(l, err)
 		}
-		lay := &m.layers[l]
-		var attn nn.Mixer
-		if lay.kda != nil {
-			k, ks := lay.kda, s.kda[l]
-			attn = func(dst, x []float32, T int) error { return k.Forward(dst, x, T, ks) }
-		} else {
-			a, mc := lay.mla, s.mla[l]
-			attn = func(dst, x []float32, T int) error { return a.Forward(dst, x, T, mc) }
-		}
-		if err := lay.res.Forward(st, attn, lay.ffn.Forward, m.threads); err != nil {
+		if err := m.layers[l].res.ForwardWith(st, s.attn[l], s.ffn[l], m.threads, s.nnWS); err != nil {
 			return nil, fail(l, err)
 		}
 	}
@@ -210,7 +220,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		return nil, nil
 	}
 	out := make([]float32, T*E)
-	if err := st.Aggregate(out, m.outAgg, m.threads); err != nil {
+	if err := st.AggregateWith(out, m.outAgg, m.threads, s.nnWS); err != nil {
 		return nil, fail(-1, err)
 	}
 	var logits []float32
