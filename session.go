@@ -234,6 +234,9 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 			t0 = time.Now()
 		}
 		if err := m.layers[l].res.ForwardWith(st, s.attn[l], s.ffn[l], m.threads, s.nnWS); err != nil {
+			if werr := m.weightsErr(); werr != nil {
+				err = werr // the NaN rows of unread weights made the layer fail: report the cause
+			}
 			return nil, fail(l, err)
 		}
 		// A streamed matrix that could not read its bytes leaves NaN and records the error:

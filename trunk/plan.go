@@ -45,6 +45,9 @@ type PlanConfig struct {
 type Plan struct {
 	Budget int64 `json:"budget_bytes"`
 	Floor  int64 `json:"floor_bytes"` // the smallest budget these tensors can run in
+	// MinSlot is the smallest slot: the largest piece that cannot be split (a row of the widest
+	// matrix, or a whole matrix the layer reads by rows) plus its read window.
+	MinSlot int64 `json:"min_slot_bytes"`
 
 	Layers       int   `json:"layers"`
 	Pinned       []int `json:"pinned_layers"`
@@ -184,7 +187,7 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 	if embed != nil {
 		p.EmbedRowSize = embed.rowBytes()
 	}
-	p.Floor = cfg.SideBytes + minSlot
+	p.Floor, p.MinSlot = cfg.SideBytes+minSlot, minSlot
 	if len(items) == 0 {
 		p.Floor = cfg.SideBytes
 	}
@@ -217,7 +220,7 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 		order = append(order, it)
 	}
 	slices.SortFunc(order, func(a, b *item) int {
-		if c := cmp.Compare(b.bytes, a.bytes); c != 0 {
+		if c := cmp.Compare(b.size, a.size); c != 0 {
 			return c
 		}
 		return cmp.Compare(key(a.id), key(b.id))
