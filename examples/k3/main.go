@@ -44,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdInfo(args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(args[1:], stdout, stderr, nil)
+	case "pack-trunk":
+		return cmdPackTrunk(args[1:], stdout, stderr)
 	}
 	return cmdRun(args, stdout, stderr, nil)
 }
@@ -54,6 +56,7 @@ const usage = `usage:
   k3 synth <geometry> <dir> [--seed N]    write a synthetic checkpoint (see --list-geometries)
   k3 demo [--gen N] [--seed N]            synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
+  k3 pack-trunk <model_dir> <out_dir>     copy every layer's dense tensors into trunk.bin + trunk.json
   k3 --help | --version | --list-geometries
 
 decode flags:
@@ -73,6 +76,11 @@ decode flags:
   --out FILE         JSON report path (default k3_run.json; "-" for stdout)
   --dump-logits FILE write the step-0 logits as little-endian float32 x vocab
   --tf-check         teacher-forced agreement over --ids instead of generating
+  --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
+                     (default: memory-map every shard)
+  --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
+  --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
+  --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
 
 exit codes: 0 ok, 2 usage/validation, 1 runtime failure, 4 a routed expert failed to load,
             130/143 interrupted

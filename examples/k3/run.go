@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +29,7 @@ const (
 var runFlags = flagSpec{
 	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true, "--incremental": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
+	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
 }
 
 // runOptions is a validated decode request.
@@ -46,6 +48,7 @@ type runOptions struct {
 	out         string
 	dumpLogits  string
 	tfCheck     bool
+	budget      budget
 }
 
 func parseRun(args []string) (*runOptions, error) {
@@ -58,6 +61,9 @@ func parseRun(args []string) (*runOptions, error) {
 	}
 	o := &runOptions{modelDir: pos[0], gen: 8, threads: runtime.GOMAXPROCS(0), out: "k3_run.json"}
 	if err := o.parsePrompt(vals); err != nil {
+		return nil, err
+	}
+	if o.budget, err = parseBudget(vals); err != nil {
 		return nil, err
 	}
 	if s, ok := vals["--gen"]; ok {
@@ -172,7 +178,12 @@ type report struct {
 	WallSeconds     float64  `json:"wall_seconds"`
 	LoadSeconds     float64  `json:"load_seconds"`
 	SecondsPerToken *float64 `json:"seconds_per_token"` // null when nothing was generated
-	GeneratedText   *string  `json:"generated_text"`    // the complete decoded text; null without --tok
+	TrunkBytesRead  int64    `json:"trunk_bytes_read"`
+	EmbedBytesRead  int64    `json:"embedding_bytes_read"`
+	HeadBytesRead   int64    `json:"lm_head_bytes_read"`
+	Plan            k3.Plan  `json:"plan"`
+	Trunk           any      `json:"trunk_stats,omitempty"`
+	GeneratedText   *string  `json:"generated_text"` // the complete decoded text; null without --tok
 	Error           string   `json:"error,omitempty"`
 }
 
@@ -231,7 +242,15 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 	}
 
-	m, err := k3.Open(o.modelDir, k3.WithThreads(o.threads))
+	opts := append([]k3.Option{k3.WithThreads(o.threads)}, o.budget.options()...)
+	// The plan is computed and printed before anything is allocated.
+	plan, err := k3.PlanFor(o.modelDir, opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "k3: %v\n", err)
+		return exitRuntime
+	}
+	fmt.Fprintf(stderr, "k3: memory plan\n%s\n", indent(plan.String()))
+	m, err := k3.Open(o.modelDir, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "k3: %v\n", err)
 		return exitRuntime
@@ -358,6 +377,14 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
 	rep.PeakRSSBytes = peakRSS()
+	rep.Plan = m.Plan()
+	if st, ok := m.TrunkStats(); ok {
+		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
+		rep.Trunk = st
+		fmt.Fprintf(stderr, "k3: trunk: %s streamed + %s lm_head + %s embedding rows read in %d reads (%s); device %.2f s, compute waited %.2f s (overlap %.0f%%)\n",
+			gbString(st.BytesRead), gbString(st.HeadBytes), gbString(st.EmbedBytes), st.Reads, st.Mode,
+			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
+	}
 	if err := writeReport(o.out, stdout, &rep); err != nil {
 		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
 		if code == exitOK {
@@ -433,6 +460,8 @@ func writeReport(path string, stdout io.Writer, rep *report) error {
 	}
 	return os.WriteFile(path, b, 0o644)
 }
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
 func defaultThreads() int { return runtime.GOMAXPROCS(0) }
 
