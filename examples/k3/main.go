@@ -46,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdout, stderr, nil)
 	case "pack-trunk":
 		return cmdPackTrunk(args[1:], stdout, stderr)
+	case "ladder":
+		return cmdLadder(args[1:], stdout, stderr)
 	}
 	return cmdRun(args, stdout, stderr, nil)
 }
@@ -57,6 +59,8 @@ const usage = `usage:
   k3 demo [--gen N] [--seed N]            synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
   k3 pack-trunk <model_dir> <out_dir>     copy every layer's dense tensors into trunk.bin + trunk.json
+  k3 ladder <model_dir> --budgets LIST    one run per trunk budget (GB, floor, all, mapped), each in its
+                                          own process: peak RSS, s/token, bytes read, identical ids
   k3 --help | --version | --list-geometries
 
 decode flags:
