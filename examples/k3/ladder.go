@@ -147,12 +147,19 @@ func cmdLadder(args []string, stdout, stderr io.Writer) int {
 		args = append(append(args, extra...), "--out", out)
 		fmt.Fprintf(stderr, "ladder: rung %d/%d: %s\n", i+1, len(budgets), strings.Join(args, " "))
 		cmd := exec.Command(self, args...)
-		cmd.Stderr = io.Discard
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
 		t0 := time.Now()
 		runErr := cmd.Run()
+		if runErr != nil {
+			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			runErr = fmt.Errorf("%w: %s", runErr, lines[len(lines)-1])
+		}
 		r.WallSeconds = time.Since(t0).Seconds()
-		if err := r.load(out); err != nil || runErr != nil {
-			r.RunError = errors.Join(runErr, err).Error()
+		if runErr != nil {
+			r.RunError = runErr.Error()
+		} else if err := r.load(out); err != nil {
+			r.RunError = err.Error()
 		}
 		rows = append(rows, r)
 	}
