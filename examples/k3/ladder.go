@@ -231,7 +231,7 @@ func (r *rung) load(path string) error {
 
 func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "budget\tplan total\tpinned\tslots\tpeak RSS\tmapped (experts)\ts/token\tread/token\tstream MB/s\toverlap\tids\t")
+	fmt.Fprintln(tw, "budget\tplan total\tpinned\tslots\tpeak RSS\tmapped (experts)\toverhead\ts/token\tread/token\tstream MB/s\toverlap\tids\t")
 	for _, r := range rows {
 		pinned := "mapped"
 		if r.Layers >= 0 {
@@ -241,8 +241,8 @@ func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
 		if r.RunError != "" {
 			ids = "ERROR: " + r.RunError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%.3f\t%s\t%.0f\t%.0f%%\t%s\t\n", r.Budget, trunk.GB(r.PlanTotal), pinned, r.Slots,
-			trunk.GB(r.PeakRSS), trunk.GB(r.RSSFile), r.SecondsPerTok, trunk.GB(r.ReadPerToken), r.StreamMBs, 100*r.Overlap, ids)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.0f\t%.0f%%\t%s\t\n", r.Budget, trunk.GB(r.PlanTotal), pinned, r.Slots,
+			trunk.GB(r.PeakRSS), trunk.GB(r.RSSFile), trunk.GB(r.overhead()), r.SecondsPerTok, trunk.GB(r.ReadPerToken), r.StreamMBs, 100*r.Overlap, ids)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "device O_DIRECT read bandwidth (8 MiB reads, 4 in flight, before/after the rungs): %.0f / %.0f MB/s\n", dev[0], dev[1])
@@ -255,7 +255,30 @@ func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
 	} else {
 		fmt.Fprintf(w, "VERDICT: rungs DIFFER or failed\n")
 	}
+	var worst int64
+	for _, r := range rows {
+		if r.RunError == "" && r.Layers >= 0 {
+			worst = max(worst, r.overhead())
+		}
+	}
+	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", trunk.GB(worst))
+	var floor, all *rung
+	for i := range rows {
+		switch rows[i].Budget {
+		case "floor":
+			floor = &rows[i]
+		case "all":
+			all = &rows[i]
+		}
+	}
+	if floor != nil && all != nil && all.PeakRSS > 0 {
+		fmt.Fprintf(w, "floor peak RSS is %.1f%% of the all-resident rung's\n", 100*float64(floor.PeakRSS)/float64(all.PeakRSS))
+	}
 }
+
+// overhead is what the process held beyond the planned dense weights and the mapped shard
+// pages: per-session state, activations, scratch and the Go runtime.
+func (r *rung) overhead() int64 { return r.PeakRSS - r.PlanTotal - r.RSSFile }
 
 // deviceMBs measures the O_DIRECT read bandwidth of the model's largest shard the way the
 // trunk store reads: 8 MiB aligned reads, 4 in flight, at most 2 GB.
