@@ -53,7 +53,7 @@ type MoE struct {
 	shared *Dense // nil without shared experts
 	src    ExpertSource
 	limit  BatchLimiter // src, when it limits the experts per call
-	pool   sync.Pool // *Workspace for calls that bring none
+	pool   sync.Pool    // *Workspace for calls that bring none
 	// minWork is parallel.MinWork: the fewest operations worth a goroutine
 	// when experts are split. In-package tests set 1 to force the split on
 	// small layers, which must not change a bit.
