@@ -51,8 +51,20 @@ func (p *s3fifo) Insert(slot int, key uint64) {
 
 func (p *s3fifo) Victim(evictable func(int) bool) (int, error) {
 	limit := 4*p.n + 8
-	for rejected := 0; ; {
-		if p.small.n >= p.smallTarget || p.main.n == 0 {
+	// rejSmall and rejMain count passed-over candidates per queue: once a
+	// whole queue has been passed over, the other one is tried (with leases
+	// SMALL can hold only in-use entries while MAIN has a victim). Without
+	// leases nothing is passed over and this is §9.3's loop exactly.
+	rejected, rejSmall, rejMain := 0, 0, 0
+	for {
+		useSmall := p.small.n >= p.smallTarget || p.main.n == 0
+		switch {
+		case useSmall && rejSmall >= p.small.n && p.main.n > 0 && rejMain < p.main.n:
+			useSmall = false
+		case !useSmall && rejMain >= p.main.n && p.small.n > 0 && rejSmall < p.small.n:
+			useSmall = true
+		}
+		if useSmall {
 			if p.small.n == 0 {
 				return -1, ErrNoEvictableSlot
 			}
@@ -64,6 +76,7 @@ func (p *s3fifo) Victim(evictable func(int) bool) (int, error) {
 				p.where[s] = inMain
 			case !evictable(int(s)):
 				p.small.push(s)
+				rejSmall++
 				if rejected++; rejected > limit {
 					return -1, ErrNoEvictableSlot
 				}
@@ -81,6 +94,7 @@ func (p *s3fifo) Victim(evictable func(int) bool) (int, error) {
 			p.main.push(s)
 		case !evictable(int(s)):
 			p.main.push(s)
+			rejMain++
 			if rejected++; rejected > limit {
 				return -1, ErrNoEvictableSlot
 			}
