@@ -51,7 +51,15 @@ func (s *Store) reserveBackground(li int, ids []int, origin uint8) []int32 {
 		if s.slotOf[k] >= 0 {
 			continue
 		}
-		sl, err := s.reserve(k, token, origin)
+		// Background reads never take the slots one token's working set
+		// needs (TopK + 1), so they cannot starve a demand call.
+		var err error
+		sl := int32(-1)
+		if s.bgInflight < s.nslots-s.cfg.TopK-1 {
+			sl, err = s.reserve(k, token, origin)
+		} else {
+			err = ErrNoEvictableSlot
+		}
 		if err != nil {
 			if origin == originPrefetch {
 				s.add(func(c *counters) { c.prefetchDropped += int64(len(ids) - n) })
@@ -59,6 +67,7 @@ func (s *Store) reserveBackground(li int, ids []int, origin uint8) []int32 {
 			break
 		}
 		reads = append(reads, sl)
+		s.bgInflight++
 	}
 	if len(reads) > 0 {
 		s.bg.Add(1) // under mu, so Close cannot miss it
@@ -80,6 +89,8 @@ func (s *Store) startBackground(reads []int32, origin uint8) {
 		s.mu.Lock()
 		s.add(func(c *counters) { c.prefetchNanos += int64(d) })
 		s.publish(reads, errs, origin)
+		s.bgInflight -= len(reads)
+		s.bgDone++
 		for i, sl := range reads {
 			if errs[i] != nil {
 				s.free = append(s.free, sl) // a failed prefetch holds no lease

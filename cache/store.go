@@ -105,12 +105,16 @@ type Store struct {
 	evictFn func(int) bool
 	step    uint64
 	steps   int64
-	fillSeq uint64
-	run     counters
-	cur     counters
-	pred    [][]int // pending predictions per layer index
-	last    [][]int // previous demand picks per layer index (speculation)
-	scratch []*arena
+	// bgInflight counts slots reserved by background reads not yet
+	// published; bgDone counts background reads that finished.
+	bgInflight int
+	bgDone     uint64
+	fillSeq    uint64
+	run        counters
+	cur        counters
+	pred       [][]int // pending predictions per layer index
+	last       [][]int // previous demand picks per layer index (speculation)
+	scratch    []*arena
 
 	leases sync.Pool
 	bg     sync.WaitGroup
@@ -443,6 +447,7 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 	var failed error
 	for len(ls.pending) > 0 && failed == nil {
 		ls.reads, ls.waits = ls.reads[:0], ls.waits[:0]
+		needBG, bgSeen := false, uint64(0)
 		for _, i := range ls.pending {
 			k := s.key(li, ids[i])
 			if sl := s.slotOf[k]; sl >= 0 {
@@ -457,6 +462,14 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 				continue
 			}
 			sl, err := s.reserve(k, token, originDemand)
+			if err != nil && errors.Is(err, ErrNoEvictableSlot) && s.bgInflight > 0 {
+				// Background reads hold the slots: wait for one to land.
+				ls.waits = append(ls.waits, i)
+				if !needBG {
+					needBG, bgSeen = true, s.bgDone
+				}
+				continue
+			}
 			if err != nil {
 				failed = &moe.ExpertLoadError{Layer: layer, Expert: ids[i], Err: err}
 				s.unreserve(ls.reads)
@@ -482,7 +495,7 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 		if failed != nil {
 			break
 		}
-		for s.anyInflight(ls.waits, li, ids, token) {
+		for s.anyInflight(ls.waits, li, ids, token) || (needBG && s.bgDone == bgSeen) {
 			s.cond.Wait()
 		}
 		ls.pending = append(ls.pending[:0], ls.waits...)

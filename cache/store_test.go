@@ -169,7 +169,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // an unused prefetched expert that is evicted counts as wasted.
 func TestPrefetchThenGet(t *testing.T) {
 	ck := openFixture(t)
-	s := fixtureStore(t, ck, 4, 6, cache.WithPolicy(cache.LRU))
+	s := fixtureStore(t, ck, 4, 12, cache.WithPolicy(cache.LRU))
 	s.Prefetch(0, []int{1, 2, 3, 4})
 	out, release, err := s.Experts(0, []int{1, 2, 3, 4}, nil)
 	require.NoError(t, err)
@@ -196,7 +196,7 @@ func TestPrefetchThenGet(t *testing.T) {
 	require.Equal(t, int64(5), run.PredictedHits)
 	require.Equal(t, int64(6), run.PredictedActual)
 	require.InDelta(t, 5.0/6, run.PredictPrecision, 1e-12)
-	for e := 8; e < 16; e++ {
+	for e := 8; e < 24; e++ {
 		get(t, s, 0, e)
 	}
 	run = s.Stats().Run
@@ -210,19 +210,37 @@ func TestPrefetchThenGet(t *testing.T) {
 // Prefetch never evicts a leased slot and never blocks: with every slot
 // leased it drops the prediction.
 func TestPrefetchRespectsLeases(t *testing.T) {
-	s := fixtureStore(t, openFixture(t), 4, 5)
-	out, release, err := s.Experts(0, []int{0, 1, 2, 3}, nil)
+	s := fixtureStore(t, openFixture(t), 4, 8)
+	_, release, err := s.Experts(0, []int{0, 1, 2, 3}, nil)
 	require.NoError(t, err)
-	_, r5, err := s.Get(0, 4)
+	_, release2, err := s.Experts(0, []int{4, 5, 6, 7}, nil)
 	require.NoError(t, err)
 	s.Prefetch(0, []int{10, 11})
 	st := s.Stats()
 	require.Equal(t, int64(2), st.Run.PrefetchDropped)
 	require.Zero(t, st.Run.PrefetchReads)
-	require.Equal(t, 5, st.Leased)
-	_ = out
+	require.Equal(t, 8, st.Leased)
 	release()
-	r5()
+	release2()
+}
+
+// Background reads never take the last TopK + 1 slots, and a demand call
+// that finds only background reads in the way waits for them instead of
+// failing.
+func TestPrefetchLeavesTheWorkingSet(t *testing.T) {
+	s := fixtureStore(t, openFixture(t), 4, 5)
+	s.Prefetch(0, []int{10, 11, 12})
+	require.Equal(t, int64(3), s.Stats().Run.PrefetchDropped) // 5 slots = TopK + 1: no room for prefetch
+	s2 := fixtureStore(t, openFixture(t), 4, 8)
+	for round := range 20 {
+		s2.Prefetch(0, []int{(round + 9) % 24, (round + 13) % 24, (round + 17) % 24})
+		_, release, err := s2.Experts(0, []int{round % 24, (round + 1) % 24, (round + 2) % 24, (round + 3) % 24}, nil)
+		require.NoError(t, err)
+		release()
+	}
+	run := s2.Stats().Run
+	require.Positive(t, run.PrefetchReads)
+	require.Zero(t, run.Failures)
 }
 
 // Replaying the Store's own trace at its slot count and policy gives

@@ -157,10 +157,18 @@ func TestModelLayersBitIdentical(t *testing.T) {
 					}
 				}
 				for _, slots := range []int{0, c.TopK + 1, all / 2, all} {
-					for _, pol := range []cache.PolicyName{cache.LRU, cache.S3FIFO} {
-						name := fmt.Sprintf("workers=%d/slots=%d/%s", workers, slots, pol)
+					for _, v := range []struct {
+						pol      cache.PolicyName
+						prefetch bool
+					}{{cache.LRU, false}, {cache.S3FIFO, false}, {cache.S3FIFO, true}} {
+						pol := v.pol
+						name := fmt.Sprintf("workers=%d/slots=%d/%s/prefetch=%v", workers, slots, pol, v.prefetch)
+						opts := []cache.Option{cache.WithPolicy(pol), cache.WithReadWorkers(workers)}
+						if v.prefetch {
+							opts = append(opts, cache.WithSpeculation())
+						}
 						s, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK,
-							Budget: int64(slots) * slot, Shapes: shapes}, cache.WithPolicy(pol), cache.WithReadWorkers(workers))
+							Budget: int64(slots) * slot, Shapes: shapes}, opts...)
 						require.NoError(t, err, name)
 						ms := map[int]*moe.MoE{}
 						for _, l := range layers {
@@ -170,7 +178,10 @@ func TestModelLayersBitIdentical(t *testing.T) {
 						ws := moe.NewWorkspace()
 						for i, x := range inputs { // token steps through every layer, as the engine runs them
 							s.BeginStep()
-							for _, l := range layers {
+							for li, l := range layers {
+								if v.prefetch && li+1 < len(layers) { // a (random) lookahead guess for the next layer
+									s.Prefetch(layers[li+1], r.Perm(c.NumExperts)[:c.TopK])
+								}
 								out := make([]float32, len(x))
 								require.NoError(t, ms[l].ForwardRoutedWith(out, x, len(x)/c.Hidden, nil, ws), name)
 								w := want[[2]int{l, i}]

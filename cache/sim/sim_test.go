@@ -12,8 +12,8 @@ import (
 
 // The required simulator output of SPEC §9.8 for the real trace.
 var table98 = []struct {
-	gb                                 float64
-	slots                              int
+	gb                                float64
+	slots                             int
 	lru, s3, belady, pin, gbS3, gbLRU float64
 }{
 	{8, 455, 36.24, 35.32, 39.42, 37.82, 16.71, 16.47},
@@ -116,7 +116,7 @@ func TestEmptyAndTinyTraces(t *testing.T) {
 	require.Equal(t, 1, rep.Tokens)
 	require.Empty(t, rep.Hottest)
 	require.NotEmpty(t, rep.String())
-	rep = Run([]trace.Request{{1, 2}, {1, 2}}, Options{ExpertBytes: 1e9, CapacitiesGB: []float64{10, 100}})
+	rep = Run([]trace.Request{{Layer: 1, Expert: 2}, {Layer: 1, Expert: 2}}, Options{ExpertBytes: 1e9, CapacitiesGB: []float64{10, 100}})
 	require.Len(t, rep.Rows, 1) // 10 slots < 17 skipped
 	require.Equal(t, 100, rep.Rows[0].Slots)
 	require.Equal(t, 50.0, rep.Rows[0].S3FIFO.HitRate())
