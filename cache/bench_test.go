@@ -2,11 +2,13 @@ package cache_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/internal/race"
 	"github.com/k3-project/k3/moe"
+	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
@@ -103,4 +105,78 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + itoa(i%10)
+}
+
+// bigExperts writes 8 experts of 3 × [rows, cols] MXFP4 (about 3.3 MB each
+// for 1024 × 2048) so that reads, not bookkeeping, dominate.
+func bigExperts(b *testing.B, rows, cols int) (string, int64) {
+	b.Helper()
+	var ts []safetensors.WriteTensor
+	for e := range 8 {
+		p := cache.DefaultPrefix + "layers.0.block_sparse_moe.experts." + itoa(e) + "."
+		for w := 1; w <= 3; w++ {
+			packed := make([]byte, rows*cols/2)
+			for i := range packed {
+				packed[i] = byte(i*7 + e)
+			}
+			scale := make([]byte, rows*cols/32)
+			for i := range scale {
+				scale[i] = 127
+			}
+			ts = append(ts,
+				safetensors.WriteTensor{Name: p + "w" + itoa(w) + ".weight_packed", DType: safetensors.U8, Shape: []int64{int64(rows), int64(cols / 2)}, Data: packed},
+				safetensors.WriteTensor{Name: p + "w" + itoa(w) + ".weight_scale", DType: safetensors.U8, Shape: []int64{int64(rows), int64(cols / 32)}, Data: scale})
+		}
+	}
+	path := filepath.Join(b.TempDir(), "model.safetensors")
+	require.NoError(b, safetensors.WriteFile(path, ts, nil))
+	return path, int64(3 * (rows*cols/2 + rows*cols/32))
+}
+
+// Cold batches of four 3.3 MB experts (budget 0, buffered, page cache warm)
+// against one os.File.ReadAt per expert of the same bytes.
+func BenchmarkBigCold(b *testing.B) {
+	path, eb := bigExperts(b, 1024, 2048)
+	ck, err := safetensors.Open(path)
+	require.NoError(b, err)
+	defer ck.Close()
+	ids := []int{1, 3, 4, 6}
+	for _, workers := range []int{1, 2, 4} {
+		b.Run("store-readers="+itoa(workers), func(b *testing.B) {
+			s, err := cache.New(ck, cache.Config{Layers: []int{0}, NumExperts: 8, TopK: 4},
+				cache.WithoutDirectIO(), cache.WithReadWorkers(workers))
+			require.NoError(b, err)
+			defer s.Close()
+			var dst []moe.Expert
+			b.SetBytes(int64(len(ids)) * eb)
+			for b.Loop() {
+				out, release, err := s.Experts(0, ids, dst)
+				if err != nil {
+					b.Fatal(err)
+				}
+				release()
+				dst = out
+			}
+		})
+	}
+	b.Run("plain-readat", func(b *testing.B) {
+		f, err := os.Open(path)
+		require.NoError(b, err)
+		defer f.Close()
+		var offs []int64
+		for _, e := range ids {
+			t, err := ck.Require(cache.DefaultPrefix + "layers.0.block_sparse_moe.experts." + itoa(e) + ".w1.weight_packed")
+			require.NoError(b, err)
+			offs = append(offs, t.Offset)
+		}
+		buf := make([]byte, eb)
+		b.SetBytes(int64(len(ids)) * eb)
+		for b.Loop() {
+			for _, off := range offs {
+				if _, err := f.ReadAt(buf, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }
