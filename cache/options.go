@@ -65,9 +65,9 @@ func WithMaxBatch(n int) Option { return func(o *options) { o.maxBatch = n } }
 // WithPrefix sets the tensor-name prefix (default DefaultPrefix).
 func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 
-// WithSpeculation enables SPEC §9.4 speculation: when a layer's experts are
-// requested, the previous token's picks of the next layer are prefetched in
-// the background. It stays off when the cache has fewer than 2·TopK + 8
+// WithSpeculation enables SPEC §9.4 speculation: once a layer's experts
+// are leased, the previous token's picks of the next layer are prefetched
+// in the background (so the reads overlap the layer's compute). It stays off when the cache has fewer than 2·TopK + 8
 // slots (Stats reports it).
 func WithSpeculation() Option { return func(o *options) { o.speculate = true } }
 

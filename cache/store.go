@@ -429,14 +429,8 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 	s.fillSeq++
 	token := s.fillSeq
 	s.demand(layer, li, ids)
-	var spec []int32
-	if s.speculate {
-		if li+1 < len(s.cfg.Layers) && len(s.last[li+1]) > 0 {
-			spec = s.reserveBackground(li+1, s.last[li+1], originSpec)
-		}
-		if len(ids) <= s.cfg.TopK {
-			s.last[li] = append(s.last[li][:0], ids...)
-		}
+	if s.speculate && len(ids) <= s.cfg.TopK {
+		s.last[li] = append(s.last[li][:0], ids...)
 	}
 	ls.slots = ls.slots[:0]
 	ls.pending = ls.pending[:0]
@@ -511,12 +505,18 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 		s.mu.Unlock()
 		ls.slots = ls.slots[:0]
 		s.leases.Put(ls)
-		s.startBackground(spec, originSpec)
 		return nil, nil, failed
 	}
 	out := dst[:0]
 	for _, sl := range ls.slots {
 		out = append(out, s.slots[sl].expert)
+	}
+	// Speculation (SPEC §9.4) reserves only now, with this call's experts
+	// leased, so it can never evict them; its reads overlap the caller's
+	// compute.
+	var spec []int32
+	if s.speculate && li+1 < len(s.cfg.Layers) && len(s.last[li+1]) > 0 {
+		spec = s.reserveBackground(li+1, s.last[li+1], originSpec)
 	}
 	s.mu.Unlock()
 	s.startBackground(spec, originSpec)
