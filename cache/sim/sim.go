@@ -389,3 +389,19 @@ func (r Report) String() string {
 	r.Format(&b)
 	return b.String()
 }
+
+// RunFile reads the trace at path (mapped with golang.org/x/exp/mmap) and
+// simulates it: the `k3 sim-cache <expert_trace.bin>` command is
+// RunFile(path, Options{}) followed by Report.Format.
+func RunFile(path string, o Options) (Report, error) {
+	tr, err := trace.Open(path)
+	if err != nil {
+		return Report{}, fmt.Errorf("sim: %w", err)
+	}
+	defer tr.Close()
+	reqs, err := tr.Requests()
+	if err != nil {
+		return Report{}, fmt.Errorf("sim: %w", err)
+	}
+	return Run(reqs, o), nil
+}

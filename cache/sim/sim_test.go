@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -121,4 +122,13 @@ func TestEmptyAndTinyTraces(t *testing.T) {
 	require.Equal(t, 100, rep.Rows[0].Slots)
 	require.Equal(t, 50.0, rep.Rows[0].S3FIFO.HitRate())
 	require.True(t, strings.Contains(rep.String(), "100GB"))
+}
+
+func TestRunFile(t *testing.T) {
+	rep, err := RunFile(fixtures.Path(t, "expert_trace.bin"), Options{CapacitiesGB: []float64{64}})
+	require.NoError(t, err)
+	require.Len(t, rep.Rows, 1)
+	require.InDelta(t, 49.97, rep.Rows[0].S3FIFO.HitRate(), 0.1)
+	_, err = RunFile(filepath.Join(t.TempDir(), "none.bin"), Options{})
+	require.Error(t, err)
 }
