@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/internal/race"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/safetensors"
@@ -179,4 +181,37 @@ func BenchmarkBigCold(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A decode step of a real MoE layer whose experts are resident in the Store
+// allocates nothing (Store and moe together).
+func TestDecodeStepWithStoreAllocations(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation counts are not exact under the race detector")
+	}
+	dir := fixtures.Path(t, "models/tiny")
+	c, err := config.Load(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	ck, err := safetensors.Open(dir)
+	require.NoError(t, err)
+	defer ck.Close()
+	s, err := cache.New(ck, cache.Config{Layers: []int{1}, NumExperts: c.NumExperts, TopK: c.TopK,
+		Budget: int64(c.NumExperts) * cache.SlotSize(3*(64*32+64*2))})
+	require.NoError(t, err)
+	defer s.Close()
+	m, err := moe.New(moeConfig(c, 1, 1), moeWeights(t, ck, c, 1), s)
+	require.NoError(t, err)
+	ws := moe.NewWorkspace()
+	x, out := make([]float32, c.Hidden), make([]float32, c.Hidden)
+	for e := range c.NumExperts { // make every expert resident
+		get(t, s, 1, e)
+	}
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	step := func() { require.NoError(t, m.ForwardRoutedWith(out, x, 1, nil, ws)) }
+	step()
+	if n := testing.AllocsPerRun(20, step); n != 0 {
+		t.Fatalf("decode step: %v allocations", n)
+	}
 }
