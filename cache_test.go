@@ -146,4 +146,3 @@ func TestCacheReadFault(t *testing.T) {
 		})
 	}
 }
-
