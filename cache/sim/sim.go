@@ -347,11 +347,15 @@ func Run(reqs []trace.Request, o Options) Report {
 		if slots < MinSlots {
 			continue
 		}
+		// A cache of 2·distinct + 2 slots already holds every key under each policy (PIN+LRU pins
+		// half of its slots), so larger ones replay as that: the work and memory of a row are
+		// bounded by the trace, not by a capacity that may be absurdly large for tiny experts.
+		sim := min(slots, 2*len(ranked)+2)
 		row := Row{GB: gb, Slots: slots,
-			LRU:    Replay(keys, cache.NewLRU(slots), slots, ReplayOptions{}),
-			S3FIFO: Replay(keys, cache.NewS3FIFO(slots), slots, ReplayOptions{}),
-			Belady: Belady(keys, slots),
-			PinLRU: pinLRU(keys, slots, ranked),
+			LRU:    Replay(keys, cache.NewLRU(sim), sim, ReplayOptions{}),
+			S3FIFO: Replay(keys, cache.NewS3FIFO(sim), sim, ReplayOptions{}),
+			Belady: Belady(keys, sim),
+			PinLRU: pinLRU(keys, sim, ranked),
 		}
 		perTok := float64(o.ExpertBytes) / 1e9 / float64(rep.Tokens)
 		row.GBReadPerToken = float64(row.S3FIFO.Misses) * perTok

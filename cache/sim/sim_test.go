@@ -132,3 +132,20 @@ func TestRunFile(t *testing.T) {
 	_, err = RunFile(filepath.Join(t.TempDir(), "none.bin"), Options{})
 	require.Error(t, err)
 }
+
+// TestHugeCapacityBounded: tiny experts make the nominal slot counts enormous; the replay is
+// bounded by the trace and gives the compulsory-miss ceiling.
+func TestHugeCapacityBounded(t *testing.T) {
+	reqs := []trace.Request{{Layer: 1, Expert: 2}, {Layer: 1, Expert: 3}, {Layer: 1, Expert: 2}, {Layer: 2, Expert: 2}}
+	rep := Run(reqs, Options{ExpertBytes: 1})
+	if len(rep.Rows) == 0 {
+		t.Fatal("no rows")
+	}
+	for _, r := range rep.Rows {
+		for _, o := range []Outcome{r.LRU, r.S3FIFO, r.Belady, r.PinLRU} {
+			if o.Hits != 1 {
+				t.Fatalf("%v GB: %+v, want 1 hit", r.GB, o)
+			}
+		}
+	}
+}

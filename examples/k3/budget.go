@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/cache/sim"
 )
 
 // budgetFlags are the memory flags of `run` (SPEC §11.1 names).
-var budgetFlags = flagSpec{"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true}
+var budgetFlags = flagSpec{"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
+	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true}
 
 // budget is the validated memory request.
 type budget struct {
@@ -20,6 +22,11 @@ type budget struct {
 	trunkBytes int64 // 0: mapped
 	ring       int
 	slotBytes  int64
+	cacheSet   bool
+	cacheBytes int64
+	policy     string
+	prefetch   int
+	traceDir   string
 }
 
 func parseBudget(vals map[string]string) (budget, error) {
@@ -40,6 +47,31 @@ func parseBudget(vals map[string]string) (budget, error) {
 		if b.ring, err = parseInt("--trunk-ring", s, 1, 8); err != nil {
 			return b, err
 		}
+	}
+	if s, ok := vals["--cache-gb"]; ok {
+		b.cacheSet = true
+		if s != "0" {
+			if b.cacheBytes, err = parseGB("--cache-gb", s); err != nil {
+				return b, err
+			}
+		}
+	}
+	if s, ok := vals["--cache-policy"]; ok {
+		if s != "lru" && s != "s3fifo" {
+			return b, usagef("--cache-policy", "%q: want lru or s3fifo", s)
+		}
+		b.policy = s
+	}
+	if s, ok := vals["--prefetch"]; ok {
+		if b.prefetch, err = parseInt("--prefetch", s, 0, 1<<16); err != nil {
+			return b, err
+		}
+	}
+	if s, ok := vals["--dump-cache-trace"]; ok {
+		if s == "" {
+			return b, usagef("--dump-cache-trace", "empty path")
+		}
+		b.traceDir = s
 	}
 	if s, ok := vals["--trunk-slot-mb"]; ok {
 		mb, err := parseDecimal("--trunk-slot-mb", s)
@@ -93,7 +125,56 @@ func (b budget) options() []k3.Option {
 	if b.slotBytes > 0 {
 		o = append(o, k3.WithTrunkSlot(b.slotBytes))
 	}
+	if b.cacheSet {
+		o = append(o, k3.WithCacheBudget(b.cacheBytes))
+	}
+	if b.policy != "" {
+		o = append(o, k3.WithCachePolicy(b.policy))
+	}
+	if b.prefetch > 0 {
+		o = append(o, k3.WithExpertPrefetch(b.prefetch))
+	}
 	return o
+}
+
+var simFlags = flagSpec{"--expert-bytes": true, "--disk-mbs": true}
+
+// cmdSimCache is `k3 sim-cache <expert_trace.bin>`: the SPEC §9.7 table.
+func cmdSimCache(args []string, stdout, stderr io.Writer) int {
+	pos, vals, err := parseArgs(args, simFlags)
+	if err == nil && len(pos) != 1 {
+		err = usagef("", "sim-cache: expected one expert_trace.bin, got %d arguments", len(pos))
+	}
+	var o sim.Options
+	if err == nil {
+		if s, ok := vals["--expert-bytes"]; ok {
+			var n int
+			n, err = parseInt("--expert-bytes", s, 1, 1<<40)
+			o.ExpertBytes = int64(n)
+		}
+	}
+	if err == nil {
+		if s, ok := vals["--disk-mbs"]; ok {
+			o.DiskMBs, err = parseDecimal("--disk-mbs", s)
+			if err == nil && o.DiskMBs <= 0 {
+				err = usagef("--disk-mbs", "must be positive")
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "k3: %v\n", err)
+		return exitUsage
+	}
+	rep, err := sim.RunFile(pos[0], o)
+	if err != nil {
+		fmt.Fprintf(stderr, "k3: sim-cache: %v\n", err)
+		return exitRuntime
+	}
+	if err := rep.Format(stdout); err != nil {
+		fmt.Fprintf(stderr, "k3: sim-cache: %v\n", err)
+		return exitRuntime
+	}
+	return exitOK
 }
 
 // cmdPackTrunk is `k3 pack-trunk <model_dir> <out_dir>`.

@@ -48,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdPackTrunk(args[1:], stdout, stderr)
 	case "ladder":
 		return cmdLadder(args[1:], stdout, stderr)
+	case "sim-cache":
+		return cmdSimCache(args[1:], stdout, stderr)
 	}
 	return cmdRun(args, stdout, stderr, nil)
 }
@@ -59,6 +61,8 @@ const usage = `usage:
   k3 demo [--gen N] [--seed N]            synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
   k3 pack-trunk <model_dir> <out_dir>     copy every layer's dense tensors into trunk.bin + trunk.json
+  k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--disk-mbs X]
+                                          replay a trace under LRU, S3-FIFO, Belady, PIN+LRU (SPEC §9.7)
   k3 ladder <model_dir> --budgets LIST    one run per trunk budget (GB, floor, all, mapped), each in its
                                           own process: peak RSS, s/token, bytes read, identical ids
   k3 --help | --version | --list-geometries
@@ -85,6 +89,11 @@ decode flags:
   --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
   --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
   --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
+  --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none;
+                     default: memory-map the shards)
+  --cache-policy P   s3fifo (default) or lru
+  --prefetch N       router lookahead: read the next layer's predicted top N experts ahead (0 = off)
+  --dump-cache-trace DIR  write expert_trace.bin and expert_hist.json (SPEC §9.7)
 
 exit codes: 0 ok, 2 usage/validation, 1 runtime failure, 4 a routed expert failed to load,
             130/143 interrupted

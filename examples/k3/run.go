@@ -10,12 +10,15 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/cache/trace"
+	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/tokenizer"
 )
 
@@ -30,6 +33,7 @@ var runFlags = flagSpec{
 	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true, "--incremental": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
 	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
+	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true,
 }
 
 // runOptions is a validated decode request.
@@ -182,6 +186,8 @@ type report struct {
 	TrunkBytesRead  int64    `json:"trunk_bytes_read"`
 	EmbedBytesRead  int64    `json:"embedding_bytes_read"`
 	HeadBytesRead   int64    `json:"lm_head_bytes_read"`
+	ExpertBytesRead int64    `json:"expert_bytes_read"`
+	Cache           any      `json:"cache_stats,omitempty"`
 	Plan            k3.Plan  `json:"plan"`
 	Trunk           any      `json:"trunk_stats,omitempty"`
 	GeneratedText   *string  `json:"generated_text"` // the complete decoded text; null without --tok
@@ -244,6 +250,27 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	}
 
 	opts := append([]k3.Option{k3.WithThreads(o.threads)}, o.budget.options()...)
+	var tw *trace.FileWriter
+	if d := o.budget.traceDir; d != "" {
+		m0, err := config.Load(filepath.Join(o.modelDir, "config.json"))
+		if err != nil {
+			fmt.Fprintf(stderr, "k3: %v\n", err)
+			return exitRuntime
+		}
+		if err = os.MkdirAll(d, 0o755); err == nil {
+			tw, err = trace.Create(d, m0.NumLayers, m0.NumExperts)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "k3: --dump-cache-trace: %v\n", err)
+			return exitUsage
+		}
+		opts = append(opts, k3.WithTracer(tw))
+		defer func() {
+			if err := tw.Close(); err != nil {
+				fmt.Fprintf(stderr, "k3: --dump-cache-trace: %v\n", err)
+			}
+		}()
+	}
 	// The plan is computed and printed before anything is allocated.
 	plan, err := k3.PlanFor(o.modelDir, opts...)
 	if err != nil {
@@ -380,6 +407,13 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	rep.PeakRSSBytes = peakRSS()
 	rep.RSSFileBytes = rssFile()
 	rep.Plan = m.Plan()
+	if st, ok := m.CacheStats(); ok {
+		r := st.Run
+		rep.ExpertBytesRead, rep.Cache = r.BytesRead, st
+		fmt.Fprintf(stderr, "k3: experts: %d requests, %d hits, %d misses, %d evictions, true resident hit rate %.1f%%, %s read in %.2f s; lookahead precision %.0f%% recall %.0f%%\n",
+			r.Requests, r.Hits, r.Misses, r.Evictions, 100*r.TrueHitRate, gbString(rep.ExpertBytesRead), r.LoadSeconds,
+			100*r.PredictPrecision, 100*r.PredictRecall)
+	}
 	if st, ok := m.TrunkStats(); ok {
 		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
 		rep.Trunk = st
