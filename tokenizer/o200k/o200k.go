@@ -37,23 +37,24 @@ const NumRanks = 199998
 var rankFile string
 
 // Parsed on first use and then shared: the encoding is immutable and safe
-// for concurrent use, so one copy per process is enough.
+// for concurrent use, so one copy per process is enough. Only load refers to
+// rankFile and nothing runs at package initialisation, so the linker drops
+// the data from programs that never call Ranks or Encoding.
 var (
-	ranksOnce = sync.OnceValues(func() (*tokenizer.Ranks, error) {
-		r, err := tokenizer.ReadRanks(strings.NewReader(rankFile))
-		if err != nil {
-			return nil, fmt.Errorf("o200k: embedded rank file: %w", err)
-		}
-		return r, nil
-	})
-	encodingOnce = sync.OnceValues(func() (*tokenizer.Encoding, error) {
-		r, err := ranksOnce()
-		if err != nil {
-			return nil, err
-		}
-		return tokenizer.New(tokenizer.Spec{Name: Name, Ranks: r, Split: tokenizer.SplitO200K, Specials: Specials()})
-	})
+	once     sync.Once
+	ranks    *tokenizer.Ranks
+	encoding *tokenizer.Encoding
+	loadErr  error
 )
+
+func load() {
+	ranks, loadErr = tokenizer.ReadRanks(strings.NewReader(rankFile))
+	if loadErr != nil {
+		loadErr = fmt.Errorf("o200k: embedded rank file: %w", loadErr)
+		return
+	}
+	encoding, loadErr = tokenizer.New(tokenizer.Spec{Name: Name, Ranks: ranks, Split: tokenizer.SplitO200K, Specials: Specials()})
+}
 
 // Specials returns the special tokens tiktoken defines for o200k_base
 // (a new map on every call).
@@ -65,8 +66,14 @@ func Specials() map[string]int {
 }
 
 // Ranks returns the embedded byte-pair vocabulary, parsed on the first call.
-func Ranks() (*tokenizer.Ranks, error) { return ranksOnce() }
+func Ranks() (*tokenizer.Ranks, error) {
+	once.Do(load)
+	return ranks, loadErr
+}
 
 // Encoding returns the o200k_base encoding, built on the first call; later
 // calls return the same value.
-func Encoding() (*tokenizer.Encoding, error) { return encodingOnce() }
+func Encoding() (*tokenizer.Encoding, error) {
+	once.Do(load)
+	return encoding, loadErr
+}
