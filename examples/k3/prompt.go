@@ -82,11 +82,16 @@ func encodePrompt(enc *tokenizer.Encoding, flag, text string) ([]int, error) {
 
 // defaultStop is the stop set of SPEC §11.2 when neither --stop-ids nor --no-stop is given: the
 // tokenizer's [EOS] and <|end_of_msg|> (when a tokenizer is loaded and defines them), then the
-// config's eos_token_id, without duplicates.
-func defaultStop(enc *tokenizer.Encoding, configEOS []int) []int {
-	var stop []int
+// config's eos_token_id, without duplicates. Ids outside [0, vocab) cannot be generated; they are
+// returned in dropped so the caller can say so (a synthetic tokenizer for a vocabulary below 512
+// puts its specials there).
+func defaultStop(enc *tokenizer.Encoding, configEOS []int, vocab int) (stop, dropped []int) {
 	add := func(id int) {
-		if !contains(stop, id) {
+		switch {
+		case contains(stop, id) || contains(dropped, id):
+		case id < 0 || id >= vocab:
+			dropped = append(dropped, id)
+		default:
 			stop = append(stop, id)
 		}
 	}
@@ -101,5 +106,5 @@ func defaultStop(enc *tokenizer.Encoding, configEOS []int) []int {
 	for _, id := range configEOS {
 		add(id)
 	}
-	return stop
+	return stop, dropped
 }

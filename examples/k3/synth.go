@@ -17,32 +17,47 @@ func listGeometries(stdout io.Writer) int {
 	return exitOK
 }
 
-func cmdSynth(args []string, stdout, stderr io.Writer) int {
-	pos, vals, err := parseArgs(args, flagSpec{"--seed": true})
-	if err == nil && len(pos) != 2 {
-		err = usagef("", "usage: k3 synth <geometry> <dir> [--seed N] (geometries: %s)", geometryNames())
+var synthCmd = command{name: "synth", flags: flagSpec{"--seed": true}, help: `usage: k3 synth <geometry> <dir> [--seed N]
+
+Writes a random checkpoint of the geometry (k3 --list-geometries) into dir, which must be absent
+or empty, in the released layout, with a Kimi-layout tokenizer sized to its vocabulary
+(tiktoken.model: the first vocab-256 ranks of o200k_base, at least 256; tokenizer_config.json:
+the K3 specials at ids N..N+255), so "k3 run <dir> --tok <dir> --prompt TEXT" works. The bytes
+are a pure function of (geometry, seed). Output is staged beside dir and renamed into place: an
+interrupted run leaves nothing in dir, and the rerun starts afresh.
+
+  --seed N     0..9223372036854775807 (default 1)
+  -h, --help   this help
+`}
+
+func cmdSynth(argv []string, stdout, stderr io.Writer) int {
+	a, code, ok := synthCmd.parse(argv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	var err error
+	if len(a.pos) != 2 {
+		err = usagef("", "expected <geometry> <dir>, got %d positional arguments (geometries: %s)", len(a.pos), geometryNames())
 	}
 	var seed int64 = 1
 	if err == nil {
-		if s, ok := vals["--seed"]; ok {
+		if s, ok := a.vals["--seed"]; ok {
 			var v int
 			v, err = parseInt("--seed", s, 0, math.MaxInt64)
 			seed = int64(v)
 		}
 	}
+	if err == nil && !knownGeometry(a.pos[0]) {
+		err = usagef("", "unknown geometry %q (known: %s)", a.pos[0], geometryNames())
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitUsage
+		return synthCmd.usageFail(stderr, err)
 	}
-	if !knownGeometry(pos[0]) {
-		fmt.Fprintf(stderr, "k3: synth: unknown geometry %q (known: %s)\n", pos[0], geometryNames())
-		return exitUsage
-	}
-	if err := k3.Synthesize(pos[1], pos[0], seed); err != nil {
-		fmt.Fprintf(stderr, "k3: synth: %v\n", err)
+	if err := k3.Synthesize(a.pos[1], a.pos[0], seed); err != nil {
+		fail(stderr, err)
 		return exitRuntime
 	}
-	fmt.Fprintf(stdout, "wrote geometry %s (seed %d) to %s\n", pos[0], seed, pos[1])
+	fmt.Fprintf(stdout, "wrote geometry %s (seed %d) and its tokenizer to %s\n", a.pos[0], seed, a.pos[1])
 	return exitOK
 }
 
@@ -63,52 +78,75 @@ func knownGeometry(name string) bool {
 	return false
 }
 
+var demoCmd = command{name: "demo", flags: flagSpec{"--gen": true, "--seed": true, "--keep": true, "--threads": true, "--prompt": true},
+	help: `usage: k3 demo [--prompt TEXT] [--gen N] [--seed N] [--threads N] [--keep DIR]
+
+Synthesizes the tiny geometry (with its tokenizer) into a temporary directory, or into DIR with
+--keep, and decodes from it incrementally, printing the JSON report on stdout. With --prompt the
+text is encoded by the synthesized tokenizer and generated_text is filled; otherwise the prompt
+is the ids 1,2,3,4,5. The tiny vocabulary is 256 ids, all single bytes, so the generated text
+of these random weights is a random byte string.
+
+  --prompt TEXT  prompt text (special names such as [EOS] lie outside the tiny vocabulary)
+  --gen N        tokens to generate, 0..64 (default 8)
+  --seed N       synthesis seed (default 1)
+  --threads N    worker goroutines (default: GOMAXPROCS)
+  --keep DIR     write the checkpoint to DIR (absent or empty) and keep it
+  -h, --help     this help
+`}
+
 // cmdDemo is the setup-free path of the README: synthesize the tiny geometry into a temporary
-// directory and decode a few tokens from it, both ways, printing the report to stdout.
-func cmdDemo(args []string, stdout, stderr io.Writer) int {
-	pos, vals, err := parseArgs(args, flagSpec{"--gen": true, "--seed": true, "--keep": true, "--threads": true})
-	if err == nil && len(pos) != 0 {
+// directory and decode a few tokens from it, printing the report to stdout.
+func cmdDemo(argv []string, stdout, stderr io.Writer) int {
+	a, code, ok := demoCmd.parse(argv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	var err error
+	if len(a.pos) != 0 {
 		err = usagef("", "demo takes no positional arguments")
 	}
-	gen, seed, threads := 8, 1, 0
+	gen, seed, threads := 8, 1, defaultThreads()
 	if err == nil {
-		if s, ok := vals["--gen"]; ok {
+		if s, ok := a.vals["--gen"]; ok {
 			gen, err = parseInt("--gen", s, 0, 64)
 		}
 	}
 	if err == nil {
-		if s, ok := vals["--seed"]; ok {
+		if s, ok := a.vals["--seed"]; ok {
 			seed, err = parseInt("--seed", s, 0, math.MaxInt32)
 		}
 	}
 	if err == nil {
-		if s, ok := vals["--threads"]; ok {
+		if s, ok := a.vals["--threads"]; ok {
 			threads, err = parseInt("--threads", s, 1, 4096)
 		}
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitUsage
+	if err == nil && a.has("--keep") && a.vals["--keep"] == "" {
+		err = usagef("--keep", "empty path")
 	}
-	dir := vals["--keep"]
+	if err != nil {
+		return demoCmd.usageFail(stderr, err)
+	}
+	dir := a.vals["--keep"]
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "k3-demo-*")
 		if err != nil {
-			fmt.Fprintf(stderr, "k3: demo: %v\n", err)
+			fail(stderr, fmt.Errorf("demo: %w", err))
 			return exitRuntime
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
 	if err := k3.Synthesize(dir, "tiny", int64(seed)); err != nil {
-		fmt.Fprintf(stderr, "k3: demo: %v\n", err)
+		fail(stderr, err)
 		return exitRuntime
 	}
 	fmt.Fprintf(stderr, "k3: demo: synthesized geometry tiny (seed %d) in %s\n", seed, dir)
-	o := &runOptions{modelDir: dir, ids: []int{1, 2, 3, 4, 5}, gen: gen, incremental: true,
+	o := &runOptions{modelDir: dir, ids: []int{1, 2, 3, 4, 5}, promptFlag: "--ids", gen: gen, incremental: true,
 		threads: threads, noStop: true, out: "-"}
-	if o.threads == 0 {
-		o.threads = defaultThreads()
+	if s, ok := a.vals["--prompt"]; ok {
+		o.ids, o.promptText, o.promptFlag, o.tokDir = nil, s, "--prompt", dir
 	}
 	return decode(o, stdout, stderr, nil)
 }
