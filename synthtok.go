@@ -22,6 +22,10 @@ const (
 	SynthTokenizerConfigFile = "tokenizer_config.json"
 )
 
+// ErrDirNotEmpty: Synthesize was given a directory that already holds files; it never mixes with
+// or overwrites an existing checkpoint.
+var ErrDirNotEmpty = synth.ErrNotEmpty
+
 // SynthTokenizerRanks returns how many byte-pair ranks the tokenizer Synthesize writes for a model
 // vocabulary of vocab ids: vocab − 256, so that the ranks and the 256 specials (ids N..N+255)
 // cover the vocabulary exactly; but at least 256, because a Kimi rank file must hold every single
@@ -73,7 +77,7 @@ func checkEmptyTarget(dir string) error {
 	case err != nil:
 		return fmt.Errorf("k3: synthesize: %w", err)
 	case len(ents) > 0:
-		return fmt.Errorf("k3: synthesize: %w: %s holds %d entries", synth.ErrNotEmpty, dir, len(ents))
+		return fmt.Errorf("k3: synthesize: %w: %s holds %d entries", ErrDirNotEmpty, dir, len(ents))
 	}
 	return nil
 }

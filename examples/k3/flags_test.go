@@ -70,12 +70,12 @@ func TestParseArgs(t *testing.T) {
 
 func TestParseIntMessages(t *testing.T) {
 	for s, want := range map[string]string{
-		"-1":  "--gen: -1 is outside [0, 4096]",
-		"-0":  "--gen: -0 is outside [0, 4096]",
-		"x":   `--gen: "x" is not a decimal integer`,
-		"-":   `--gen: "-" is not a decimal integer`,
-		"1 ":  `--gen: "1 " is not a decimal integer`,
-		"+1":  `--gen: "+1" is not a decimal integer`,
+		"-1":                    "--gen: -1 is outside [0, 4096]",
+		"-0":                    "--gen: -0 is outside [0, 4096]",
+		"x":                     `--gen: "x" is not a decimal integer`,
+		"-":                     `--gen: "-" is not a decimal integer`,
+		"1 ":                    `--gen: "1 " is not a decimal integer`,
+		"+1":                    `--gen: "+1" is not a decimal integer`,
 		"-99999999999999999999": "--gen: -99999999999999999999 is outside [0, 4096]",
 	} {
 		if _, err := parseInt("--gen", s, 0, 4096); err == nil || err.Error() != want {

@@ -269,7 +269,7 @@ func TestSynthCommand(t *testing.T) {
 	if code, _, stderr := runCLI(t, "synth", "tiny", dir, "--seed", "9"); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if code, _, stderr := runCLI(t, "synth", "tiny", dir); code != exitRuntime {
+	if code, _, stderr := runCLI(t, "synth", "tiny", dir); code != exitUsage || strings.Count(stderr, "synth") != 2 {
 		t.Errorf("synth into a non-empty directory: exit %d, %s", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, dir, "--ids", "1", "--gen", "2", "--out", "-"); code != exitOK {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -55,6 +56,9 @@ func cmdSynth(argv []string, stdout, stderr io.Writer) int {
 	}
 	if err := k3.Synthesize(a.pos[1], a.pos[0], seed); err != nil {
 		fail(stderr, err)
+		if errors.Is(err, k3.ErrDirNotEmpty) {
+			return exitUsage // the command line names a directory that cannot be used
+		}
 		return exitRuntime
 	}
 	fmt.Fprintf(stdout, "wrote geometry %s (seed %d) and its tokenizer to %s\n", a.pos[0], seed, a.pos[1])

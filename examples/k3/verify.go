@@ -25,7 +25,8 @@ safetensors header is valid, its size is what the header describes, it holds the
 index places in it, and the index's total_size matches. Without an index, every *.safetensors
 file of the directory is checked.
 
-  --manifest FILE        also compare the sha256 of config.json, the index and every shard with
+  --manifest FILE        also compare the sha256 of config.json, the index, the tokenizer files
+                         (when present) and every shard with
                          FILE (sha256sum format: "<hex>  <name>" per line; sha256sum -c reads it)
   --write-manifest FILE  write such a manifest for the files as they are ("-" for stdout)
   -h, --help             this help
@@ -245,11 +246,11 @@ func describedSize(f *os.File) (int64, bool) {
 	return 8 + int64(n) + end, true
 }
 
-// manifestFiles lists the files a manifest covers: config.json and the index when present, then
-// the shards.
+// manifestFiles lists the files a manifest covers: config.json, the index and the tokenizer
+// files when present, then the shards.
 func manifestFiles(dir string, shards []shardInfo) []string {
 	var files []string
-	for _, f := range []string{"config.json", indexFile} {
+	for _, f := range []string{"config.json", indexFile, tokRanksFile, tokConfigFile} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err == nil && st.Mode().IsRegular() {
 			files = append(files, f)
 		}
