@@ -42,6 +42,14 @@ var synthSpecials = map[int]string{
 	254: "[UNK]", 255: "[PAD]",
 }
 
+// SynthesisStagingDir returns the directory Synthesize writes into before renaming it to dir: a
+// hidden sibling of dir. A program interrupted while Synthesize runs may remove it; otherwise the
+// next Synthesize call for the same dir removes it.
+func SynthesisStagingDir(dir string) string {
+	dir = filepath.Clean(dir)
+	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".k3-synth-partial")
+}
+
 // synthesize writes the checkpoint and its tokenizer into a staging directory next to dir and
 // renames it into place, so an interrupted run never leaves a half-written dir: the next run
 // finds only its own staging directory, which it removes and rebuilds.
@@ -50,7 +58,7 @@ func synthesize(dir string, g synth.Geometry, seed int64) error {
 	if err := checkEmptyTarget(dir); err != nil {
 		return err
 	}
-	staging := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".k3-synth-partial")
+	staging := SynthesisStagingDir(dir)
 	if err := os.RemoveAll(staging); err != nil { // a previous run's leftover
 		return fmt.Errorf("k3: synthesize: removing a previous partial output: %w", err)
 	}

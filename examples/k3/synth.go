@@ -6,7 +6,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/signal"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/k3-project/k3"
 )
@@ -54,7 +57,10 @@ func cmdSynth(argv []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return synthCmd.usageFail(stderr, err)
 	}
-	if err := k3.Synthesize(a.pos[1], a.pos[0], seed); err != nil {
+	stop := removeOnSignal(k3.SynthesisStagingDir(a.pos[1]), stderr)
+	err = k3.Synthesize(a.pos[1], a.pos[0], seed)
+	stop()
+	if err != nil {
 		fail(stderr, err)
 		if errors.Is(err, k3.ErrDirNotEmpty) {
 			return exitUsage // the command line names a directory that cannot be used
@@ -63,6 +69,37 @@ func cmdSynth(argv []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "wrote geometry %s (seed %d) and its tokenizer to %s\n", a.pos[0], seed, a.pos[1])
 	return exitOK
+}
+
+// removeOnSignal removes the staging directory and exits 130/143 when SIGINT or SIGTERM arrives
+// before stop is called: synthesis cannot be resumed, and the partial output of a large geometry
+// would otherwise stay on disk until the next run for the same directory.
+func removeOnSignal(staging string, stderr io.Writer) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			// Renamed first: the writer, still running, can create no new file under the old
+			// path, so the removal is complete (files it holds open vanish when it exits).
+			trash := staging + ".removing-" + strconv.Itoa(os.Getpid())
+			if os.Rename(staging, trash) == nil {
+				os.RemoveAll(trash)
+			}
+			fmt.Fprintf(stderr, "k3 synth: interrupted; removed the partial output %s\n", staging)
+			os.Exit(signalExit(s))
+		case <-done:
+			close(finished)
+		}
+	}()
+	// stop waits for the goroutine: when a signal is being handled, the write errors it causes
+	// must not be reported (the goroutine exits the process instead).
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+		<-finished
+	}
 }
 
 func geometryNames() string {
