@@ -9,6 +9,7 @@ import (
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/trunk"
 )
 
 // Tensor-name prefixes of the released layout (SPEC §3.3).
@@ -31,13 +32,26 @@ const (
 
 // binder looks tensors up by their released names, checks dtype and shape, and collects every
 // problem so that Open refuses once with a complete *BindError.
+//
+// It runs twice. The describe pass reads headers only: it checks every tensor and lists the
+// dense matrices (in the order the layer math first uses them) and the bytes of the float32
+// vector copies, which is all the trunk planner needs, so a plan exists before anything is
+// allocated. The build pass reads the small vectors, takes each matrix from its source (a view
+// of a mapped shard, or the trunk store's pinned or streamed matrix) and runs the constructors.
 type binder struct {
 	ck         *safetensors.Checkpoint
+	describe   bool
 	missing    []string
 	mismatched []string
 	params     [numClasses]int64
 	bytes      [numClasses]int64
 	tensors    [numClasses]int
+
+	item   int            // trunk.Item of the matrices being bound: a layer, trunk.Head or trunk.Embed
+	dense  []trunk.Tensor // describe: every dense matrix, in walk order
+	side   int64          // describe: bytes of the float32 copies of vectors
+	store  *trunk.Store   // build: the budgeted source of dense matrices (nil: mapped views)
+	packed *packedTrunk   // per-layer tensors come from trunk.bin when set
 }
 
 func (b *binder) err(dir string) error {
@@ -49,6 +63,13 @@ func (b *binder) err(dir string) error {
 
 // lookup returns the tensor or records it as missing (with the shard the index names).
 func (b *binder) lookup(name string) *safetensors.Tensor {
+	if b.packed != nil && b.item >= 0 && !strings.Contains(name, ".experts.") {
+		if t, ok := b.packed.tensors[name]; ok {
+			return t
+		}
+		b.missing = append(b.missing, name+" (not in "+b.packed.layoutPath+")")
+		return nil
+	}
 	t, err := b.ck.Require(name)
 	if err != nil {
 		var me *safetensors.MissingTensorError
@@ -92,8 +113,14 @@ func dims(d ...int) string {
 	return "[" + strings.Join(p, ", ") + "]"
 }
 
-// matrix binds a [rows, cols] weight matrix stored as BF16, F32 or F16 (zero-copy view).
+// matrix binds a [rows, cols] weight matrix stored as BF16, F32 or F16.
 func (b *binder) matrix(name string, rows, cols int, c class) quant.Matrix {
+	return b.matrixOf(name, rows, cols, c, false)
+}
+
+// matrixOf is matrix; whole marks a matrix the layer reads by rows in its own order, which must
+// stream as one piece.
+func (b *binder) matrixOf(name string, rows, cols int, c class, whole bool) quant.Matrix {
 	t := b.lookup(name)
 	if t == nil {
 		return nil
@@ -115,6 +142,23 @@ func (b *binder) matrix(name string, rows, cols int, c class) quant.Matrix {
 		b.mismatch(t, want)
 		return nil
 	}
+	if b.describe {
+		b.dense = append(b.dense, trunk.Tensor{Item: b.item, Name: name, File: t.File, Offset: t.Offset, Size: t.Size,
+			DType: t.DType, Rows: rows, Cols: cols, Whole: whole})
+		return nil
+	}
+	b.count(c, t, int64(rows)*int64(cols))
+	if b.store != nil {
+		m, ok := b.store.Matrix(name)
+		if name == prefixModel+"embed_tokens.weight" {
+			m, ok = b.store.Embedding(), true
+		}
+		if !ok {
+			b.mismatched = append(b.mismatched, name+": not served by the trunk store")
+			return nil
+		}
+		return m
+	}
 	data, err := b.ck.Bytes(t)
 	if err != nil {
 		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
@@ -125,8 +169,20 @@ func (b *binder) matrix(name string, rows, cols int, c class) quant.Matrix {
 		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
 		return nil
 	}
-	b.count(c, t, int64(rows)*int64(cols))
 	return m
+}
+
+// readF32 widens a small tensor to float32, from trunk.bin when it lives there. The describe
+// pass reads nothing: it returns nil after counting the bytes the copy will take.
+func (b *binder) readF32(t *safetensors.Tensor) ([]float32, error) {
+	if b.describe {
+		b.side += 4 * t.NumElements()
+		return nil, nil
+	}
+	if b.packed != nil && t.File == b.packed.bin {
+		return b.packed.readF32(t)
+	}
+	return b.ck.ReadF32(t)
 }
 
 // vector binds a small vector of n elements, accepting BF16, F16, F32 (widened exactly) and F64
@@ -151,7 +207,7 @@ func (b *binder) vector(name string, n int, c class, alt ...[]int) []float32 {
 		b.mismatch(t, "BF16, F16 or F32 "+strings.Join(wantShapes, " or "))
 		return nil
 	}
-	v, err := b.ck.ReadF32(t)
+	v, err := b.readF32(t)
 	if err != nil {
 		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
 		return nil
@@ -171,12 +227,15 @@ func (b *binder) aLog(name string, h, d int) []float32 {
 		b.mismatch(t, "BF16, F16 or F32 "+dims(d)+" or "+dims(h))
 		return nil
 	}
-	v, err := b.ck.ReadF32(t)
+	v, err := b.readF32(t)
 	if err != nil {
 		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
 		return nil
 	}
 	b.count(classTrunk, t, t.NumElements())
+	if v == nil {
+		return nil
+	}
 	return v[:h]
 }
 
@@ -190,7 +249,7 @@ func (b *binder) conv(name string, p, k int) []float32 {
 		b.mismatch(t, "BF16, F16 or F32 "+dims(p, 1, k)+" or "+dims(p, k))
 		return nil
 	}
-	v, err := b.ck.ReadF32(t)
+	v, err := b.readF32(t)
 	if err != nil {
 		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
 		return nil
@@ -233,6 +292,9 @@ func (b *binder) mxfp4(prefix string, rows, cols int) quant.Matrix {
 	if len(probs) > 0 {
 		b.mismatched = append(b.mismatched, fmt.Sprintf("%s.weight_{packed,scale}: %s (found %v %v and %v %v)",
 			prefix, strings.Join(probs, "; "), pt.DType, pt.Shape, st.DType, st.Shape))
+		return nil
+	}
+	if b.describe {
 		return nil
 	}
 	packed, err1 := b.ck.Bytes(pt)

@@ -6,14 +6,17 @@ import (
 	"github.com/k3-project/k3/attention"
 	"github.com/k3-project/k3/internal/nn"
 	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/trunk"
 )
 
-// bind binds every tensor of the text model, collecting all problems first.
-func (m *Model) bind() error {
+// bind binds every tensor of the text model, collecting all problems first. With b.describe it
+// only checks and lists them (see binder).
+func (m *Model) bind(b *binder) error {
 	c := &m.cfg
-	b := &binder{ck: m.ck}
 	E, V := c.Hidden, c.Vocab
+	b.item = trunk.Embed
 	m.embed = b.matrix(prefixModel+"embed_tokens.weight", V, E, classEmbedHead)
+	b.item = trunk.Head
 	m.lmHead = b.matrix(nameLMHead, V, E, classEmbedHead)
 	m.norm = b.vector(prefixModel+"norm.weight", E, classEmbedHead)
 	outNorm := b.vector(prefixModel+"output_attn_res_norm.weight", E, classEmbedHead)
@@ -33,6 +36,9 @@ func (m *Model) bind() error {
 	}
 	if err := b.err(m.dir); err != nil {
 		return err
+	}
+	if b.describe {
+		return nil
 	}
 	if len(buildErrs) > 0 {
 		// Every tensor was present with the right shape, yet a layer refused its weights:
@@ -55,6 +61,7 @@ func (m *Model) bindLayer(b *binder, l int) error {
 	E := c.Hidden
 	lay := &m.layers[l]
 	startMissing, startMis := len(b.missing), len(b.mismatched)
+	b.item = l
 
 	inNorm := b.vector(lp+"input_layernorm.weight", E, classTrunk)
 	postNorm := b.vector(lp+"post_attention_layernorm.weight", E, classTrunk)
@@ -68,30 +75,32 @@ func (m *Model) bindLayer(b *binder, l int) error {
 	var mw attention.MLAWeights
 	if c.IsMLA(l) {
 		Hm, dq := c.MLAHeads, c.QKNope+c.QKRope
-		mw = attention.MLAWeights{
-			QA:      b.matrix(a+"q_a_proj.weight", c.QLoRA, E, classTrunk),
-			QANorm:  b.vector(a+"q_a_layernorm.weight", c.QLoRA, classTrunk),
-			QB:      b.matrix(a+"q_b_proj.weight", Hm*dq, c.QLoRA, classTrunk),
-			KVA:     b.matrix(a+"kv_a_proj_with_mqa.weight", c.KVLoRA+c.QKRope, E, classTrunk),
-			KVANorm: b.vector(a+"kv_a_layernorm.weight", c.KVLoRA, classTrunk),
-			KVB:     b.matrix(a+"kv_b_proj.weight", Hm*(c.QKNope+c.VHead), c.KVLoRA, classTrunk),
-			O:       b.matrix(a+"o_proj.weight", E, Hm*c.VHead, classTrunk),
-		}
+		// Matrices are bound in the order MLA.ForwardWith first uses them, which is the order
+		// a streamed trunk reads them in (TestStreamWalkOrder checks it). kv_b_proj is read by
+		// rows from every head, so it streams whole.
+		mw.QA = b.matrix(a+"q_a_proj.weight", c.QLoRA, E, classTrunk)
+		mw.QANorm = b.vector(a+"q_a_layernorm.weight", c.QLoRA, classTrunk)
+		mw.QB = b.matrix(a+"q_b_proj.weight", Hm*dq, c.QLoRA, classTrunk)
+		mw.KVA = b.matrix(a+"kv_a_proj_with_mqa.weight", c.KVLoRA+c.QKRope, E, classTrunk)
+		mw.KVANorm = b.vector(a+"kv_a_layernorm.weight", c.KVLoRA, classTrunk)
+		mw.KVB = b.matrixOf(a+"kv_b_proj.weight", Hm*(c.QKNope+c.VHead), c.KVLoRA, classTrunk, true)
 		if c.MLAOutGate {
 			mw.G = b.matrix(a+"g_proj.weight", Hm*c.VHead, E, classTrunk)
 		}
+		mw.O = b.matrix(a+"o_proj.weight", E, Hm*c.VHead, classTrunk)
 	} else {
 		H, D := c.KDAHeads, c.KDAHeadDim
 		P := H * D
-		kw = attention.KDAWeights{
-			Q:      b.matrix(a+"q_proj.weight", P, E, classTrunk),
-			K:      b.matrix(a+"k_proj.weight", P, E, classTrunk),
-			V:      b.matrix(a+"v_proj.weight", P, E, classTrunk),
-			G:      b.matrix(a+"g_proj.weight", P, E, classTrunk),
-			O:      b.matrix(a+"o_proj.weight", E, P, classTrunk),
-			FA:     b.matrix(a+"f_a_proj.weight", D, E, classTrunk),
-			FB:     b.matrix(a+"f_b_proj.weight", P, D, classTrunk),
-			B:      b.matrix(a+"b_proj.weight", H, E, classTrunk),
+		// In the order KDA.ForwardWith first uses them (see the MLA case).
+		kw.Q = b.matrix(a+"q_proj.weight", P, E, classTrunk)
+		kw.K = b.matrix(a+"k_proj.weight", P, E, classTrunk)
+		kw.V = b.matrix(a+"v_proj.weight", P, E, classTrunk)
+		kw.G = b.matrix(a+"g_proj.weight", P, E, classTrunk)
+		kw.FA = b.matrix(a+"f_a_proj.weight", D, E, classTrunk)
+		kw.FB = b.matrix(a+"f_b_proj.weight", P, D, classTrunk)
+		kw.B = b.matrix(a+"b_proj.weight", H, E, classTrunk)
+		kw.O = b.matrix(a+"o_proj.weight", E, P, classTrunk)
+		vecs := attention.KDAWeights{
 			QConv:  b.conv(a+"q_conv1d.weight", P, c.ConvK),
 			KConv:  b.conv(a+"k_conv1d.weight", P, c.ConvK),
 			VConv:  b.conv(a+"v_conv1d.weight", P, c.ConvK),
@@ -99,10 +108,11 @@ func (m *Model) bindLayer(b *binder, l int) error {
 			DtBias: b.vector(a+"dt_bias", P, classTrunk),
 			ONorm:  b.vector(a+"o_norm.weight", D, classTrunk),
 		}
+		kw.QConv, kw.KConv, kw.VConv, kw.ALog, kw.DtBias, kw.ONorm = vecs.QConv, vecs.KConv, vecs.VConv, vecs.ALog, vecs.DtBias, vecs.ONorm
 	}
 	f := m.bindFFN(b, l)
-	if len(b.missing) > startMissing || len(b.mismatched) > startMis {
-		return nil // already reported; constructors would only repeat it
+	if b.describe || len(b.missing) > startMissing || len(b.mismatched) > startMis {
+		return nil // already reported (constructors would only repeat it), or nothing to build
 	}
 
 	var err error

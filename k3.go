@@ -2,22 +2,32 @@ package k3
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/k3-project/k3/attention"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/nn"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/trunk"
 )
 
-// Option configures Open.
+// Option configures Open and PlanFor.
 type Option func(*options) error
 
 type options struct {
-	threads int
+	threads     int
+	trunkBudget int64 // 0: map every shard
+	ring        int
+	slotBytes   int64
+	packedDir   string
+	trunkOpen   trunk.Opener
+	noVerify    bool
+	tracer      Tracer
 }
 
 // WithThreads sets the number of goroutines used for mat-vec rows, heads and positions (n ≥ 1;
@@ -32,14 +42,110 @@ func WithThreads(n int) Option {
 	}
 }
 
-// Model is an opened, bound checkpoint. Its weights are read through memory-mapped shards (no
-// copy), so the page cache, not the Go heap, holds them. A Model is safe for concurrent use by
-// many Sessions; Close must not race with them.
+// WithTrunkBudget holds the dense weights (every layer's tensors except routed experts, the
+// embedding table and the output head) in at most bytes of RAM: the largest items are pinned,
+// the rest stream from disk through a small ring of slots each token, and the embedding's rows
+// are read per token. Results are bit-identical at every budget. A budget below the model's
+// floor is refused with the floor in the message (trunk.ErrBudget). Without this option every
+// shard is memory-mapped, which is fastest when RAM holds the whole trunk.
+func WithTrunkBudget(bytes int64) Option {
+	return func(o *options) error {
+		if bytes <= 0 {
+			return fmt.Errorf("k3: WithTrunkBudget(%d): need a positive byte count", bytes)
+		}
+		o.trunkBudget = bytes
+		return nil
+	}
+}
+
+// WithTrunkRing asks for n ring slots (1 … 8, default 2) under a trunk budget. With one slot
+// nothing is read ahead; with two or more a background reader fills the next pieces while the
+// current one is computed on.
+func WithTrunkRing(n int) Option {
+	return func(o *options) error {
+		if n < 1 || n > trunk.MaxRing {
+			return fmt.Errorf("k3: WithTrunkRing(%d): want 1 … %d", n, trunk.MaxRing)
+		}
+		o.ring = n
+		return nil
+	}
+}
+
+// WithTrunkSlot caps a ring slot at bytes (default 64 MiB): larger tensors stream in row ranges.
+// Smaller slots lower the memory floor; larger ones mean fewer, larger reads.
+func WithTrunkSlot(bytes int64) Option {
+	return func(o *options) error {
+		if bytes <= 0 {
+			return fmt.Errorf("k3: WithTrunkSlot(%d): need a positive byte count", bytes)
+		}
+		o.slotBytes = bytes
+		return nil
+	}
+}
+
+// WithPackedTrunk reads every layer's dense tensors from dir/trunk.bin (written by PackTrunk)
+// instead of the checkpoint's shards; the shards still provide experts, embedding and head.
+// Each layer's run is checked against its sha256 the first time it is loaded. Without
+// WithTrunkBudget the whole packed trunk is pinned.
+func WithPackedTrunk(dir string) Option {
+	return func(o *options) error {
+		if dir == "" {
+			return fmt.Errorf("k3: WithPackedTrunk: empty directory")
+		}
+		o.packedDir = dir
+		return nil
+	}
+}
+
+// WithoutTrunkVerify skips the first-load sha256 check of packed layers (one extra read of each
+// layer per process).
+func WithoutTrunkVerify() Option {
+	return func(o *options) error { o.noVerify = true; return nil }
+}
+
+// WithTrunkOpener replaces how the trunk store opens files (default: O_DIRECT with a buffered
+// fallback). It is the seam for exotic storage and for fault injection in tests.
+func WithTrunkOpener(open trunk.Opener) Option {
+	return func(o *options) error {
+		if open == nil {
+			return fmt.Errorf("k3: WithTrunkOpener: nil opener")
+		}
+		o.trunkOpen = open
+		return nil
+	}
+}
+
+// WithTracer reports weight traffic and per-layer timings to t as they happen.
+func WithTracer(t Tracer) Option {
+	return func(o *options) error { o.tracer = t; return nil }
+}
+
+// Tracer receives events of a running model. Calls come from the goroutines doing the work, so
+// an implementation must be safe for concurrent use and quick.
+type Tracer interface {
+	// ExpertRequest is called for every routed expert the MoE asks for, in request order.
+	ExpertRequest(layer, expert int)
+	// TrunkRead is called after every read of dense weights: the layer (or trunk.Head,
+	// trunk.Embed), file offset, length and duration.
+	TrunkRead(layer int, off, n int64, d time.Duration)
+	// LayerDone is called after each decoder layer of a forward pass with its wall time.
+	LayerDone(layer int, d time.Duration)
+}
+
+// Model is an opened, bound checkpoint. Without a trunk budget its weights are read through
+// memory-mapped shards (no copy: the page cache, not the Go heap, holds them) and a Model is safe
+// for concurrent use by many Sessions. Under a trunk budget the dense weights stream through one
+// ring, so forward passes of different sessions take turns. Close must not race with forwards.
 type Model struct {
 	dir     string
 	cfg     config.Config
 	threads int
 	ck      *safetensors.Checkpoint
+	store   *trunk.Store // nil: mapped
+	packed  *packedTrunk
+	plan    Plan
+	tracer  Tracer
+	walk    sync.Mutex // serialises forwards that share the store's ring
 
 	embed  quant.Matrix // [V, E]; rows gathered and widened exactly
 	lmHead quant.Matrix // [V, E]
@@ -63,33 +169,120 @@ type layer struct {
 // Open reads config.json in dir, opens the checkpoint's shards (through the index when there is
 // one) and binds every tensor of the text model by its released name, checking dtypes and
 // shapes (SPEC §3.3). Missing or mis-shaped tensors are all reported in one *BindError; the
-// vision tower and other unknown tensors are ignored.
+// vision tower and other unknown tensors are ignored. Under a trunk budget the plan (Plan) is
+// computed from the headers before anything is allocated; pinned weights are then loaded.
 func Open(dir string, opts ...Option) (*Model, error) {
-	o := options{threads: runtime.GOMAXPROCS(0)}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
+	m, d, err := prepare(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	o := d.opts
+	if m.plan.Trunk != nil {
+		to := trunk.Options{Open: o.trunkOpen}
+		if m.packed != nil && !o.noVerify {
+			to.Verify = m.packed.layout.Checksums(m.packed.bin)
+		}
+		if t := o.tracer; t != nil {
+			to.OnRead = t.TrunkRead
+		}
+		if m.store, err = trunk.Open(m.plan.Trunk, d.dense, to); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	cfg, err := config.Load(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return nil, fmt.Errorf("k3: open %s: %w", dir, err)
-	}
-	// WithIncomplete lets the bind step name every absent tensor and the shard that should hold
-	// it, instead of failing at the first absent shard.
-	ck, err := safetensors.Open(dir, safetensors.WithIncomplete())
-	if err != nil {
-		return nil, fmt.Errorf("k3: open %s: %w", dir, err)
-	}
-	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, eps: float32(cfg.RMSEps)}
-	if err := m.bind(); err != nil {
-		ck.Close()
+	b := &binder{ck: m.ck, store: m.store, packed: m.packed}
+	if err := m.bind(b); err != nil {
+		m.Close()
 		return nil, err
 	}
 	return m, nil
 }
 
-// Close releases the shard mappings. Sessions of the model fail with ErrClosed afterwards.
+// prepared is what prepare found out before allocating anything.
+type prepared struct {
+	opts  options
+	dense []trunk.Tensor
+}
+
+// prepare reads the configuration and the headers and computes the plan.
+func prepare(dir string, opts []Option) (*Model, *prepared, error) {
+	o := options{threads: runtime.GOMAXPROCS(0)}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, nil, err
+		}
+	}
+	cfg, err := config.Load(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+	}
+	// WithIncomplete lets the bind step name every absent tensor and the shard that should hold
+	// it, instead of failing at the first absent shard.
+	ck, err := safetensors.Open(dir, safetensors.WithIncomplete())
+	if err != nil {
+		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+	}
+	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, eps: float32(cfg.RMSEps), tracer: o.tracer}
+	m.plan = Plan{Mapped: true, Packed: o.packedDir}
+	d := &prepared{opts: o}
+	if o.packedDir != "" {
+		if m.packed, err = openPacked(o.packedDir, cfg); err != nil {
+			m.Close()
+			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+		}
+	}
+	db := &binder{ck: ck, describe: true, packed: m.packed}
+	if err := m.bind(db); err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	d.dense = db.dense
+	m.plan.fillSession(cfg)
+	for _, t := range db.dense {
+		m.plan.DenseBytes += t.Size
+	}
+	if o.trunkBudget > 0 || m.packed != nil {
+		budget := o.trunkBudget
+		if budget == 0 {
+			budget = math.MaxInt64 / 2 // a packed trunk without a budget: pin it all
+		}
+		tp, err := trunk.NewPlan(db.dense, cfg.NumLayers, trunk.PlanConfig{Budget: budget, Ring: o.ring,
+			SlotBytes: o.slotBytes, SideBytes: db.side})
+		if err != nil {
+			m.Close()
+			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+		}
+		m.plan.Mapped, m.plan.Trunk = false, tp
+	}
+	return m, d, nil
+}
+
+// PlanFor computes the memory plan Open would use for dir with opts, reading only the
+// configuration and the shard headers: nothing is allocated or loaded. A budget below the
+// floor is refused exactly as Open refuses it.
+func PlanFor(dir string, opts ...Option) (Plan, error) {
+	m, _, err := prepare(dir, opts)
+	if err != nil {
+		return Plan{}, err
+	}
+	p := m.plan
+	m.Close()
+	return p, nil
+}
+
+// Plan returns the memory plan the model runs under.
+func (m *Model) Plan() Plan { return m.plan }
+
+// TrunkStats returns the dense-weight store's counters; ok is false for a fully mapped model.
+func (m *Model) TrunkStats() (s trunk.Stats, ok bool) {
+	if m.store == nil {
+		return trunk.Stats{}, false
+	}
+	return m.store.Stats(), true
+}
+
+// Close releases the shard mappings and the trunk store's memory. Sessions of the model fail
+// with ErrClosed afterwards.
 func (m *Model) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -97,7 +290,17 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
-	return m.ck.Close()
+	var first error
+	if m.store != nil {
+		first = m.store.Close()
+	}
+	if err := m.packed.close(); err != nil && first == nil {
+		first = err
+	}
+	if err := m.ck.Close(); err != nil && first == nil {
+		first = err
+	}
+	return first
 }
 
 // Config returns a copy of the model's configuration.

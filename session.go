@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/k3-project/k3/attention"
 	"github.com/k3-project/k3/internal/nn"
@@ -159,6 +160,14 @@ func (m *Model) Forward(ctx context.Context, ids []int) ([][]float32, error) {
 	return m.NewSession().PrefillAll(ctx, ids)
 }
 
+// weightsErr returns the trunk store's recorded read failure, if any.
+func (m *Model) weightsErr() error {
+	if m.store == nil {
+		return nil
+	}
+	return m.store.Err()
+}
+
 func splitRows(flat []float32, t, v int) [][]float32 {
 	rows := make([][]float32, t)
 	for i := range rows {
@@ -191,27 +200,52 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	if err := ctx.Err(); err != nil {
 		return nil, err // nothing was touched yet: the session stays usable
 	}
+	if m.store != nil {
+		// The dense weights stream through one ring in walk order: one pass at a time.
+		m.walk.Lock()
+		defer m.walk.Unlock()
+		m.store.ClearErr()
+	}
 	T, E, V := len(ids), c.Hidden, c.Vocab
 	h := make([]float32, T*E)
 	rd := m.embed.(quant.RowDecoder) // checked at bind time
 	for t, id := range ids {
 		rd.DecodeRow(h[t*E:(t+1)*E], id)
 	}
-	st, err := nn.NewStream(h, T, E)
-	if err != nil {
-		return nil, fmt.Errorf("k3: forward: %w", err)
-	}
 	fail := func(l int, err error) error {
 		err = &ForwardError{Layer: l, Err: err}
 		s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 		return err
 	}
+	if err := m.weightsErr(); err != nil {
+		// Nothing was computed yet, but the embedding could not be read: the state is intact.
+		return nil, &ForwardError{Layer: -1, Err: err}
+	}
+	st, err := nn.NewStream(h, T, E)
+	if err != nil {
+		return nil, fmt.Errorf("k3: forward: %w", err)
+	}
 	for l := range m.layers {
 		if err := ctx.Err(); err != nil {
 			return nil, fail(l, err)
 		}
+		var t0 time.Time
+		if m.tracer != nil {
+			t0 = time.Now()
+		}
 		if err := m.layers[l].res.ForwardWith(st, s.attn[l], s.ffn[l], m.threads, s.nnWS); err != nil {
+			if werr := m.weightsErr(); werr != nil {
+				err = werr // the NaN rows of unread weights made the layer fail: report the cause
+			}
 			return nil, fail(l, err)
+		}
+		// A streamed matrix that could not read its bytes leaves NaN and records the error:
+		// whatever this layer computed is discarded with the session's consistency.
+		if err := m.weightsErr(); err != nil {
+			return nil, fail(l, err)
+		}
+		if m.tracer != nil {
+			m.tracer.LayerDone(l, time.Since(t0))
 		}
 	}
 	if mode == logitsNone {
@@ -229,13 +263,19 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		nn.RMSNormRows(out, out, m.norm, m.eps)
 		logits = make([]float32, T*V)
 		quant.MatMulParallel(m.lmHead, logits, V, out, T, m.threads)
-		s.logits = append([]float32(nil), logits[(T-1)*V:]...) // callers may write to their rows
+		if m.weightsErr() == nil {
+			s.logits = append([]float32(nil), logits[(T-1)*V:]...) // callers may write to their rows
+		}
 	default:
 		last := out[(T-1)*E:]
 		nn.RMSNormRows(last, last, m.norm, m.eps)
 		logits = make([]float32, V)
 		quant.MatVecParallel(m.lmHead, logits, last, m.threads)
 		s.logits = logits
+	}
+	if err := m.weightsErr(); err != nil {
+		s.logits = nil
+		return nil, fail(-1, err)
 	}
 	s.pos += T
 	return logits, nil

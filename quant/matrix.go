@@ -43,6 +43,16 @@ type RowDecoder interface {
 	DecodeRow(dst []float32, r int)
 }
 
+// Scheduler is implemented by matrices that split their own rows across
+// workers, such as a matrix whose rows arrive from storage in pieces (package
+// trunk): MatVecParallel and MatMulParallel hand them the whole call. An
+// implementation must compute each output row with the kernel its format's
+// MatVec uses, so results stay bit-identical to a resident matrix.
+type Scheduler interface {
+	MatVecWorkers(dst, x []float32, workers int)
+	MatMulWorkers(dst []float32, stride int, x []float32, n, workers int)
+}
+
 // minRowGrain is a floor on the rows of a chunk, whatever the width.
 const minRowGrain = 16
 
@@ -62,6 +72,10 @@ func MatVecParallel(m Matrix, dst, x []float32, workers int) {
 	rows := m.Rows()
 	if len(dst) != rows || len(x) != m.Cols() {
 		panic(fmt.Sprintf("quant.MatVecParallel: len(dst)=%d len(x)=%d, want %d and %d", len(dst), len(x), rows, m.Cols()))
+	}
+	if s, ok := m.(Scheduler); ok {
+		s.MatVecWorkers(dst, x, workers)
+		return
 	}
 	matVecChunks(m, dst, x, workers, rowGrain(m.Cols()))
 }
@@ -83,6 +97,10 @@ func matVecChunks(m Matrix, dst, x []float32, workers, grain int) {
 func MatMulParallel(m Matrix, dst []float32, stride int, x []float32, n, workers int) {
 	rows := m.Rows()
 	checkMatMul(m.Format(), "MatMulParallel", rows, m.Cols(), len(dst), stride, len(x), n)
+	if s, ok := m.(Scheduler); ok {
+		s.MatMulWorkers(dst, stride, x, n, workers)
+		return
+	}
 	matMulChunks(m, dst, stride, x, n, workers, rowGrain(m.Cols()*n))
 }
 

@@ -97,12 +97,13 @@ func synthDir(t *testing.T) string {
 
 // subcommands with arguments that are valid up to the point where --help is inserted.
 var helpCases = map[string][]string{
-	"run":      {"run", "MODEL", "--ids", "1,2", "--gen", "3"},
-	"synth":    {"synth", "tiny", "DIR", "--seed", "2"},
-	"demo":     {"demo", "--gen", "2"},
-	"info":     {"info", "MODEL"},
-	"tokenize": {"tokenize", "--tok", "DIR", "--decode"},
-	"verify":   {"verify", "MODEL", "--manifest", "FILE"},
+	"run":        {"run", "MODEL", "--ids", "1,2", "--gen", "3"},
+	"synth":      {"synth", "tiny", "DIR", "--seed", "2"},
+	"demo":       {"demo", "--gen", "2"},
+	"info":       {"info", "MODEL"},
+	"tokenize":   {"tokenize", "--tok", "DIR", "--decode"},
+	"verify":     {"verify", "MODEL", "--manifest", "FILE"},
+	"pack-trunk": {"pack-trunk", "MODEL", "OUT"},
 }
 
 // TestExecHelpEverywhere: -h and --help at every position of every subcommand's command line
@@ -201,6 +202,10 @@ func TestExecUsageErrors(t *testing.T) {
 		{[]string{"tokenize", "--encoding", "p50k_base"}, "unknown encoding"},
 		{[]string{"verify"}, "k3 verify: expected exactly one model directory"},
 		{[]string{"verify", tiny, "--manifest", filepath.Join(missingDir, "m")}, "--manifest:"},
+		{[]string{"pack-trunk", tiny}, "k3 pack-trunk: expected <model_dir> <out_dir>"},
+		{[]string{"pack-trunk", tiny, "o", "--bogus"}, "k3 pack-trunk: --bogus: unknown flag"},
+		{[]string{noShards, "--ids", "1", "--trunk-gb", "-1"}, "--trunk-gb:"},
+		{[]string{noShards, "--ids", "1", "--trunk-ring", "9"}, "--trunk-ring: 9 is outside [1, 8]"},
 		{[]string{"--bogus"}, "--bogus: unknown flag"},
 	}
 	for _, c := range cases {

@@ -13,9 +13,16 @@ import (
 // progress counts bytes of a long operation: a progress bar (bytes, rate, ETA) when w is a
 // terminal, otherwise a plain line every few seconds and at the end, so logs stay readable.
 type progress interface {
-	io.Writer // counts len(p) bytes done
-	// finish ends the display with a summary line.
-	finish()
+	add(n int64) // n more bytes done
+	finish()     // ends the display with a summary line
+}
+
+// progressWriter counts the bytes written through it (for io.Copy into a hash).
+type progressWriter struct{ p progress }
+
+func (w progressWriter) Write(b []byte) (int, error) {
+	w.p.add(int64(len(b)))
+	return len(b), nil
 }
 
 // newProgress starts a display of total bytes labelled desc on w.
@@ -36,8 +43,8 @@ func newProgress(w io.Writer, total int64, desc string) progress {
 
 type barProgress struct{ bar *progressbar.ProgressBar }
 
-func (p *barProgress) Write(b []byte) (int, error) { return p.bar.Write(b) }
-func (p *barProgress) finish()                     { p.bar.Finish() }
+func (p *barProgress) add(n int64) { p.bar.Add64(n) }
+func (p *barProgress) finish()     { p.bar.Finish() }
 
 // lineProgress prints "desc: done of total (pct), MB/s" at most every lineEvery.
 type lineProgress struct {
@@ -49,13 +56,12 @@ type lineProgress struct {
 
 const lineEvery = 5 * time.Second
 
-func (p *lineProgress) Write(b []byte) (int, error) {
-	p.done += int64(len(b))
+func (p *lineProgress) add(n int64) {
+	p.done += n
 	if now := time.Now(); now.Sub(p.last) >= lineEvery {
 		p.last = now
 		p.line("")
 	}
-	return len(b), nil
 }
 
 func (p *lineProgress) finish() { p.line(" done") }

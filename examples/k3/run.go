@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +32,7 @@ var runCmd = command{name: "run", flags: flagSpec{
 	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true,
 	"--incremental": false, "--full-recompute": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
+	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
 }, help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
 
 Greedy decoding on the CPU. Flags apply in argv order (later wins).
@@ -54,6 +56,11 @@ Greedy decoding on the CPU. Flags apply in argv order (later wins).
   --out FILE         JSON report path (default k3_run.json; "-" for stdout)
   --dump-logits FILE write the step-0 logits as little-endian float32 x vocab
   --tf-check         teacher-forced agreement over --ids instead of generating
+  --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
+                     (default: memory-map every shard)
+  --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
+  --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
+  --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
   -h, --help         this help (anywhere on the command line)
 
 --out and --dump-logits are checked for writability before any weights load.
@@ -78,6 +85,7 @@ type runOptions struct {
 	out         string
 	dumpLogits  string
 	tfCheck     bool
+	budget      budget
 }
 
 func parseRun(a *args) (*runOptions, error) {
@@ -90,6 +98,9 @@ func parseRun(a *args) (*runOptions, error) {
 		return nil, err
 	}
 	var err error
+	if o.budget, err = parseBudget(vals); err != nil {
+		return nil, err
+	}
 	if s, ok := vals["--gen"]; ok {
 		if o.gen, err = parseInt("--gen", s, 0, maxGen); err != nil {
 			return nil, err
@@ -270,7 +281,12 @@ type report struct {
 	WallSeconds     float64  `json:"wall_seconds"`
 	LoadSeconds     float64  `json:"load_seconds"`
 	SecondsPerToken *float64 `json:"seconds_per_token"` // null when nothing was generated
-	GeneratedText   *string  `json:"generated_text"`    // the complete decoded text; null without --tok
+	TrunkBytesRead  int64    `json:"trunk_bytes_read"`
+	EmbedBytesRead  int64    `json:"embedding_bytes_read"`
+	HeadBytesRead   int64    `json:"lm_head_bytes_read"`
+	Plan            k3.Plan  `json:"plan"`
+	Trunk           any      `json:"trunk_stats,omitempty"`
+	GeneratedText   *string  `json:"generated_text"` // the complete decoded text; null without --tok
 	Error           string   `json:"error,omitempty"`
 }
 
@@ -358,7 +374,15 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		stop = nil
 	}
 
-	m, err := k3.Open(o.modelDir, k3.WithThreads(o.threads))
+	opts := append([]k3.Option{k3.WithThreads(o.threads)}, o.budget.options()...)
+	// The plan is computed and printed before anything is allocated.
+	plan, err := k3.PlanFor(o.modelDir, opts...)
+	if err != nil {
+		fail(stderr, err)
+		return openExit(err)
+	}
+	fmt.Fprintf(stderr, "k3: memory plan\n%s\n", indent(plan.String()))
+	m, err := k3.Open(o.modelDir, opts...)
 	if err != nil {
 		fail(stderr, err)
 		return openExit(err)
@@ -475,6 +499,14 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
 	rep.PeakRSSBytes = peakRSS()
+	rep.Plan = m.Plan()
+	if st, ok := m.TrunkStats(); ok {
+		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
+		rep.Trunk = st
+		fmt.Fprintf(stderr, "k3: trunk: %s streamed + %s lm_head + %s embedding rows read in %d reads (%s); device %.2f s, compute waited %.2f s (overlap %.0f%%)\n",
+			gbString(st.BytesRead), gbString(st.HeadBytes), gbString(st.EmbedBytes), st.Reads, st.Mode,
+			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
+	}
 	if err := writeReport(o.out, stdout, &rep); err != nil {
 		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
 		if code == exitOK {
@@ -550,6 +582,8 @@ func writeReport(path string, stdout io.Writer, rep *report) error {
 	}
 	return os.WriteFile(path, b, 0o644)
 }
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
 func defaultThreads() int { return runtime.GOMAXPROCS(0) }
 

@@ -280,7 +280,7 @@ func hashFiles(dir string, files []string, stderr io.Writer) (map[string]string,
 			continue
 		}
 		h := sha256.New()
-		_, err = io.CopyBuffer(io.MultiWriter(h, p), f, make([]byte, 8<<20))
+		_, err = io.CopyBuffer(io.MultiWriter(h, progressWriter{p}), f, make([]byte, 8<<20))
 		f.Close()
 		if err != nil {
 			problems = append(problems, verifyProblem{name, err.Error()})

@@ -1,0 +1,55 @@
+package k3
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/trunk"
+)
+
+// Plan is a model's memory plan, itemised by component. PlanFor computes it without loading
+// anything; Model.Plan returns the one a model runs under.
+type Plan struct {
+	// Mapped: no trunk budget; every shard is memory-mapped and the page cache holds what is
+	// touched.
+	Mapped bool `json:"mapped"`
+	// Trunk is the dense-weight plan under a budget (nil when Mapped).
+	Trunk *trunk.Plan `json:"trunk,omitempty"`
+	// Packed is the packed trunk directory, if any.
+	Packed string `json:"packed_trunk,omitempty"`
+	// DenseBytes are the checkpoint bytes of every dense matrix (layers, embedding, head).
+	DenseBytes int64 `json:"dense_bytes"`
+	// KDAStateBytes is the recurrent state and conv tails one session keeps (all KDA layers).
+	KDAStateBytes int64 `json:"kda_state_bytes_per_session"`
+	// MLABytesPerPosition is what one session's MLA latent caches grow by per position.
+	MLABytesPerPosition int64 `json:"mla_cache_bytes_per_position"`
+}
+
+func (p *Plan) fillSession(c *config.Config) {
+	p.KDAStateBytes, p.MLABytesPerPosition = 0, 0
+	for l := range c.NumLayers {
+		if c.IsMLA(l) {
+			p.MLABytesPerPosition += 4 * int64(c.KVLoRA+c.QKRope)
+			continue
+		}
+		P := int64(c.KDAHeads * c.KDAHeadDim)
+		p.KDAStateBytes += 4 * (int64(c.KDAHeads)*int64(c.KDAHeadDim)*int64(c.KDAHeadDim) + 3*P*int64(c.ConvK-1))
+	}
+}
+
+// String itemises the plan, one component a line.
+func (p Plan) String() string {
+	var b strings.Builder
+	if p.Mapped {
+		fmt.Fprintf(&b, "dense weights  %s memory-mapped (no budget: the page cache holds what is touched)\n", trunk.GB(p.DenseBytes))
+	} else {
+		if p.Packed != "" {
+			fmt.Fprintf(&b, "packed trunk   %s\n", p.Packed)
+		}
+		b.WriteString(p.Trunk.String())
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "per session    KDA state %s, MLA cache %d B per position", trunk.GB(p.KDAStateBytes), p.MLABytesPerPosition)
+	return b.String()
+}

@@ -1,0 +1,283 @@
+package trunk
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/k3-project/k3/safetensors"
+)
+
+// Defaults of PlanConfig.
+const (
+	// DefaultRing is the number of ring slots asked for: two let the next piece be read while
+	// the current one is computed on.
+	DefaultRing = 2
+	// MaxRing bounds the ring request.
+	MaxRing = 8
+	// DefaultSlotBytes is the largest piece streamed in one slot. A larger tensor streams in
+	// row ranges, so no slot needs to hold a whole layer (or the 2.35 GB output head).
+	DefaultSlotBytes = 64 << 20
+	// window is the room a slot keeps for the aligned window around a piece: up to 4096 bytes
+	// before it and after it (SPEC §9.2).
+	window = 2 * safetensors.Alignment
+)
+
+// PlanConfig is the input of Plan.
+type PlanConfig struct {
+	// Budget is the bytes the dense weights may hold resident: pinned tensors, ring slots and
+	// side bytes. It must be positive.
+	Budget int64
+	// Ring is the number of slots asked for (1 … MaxRing; 0 means DefaultRing). Fewer are
+	// granted when the budget is tight; one slot streams without read-ahead.
+	Ring int
+	// SlotBytes caps a slot (0 means DefaultSlotBytes); tensors larger than a slot stream in
+	// row ranges. It never goes below the floor's slot.
+	SlotBytes int64
+	// SideBytes are resident bytes outside the matrices that the budget must also cover (the
+	// float32 copies of norms, biases and other small vectors).
+	SideBytes int64
+}
+
+// Plan says what is pinned and what streams. It is computed from tensor sizes alone, before
+// anything is allocated, so a caller can print it, marshal it to JSON or refuse it first.
+type Plan struct {
+	Budget int64 `json:"budget_bytes"`
+	Floor  int64 `json:"floor_bytes"` // the smallest budget these tensors can run in
+	// MinSlot is the smallest slot: the largest piece that cannot be split (a row of the widest
+	// matrix, or a whole matrix the layer reads by rows) plus its read window.
+	MinSlot int64 `json:"min_slot_bytes"`
+
+	Layers       int   `json:"layers"`
+	Pinned       []int `json:"pinned_layers"`
+	HeadPinned   bool  `json:"head_pinned"`
+	EmbedPinned  bool  `json:"embedding_pinned"`
+	PinnedBytes  int64 `json:"pinned_bytes"`            // arena bytes of every pinned matrix
+	EmbedBytes   int64 `json:"embedding_bytes"`         // resident embedding table (0 when its rows are read per token)
+	StreamBytes  int64 `json:"streamed_bytes_per_pass"` // bytes read per full pass over the layers and the head
+	Slots        int   `json:"ring_slots"`
+	SlotBytes    int64 `json:"slot_bytes"`
+	RingBytes    int64 `json:"ring_bytes"`
+	SideBytes    int64 `json:"side_bytes"`
+	Total        int64 `json:"total_bytes"`
+	ReadAhead    bool  `json:"read_ahead"` // a background reader runs (at least two slots)
+	LayerBytes   int64 `json:"layer_bytes"`
+	HeadBytes    int64 `json:"head_bytes"`
+	EmbedRowSize int64 `json:"embedding_row_bytes"`
+}
+
+// Hit returns the share of the walk's items (layers and head) that are pinned: the
+// deterministic trunk hit rate.
+func (p *Plan) Hit() float64 {
+	n := p.Layers + 1
+	h := len(p.Pinned)
+	if p.HeadPinned {
+		h++
+	}
+	return float64(h) / float64(n)
+}
+
+// String itemises the plan, one component a line.
+func (p *Plan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "trunk budget %s (floor %s)\n", GB(p.Budget), GB(p.Floor))
+	fmt.Fprintf(&b, "  pinned      %s  %d/%d layers%s\n", GB(p.PinnedBytes), len(p.Pinned), p.Layers, map[bool]string{true: " + lm_head", false: ""}[p.HeadPinned])
+	if p.Slots > 0 {
+		fmt.Fprintf(&b, "  ring        %s  %d × %s slots, read-ahead %v\n", GB(p.RingBytes), p.Slots, GB(p.SlotBytes), p.ReadAhead)
+	} else {
+		fmt.Fprintf(&b, "  ring        none (everything pinned)\n")
+	}
+	if p.EmbedPinned {
+		fmt.Fprintf(&b, "  embedding   %s  resident\n", GB(p.EmbedBytes))
+	} else {
+		fmt.Fprintf(&b, "  embedding   rows read per token (%d B each)\n", p.EmbedRowSize)
+	}
+	fmt.Fprintf(&b, "  side        %s  float32 norms, biases and small vectors\n", GB(p.SideBytes))
+	fmt.Fprintf(&b, "  streamed    %s per pass (trunk hit %.1f%%)\n", GB(p.StreamBytes), 100*p.Hit())
+	fmt.Fprintf(&b, "  total       %s", GB(p.Total))
+	return b.String()
+}
+
+// GB formats bytes as decimal gigabytes (megabytes below 0.1 GB).
+func GB(n int64) string {
+	if n < 100e6 {
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+}
+
+// item is one pinnable unit of the walk: a layer's matrices or the head.
+type item struct {
+	id    int
+	bytes int64 // pinned arena bytes
+	size  int64 // payload bytes read per pass
+}
+
+// pinnedBytes is the arena room a pinned tensor takes: its aligned window, so it can be read
+// with O_DIRECT straight into place.
+func pinnedBytes(t *Tensor) int64 {
+	return roundUp(safetensors.WindowLen(t.Offset, t.Size), safetensors.Alignment)
+}
+
+// minPiece is the smallest slot that can hold t's smallest piece: the whole tensor when Whole,
+// else one row, plus the aligned window.
+func minPiece(t *Tensor) int64 {
+	n := t.rowBytes()
+	if t.Whole {
+		n = t.Size
+	}
+	return roundUp(n+window, safetensors.Alignment)
+}
+
+// NewPlan plans tensors (every matrix of every layer and the head, and the embedding table if
+// present) under cfg.
+func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
+	if cfg.Budget <= 0 {
+		return nil, fmt.Errorf("%w: budget %d bytes", ErrBudget, cfg.Budget)
+	}
+	ring := cfg.Ring
+	if ring == 0 {
+		ring = DefaultRing
+	}
+	if ring < 1 || ring > MaxRing {
+		return nil, fmt.Errorf("trunk: ring of %d slots: want 1 … %d", ring, MaxRing)
+	}
+	slotCap := cfg.SlotBytes
+	if slotCap == 0 {
+		slotCap = DefaultSlotBytes
+	}
+	if slotCap < 0 || cfg.SideBytes < 0 {
+		return nil, fmt.Errorf("trunk: negative slot size %d or side bytes %d", slotCap, cfg.SideBytes)
+	}
+	p := &Plan{Budget: cfg.Budget, Layers: numLayers, SideBytes: cfg.SideBytes, Pinned: []int{}}
+	items := make(map[int]*item)
+	var embed *Tensor
+	var minSlot, maxSlot int64
+	for i := range tensors {
+		t := &tensors[i]
+		if err := t.check(); err != nil {
+			return nil, err
+		}
+		if t.Item == Embed {
+			if embed != nil {
+				return nil, fmt.Errorf("%w: two embedding tables (%s, %s)", ErrTensor, embed.Name, t.Name)
+			}
+			embed = t
+			continue
+		}
+		if t.Item >= numLayers {
+			return nil, fmt.Errorf("%w: %s belongs to layer %d of %d", ErrTensor, t.Name, t.Item, numLayers)
+		}
+		it := items[t.Item]
+		if it == nil {
+			it = &item{id: t.Item}
+			items[t.Item] = it
+		}
+		it.bytes += pinnedBytes(t)
+		it.size += t.Size
+		if t.Item == Head {
+			p.HeadBytes += t.Size
+		} else {
+			p.LayerBytes += t.Size
+		}
+		minSlot = max(minSlot, minPiece(t))
+		maxSlot = max(maxSlot, roundUp(t.Size+window, safetensors.Alignment))
+	}
+	if embed != nil {
+		p.EmbedRowSize = embed.rowBytes()
+	}
+	p.Floor, p.MinSlot = cfg.SideBytes+minSlot, minSlot
+	if len(items) == 0 {
+		p.Floor = cfg.SideBytes
+	}
+	avail := cfg.Budget - cfg.SideBytes
+	if cfg.Budget < p.Floor {
+		return nil, fmt.Errorf("%w: %d bytes (%s) asked, the minimum for this model is %d bytes (%s)",
+			ErrBudget, cfg.Budget, GB(cfg.Budget), p.Floor, GB(p.Floor))
+	}
+
+	// The ring: slots as large as the cap allows (fewer, larger reads), shrunk towards the floor's
+	// slot before the read-ahead slot is given up.
+	slot := max(minSlot, min(maxSlot, roundUp(slotCap, safetensors.Alignment)))
+	r := ring
+	for int64(r)*slot > avail {
+		if slot > minSlot {
+			slot = max(minSlot, (avail/int64(r))&^(safetensors.Alignment-1))
+			continue
+		}
+		if r == 1 {
+			break
+		}
+		r--
+	}
+
+	// Pin the largest items first: a pinned byte saves a byte of reading per pass whatever it
+	// belongs to, and large pins leave the fewest bytes of budget unused. Ties go to the lower
+	// layer, the head last.
+	order := make([]*item, 0, len(items))
+	for _, it := range items {
+		order = append(order, it)
+	}
+	slices.SortFunc(order, func(a, b *item) int {
+		if c := cmp.Compare(b.size, a.size); c != 0 {
+			return c
+		}
+		return cmp.Compare(key(a.id), key(b.id))
+	})
+	ringBytes := int64(r) * slot
+	var pinned int64
+	var streamedMax int64
+	streamed := 0
+	for _, it := range order {
+		if pinned+it.bytes+ringBytes <= avail {
+			pinned += it.bytes
+			if it.id == Head {
+				p.HeadPinned = true
+			} else {
+				p.Pinned = append(p.Pinned, it.id)
+			}
+			continue
+		}
+		streamed++
+		p.StreamBytes += it.size
+	}
+	for i := range tensors {
+		t := &tensors[i]
+		if t.Item != Embed && !p.pinnedItem(t.Item) {
+			streamedMax = max(streamedMax, roundUp(t.Size+window, safetensors.Alignment))
+		}
+	}
+	slices.Sort(p.Pinned)
+	switch {
+	case streamed == 0:
+		r, slot = 0, 0
+	case streamedMax < slot:
+		slot = max(minSlot, streamedMax) // no piece needs more
+	}
+	p.Slots, p.SlotBytes, p.RingBytes = r, slot, int64(r)*slot
+	p.ReadAhead = r >= 2
+	p.PinnedBytes = pinned
+	if embed != nil && streamed == 0 {
+		if e := pinnedBytes(embed); pinned+e <= avail {
+			p.EmbedPinned, p.EmbedBytes = true, e
+		}
+	}
+	p.Total = p.SideBytes + p.PinnedBytes + p.RingBytes + p.EmbedBytes
+	return p, nil
+}
+
+func key(id int) int {
+	if id == Head {
+		return 1 << 30
+	}
+	return id
+}
+
+func (p *Plan) pinnedItem(id int) bool {
+	if id == Head {
+		return p.HeadPinned
+	}
+	_, ok := slices.BinarySearch(p.Pinned, id)
+	return ok || slices.Contains(p.Pinned, id)
+}

@@ -1,0 +1,341 @@
+package k3_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/trunk"
+)
+
+// run is what a configuration produced on a model: teacher-forced logits and an incremental
+// greedy continuation with the logits each pick came from.
+type run struct {
+	tf     uint64
+	ids    []int
+	greedy uint64
+}
+
+func runModel(t *testing.T, m *k3.Model, ref *reference) run {
+	t.Helper()
+	logits, err := m.Forward(context.Background(), ref.FullIDs)
+	require.NoError(t, err)
+	ids, steps := greedy(t, m, ref.PromptIDs, len(ref.FullIDs)-len(ref.PromptIDs), false)
+	return run{tf: digest(logits), ids: ids, greedy: digest(steps)}
+}
+
+// floorPlan returns the mapped-mode baseline plan's trunk floor for dir (with a tiny slot cap so
+// that even the fixture models' tensors stream in several row ranges).
+func floorOf(t *testing.T, dir string, opts ...k3.Option) *trunk.Plan {
+	t.Helper()
+	p, err := k3.PlanFor(dir, append(opts, k3.WithTrunkBudget(1<<40))...)
+	require.NoError(t, err)
+	require.NotNil(t, p.Trunk)
+	return p.Trunk
+}
+
+const smallSlot = 16 << 10 // forces row-range pieces on the fixture models
+
+// TestTrunkBudgetsBitIdentical is the trunk issue's acceptance matrix: on every model, tokens
+// and logits are bit-identical to the fully mapped run for every named configuration, packed
+// and unpacked, on 1 and 2 threads.
+func TestTrunkBudgetsBitIdentical(t *testing.T) {
+	for _, dir := range fixtures.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ref := loadReference(t, dir)
+			want := runModel(t, openModel(t, dir), ref)
+			packed := t.TempDir()
+			require.NoError(t, k3.PackTrunk(dir, packed, nil))
+			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+			all := fl.Total + fl.EmbedBytes // everything pinned (Total of a huge budget)
+			cases := []struct {
+				name  string
+				opts  []k3.Option
+				check func(*testing.T, *trunk.Plan)
+			}{
+				{"floor", []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
+					assert.Equal(t, 1, p.Slots, "one slot at the floor")
+					assert.Empty(t, p.Pinned)
+					assert.False(t, p.HeadPinned || p.EmbedPinned, "head and embedding stream at the floor")
+					assert.False(t, p.ReadAhead)
+				}},
+				{"two-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + fl.MinSlot), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
+					assert.Equal(t, 2, p.Slots)
+					assert.True(t, p.ReadAhead)
+				}},
+				{"eight-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + 7*fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(8)}, func(t *testing.T, p *trunk.Plan) {
+					assert.Equal(t, 8, p.Slots)
+				}},
+				{"mixed", []k3.Option{k3.WithTrunkBudget(all / 2)}, func(t *testing.T, p *trunk.Plan) {
+					assert.NotEmpty(t, p.Pinned)
+					assert.Less(t, len(p.Pinned), p.Layers)
+					assert.Positive(t, p.Slots)
+				}},
+				{"all-pinned", []k3.Option{k3.WithTrunkBudget(1 << 40)}, func(t *testing.T, p *trunk.Plan) {
+					assert.Len(t, p.Pinned, p.Layers)
+					assert.True(t, p.HeadPinned && p.EmbedPinned)
+					assert.Zero(t, p.Slots, "no ring when everything is pinned")
+				}},
+			}
+			for _, c := range cases {
+				for _, layout := range []string{"shards", "packed"} {
+					for _, threads := range []int{1, 2} {
+						t.Run(fmt.Sprintf("%s/%s/t%d", c.name, layout, threads), func(t *testing.T) {
+							opts := append([]k3.Option{k3.WithThreads(threads)}, c.opts...)
+							if layout == "packed" {
+								opts = append(opts, k3.WithPackedTrunk(packed))
+							}
+							m := openModel(t, dir, opts...)
+							c.check(t, m.Plan().Trunk)
+							got := runModel(t, m, ref)
+							assert.Equal(t, want, got, "tokens and logits must equal the mapped run's")
+							st, ok := m.TrunkStats()
+							require.True(t, ok)
+							assert.Zero(t, st.OutOfOrder, "the walk order must follow the layer math")
+							if layout == "packed" {
+								assert.Equal(t, m.Config().NumLayers, st.Verified, "every packed layer verified on first load")
+							}
+						})
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTrunkBudgetSweep sweeps budgets from the floor upward until everything is pinned.
+func TestTrunkBudgetSweep(t *testing.T) {
+	for _, dir := range fixtures.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ref := loadReference(t, dir)
+			base := openModel(t, dir)
+			logits, err := base.Forward(context.Background(), ref.FullIDs)
+			require.NoError(t, err)
+			want := digest(logits)
+			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+			rungs := 0
+			for b := fl.Floor; ; b = b * 3 / 2 {
+				m := openModel(t, dir, k3.WithTrunkBudget(b), k3.WithTrunkSlot(smallSlot))
+				p := m.Plan().Trunk
+				require.LessOrEqual(t, p.Total, b, "the plan must fit its budget")
+				got, err := m.Forward(context.Background(), ref.FullIDs)
+				require.NoError(t, err, "budget %d", b)
+				require.Equal(t, want, digest(got), "budget %d: %s", b, p)
+				rungs++
+				m.Close()
+				if p.Slots == 0 {
+					break
+				}
+			}
+			t.Logf("%d budgets from %d bytes up to all pinned: all bit-identical", rungs, fl.Floor)
+			assert.GreaterOrEqual(t, rungs, 6)
+		})
+	}
+}
+
+func TestTrunkBudgetBelowFloor(t *testing.T) {
+	dir := fixtures.Models(t)[0]
+	fl := floorOf(t, dir)
+	_, err := k3.Open(dir, k3.WithTrunkBudget(fl.Floor-1))
+	require.ErrorIs(t, err, trunk.ErrBudget)
+	assert.Contains(t, err.Error(), fmt.Sprintf("minimum for this model is %d bytes", fl.Floor))
+	_, err = k3.PlanFor(dir, k3.WithTrunkBudget(fl.Floor-1))
+	require.ErrorIs(t, err, trunk.ErrBudget)
+}
+
+// faultFile fails or shortens the reads that cover one offset of one file.
+type faultFile struct {
+	trunk.File
+	at    int64
+	short bool
+	mu    sync.Mutex
+	hits  int
+}
+
+func (f *faultFile) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
+	if off <= f.at && f.at < off+n {
+		f.mu.Lock()
+		f.hits++
+		f.mu.Unlock()
+		if f.short {
+			p, err := f.File.ReadAligned(buf, off, n)
+			if err != nil {
+				return nil, err
+			}
+			return p[:len(p)/2], nil
+		}
+		return nil, &os.PathError{Op: "read", Path: "fault", Err: syscall.EIO}
+	}
+	return f.File.ReadAligned(buf, off, n)
+}
+
+// TestTrunkReadFaults injects EIO and short reads midway through a streamed layer: the forward
+// fails with a named error, nothing is emitted, and the session reports itself broken.
+func TestTrunkReadFaults(t *testing.T) {
+	for _, dir := range fixtures.Models(t) {
+		ref := loadReference(t, dir)
+		ck, err := safetensors.Open(dir)
+		require.NoError(t, err)
+		victim, ok := ck.Tensor("language_model.model.layers.5.self_attn.o_proj.weight")
+		if !ok {
+			victim, ok = ck.Tensor("language_model.model.layers.5.self_attn.q_proj.weight")
+		}
+		require.True(t, ok)
+		ck.Close()
+		for _, short := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/short=%v", filepath.Base(dir), short), func(t *testing.T) {
+				var ff *faultFile
+				open := func(path string) (trunk.File, int64, error) {
+					f, n, err := trunk.OpenFile(path)
+					if err != nil || path != victim.File {
+						return f, n, err
+					}
+					ff = &faultFile{File: f, at: victim.Offset + victim.Size/2, short: short}
+					return ff, n, nil
+				}
+				fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+				m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithTrunkOpener(open))
+				s := m.NewSession()
+				err := s.Prefill(context.Background(), ref.PromptIDs)
+				require.Error(t, err)
+				var re *trunk.ReadError
+				require.ErrorAs(t, err, &re)
+				var fe *k3.ForwardError
+				require.ErrorAs(t, err, &fe)
+				assert.Equal(t, 5, fe.Layer)
+				if short {
+					assert.ErrorIs(t, err, safetensors.ErrShortRead)
+				} else {
+					assert.ErrorIs(t, err, syscall.EIO)
+				}
+				assert.Nil(t, s.Logits(), "no logits from a failed pass")
+				_, err = s.Next()
+				assert.ErrorIs(t, err, k3.ErrBroken)
+				// Generate emits nothing from the bad bytes either.
+				for id, err := range m.Generate(context.Background(), ref.PromptIDs, k3.GenerateOptions{MaxTokens: 3}) {
+					require.Equal(t, -1, id)
+					require.ErrorAs(t, err, &re)
+				}
+				assert.Positive(t, ff.hits)
+			})
+		}
+	}
+}
+
+// TestPackedTrunkFaults: a truncated trunk.bin and a changed byte are refused by name.
+func TestPackedTrunkFaults(t *testing.T) {
+	dir := fixtures.Models(t)[0]
+	ref := loadReference(t, dir)
+	t.Run("truncated", func(t *testing.T) {
+		p := t.TempDir()
+		require.NoError(t, k3.PackTrunk(dir, p, nil))
+		bin := filepath.Join(p, trunk.BinName)
+		st, err := os.Stat(bin)
+		require.NoError(t, err)
+		require.NoError(t, os.Truncate(bin, st.Size()-4096))
+		_, err = k3.Open(dir, k3.WithPackedTrunk(p), k3.WithTrunkBudget(1<<30))
+		require.ErrorIs(t, err, trunk.ErrLayout)
+		assert.Contains(t, err.Error(), "ends past trunk.bin")
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		p := t.TempDir()
+		require.NoError(t, k3.PackTrunk(dir, p, nil))
+		require.NoError(t, os.Remove(filepath.Join(p, trunk.LayoutName)))
+		_, err := k3.Open(dir, k3.WithPackedTrunk(p))
+		require.ErrorIs(t, err, trunk.ErrIncomplete)
+	})
+	for _, pinned := range []bool{true, false} {
+		t.Run(fmt.Sprintf("checksum/pinned=%v", pinned), func(t *testing.T) {
+			p := t.TempDir()
+			require.NoError(t, k3.PackTrunk(dir, p, nil))
+			l, err := trunk.ReadLayout(p, 0+mustLayers(t, dir), trunk.Expect{})
+			require.NoError(t, err)
+			r := l.Layers[3]
+			flipByte(t, filepath.Join(p, trunk.BinName), r.FileOff+r.Unpadded/2)
+			budget := int64(1 << 40)
+			if !pinned {
+				budget = floorOf(t, dir, k3.WithTrunkSlot(smallSlot)).Floor * 2
+			}
+			m, err := k3.Open(dir, k3.WithPackedTrunk(p), k3.WithTrunkBudget(budget), k3.WithTrunkSlot(smallSlot))
+			if pinned {
+				require.ErrorIs(t, err, trunk.ErrChecksum)
+				assert.Contains(t, err.Error(), "layer 3")
+				return
+			}
+			require.NoError(t, err)
+			defer m.Close()
+			_, err = m.Forward(context.Background(), ref.FullIDs)
+			require.ErrorIs(t, err, trunk.ErrChecksum)
+			var fe *k3.ForwardError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, 3, fe.Layer)
+			// Skipping verification is explicit, and then the changed bytes are used.
+			m2 := openModel(t, dir, k3.WithPackedTrunk(p), k3.WithTrunkBudget(budget), k3.WithTrunkSlot(smallSlot), k3.WithoutTrunkVerify())
+			_, err = m2.Forward(context.Background(), ref.FullIDs)
+			require.NoError(t, err)
+		})
+	}
+}
+
+func mustLayers(t *testing.T, dir string) int {
+	m := openModel(t, dir)
+	return m.Config().NumLayers
+}
+
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	b := make([]byte, 1)
+	_, err = f.ReadAt(b, off)
+	require.NoError(t, err)
+	b[0] ^= 0x10
+	_, err = f.WriteAt(b, off)
+	require.NoError(t, err)
+}
+
+// TestTrunkTracer: WithTracer sees every streamed read and every layer.
+func TestTrunkTracer(t *testing.T) {
+	dir := fixtures.Models(t)[0]
+	ref := loadReference(t, dir)
+	tr := &countTracer{}
+	fl := floorOf(t, dir)
+	m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor*2), k3.WithTracer(tr))
+	_, err := m.Forward(context.Background(), ref.FullIDs)
+	require.NoError(t, err)
+	st, _ := m.TrunkStats()
+	assert.Equal(t, m.Config().NumLayers, tr.layers)
+	assert.Equal(t, st.BytesRead+st.HeadBytes+st.EmbedBytes+st.PinnedBytes, tr.bytes)
+}
+
+type countTracer struct {
+	mu     sync.Mutex
+	layers int
+	bytes  int64
+}
+
+func (c *countTracer) ExpertRequest(layer, expert int) {}
+
+func (c *countTracer) TrunkRead(layer int, off, n int64, d time.Duration) {
+	c.mu.Lock()
+	c.bytes += n
+	c.mu.Unlock()
+}
+
+func (c *countTracer) LayerDone(layer int, d time.Duration) {
+	c.mu.Lock()
+	c.layers++
+	c.mu.Unlock()
+}
