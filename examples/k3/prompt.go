@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,12 +36,31 @@ func loadTokenizer(dir string) (*tokenizer.Encoding, []string, error) {
 		return nil, nil, &tokLoadError{err}
 	}
 	var warnings []string
+	if note := synthNote(filepath.Join(dir, tokConfigFile)); note != "" {
+		// k3 synth's tokenizer is a prefix of o200k_base on purpose: nothing to warn about.
+		return enc, nil, nil
+	}
 	if !enc.IsKimiReference() {
 		d := enc.Ranks().Digest()
 		warnings = append(warnings, fmt.Sprintf("%s in %s (SHA-256 %x) is not the released Kimi rank file (SHA-256 %s); ids may not match the model's",
 			tokRanksFile, dir, d[:], tokenizer.KimiRanksSHA256))
 	}
 	return enc, warnings, nil
+}
+
+// synthNote returns the k3_synthetic key that k3 synth writes into tokenizer_config.json, or "".
+func synthNote(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Note string `json:"k3_synthetic"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.Note
 }
 
 // readPromptFile reads --prompt-file. An unreadable file is a bad argument (exit 2): nothing has
