@@ -8,6 +8,7 @@
 //	k3 synth <geometry> <dir> [--seed N]
 //	k3 demo [--prompt TEXT] [--gen N] [--seed N] [--keep DIR]
 //	k3 info <model_dir>
+//	k3 pack-trunk <model_dir> <out_dir>
 //	k3 tokenize (--tok DIR | --encoding cl100k_base|o200k_base) [--decode] [--ordinary]
 //	k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
 //	k3 --help | --version | --list-presets | --list-geometries

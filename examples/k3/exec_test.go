@@ -197,6 +197,7 @@ func TestExecUsageErrors(t *testing.T) {
 		{[]string{"synth", "tiny", "d", "--seed", "-3"}, "--seed: -3 is outside"},
 		{[]string{"synth", "tiny", nonEmpty}, "not empty"},
 		{[]string{"demo", "--gen", "65"}, "--gen: 65 is outside [0, 64]"},
+		{[]string{"demo", "--keep", nonEmpty}, "not empty"},
 		{[]string{"info"}, "k3 info: expected exactly one model directory"},
 		{[]string{"tokenize"}, "give exactly one of --tok DIR and --encoding NAME"},
 		{[]string{"tokenize", "--encoding", "p50k_base"}, "unknown encoding"},

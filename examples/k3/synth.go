@@ -181,6 +181,9 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) int {
 	}
 	if err := k3.Synthesize(dir, "tiny", int64(seed)); err != nil {
 		fail(stderr, err)
+		if errors.Is(err, k3.ErrDirNotEmpty) {
+			return exitUsage
+		}
 		return exitRuntime
 	}
 	fmt.Fprintf(stderr, "k3: demo: synthesized geometry tiny (seed %d) in %s\n", seed, dir)
