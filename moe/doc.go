@@ -15,7 +15,9 @@
 // chunk's picks and each expert runs as one mat-mul over the positions that
 // picked it; every position's outputs are still summed in its own pick order,
 // so the result is bit-identical to routing the positions one at a time
-// (SPEC §4.10, E1) and to any worker count.
+// (SPEC §4.10, E1) and to any worker count. A source implementing
+// BatchLimiter gets the union in waves of at most MaxBatch experts, with the
+// same result.
 //
 // Scratch memory comes from a Workspace: ForwardRoutedWith and
 // Dense.ForwardWith take one from the caller (one per goroutine, shareable

@@ -51,3 +51,13 @@ func (m *MemExperts) Experts(layer int, ids []int, dst []Expert) ([]Expert, func
 	}
 	return out, func() {}, nil
 }
+
+// BatchLimiter is implemented by an ExpertSource that can hand out at most
+// MaxBatch experts per Experts call, such as a cache whose slots must hold
+// every expert leased at once. For a chunk whose union of picks is larger,
+// the layer fetches, computes and releases the union in waves of at most
+// MaxBatch experts, in order of first appearance; the output is
+// bit-identical to a single wave. MaxBatch ≤ 0 means no limit.
+type BatchLimiter interface {
+	MaxBatch() int
+}

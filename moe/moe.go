@@ -52,7 +52,8 @@ type MoE struct {
 	norm   []float32
 	shared *Dense // nil without shared experts
 	src    ExpertSource
-	pool   sync.Pool // *Workspace for calls that bring none
+	limit  BatchLimiter // src, when it limits the experts per call
+	pool   sync.Pool    // *Workspace for calls that bring none
 	// minWork is parallel.MinWork: the fewest operations worth a goroutine
 	// when experts are split. In-package tests set 1 to force the split on
 	// small layers, which must not change a bit.
@@ -88,6 +89,7 @@ func New(cfg Config, w Weights, src ExpertSource) (*MoE, error) {
 		return nil, fmt.Errorf("moe: layer %d: %w", cfg.Layer, err)
 	}
 	m := &MoE{cfg: cfg, minWork: parallel.MinWork, router: r, down: w.Down, up: w.Up, src: src}
+	m.limit, _ = src.(BatchLimiter)
 	if cfg.LatentNorm {
 		m.norm = w.Norm
 	}
@@ -212,47 +214,31 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 		fill[n]++
 	}
 
-	experts, release, err := m.src.Experts(c.Layer, uniq, ws.experts[:0])
-	if err != nil {
-		var le *ExpertLoadError
-		if errors.As(err, &le) {
-			return err
-		}
-		return &ExpertLoadError{Layer: c.Layer, Expert: -1, Err: err}
-	}
-	ws.experts = experts[:0] // keep the capacity for the next call
-	if release != nil {
-		defer release()
-	}
-	if len(experts) != nu {
-		return &ExpertLoadError{Layer: c.Layer, Expert: -1,
-			Err: fmt.Errorf("source returned %d experts for %d ids", len(experts), nu)}
-	}
-	for n, ex := range experts {
-		if err := m.checkExpert(ex); err != nil {
-			return &ExpertLoadError{Layer: c.Layer, Expert: uniq[n], Err: err}
-		}
-	}
-
 	y := ws.f32.Take(T * k * l) // y[slot] = E_{ids[slot]}(z_t)
-	r := &ws.run
-	*r = expertRun{m: m, experts: experts, start: start, slots: slots, z: z, y: y}
-	chunks = parallel.Chunks(nu, c.Workers, grain)
+	// A source that can lease only so many experts at once (a small cache)
+	// gets the union in waves; every y[slot] is computed by the same
+	// kernels either way and summed below in pick order, so waves change no
+	// bit.
+	wave := nu
+	if m.limit != nil {
+		if mb := m.limit.MaxBatch(); mb > 0 && mb < nu {
+			wave = mb
+		}
+	}
+	chunks = parallel.Chunks(wave, c.Workers, grain)
 	if cap(ws.parts) < chunks {
 		ws.parts = make([]expertPart, chunks)
 	}
-	r.parts = ws.parts[:chunks]
-	for i := range r.parts {
-		r.parts[i] = expertPart{zin: ws.f32.Take(T * l), yout: ws.f32.Take(T * l),
+	for i := range ws.parts[:chunks] {
+		ws.parts[i] = expertPart{zin: ws.f32.Take(T * l), yout: ws.f32.Take(T * l),
 			g: ws.f32.Take(T * ni), u: ws.f32.Take(T * ni)}
 	}
-	switch {
-	case chunks > 1:
-		parallel.For(nu, c.Workers, grain, func(lo, hi int) { r.run(lo, hi, 1) })
-	default:
-		r.run(0, nu, c.Workers)
+	for w0 := 0; w0 < nu; w0 += wave {
+		w1 := min(nu, w0+wave)
+		if err := m.runWave(ws, uniq[w0:w1], start[w0:w1+1], slots, z, y, grain); err != nil {
+			return err
+		}
 	}
-	*r = expertRun{} // drop references to the caller's data
 
 	u := ws.f32.Take(T * l) // the aggregate [T][ℓ]
 	for t := range T {
@@ -278,6 +264,52 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 	}
 	return nil
 }
+
+// runWave fetches the experts uniq (one wave of the call's union), runs
+// each over the positions that picked it (start indexes slots, relative to
+// the wave) and releases them.
+func (m *MoE) runWave(ws *Workspace, uniq, start, slots []int, z, y []float32, grain int) error {
+	c := m.cfg
+	nu := len(uniq)
+	experts, release, err := m.src.Experts(c.Layer, uniq, ws.experts[:0])
+	if err != nil {
+		var le *ExpertLoadError
+		if errors.As(err, &le) {
+			return err
+		}
+		return &ExpertLoadError{Layer: c.Layer, Expert: -1, Err: err}
+	}
+	ws.experts = experts[:0] // keep the capacity for the next call
+	if release == nil {
+		release = noRelease
+	}
+	if len(experts) != nu {
+		release()
+		return &ExpertLoadError{Layer: c.Layer, Expert: -1,
+			Err: fmt.Errorf("source returned %d experts for %d ids", len(experts), nu)}
+	}
+	for n, ex := range experts {
+		if err := m.checkExpert(ex); err != nil {
+			release()
+			return &ExpertLoadError{Layer: c.Layer, Expert: uniq[n], Err: err}
+		}
+	}
+	r := &ws.run
+	*r = expertRun{m: m, experts: experts, start: start, slots: slots, z: z, y: y}
+	chunks := parallel.Chunks(nu, c.Workers, grain)
+	r.parts = ws.parts[:chunks]
+	switch {
+	case chunks > 1:
+		parallel.For(nu, c.Workers, grain, func(lo, hi int) { r.run(lo, hi, 1) })
+	default:
+		r.run(0, nu, c.Workers)
+	}
+	*r = expertRun{} // drop references to the caller's data
+	release()
+	return nil
+}
+
+func noRelease() {}
 
 // expertRun is the state of one call's expert phase, shared by the workers.
 type expertRun struct {

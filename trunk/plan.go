@@ -197,21 +197,6 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 			ErrBudget, cfg.Budget, GB(cfg.Budget), p.Floor, GB(p.Floor))
 	}
 
-	// The ring: slots as large as the cap allows (fewer, larger reads), shrunk towards the floor's
-	// slot before the read-ahead slot is given up.
-	slot := max(minSlot, min(maxSlot, roundUp(slotCap, safetensors.Alignment)))
-	r := ring
-	for int64(r)*slot > avail {
-		if slot > minSlot {
-			slot = max(minSlot, (avail/int64(r))&^(safetensors.Alignment-1))
-			continue
-		}
-		if r == 1 {
-			break
-		}
-		r--
-	}
-
 	// Pin the largest items first: a pinned byte saves a byte of reading per pass whatever it
 	// belongs to, and large pins leave the fewest bytes of budget unused. Ties go to the lower
 	// layer, the head last.
@@ -225,36 +210,94 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 		}
 		return cmp.Compare(key(a.id), key(b.id))
 	})
-	ringBytes := int64(r) * slot
+	// A slot larger than a sixteenth of the budget buys fewer reads at the price of pins; a
+	// tensor larger than a slot streams in row ranges, so no slot needs to hold the largest one.
+	capSlot := max(minSlot, min(roundUp(slotCap, safetensors.Alignment), (avail/16)&^(safetensors.Alignment-1)))
+	// The ring: slots as large as the cap allows (fewer, larger reads), shrunk towards the floor's
+	// slot before the read-ahead slot is given up.
+	fit := func(slot int64) (int, int64) {
+		r := ring
+		for int64(r)*slot > avail {
+			if slot > minSlot {
+				slot = max(minSlot, (avail/int64(r))&^(safetensors.Alignment-1))
+				continue
+			}
+			if r == 1 {
+				break
+			}
+			r--
+		}
+		return r, slot
+	}
+	pinnedSet := map[int]bool{}
 	var pinned int64
-	var streamedMax int64
+	pin := func(ringBytes int64) {
+		clear(pinnedSet)
+		pinned = 0
+		for _, it := range order {
+			if pinned+it.bytes+ringBytes <= avail {
+				pinned += it.bytes
+				pinnedSet[it.id] = true
+			}
+		}
+	}
+	// streamedMax is the slot the unpinned tensors can use (0 when everything is pinned).
+	streamedMax := func() int64 {
+		var n int64
+		for i := range tensors {
+			if t := &tensors[i]; t.Item != Embed && !pinnedSet[t.Item] {
+				n = max(n, roundUp(t.Size+window, safetensors.Alignment))
+			}
+		}
+		if n == 0 {
+			return 0
+		}
+		return max(minSlot, min(capSlot, n))
+	}
+	// Pinning shrinks what streams, which may shrink the slots, which frees budget for pins:
+	// iterate to a fixed point (SPEC §8.5 step 1), at most 8 times.
+	r, slot := fit(min(capSlot, max(minSlot, maxSlot)))
+	for range 8 {
+		pin(int64(r) * slot)
+		need := streamedMax()
+		if need == 0 || need == slot {
+			break
+		}
+		r, slot = fit(need)
+	}
+	// After oscillation the last pin set may need a larger slot than the last fit: unpin the
+	// smallest pinned items until ring and pins fit (step 2).
+	for {
+		need := streamedMax()
+		if need == 0 {
+			r, slot = 0, 0
+			break
+		}
+		r, slot = fit(need)
+		if int64(r)*slot+pinned <= avail || len(pinnedSet) == 0 {
+			break
+		}
+		for k := len(order) - 1; k >= 0; k-- {
+			if it := order[k]; pinnedSet[it.id] {
+				delete(pinnedSet, it.id)
+				pinned -= it.bytes
+				break
+			}
+		}
+	}
 	streamed := 0
 	for _, it := range order {
-		if pinned+it.bytes+ringBytes <= avail {
-			pinned += it.bytes
-			if it.id == Head {
-				p.HeadPinned = true
-			} else {
-				p.Pinned = append(p.Pinned, it.id)
-			}
-			continue
-		}
-		streamed++
-		p.StreamBytes += it.size
-	}
-	for i := range tensors {
-		t := &tensors[i]
-		if t.Item != Embed && !p.pinnedItem(t.Item) {
-			streamedMax = max(streamedMax, roundUp(t.Size+window, safetensors.Alignment))
+		switch {
+		case !pinnedSet[it.id]:
+			streamed++
+			p.StreamBytes += it.size
+		case it.id == Head:
+			p.HeadPinned = true
+		default:
+			p.Pinned = append(p.Pinned, it.id)
 		}
 	}
 	slices.Sort(p.Pinned)
-	switch {
-	case streamed == 0:
-		r, slot = 0, 0
-	case streamedMax < slot:
-		slot = max(minSlot, streamedMax) // no piece needs more
-	}
 	p.Slots, p.SlotBytes, p.RingBytes = r, slot, int64(r)*slot
 	p.ReadAhead = r >= 2
 	p.PinnedBytes = pinned

@@ -58,6 +58,8 @@ type Stats struct {
 	WaitSeconds   float64 `json:"wait_seconds"`   // time compute waited for them
 	OutOfOrder    int64   `json:"out_of_order"`   // acquisitions that did not follow the walk
 	Verified      int     `json:"layers_verified"`
+	VerifySeconds float64 `json:"verify_seconds"` // first-load sha256 checks (not counted as wait)
+	VerifyBytes   int64   `json:"verify_bytes"`
 }
 
 // Overlap returns the share of streaming device time hidden behind compute.
@@ -419,8 +421,8 @@ func (s *Store) acquire(pc int) (quant.Matrix, int, error) {
 		s.stats.Misses++
 		s.setWalk(pc)
 		t0 := time.Now()
-		err := s.fill(i, pc, false)
-		waited += time.Since(t0)
+		v, err := s.fill(i, pc, false)
+		waited += time.Since(t0) - v
 		if err != nil {
 			return nil, -1, err
 		}
@@ -496,18 +498,19 @@ func (s *Store) victim(pc int) int {
 
 // fill reads piece pc into slot i. It is called and returns with s.mu held, and releases it
 // during the read; the slot is INFLIGHT meanwhile, so no one else can claim or serve it.
-func (s *Store) fill(i, pc int, ahead bool) error {
+// It returns the time spent verifying the piece's packed layer on first load.
+func (s *Store) fill(i, pc int, ahead bool) (time.Duration, error) {
 	sl := &s.slots[i]
 	sl.piece, sl.state, sl.mat, sl.prefetch = pc, slotFilling, nil, false
 	p := &s.pieces[pc]
 	s.mu.Unlock()
-	m, d, err := s.fillPiece(sl.buf, p)
+	m, d, v, err := s.fillPiece(sl.buf, p)
 	s.mu.Lock()
 	s.stats.DeviceSeconds += d.Seconds()
 	if err != nil {
 		sl.piece, sl.state = -1, slotEmpty
 		s.cond.Broadcast()
-		return err
+		return v, err
 	}
 	if p.t.Item == Head {
 		s.stats.HeadBytes += p.n
@@ -519,22 +522,24 @@ func (s *Store) fill(i, pc int, ahead bool) error {
 	}
 	sl.state, sl.mat, sl.prefetch = slotReady, m, ahead
 	s.cond.Broadcast()
-	return nil
+	return v, nil
 }
 
-func (s *Store) fillPiece(buf []byte, p *piece) (quant.Matrix, time.Duration, error) {
+func (s *Store) fillPiece(buf []byte, p *piece) (quant.Matrix, time.Duration, time.Duration, error) {
 	st := s.itemFor(p.t.Item)
-	if err := s.ensureVerified(p.t.Item, st); err != nil {
-		return nil, 0, err
-	}
 	t0 := time.Now()
+	if err := s.ensureVerified(p.t.Item, st); err != nil {
+		return nil, 0, time.Since(t0), err
+	}
+	v := time.Since(t0)
+	t0 = time.Now()
 	data, err := s.read(p.t.Item, p.label(), p.f, buf, p.off, p.n)
 	d := time.Since(t0)
 	if err != nil {
-		return nil, d, err
+		return nil, d, v, err
 	}
 	m, err := p.ctor(p.r1-p.r0, p.t.Cols, data)
-	return m, d, err
+	return m, d, v, err
 }
 
 func (p *piece) label() string {
@@ -574,6 +579,7 @@ func (s *Store) verifyItem(id int, st *itemState) error {
 		return err
 	}
 	defer buf.free()
+	t0 := time.Now()
 	h := sha256.New()
 	for off := c.Offset; off < c.Offset+c.Len; off += s.opts.ChunkBytes {
 		n := min(s.opts.ChunkBytes, c.Offset+c.Len-off)
@@ -589,7 +595,9 @@ func (s *Store) verifyItem(id int, st *itemState) error {
 	}
 	st.verified = true
 	s.mu.Lock()
+	s.stats.VerifySeconds += time.Since(t0).Seconds()
 	s.stats.Verified++
+	s.stats.VerifyBytes += c.Len
 	s.mu.Unlock()
 	return nil
 }
@@ -671,7 +679,7 @@ func (s *Store) readAhead() {
 			if i < 0 {
 				break
 			}
-			if err := s.fill(i, pc, true); err != nil {
+			if _, err := s.fill(i, pc, true); err != nil {
 				// The demand read of the same piece will fail and report it; read-ahead never
 				// surfaces errors on its own.
 				break

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,38 +22,8 @@ import (
 // These tests build the k3 binary and run it as a user would: exit codes, stdout and stderr are
 // the process's own.
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-func k3Binary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		d, err := os.MkdirTemp("", "k3-bin-*")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(d, "k3")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = &buildError{err, string(out)}
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n" + e.out }
+// k3Binary is the binary buildCLI builds once per test process.
+func k3Binary(t *testing.T) string { return buildCLI(t) }
 
 type result struct {
 	code           int
@@ -104,6 +73,7 @@ var helpCases = map[string][]string{
 	"tokenize":   {"tokenize", "--tok", "DIR", "--decode"},
 	"verify":     {"verify", "MODEL", "--manifest", "FILE"},
 	"pack-trunk": {"pack-trunk", "MODEL", "OUT"},
+	"ladder":     {"ladder", "MODEL", "--budgets", "1,floor"},
 }
 
 // TestExecHelpEverywhere: -h and --help at every position of every subcommand's command line
@@ -207,6 +177,8 @@ func TestExecUsageErrors(t *testing.T) {
 		{[]string{"pack-trunk", tiny, "o", "--bogus"}, "k3 pack-trunk: --bogus: unknown flag"},
 		{[]string{noShards, "--ids", "1", "--trunk-gb", "-1"}, "--trunk-gb:"},
 		{[]string{noShards, "--ids", "1", "--trunk-ring", "9"}, "--trunk-ring: 9 is outside [1, 8]"},
+		{[]string{"ladder", tiny, "--bogus"}, "k3 ladder: --bogus: unknown flag"},
+		{[]string{"ladder", tiny}, "k3 ladder: --budgets:"},
 		{[]string{"--bogus"}, "--bogus: unknown flag"},
 	}
 	for _, c := range cases {

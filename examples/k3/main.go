@@ -97,6 +97,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return cmdRun(argv[1:], stdout, stderr, nil)
 	case "pack-trunk":
 		return cmdPackTrunk(argv[1:], stdout, stderr)
+	case "ladder":
+		return cmdLadder(argv[1:], stdout, stderr)
 	}
 	if strings.HasPrefix(argv[0], "-") && !isHelp(argv[0]) && len(argv) == 1 {
 		fmt.Fprintf(stderr, "k3: %s: unknown flag or command (k3 --help for usage)\n", argv[0])
@@ -109,6 +111,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 var commands = map[string]*command{
 	"run": &runCmd, "synth": &synthCmd, "demo": &demoCmd, "info": &infoCmd,
 	"tokenize": &tokenizeCmd, "verify": &verifyCmd, "pack-trunk": &packTrunkCmd,
+	"ladder": &ladderCmd,
 }
 
 const usage = `usage:
@@ -118,6 +121,8 @@ const usage = `usage:
   k3 demo [--prompt TEXT] [--gen N]       synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
   k3 pack-trunk <model_dir> <out_dir>     copy every layer's dense tensors into trunk.bin + trunk.json
+  k3 ladder <model_dir> --budgets LIST    one run per trunk budget (GB, floor, all, mapped), each in its
+                                          own process: peak RSS, s/token, bytes read, identical ids
   k3 tokenize --tok DIR [--decode]        text on stdin -> ids on stdout (or ids -> text)
   k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
                                           shard sizes against the index; sha256 digests

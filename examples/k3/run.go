@@ -278,6 +278,7 @@ type report struct {
 	StopReason      string   `json:"stop_reason"`
 	ExpertDrops     int      `json:"expert_drops"`
 	PeakRSSBytes    int64    `json:"peak_rss_bytes"`
+	RSSFileBytes    int64    `json:"rss_file_bytes"` // file-backed pages resident at the end (mapped shards)
 	WallSeconds     float64  `json:"wall_seconds"`
 	LoadSeconds     float64  `json:"load_seconds"`
 	SecondsPerToken *float64 `json:"seconds_per_token"` // null when nothing was generated
@@ -499,6 +500,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
 	rep.PeakRSSBytes = peakRSS()
+	rep.RSSFileBytes = rssFile()
 	rep.Plan = m.Plan()
 	if st, ok := m.TrunkStats(); ok {
 		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes

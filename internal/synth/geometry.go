@@ -12,6 +12,11 @@ type Geometry struct {
 	Shards int
 	// Sparse geometries write headers only: all tensor data are holes that read as zeros.
 	Sparse bool
+	// Routing, with Sparse, writes real values for the tensors that are cheap and decide which
+	// experts a token selects — the embedding table, every router gate and bias, every norm gain,
+	// AttnRes vector and other small vector — and leaves the large matrices (attention and FFN
+	// projections, experts, output head) as holes.
+	Routing bool
 	// Released stores norm gains and AttnRes pseudo-queries in BF16 as the released checkpoint
 	// does (otherwise F32, as the fixtures do).
 	Released bool
@@ -77,6 +82,8 @@ func Geometries() []Geometry {
 			Config: perf, Shards: 4},
 		{Name: "k3", Description: "the real Kimi K3 text model's shapes, 93 layers, 96 shards, 1.56 TB written as sparse files (headers only, data read as zeros)",
 			Config: k3, Shards: 96, Sparse: true, Released: true},
+		{Name: "k3-routed", Description: "the k3 geometry with real embedding, router gates and biases, norms and AttnRes vectors (about 3.6 GB on disk), so tokens route to different experts per layer and per token",
+			Config: k3, Shards: 96, Sparse: true, Released: true, Routing: true},
 	}
 }
 

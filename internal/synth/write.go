@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/quant"
@@ -55,6 +56,9 @@ func Write(dir string, g Geometry, seed int64) error {
 		for j := range sh {
 			s := &sh[j]
 			wt := safetensors.WriteTensor{Name: s.name, DType: s.dtype, Shape: s.shape}
+			if g.Sparse && g.Routing && routes(s) {
+				wt.Fill = func(w io.Writer) error { return draw(w, s, seed) }
+			}
 			if !g.Sparse {
 				switch s.kind {
 				case kindPacked:
@@ -103,6 +107,19 @@ func Write(dir string, g Geometry, seed int64) error {
 		return fmt.Errorf("synth: %w", err)
 	}
 	return writeConfig(filepath.Join(dir, "config.json"), &cfg)
+}
+
+// routes reports whether s is written with real values in a Routing geometry: the embedding,
+// the router's gate and bias, and every tensor that is not a matrix (gains, AttnRes vectors,
+// KDA vectors and convolution taps). Expert codes and projections stay holes.
+func routes(s *spec) bool {
+	switch {
+	case s.kind == kindPacked || s.kind == kindScale:
+		return false
+	case strings.HasSuffix(s.name, "embed_tokens.weight"), strings.HasSuffix(s.name, "block_sparse_moe.gate.weight"):
+		return true
+	}
+	return len(s.shape) != 2 || s.shape[0] == 1
 }
 
 // drawExpert draws one routed-expert matrix and quantises it with the oracle's rule.

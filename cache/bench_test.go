@@ -1,0 +1,217 @@
+package cache_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/moe"
+	"github.com/k3-project/k3/safetensors"
+	"github.com/stretchr/testify/require"
+)
+
+var benchIDs = []int{3, 11, 17, 22}
+
+// GetMany reading every expert (budget 0, buffered) against a plain pread
+// loop over the same bytes: the store's overhead per cold batch.
+func BenchmarkGetManyCold(b *testing.B) {
+	ck := openFixture(b)
+	for _, mode := range []struct {
+		name string
+		opts []cache.Option
+	}{
+		{"buffered", []cache.Option{cache.WithoutDirectIO()}},
+		{"buffered-1reader", []cache.Option{cache.WithoutDirectIO(), cache.WithReadWorkers(1)}},
+		{"direct", nil},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			s := fixtureStore(b, ck, 4, 0, mode.opts...)
+			var dst []moe.Expert
+			b.SetBytes(int64(len(benchIDs)) * fixExpertBytes)
+			for b.Loop() {
+				out, release, err := s.Experts(0, benchIDs, dst)
+				if err != nil {
+					b.Fatal(err)
+				}
+				release()
+				dst = out
+			}
+		})
+	}
+}
+
+// The same bytes with os.File.ReadAt, one read per expert.
+func BenchmarkPlainReadLoop(b *testing.B) {
+	ck := openFixture(b)
+	f, err := os.Open(ck.Shards()[0])
+	require.NoError(b, err)
+	defer f.Close()
+	var offs []int64
+	for _, e := range benchIDs {
+		t, err := ck.Require("language_model.model.layers.0.block_sparse_moe.experts." + itoa(e) + ".w1.weight_packed")
+		require.NoError(b, err)
+		offs = append(offs, t.Offset)
+	}
+	buf := make([]byte, fixExpertBytes)
+	b.SetBytes(int64(len(benchIDs)) * fixExpertBytes)
+	for b.Loop() {
+		for _, off := range offs {
+			if _, err := f.ReadAt(buf, off); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// All resident: the hit path.
+func BenchmarkGetManyHit(b *testing.B) {
+	s := fixtureStore(b, openFixture(b), 4, 8)
+	var dst []moe.Expert
+	for b.Loop() {
+		out, release, err := s.Experts(0, benchIDs, dst)
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
+		dst = out
+	}
+}
+
+// A batch of resident experts allocates nothing (decode steady state).
+func TestHitPathAllocations(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation counts are not exact under the race detector")
+	}
+	s := fixtureStore(t, openFixture(t), 4, 8)
+	dst := make([]moe.Expert, 0, 4)
+	call := func() {
+		out, release, err := s.Experts(0, benchIDs, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		dst = out
+	}
+	call()
+	if n := testing.AllocsPerRun(50, call); n != 0 {
+		t.Fatalf("resident batch: %v allocations", n)
+	}
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + itoa(i%10)
+}
+
+// bigExperts writes 8 experts of 3 × [rows, cols] MXFP4 (about 3.3 MB each
+// for 1024 × 2048) so that reads, not bookkeeping, dominate.
+func bigExperts(b *testing.B, rows, cols int) (string, int64) {
+	b.Helper()
+	var ts []safetensors.WriteTensor
+	for e := range 8 {
+		p := cache.DefaultPrefix + "layers.0.block_sparse_moe.experts." + itoa(e) + "."
+		for w := 1; w <= 3; w++ {
+			packed := make([]byte, rows*cols/2)
+			for i := range packed {
+				packed[i] = byte(i*7 + e)
+			}
+			scale := make([]byte, rows*cols/32)
+			for i := range scale {
+				scale[i] = 127
+			}
+			ts = append(ts,
+				safetensors.WriteTensor{Name: p + "w" + itoa(w) + ".weight_packed", DType: safetensors.U8, Shape: []int64{int64(rows), int64(cols / 2)}, Data: packed},
+				safetensors.WriteTensor{Name: p + "w" + itoa(w) + ".weight_scale", DType: safetensors.U8, Shape: []int64{int64(rows), int64(cols / 32)}, Data: scale})
+		}
+	}
+	path := filepath.Join(b.TempDir(), "model.safetensors")
+	require.NoError(b, safetensors.WriteFile(path, ts, nil))
+	return path, int64(3 * (rows*cols/2 + rows*cols/32))
+}
+
+// Cold batches of four 3.3 MB experts (budget 0, buffered, page cache warm)
+// against one os.File.ReadAt per expert of the same bytes.
+func BenchmarkBigCold(b *testing.B) {
+	path, eb := bigExperts(b, 1024, 2048)
+	ck, err := safetensors.Open(path)
+	require.NoError(b, err)
+	defer ck.Close()
+	ids := []int{1, 3, 4, 6}
+	for _, workers := range []int{1, 2, 4} {
+		b.Run("store-readers="+itoa(workers), func(b *testing.B) {
+			s, err := cache.New(ck, cache.Config{Layers: []int{0}, NumExperts: 8, TopK: 4},
+				cache.WithoutDirectIO(), cache.WithReadWorkers(workers))
+			require.NoError(b, err)
+			defer s.Close()
+			var dst []moe.Expert
+			b.SetBytes(int64(len(ids)) * eb)
+			for b.Loop() {
+				out, release, err := s.Experts(0, ids, dst)
+				if err != nil {
+					b.Fatal(err)
+				}
+				release()
+				dst = out
+			}
+		})
+	}
+	b.Run("plain-readat", func(b *testing.B) {
+		f, err := os.Open(path)
+		require.NoError(b, err)
+		defer f.Close()
+		var offs []int64
+		for _, e := range ids {
+			t, err := ck.Require(cache.DefaultPrefix + "layers.0.block_sparse_moe.experts." + itoa(e) + ".w1.weight_packed")
+			require.NoError(b, err)
+			offs = append(offs, t.Offset)
+		}
+		buf := make([]byte, eb)
+		b.SetBytes(int64(len(ids)) * eb)
+		for b.Loop() {
+			for _, off := range offs {
+				if _, err := f.ReadAt(buf, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
+// A decode step of a real MoE layer whose experts are resident in the Store
+// allocates nothing (Store and moe together).
+func TestDecodeStepWithStoreAllocations(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation counts are not exact under the race detector")
+	}
+	dir := fixtures.Path(t, "models/tiny")
+	c, err := config.Load(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	ck, err := safetensors.Open(dir)
+	require.NoError(t, err)
+	defer ck.Close()
+	s, err := cache.New(ck, cache.Config{Layers: []int{1}, NumExperts: c.NumExperts, TopK: c.TopK,
+		Budget: int64(c.NumExperts) * cache.SlotSize(3*(64*32+64*2))})
+	require.NoError(t, err)
+	defer s.Close()
+	m, err := moe.New(moeConfig(c, 1, 1), moeWeights(t, ck, c, 1), s)
+	require.NoError(t, err)
+	ws := moe.NewWorkspace()
+	x, out := make([]float32, c.Hidden), make([]float32, c.Hidden)
+	for e := range c.NumExperts { // make every expert resident
+		get(t, s, 1, e)
+	}
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	step := func() { require.NoError(t, m.ForwardRoutedWith(out, x, 1, nil, ws)) }
+	step()
+	if n := testing.AllocsPerRun(20, step); n != 0 {
+		t.Fatalf("decode step: %v allocations", n)
+	}
+}

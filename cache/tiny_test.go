@@ -1,0 +1,207 @@
+package cache_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/moe"
+	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/safetensors"
+	"github.com/stretchr/testify/require"
+)
+
+// modelLayers binds every MoE layer of a fixture model twice over the same
+// trunk tensors: once with the mapped experts (moe.MemExperts, the engine's
+// source today) and once with src.
+type modelLayers struct {
+	cfg    *config.Config
+	layers []int
+	mem    []*moe.MoE
+}
+
+func matrix(t testing.TB, ck *safetensors.Checkpoint, name string, rows, cols int) quant.Matrix {
+	t.Helper()
+	tn, err := ck.Require(name)
+	require.NoError(t, err)
+	b, err := ck.Bytes(tn)
+	require.NoError(t, err)
+	var m quant.Matrix
+	switch tn.DType {
+	case safetensors.BF16:
+		m, err = quant.NewBF16(rows, cols, b)
+	case safetensors.F32:
+		m, err = quant.NewF32(rows, cols, b)
+	default:
+		t.Fatalf("%s: dtype %v", name, tn.DType)
+	}
+	require.NoError(t, err, name)
+	return m
+}
+
+func vector(t testing.TB, ck *safetensors.Checkpoint, name string) []float32 {
+	t.Helper()
+	tn, err := ck.Require(name)
+	require.NoError(t, err)
+	v, err := ck.ReadF32(tn)
+	require.NoError(t, err)
+	return v
+}
+
+func moeConfig(c *config.Config, l, workers int) moe.Config {
+	return moe.Config{Layer: l, Hidden: c.Hidden, Latent: c.Latent, Inter: c.MoEInter, TopK: c.TopK,
+		RoutedScale: float32(c.RoutedScale), Renorm: c.MoERenorm, LatentNorm: c.LatentNorm,
+		Beta1: float32(c.SiTUBeta), Beta2: float32(c.SiTULinearBeta), RMSEps: float32(c.RMSEps), Workers: workers}
+}
+
+func moeWeights(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l int) moe.Weights {
+	p := cache.DefaultPrefix + "layers." + strconv.Itoa(l) + ".block_sparse_moe."
+	E, SI := c.Hidden, c.NumShared*c.MoEInter
+	w := moe.Weights{
+		Gate: matrix(t, ck, p+"gate.weight", c.NumExperts, E),
+		Bias: vector(t, ck, p+"gate.e_score_correction_bias"),
+		Down: matrix(t, ck, p+"routed_expert_down_proj.weight", c.Latent, E),
+		Up:   matrix(t, ck, p+"routed_expert_up_proj.weight", E, c.Latent),
+	}
+	if c.LatentNorm {
+		w.Norm = vector(t, ck, p+"routed_expert_norm.weight")
+	}
+	if SI > 0 {
+		w.SharedGate = matrix(t, ck, p+"shared_experts.gate_proj.weight", SI, E)
+		w.SharedUp = matrix(t, ck, p+"shared_experts.up_proj.weight", SI, E)
+		w.SharedDown = matrix(t, ck, p+"shared_experts.down_proj.weight", E, SI)
+	}
+	return w
+}
+
+func mappedExperts(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l int) []moe.Expert {
+	out := make([]moe.Expert, c.NumExperts)
+	for e := range out {
+		p := cache.DefaultPrefix + "layers." + strconv.Itoa(l) + ".block_sparse_moe.experts." + strconv.Itoa(e) + "."
+		mx := func(w string, rows, cols int) quant.Matrix {
+			pt, err := ck.Require(p + w + ".weight_packed")
+			require.NoError(t, err)
+			st, err := ck.Require(p + w + ".weight_scale")
+			require.NoError(t, err)
+			pb, err := ck.Bytes(pt)
+			require.NoError(t, err)
+			sb, err := ck.Bytes(st)
+			require.NoError(t, err)
+			m, err := quant.NewMXFP4(rows, cols, pb, sb)
+			require.NoError(t, err)
+			return m
+		}
+		out[e] = moe.Expert{W1: mx("w1", c.MoEInter, c.Latent), W2: mx("w2", c.Latent, c.MoEInter), W3: mx("w3", c.MoEInter, c.Latent)}
+	}
+	return out
+}
+
+// Every fixture model's MoE layers give bit-identical outputs with experts
+// from the Store as with the mapped experts, for budgets 0, TopK + 1 slots,
+// half and all experts, LRU and S3-FIFO, 1 and 2 workers, decode steps and
+// a prefill chunk whose union exceeds the small caches (waves).
+func TestModelLayersBitIdentical(t *testing.T) {
+	for _, dir := range fixtures.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			c, err := config.Load(filepath.Join(dir, "config.json"))
+			require.NoError(t, err)
+			ck, err := safetensors.Open(dir)
+			require.NoError(t, err)
+			defer ck.Close()
+			var layers []int
+			for l := c.FirstDense; l < c.NumLayers; l++ {
+				layers = append(layers, l)
+			}
+			weights := map[int]moe.Weights{}
+			mem := map[int][]moe.Expert{}
+			for _, l := range layers {
+				weights[l] = moeWeights(t, ck, c, l)
+				mem[l] = mappedExperts(t, ck, c, l)
+			}
+			memSrc := moe.NewMemExperts(mem)
+			shapes := &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}
+			probe, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK, Shapes: shapes})
+			require.NoError(t, err)
+			slot := probe.SlotBytes()
+			probe.Close()
+			all := len(layers) * c.NumExperts
+			r := rand.New(rand.NewPCG(7, 8))
+			const steps, prefillT = 4, 24
+			inputs := make([][]float32, steps+1)
+			for i := range inputs {
+				T := 1
+				if i == steps {
+					T = prefillT
+				}
+				inputs[i] = make([]float32, T*c.Hidden)
+				for j := range inputs[i] {
+					inputs[i][j] = float32(r.NormFloat64())
+				}
+			}
+			for _, workers := range []int{1, 2} {
+				// Reference outputs: mapped experts.
+				want := map[[2]int][]float32{}
+				for _, l := range layers {
+					m, err := moe.New(moeConfig(c, l, workers), weights[l], memSrc)
+					require.NoError(t, err)
+					for i, x := range inputs {
+						out := make([]float32, len(x))
+						require.NoError(t, m.Forward(out, x, len(x)/c.Hidden))
+						want[[2]int{l, i}] = out
+					}
+				}
+				for _, slots := range []int{0, c.TopK + 1, all / 2, all} {
+					for _, v := range []struct {
+						pol      cache.PolicyName
+						prefetch bool
+					}{{cache.LRU, false}, {cache.S3FIFO, false}, {cache.S3FIFO, true}} {
+						pol := v.pol
+						name := fmt.Sprintf("workers=%d/slots=%d/%s/prefetch=%v", workers, slots, pol, v.prefetch)
+						opts := []cache.Option{cache.WithPolicy(pol), cache.WithReadWorkers(workers)}
+						if v.prefetch {
+							opts = append(opts, cache.WithSpeculation())
+						}
+						s, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK,
+							Budget: int64(slots) * slot, Shapes: shapes}, opts...)
+						require.NoError(t, err, name)
+						ms := map[int]*moe.MoE{}
+						for _, l := range layers {
+							ms[l], err = moe.New(moeConfig(c, l, workers), weights[l], s)
+							require.NoError(t, err)
+						}
+						ws := moe.NewWorkspace()
+						for i, x := range inputs { // token steps through every layer, as the engine runs them
+							s.BeginStep()
+							for li, l := range layers {
+								if v.prefetch && li+1 < len(layers) { // a (random) lookahead guess for the next layer
+									s.Prefetch(layers[li+1], r.Perm(c.NumExperts)[:c.TopK])
+								}
+								out := make([]float32, len(x))
+								require.NoError(t, ms[l].ForwardRoutedWith(out, x, len(x)/c.Hidden, nil, ws), name)
+								w := want[[2]int{l, i}]
+								for j := range out {
+									if math.Float32bits(out[j]) != math.Float32bits(w[j]) {
+										t.Fatalf("%s layer %d input %d: out[%d] = %v, mapped experts give %v", name, l, i, j, out[j], w[j])
+									}
+								}
+							}
+						}
+						st := s.Stats()
+						require.Zero(t, st.Leased, name)
+						require.Equal(t, st.Run.Requests, st.Run.Hits+st.Run.Misses, name)
+						if slots == all {
+							require.Zero(t, st.Run.Evictions, name)
+						}
+						require.NoError(t, s.Close())
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/trunk"
+)
+
+var ladderCmd = command{name: "ladder", flags: flagSpec{"--budgets": true, "--ids": true, "--gen": true, "--threads": true, "--trunk": true,
+	"--trunk-slot-mb": true, "--out": true}, help: `usage: k3 ladder <model_dir> --budgets LIST [flags]
+
+Runs "k3 run" once per trunk budget, each in its own process, and prints one row per budget:
+plan, pinned layers, ring slots, peak RSS, s/token, trunk bytes read per token, stream rate,
+overlap, and whether every rung generated identical ids.
+
+  --budgets LIST       comma-separated decimal GB, or floor, all, mapped (required)
+  --ids LIST           prompt ids (default 1008,10484,318,15383,387)
+  --gen N              tokens per rung, 1..4096 (default 8)
+  --threads N          worker goroutines per rung
+  --trunk DIR          packed trunk (k3 pack-trunk)
+  --trunk-slot-mb X    largest piece streamed per slot in MB
+  --out FILE           JSON of the rungs
+  -h, --help           this help
+`}
+
+// rung is one row of the memory ladder: one budget, run in its own process.
+type rung struct {
+	Budget         string  `json:"budget"`
+	BudgetBytes    int64   `json:"budget_bytes"`
+	PlanTotal      int64   `json:"plan_total_bytes"`
+	Pinned         int     `json:"pinned_layers"`
+	Layers         int     `json:"layers"`
+	HeadPinned     bool    `json:"head_pinned"`
+	Slots          int     `json:"ring_slots"`
+	PeakRSS        int64   `json:"peak_rss_bytes"`
+	RSSFile        int64   `json:"rss_file_bytes"` // file-backed pages at the end (mapped shards: the experts)
+	SecondsPerTok  float64 `json:"seconds_per_token"`
+	ReadPerToken   int64   `json:"trunk_bytes_read_per_token"` // layers + head + embedding rows
+	StreamMBs      float64 `json:"stream_mb_per_s"`            // bytes read ÷ device seconds
+	Overlap        float64 `json:"overlap"`
+	GeneratedIDs   []int   `json:"generated_ids"`
+	WallSeconds    float64 `json:"wall_seconds"`
+	RunError       string  `json:"error,omitempty"`
+	StoreReadMode  string  `json:"read_mode,omitempty"`
+	TrunkBytesRead int64   `json:"trunk_bytes_read"`
+}
+
+// cmdLadder runs `run` once per budget, each in its own process, and prints the table.
+func cmdLadder(argv []string, stdout, stderr io.Writer) int {
+	a, code, ok := ladderCmd.parse(argv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	pos, vals := a.pos, a.vals
+	var err error
+	if len(pos) != 1 {
+		err = usagef("", "expected exactly one model directory, got %d arguments", len(pos))
+	}
+	if err == nil && vals["--budgets"] == "" {
+		err = usagef("--budgets", "ladder needs --budgets LIST (decimal GB, floor, all or mapped)")
+	}
+	var budgets []string
+	if err == nil {
+		budgets = strings.Split(vals["--budgets"], ",")
+		for _, b := range budgets {
+			if b != "floor" && b != "all" && b != "mapped" {
+				if _, e := parseGB("--budgets", b); e != nil {
+					err = e
+					break
+				}
+			}
+		}
+	}
+	ids, gen, threads := "1008,10484,318,15383,387", "8", ""
+	if err == nil {
+		if s, ok := vals["--ids"]; ok {
+			_, err = parseIDList("--ids", s, maxPrompt)
+			ids = s
+		}
+	}
+	if err == nil {
+		if s, ok := vals["--gen"]; ok {
+			_, err = parseInt("--gen", s, 1, maxGen)
+			gen = s
+		}
+	}
+	if err == nil {
+		if s, ok := vals["--threads"]; ok {
+			_, err = parseInt("--threads", s, 1, 4096)
+			threads = s
+		}
+	}
+	if err != nil {
+		return ladderCmd.usageFail(stderr, err)
+	}
+	dir := pos[0]
+	extra := []string{}
+	var popts []k3.Option
+	if s, ok := vals["--trunk"]; ok {
+		extra = append(extra, "--trunk", s)
+		popts = append(popts, k3.WithPackedTrunk(s))
+	}
+	if s, ok := vals["--trunk-slot-mb"]; ok {
+		extra = append(extra, "--trunk-slot-mb", s)
+		mb, err := parseDecimal("--trunk-slot-mb", s)
+		if err != nil {
+			fmt.Fprintf(stderr, "k3: %v\n", err)
+			return exitUsage
+		}
+		popts = append(popts, k3.WithTrunkSlot(int64(mb*1e6)))
+	}
+	if threads != "" {
+		extra = append(extra, "--threads", threads)
+	}
+	// floor and all come from the plan of a huge budget, computed without loading anything.
+	big, err := k3.PlanFor(dir, append(popts, k3.WithTrunkBudget(1<<50))...)
+	if err != nil {
+		fmt.Fprintf(stderr, "k3: %v\n", err)
+		return exitRuntime
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "k3: ladder: %v\n", err)
+		return exitRuntime
+	}
+	tmp, err := os.MkdirTemp("", "k3-ladder-")
+	if err != nil {
+		fmt.Fprintf(stderr, "k3: ladder: %v\n", err)
+		return exitRuntime
+	}
+	defer os.RemoveAll(tmp)
+
+	devBefore := deviceMBs(dir)
+	var rows []rung
+	for i, b := range budgets {
+		r := rung{Budget: b}
+		args := []string{"run", dir, "--ids", ids, "--gen", gen, "--incremental", "--no-stop"}
+		switch b {
+		case "mapped":
+		case "floor":
+			r.BudgetBytes = big.Trunk.Floor
+		case "all":
+			r.BudgetBytes = big.Trunk.Total
+		default:
+			r.BudgetBytes, _ = parseGB("--budgets", b)
+		}
+		if b != "mapped" {
+			args = append(args, "--trunk-gb", strconv.FormatFloat(float64(r.BudgetBytes)/1e9, 'f', -1, 64))
+		}
+		out := filepath.Join(tmp, fmt.Sprintf("rung%d.json", i))
+		args = append(append(args, extra...), "--out", out)
+		fmt.Fprintf(stderr, "ladder: rung %d/%d: %s\n", i+1, len(budgets), strings.Join(args, " "))
+		cmd := exec.Command(self, args...)
+		var errOut strings.Builder
+		cmd.Stderr = &errOut
+		t0 := time.Now()
+		runErr := cmd.Run()
+		if runErr != nil {
+			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			runErr = fmt.Errorf("%w: %s", runErr, lines[len(lines)-1])
+		}
+		r.WallSeconds = time.Since(t0).Seconds()
+		if runErr != nil {
+			r.RunError = runErr.Error()
+		} else if err := r.load(out); err != nil {
+			r.RunError = err.Error()
+		}
+		rows = append(rows, r)
+	}
+	dev := [2]float64{devBefore, deviceMBs(dir)}
+	printLadder(stdout, rows, dev, gen)
+	if p := vals["--out"]; p != "" {
+		b, _ := json.MarshalIndent(struct {
+			Rungs     []rung     `json:"rungs"`
+			DirectMBs [2]float64 `json:"device_direct_mb_per_s_before_after"`
+		}{rows, dev}, "", "  ")
+		if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintf(stderr, "k3: --out: %v\n", err)
+			return exitRuntime
+		}
+	}
+	for _, r := range rows {
+		if r.RunError != "" || !slices.Equal(r.GeneratedIDs, rows[0].GeneratedIDs) {
+			return exitRuntime
+		}
+	}
+	return exitOK
+}
+
+func (r *rung) load(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var rep struct {
+		GeneratedIDs []int    `json:"generated_ids"`
+		PeakRSS      int64    `json:"peak_rss_bytes"`
+		RSSFile      int64    `json:"rss_file_bytes"`
+		SPT          *float64 `json:"seconds_per_token"`
+		Plan         k3.Plan  `json:"plan"`
+		Trunk        *trunk.Stats
+		TrunkRaw     json.RawMessage `json:"trunk_stats"`
+		Error        string          `json:"error"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return err
+	}
+	if rep.Error != "" {
+		return errors.New(rep.Error)
+	}
+	r.GeneratedIDs, r.PeakRSS, r.RSSFile = rep.GeneratedIDs, rep.PeakRSS, rep.RSSFile
+	if rep.SPT != nil {
+		r.SecondsPerTok = *rep.SPT
+	}
+	if p := rep.Plan.Trunk; p != nil {
+		r.PlanTotal, r.Pinned, r.Layers, r.HeadPinned, r.Slots = p.Total, len(p.Pinned), p.Layers, p.HeadPinned, p.Slots
+	} else {
+		r.Layers = -1
+	}
+	if len(rep.TrunkRaw) > 0 {
+		var st trunk.Stats
+		if err := json.Unmarshal(rep.TrunkRaw, &st); err != nil {
+			return err
+		}
+		n := int64(max(1, len(r.GeneratedIDs)))
+		r.TrunkBytesRead = st.BytesRead + st.HeadBytes + st.EmbedBytes
+		r.ReadPerToken = r.TrunkBytesRead / n
+		if st.DeviceSeconds > 0 {
+			r.StreamMBs = float64(st.BytesRead+st.HeadBytes) / 1e6 / st.DeviceSeconds
+		}
+		r.Overlap, r.StoreReadMode = st.Overlap(), st.Mode
+	}
+	return nil
+}
+
+func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "budget\tplan total\tpinned\tslots\tpeak RSS\tmapped (experts)\toverhead\ts/token\tread/token\tstream MB/s\toverlap\tids\t")
+	for _, r := range rows {
+		pinned := "mapped"
+		if r.Layers >= 0 {
+			pinned = fmt.Sprintf("%d/%d%s", r.Pinned, r.Layers, map[bool]string{true: "+head"}[r.HeadPinned])
+		}
+		ids := fmt.Sprint(r.GeneratedIDs)
+		if r.RunError != "" {
+			ids = "ERROR: " + r.RunError
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.0f\t%.0f%%\t%s\t\n", r.Budget, trunk.GB(r.PlanTotal), pinned, r.Slots,
+			trunk.GB(r.PeakRSS), trunk.GB(r.RSSFile), trunk.GB(r.overhead()), r.SecondsPerTok, trunk.GB(r.ReadPerToken), r.StreamMBs, 100*r.Overlap, ids)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "device O_DIRECT read bandwidth (8 MiB reads, 4 in flight, before/after the rungs): %.0f / %.0f MB/s\n", dev[0], dev[1])
+	same := true
+	for _, r := range rows {
+		same = same && r.RunError == "" && slices.Equal(r.GeneratedIDs, rows[0].GeneratedIDs)
+	}
+	if same {
+		fmt.Fprintf(w, "VERDICT: all %d rungs emitted identical ids (%s tokens each)\n", len(rows), gen)
+	} else {
+		fmt.Fprintf(w, "VERDICT: rungs DIFFER or failed\n")
+	}
+	var worst int64
+	for _, r := range rows {
+		if r.RunError == "" && r.Layers >= 0 {
+			worst = max(worst, r.overhead())
+		}
+	}
+	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", trunk.GB(worst))
+	var floor, all *rung
+	for i := range rows {
+		switch rows[i].Budget {
+		case "floor":
+			floor = &rows[i]
+		case "all":
+			all = &rows[i]
+		}
+	}
+	if floor != nil && all != nil && all.PeakRSS > 0 {
+		fmt.Fprintf(w, "floor peak RSS is %.1f%% of the all-resident rung's\n", 100*float64(floor.PeakRSS)/float64(all.PeakRSS))
+	}
+}
+
+// overhead is what the process held beyond the planned dense weights and the mapped shard
+// pages: per-session state, activations, scratch and the Go runtime.
+func (r *rung) overhead() int64 { return r.PeakRSS - r.PlanTotal - r.RSSFile }
+
+// deviceMBs measures the O_DIRECT read bandwidth of the model's largest shard the way the
+// trunk store reads: 8 MiB aligned reads, 4 in flight, at most 2 GB.
+func deviceMBs(dir string) float64 {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	var best string
+	var size int64
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.Size() > size {
+			best, size = p, st.Size()
+		}
+	}
+	if best == "" {
+		return 0
+	}
+	d, err := safetensors.OpenDirect(best)
+	if err != nil {
+		return 0
+	}
+	defer d.Close()
+	const chunk = 8 << 20
+	n := min(size, 2e9) / chunk
+	if n == 0 {
+		return 0
+	}
+	bufs := make([][]byte, 4)
+	for i := range bufs {
+		b, err := safetensors.AllocAligned(chunk)
+		if err != nil {
+			return 0
+		}
+		bufs[i] = b
+	}
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int64(w); i < n; i += 4 {
+				if _, err := d.ReadAligned(bufs[w], i*chunk, chunk); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n*chunk) / 1e6 / time.Since(t0).Seconds()
+}
