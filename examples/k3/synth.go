@@ -15,8 +15,12 @@ import (
 )
 
 func listGeometries(stdout io.Writer) int {
+	w := 0
 	for _, g := range k3.Geometries() {
-		fmt.Fprintf(stdout, "%-6s %s\n", g.Name, g.Description)
+		w = max(w, len(g.Name))
+	}
+	for _, g := range k3.Geometries() {
+		fmt.Fprintf(stdout, "%-*s  %s\n", w, g.Name, g.Description)
 	}
 	return exitOK
 }
