@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
@@ -170,6 +171,16 @@ func (b *binder) matrixOf(name string, rows, cols int, c class, whole bool) quan
 		return nil
 	}
 	return m
+}
+
+// countExperts counts one MoE layer's routed experts for Info when the expert store, not the
+// binder, located them (the store checked every shape).
+func (b *binder) countExperts(c *config.Config) {
+	per := int64(c.MoEInter) * int64(c.Latent)
+	n := int64(c.NumExperts)
+	b.params[classExperts] += 3 * per * n
+	b.bytes[classExperts] += 3 * (per/2 + per/32) * n
+	b.tensors[classExperts] += 6 * c.NumExperts
 }
 
 // readF32 widens a small tensor to float32, from trunk.bin when it lives there. The describe

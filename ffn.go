@@ -2,8 +2,10 @@ package k3
 
 import (
 	"strconv"
+	"sync"
 
 	"github.com/k3-project/k3/moe"
+	"github.com/k3-project/k3/trunk"
 )
 
 // ExpertLoadError is the error a forward pass returns when a routed expert cannot be obtained
@@ -16,11 +18,51 @@ type ffn interface {
 	ForwardWith(dst, x []float32, T int, ws *moe.Workspace) error
 }
 
-// latentMoE adapts moe.MoE to ffn (the engine does not ask for the routing picks).
-type latentMoE struct{ *moe.MoE }
+// latentMoE adapts moe.MoE to ffn (the engine does not ask for the routing picks). With a
+// lookahead it first predicts the next MoE layer's experts from this layer's input and asks the
+// expert store to read them in the background (router lookahead, SPEC §9.4's speculation made
+// from the hidden state instead of the previous token).
+type latentMoE struct {
+	*moe.MoE
+	look *lookahead // nil: off
+}
+
+// lookahead is the prediction of the next MoE layer's experts.
+type lookahead struct {
+	layer   int         // the next MoE layer
+	router  *moe.Router // its router, resident (a streamed router would be read out of walk order)
+	n       int
+	store   prefetcher
+	workers int
+	pool    sync.Pool // *lookScratch
+}
+
+type prefetcher interface{ Prefetch(layer int, ids []int) }
+
+type lookScratch struct {
+	ids          []int
+	logits, pick []float32
+}
 
 func (f latentMoE) ForwardWith(dst, x []float32, T int, ws *moe.Workspace) error {
+	if f.look != nil && T == 1 {
+		f.look.predict(x)
+	}
 	return f.ForwardRoutedWith(dst, x, T, nil, ws)
+}
+
+// predict never fails the forward: a prediction is advisory, and routing on data the layer
+// itself will refuse (NaN) leaves nothing to prefetch.
+func (l *lookahead) predict(x []float32) {
+	sc, _ := l.pool.Get().(*lookScratch)
+	if sc == nil {
+		ne := l.router.Experts()
+		sc = &lookScratch{ids: make([]int, l.n), logits: make([]float32, ne), pick: make([]float32, 2*ne)}
+	}
+	if l.router.Predict(sc.ids, x, l.workers, sc.logits, sc.pick) == nil {
+		l.store.Prefetch(l.layer, sc.ids)
+	}
+	l.pool.Put(sc)
 }
 
 // bindFFN binds layer l's FFN tensors and returns the constructor to run once every tensor of the
@@ -53,14 +95,26 @@ func (m *Model) bindFFN(b *binder, l int) func() (ffn, error) {
 		w.SharedUp = b.matrix(p+"shared_experts.up_proj.weight", SI, E, classTrunk)
 		w.SharedDown = b.matrix(p+"shared_experts.down_proj.weight", E, SI, classTrunk)
 	}
-	experts := make([]moe.Expert, c.NumExperts)
-	for e := range experts {
-		ep := p + "experts." + strconv.Itoa(e) + "."
-		experts[e] = moe.Expert{
-			W1: b.mxfp4(ep+"w1", c.MoEInter, c.Latent),
-			W2: b.mxfp4(ep+"w2", c.Latent, c.MoEInter),
-			W3: b.mxfp4(ep+"w3", c.MoEInter, c.Latent),
+	var src moe.ExpertSource
+	if m.experts != nil && !b.describe {
+		// The expert store located and checked every expert itself; nothing is mapped here.
+		src = m.experts
+		b.countExperts(c)
+	} else {
+		experts := make([]moe.Expert, c.NumExperts)
+		for e := range experts {
+			ep := p + "experts." + strconv.Itoa(e) + "."
+			experts[e] = moe.Expert{
+				W1: b.mxfp4(ep+"w1", c.MoEInter, c.Latent),
+				W2: b.mxfp4(ep+"w2", c.Latent, c.MoEInter),
+				W3: b.mxfp4(ep+"w3", c.MoEInter, c.Latent),
+			}
 		}
+		var mem moe.ExpertSource = moe.NewMemExperts(map[int][]moe.Expert{l: experts})
+		if m.tracer != nil {
+			mem = tracedExperts{mem, m.tracer}
+		}
+		src = mem
 	}
 	cfg := moe.Config{
 		Layer: l, Hidden: E, Latent: c.Latent, Inter: c.MoEInter, TopK: c.TopK,
@@ -68,12 +122,46 @@ func (m *Model) bindFFN(b *binder, l int) func() (ffn, error) {
 		Beta1: beta1, Beta2: beta2, RMSEps: m.eps, Workers: m.threads,
 	}
 	return func() (ffn, error) {
-		// Experts are resident (mmap views) for now; the routed-expert cache of SPEC §9 will
-		// replace this source without touching the layer.
-		mo, err := moe.New(cfg, w, moe.NewMemExperts(map[int][]moe.Expert{l: experts}))
+		mo, err := moe.New(cfg, w, src)
 		if err != nil {
 			return nil, err
 		}
-		return latentMoE{mo}, nil
+		return latentMoE{MoE: mo}, nil
 	}
+}
+
+// linkLookahead gives every MoE layer the next MoE layer's router, when router lookahead is on
+// and that router's gate is resident.
+func (m *Model) linkLookahead(n int) {
+	if n <= 0 || m.experts == nil {
+		return
+	}
+	var next *latentMoE
+	for l := len(m.layers) - 1; l >= 0; l-- {
+		f, ok := m.layers[l].ffn.(latentMoE)
+		if !ok {
+			continue
+		}
+		if next != nil {
+			r := next.Router()
+			if _, streamed := r.Gate().(*trunk.Matrix); !streamed {
+				f.look = &lookahead{layer: next.Config().Layer, router: r, n: min(n, r.Experts()), store: m.experts, workers: m.threads}
+				m.layers[l].ffn = f
+			}
+		}
+		next = &f
+	}
+}
+
+// tracedExperts reports every requested expert to the tracer (the cache store does this itself).
+type tracedExperts struct {
+	moe.ExpertSource
+	t Tracer
+}
+
+func (s tracedExperts) Experts(layer int, ids []int, dst []moe.Expert) ([]moe.Expert, func(), error) {
+	for _, id := range ids {
+		s.t.ExpertRequest(layer, id)
+	}
+	return s.ExpertSource.Experts(layer, ids, dst)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/k3-project/k3/attention"
+	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/nn"
 	"github.com/k3-project/k3/quant"
@@ -28,6 +29,12 @@ type options struct {
 	trunkOpen   trunk.Opener
 	noVerify    bool
 	tracer      Tracer
+
+	cacheSet    bool // WithCacheBudget given (0 is a valid budget)
+	cacheBudget int64
+	cachePolicy cache.PolicyName
+	prefetch    int
+	cacheOpen   cache.Opener
 }
 
 // WithThreads sets the number of goroutines used for mat-vec rows, heads and positions (n ≥ 1;
@@ -115,6 +122,60 @@ func WithTrunkOpener(open trunk.Opener) Option {
 	}
 }
 
+// WithCacheBudget serves routed experts from a cache of at most bytes (cache.Store, SPEC §9)
+// instead of memory-mapped shards: missing experts are read with aligned direct reads, and as
+// many as fit are kept under the replacement policy. 0 keeps nothing: every expert a token needs
+// is read into per-call scratch. A positive budget below one token's working set (TopK + 1
+// experts) is refused with the minimum in the message. Results are bit-identical at every
+// budget.
+func WithCacheBudget(bytes int64) Option {
+	return func(o *options) error {
+		if bytes < 0 {
+			return fmt.Errorf("k3: WithCacheBudget(%d): negative", bytes)
+		}
+		o.cacheSet, o.cacheBudget = true, bytes
+		return nil
+	}
+}
+
+// WithCachePolicy selects the expert cache's replacement policy: "s3fifo" (default) or "lru".
+func WithCachePolicy(name string) Option {
+	return func(o *options) error {
+		p, err := cache.ParsePolicy(name)
+		if err != nil {
+			return fmt.Errorf("k3: WithCachePolicy: %w", err)
+		}
+		o.cachePolicy = p
+		return nil
+	}
+}
+
+// WithExpertPrefetch turns on router lookahead with an expert cache: while layer L computes,
+// layer L+1's router is applied to layer L's input and its top n experts are read in the
+// background (0 turns it off, the default). Only layers whose next router is resident (mapped
+// or pinned) predict, so the trunk's walk order is never disturbed. Results do not change.
+func WithExpertPrefetch(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("k3: WithExpertPrefetch(%d): negative", n)
+		}
+		o.prefetch = n
+		return nil
+	}
+}
+
+// WithCacheOpener replaces how the expert cache opens shard files: the seam for fault
+// injection in tests.
+func WithCacheOpener(open cache.Opener) Option {
+	return func(o *options) error {
+		if open == nil {
+			return fmt.Errorf("k3: WithCacheOpener: nil opener")
+		}
+		o.cacheOpen = open
+		return nil
+	}
+}
+
 // WithTracer reports weight traffic and per-layer timings to t as they happen.
 func WithTracer(t Tracer) Option {
 	return func(o *options) error { o.tracer = t; return nil }
@@ -142,6 +203,7 @@ type Model struct {
 	threads int
 	ck      *safetensors.Checkpoint
 	store   *trunk.Store // nil: mapped
+	experts *cache.Store // nil: mapped experts
 	packed  *packedTrunk
 	plan    Plan
 	tracer  Tracer
@@ -190,11 +252,37 @@ func Open(dir string, opts ...Option) (*Model, error) {
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
+	if pc := m.plan.Cache; pc != nil {
+		var co []cache.Option
+		if o.cachePolicy != "" {
+			co = append(co, cache.WithPolicy(o.cachePolicy))
+		}
+		if o.tracer != nil {
+			co = append(co, cache.WithTracer(o.tracer))
+		}
+		if o.cacheOpen != nil {
+			co = append(co, cache.WithOpener(o.cacheOpen))
+		}
+		c := &m.cfg
+		var moeLayers []int
+		for l := range c.NumLayers {
+			if !c.IsDense(l) {
+				moeLayers = append(moeLayers, l)
+			}
+		}
+		cc := cache.Config{Layers: moeLayers, NumExperts: c.NumExperts, TopK: c.TopK, Budget: pc.Budget,
+			Shapes: &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}}
+		if m.experts, err = cache.New(m.ck, cc, co...); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
+		}
+	}
 	b := &binder{ck: m.ck, store: m.store, packed: m.packed}
 	if err := m.bind(b); err != nil {
 		m.Close()
 		return nil, err
 	}
+	m.linkLookahead(o.prefetch)
 	return m, nil
 }
 
@@ -241,6 +329,12 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	for _, t := range db.dense {
 		m.plan.DenseBytes += t.Size
 	}
+	if o.cacheSet {
+		if m.plan.Cache, err = planCache(cfg, o); err != nil {
+			m.Close()
+			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+		}
+	}
 	if o.trunkBudget > 0 || m.packed != nil {
 		budget := o.trunkBudget
 		if budget == 0 {
@@ -273,6 +367,14 @@ func PlanFor(dir string, opts ...Option) (Plan, error) {
 // Plan returns the memory plan the model runs under.
 func (m *Model) Plan() Plan { return m.plan }
 
+// CacheStats returns the expert cache's counters; ok is false when experts are mapped.
+func (m *Model) CacheStats() (s cache.Stats, ok bool) {
+	if m.experts == nil {
+		return cache.Stats{}, false
+	}
+	return m.experts.Stats(), true
+}
+
 // TrunkStats returns the dense-weight store's counters; ok is false for a fully mapped model.
 func (m *Model) TrunkStats() (s trunk.Stats, ok bool) {
 	if m.store == nil {
@@ -293,6 +395,11 @@ func (m *Model) Close() error {
 	var first error
 	if m.store != nil {
 		first = m.store.Close()
+	}
+	if m.experts != nil {
+		if err := m.experts.Close(); err != nil && first == nil {
+			first = err
+		}
 	}
 	if err := m.packed.close(); err != nil && first == nil {
 		first = err

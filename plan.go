@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/trunk"
 )
@@ -18,12 +19,48 @@ type Plan struct {
 	Trunk *trunk.Plan `json:"trunk,omitempty"`
 	// Packed is the packed trunk directory, if any.
 	Packed string `json:"packed_trunk,omitempty"`
+	// Cache is the routed-expert cache (nil: experts are memory-mapped).
+	Cache *CachePlan `json:"cache,omitempty"`
 	// DenseBytes are the checkpoint bytes of every dense matrix (layers, embedding, head).
 	DenseBytes int64 `json:"dense_bytes"`
 	// KDAStateBytes is the recurrent state and conv tails one session keeps (all KDA layers).
 	KDAStateBytes int64 `json:"kda_state_bytes_per_session"`
 	// MLABytesPerPosition is what one session's MLA latent caches grow by per position.
 	MLABytesPerPosition int64 `json:"mla_cache_bytes_per_position"`
+}
+
+// CachePlan is the expert cache part of a plan.
+type CachePlan struct {
+	Budget      int64  `json:"budget_bytes"`
+	Policy      string `json:"policy"`
+	ExpertBytes int64  `json:"expert_bytes"`
+	SlotBytes   int64  `json:"slot_bytes"`
+	Slots       int    `json:"slots"`
+	// ScratchBytes is the per-call read buffer of a zero budget (TopK slots), 0 otherwise.
+	ScratchBytes int64 `json:"scratch_bytes"`
+	Prefetch     int   `json:"prefetch"`
+	Total        int64 `json:"total_bytes"`
+}
+
+func planCache(c *config.Config, o options) (*CachePlan, error) {
+	per := int64(c.MoEInter) * int64(c.Latent)
+	eb := 3 * (per/2 + per/32)
+	p := &CachePlan{Budget: o.cacheBudget, Policy: string(cache.S3FIFO), ExpertBytes: eb, SlotBytes: cache.SlotSize(eb), Prefetch: o.prefetch}
+	if o.cachePolicy != "" {
+		p.Policy = string(o.cachePolicy)
+	}
+	if p.Budget > 0 {
+		if lo := cache.MinBudget(p.SlotBytes, c.TopK); p.Budget < lo {
+			return nil, fmt.Errorf("%w: %d bytes asked, the minimum is %d bytes (%s: TopK + 1 = %d experts of %d bytes)",
+				cache.ErrBudgetTooSmall, p.Budget, lo, trunk.GB(lo), c.TopK+1, p.SlotBytes)
+		}
+		p.Slots = int(p.Budget / p.SlotBytes)
+		p.Total = int64(p.Slots) * p.SlotBytes
+	} else {
+		p.ScratchBytes = int64(c.TopK) * p.SlotBytes
+		p.Total = p.ScratchBytes
+	}
+	return p, nil
 }
 
 func (p *Plan) fillSession(c *config.Config) {
@@ -49,6 +86,19 @@ func (p Plan) String() string {
 		}
 		b.WriteString(p.Trunk.String())
 		b.WriteByte('\n')
+	}
+	if c := p.Cache; c != nil {
+		if c.Budget > 0 {
+			fmt.Fprintf(&b, "expert cache   %s  %d × %s slots, %s", trunk.GB(c.Total), c.Slots, trunk.GB(c.SlotBytes), c.Policy)
+		} else {
+			fmt.Fprintf(&b, "expert cache   none: each expert read into %s of scratch (TopK slots)", trunk.GB(c.ScratchBytes))
+		}
+		if c.Prefetch > 0 {
+			fmt.Fprintf(&b, ", router lookahead top %d", c.Prefetch)
+		}
+		b.WriteByte('\n')
+	} else {
+		fmt.Fprintf(&b, "experts        memory-mapped\n")
 	}
 	fmt.Fprintf(&b, "per session    KDA state %s, MLA cache %d B per position", trunk.GB(p.KDAStateBytes), p.MLABytesPerPosition)
 	return b.String()

@@ -200,11 +200,17 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	if err := ctx.Err(); err != nil {
 		return nil, err // nothing was touched yet: the session stays usable
 	}
-	if m.store != nil {
-		// The dense weights stream through one ring in walk order: one pass at a time.
+	if m.store != nil || m.experts != nil {
+		// Streamed dense weights go through one ring in walk order, and the expert cache's
+		// leases are sized for one pass: one pass at a time.
 		m.walk.Lock()
 		defer m.walk.Unlock()
+	}
+	if m.store != nil {
 		m.store.ClearErr()
+	}
+	if m.experts != nil {
+		m.experts.BeginStep()
 	}
 	T, E, V := len(ids), c.Hidden, c.Vocab
 	h := make([]float32, T*E)

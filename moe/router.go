@@ -60,6 +60,39 @@ func (r *Router) Route(ids []int, w []float32, x []float32, T, workers int) erro
 	return r.route(ids, w, x, T, workers, make([]float32, T*ne), make([]float32, 2*ne))
 }
 
+// Predict picks len(ids) experts for one position x ([E]) the way routing
+// orders them (descending biased score), for prefetching a layer's experts
+// before its input exists. logits [NE] and sc [2·NE] are caller scratch, so a
+// decode step allocates nothing.
+func (r *Router) Predict(ids []int, x []float32, workers int, logits, sc []float32) error {
+	ne, e := r.gate.Rows(), r.gate.Cols()
+	if len(x) != e || len(ids) < 1 || len(ids) > ne || len(logits) != ne || len(sc) != 2*ne {
+		return fmt.Errorf("moe: router: predict: len(x)=%d n=%d len(logits)=%d len(sc)=%d for E=%d NE=%d", len(x), len(ids), len(logits), len(sc), e, ne)
+	}
+	quant.MatVecParallel(r.gate, logits, x, workers)
+	negInf := float32(math.Inf(-1))
+	choice := sc[ne : 2*ne]
+	for i, l := range logits {
+		choice[i] = fmath.Sigmoid32(l) + r.bias[i]
+	}
+	for j := range ids {
+		best, at := negInf, -1
+		for i, c := range choice {
+			if c > best {
+				best, at = c, i
+			}
+		}
+		if at < 0 {
+			return fmt.Errorf("%w: only %d of %d predictions possible", ErrTooFewSelectable, j, len(ids))
+		}
+		ids[j], choice[at] = at, negInf
+	}
+	return nil
+}
+
+// Gate returns the router's gate matrix [NE, E].
+func (r *Router) Gate() quant.Matrix { return r.gate }
+
 // route is Route with caller scratch: logits [T·NE] and sc [2·NE]. Shapes
 // are the caller's responsibility.
 func (r *Router) route(ids []int, w []float32, x []float32, T, workers int, logits, sc []float32) error {

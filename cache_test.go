@@ -1,0 +1,148 @@
+package k3_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/safetensors"
+)
+
+// cacheBudgets returns the budgets for a model: 0, TopK + 1 slots, half and all experts.
+func cacheBudgets(t *testing.T, dir string) map[string]int64 {
+	p, err := k3.PlanFor(dir, k3.WithCacheBudget(0))
+	require.NoError(t, err)
+	c := p.Cache
+	m := openModel(t, dir)
+	cfg := m.Config()
+	all := int64(cfg.NumExperts*(cfg.NumLayers-cfg.FirstDense)) * c.SlotBytes
+	return map[string]int64{"zero": 0, "topk+1": int64(cfg.TopK+1) * c.SlotBytes, "half": all / 2, "all": all}
+}
+
+// TestCacheBitIdentical is the expert store's acceptance matrix on every model: cache budgets 0,
+// TopK + 1 slots, half and all experts; LRU and S3-FIFO; router lookahead on and off; 1 and 2
+// threads; and combined with a streamed trunk.
+func TestCacheBitIdentical(t *testing.T) {
+	for _, dir := range fixtures.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ref := loadReference(t, dir)
+			want := runModel(t, openModel(t, dir), ref)
+			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+			for name, b := range cacheBudgets(t, dir) {
+				for _, policy := range []string{"lru", "s3fifo"} {
+					for _, pf := range []int{0, 3} {
+						for _, threads := range []int{1, 2} {
+							for _, streamed := range []bool{false, true} {
+								if streamed && (threads == 2 || pf == 0) {
+									continue // the trunk matrix has its own test; keep the product small
+								}
+								t.Run(fmt.Sprintf("%s/%s/pf%d/t%d/streamed=%v", name, policy, pf, threads, streamed), func(t *testing.T) {
+									opts := []k3.Option{k3.WithThreads(threads), k3.WithCacheBudget(b), k3.WithCachePolicy(policy), k3.WithExpertPrefetch(pf)}
+									if streamed {
+										opts = append(opts, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot))
+									}
+									m := openModel(t, dir, opts...)
+									got := runModel(t, m, ref)
+									assert.Equal(t, want, got)
+									st, ok := m.CacheStats()
+									require.True(t, ok)
+									assert.Positive(t, st.Run.Requests)
+									if b == 0 {
+										assert.Zero(t, st.Run.TrueHits, "nothing is retained at budget 0")
+									}
+									if pf > 0 && !streamed {
+										assert.Positive(t, st.Run.PrefetchRequests, "lookahead predicts")
+										assert.LessOrEqual(t, st.Run.PrefetchUsed, st.Run.Hits)
+									}
+								})
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestCacheBudgetTooSmall(t *testing.T) {
+	dir := fixtures.Models(t)[0]
+	p, err := k3.PlanFor(dir, k3.WithCacheBudget(0))
+	require.NoError(t, err)
+	_, err = k3.Open(dir, k3.WithCacheBudget(p.Cache.SlotBytes))
+	require.ErrorIs(t, err, cache.ErrBudgetTooSmall)
+	assert.Contains(t, err.Error(), "the minimum is")
+	_, err = k3.PlanFor(dir, k3.WithCacheBudget(p.Cache.SlotBytes))
+	require.ErrorIs(t, err, cache.ErrBudgetTooSmall)
+}
+
+// failReader fails reads that cover one offset with EIO.
+type failReader struct {
+	cache.Reader
+	at int64
+	mu sync.Mutex
+	n  int
+}
+
+func (f *failReader) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
+	if f.at < 0 || off <= f.at && f.at < off+n {
+		f.mu.Lock()
+		f.n++
+		f.mu.Unlock()
+		return nil, syscall.EIO
+	}
+	return f.Reader.ReadAligned(buf, off, n)
+}
+
+// TestCacheReadFault: a failed expert read surfaces as *ExpertLoadError naming layer and expert;
+// no token is emitted and the session is broken.
+func TestCacheReadFault(t *testing.T) {
+	for _, dir := range fixtures.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ref := loadReference(t, dir)
+			ck, err := safetensors.Open(dir)
+			require.NoError(t, err)
+			var target *safetensors.Tensor
+			for _, tt := range ck.Tensors() {
+				if target == nil && strings.Contains(tt.Name, ".experts.") {
+					target = tt
+				}
+			}
+			ck.Close()
+			require.NotNil(t, target)
+			var fr []*failReader
+			open := func(path string) (cache.Reader, error) {
+				d, err := safetensors.OpenDirect(path)
+				if err != nil || path != target.File {
+					return d, err
+				}
+				f := &failReader{Reader: d, at: -1} // every expert read of this shard fails
+				fr = append(fr, f)
+				return f, nil
+			}
+			m := openModel(t, dir, k3.WithCacheBudget(0), k3.WithCacheOpener(open))
+			// Teacher forcing over the whole reference touches most experts of every layer.
+			_, err = m.Forward(context.Background(), ref.FullIDs)
+			require.Error(t, err)
+			var le *k3.ExpertLoadError
+			require.ErrorAs(t, err, &le)
+			assert.GreaterOrEqual(t, le.Layer, 1)
+			assert.ErrorIs(t, err, syscall.EIO)
+			s := m.NewSession()
+			for id, err := range m.Generate(context.Background(), ref.FullIDs, k3.GenerateOptions{MaxTokens: 2}) {
+				require.Equal(t, -1, id, "no token from a failed expert read")
+				require.Error(t, err)
+			}
+			_ = s
+		})
+	}
+}
