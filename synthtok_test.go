@@ -1,8 +1,11 @@
 package k3
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -102,4 +105,39 @@ func TestSynthesizeStaging(t *testing.T) {
 	err = Synthesize(filepath.Join(blocked, "m"), "tiny", 1)
 	require.Error(t, err)
 	assert.NoFileExists(t, filepath.Join(blocked, ".m.k3-synth-partial"))
+}
+
+// TestRankDataLinkedOnlyWhenUsed: a program that imports k3 but never calls Synthesize does not
+// carry the 3.6 MB o200k rank file (nothing at package level refers to it); one that calls
+// Synthesize does. The programs are built through a -overlay file, so nothing is written into the
+// source tree.
+func TestRankDataLinkedOnlyWhenUsed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds two programs")
+	}
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	tmp := t.TempDir()
+	// A line from the middle of o200k_base.tiktoken: rank 149999.
+	const marker = "IGthdHRlbg== 149999"
+	for _, c := range []struct {
+		name, call string
+		linked     bool
+	}{
+		{"open", `_, err := k3.Open("x"); fmt.Println(err)`, false},
+		{"synth", `fmt.Println(k3.Synthesize("x", "tiny", 1))`, true},
+	} {
+		src := filepath.Join(tmp, c.name+".go")
+		prog := "package main\n\nimport (\n\t\"fmt\"\n\n\t\"github.com/k3-project/k3\"\n)\n\nfunc main() { " + c.call + " }\n"
+		require.NoError(t, os.WriteFile(src, []byte(prog), 0o644))
+		virtual := filepath.Join(wd, "internal", "linkcheck"+c.name, "main.go")
+		overlay := filepath.Join(tmp, c.name+".json")
+		require.NoError(t, os.WriteFile(overlay, []byte(`{"Replace":{`+strconv.Quote(virtual)+`:`+strconv.Quote(src)+`}}`), 0o644))
+		bin := filepath.Join(tmp, c.name)
+		out, err := exec.Command("go", "build", "-overlay", overlay, "-o", bin, "./internal/linkcheck"+c.name).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		b, err := os.ReadFile(bin)
+		require.NoError(t, err)
+		assert.Equal(t, c.linked, bytes.Contains(b, []byte(marker)), "%s: o200k data linked", c.name)
+	}
 }
