@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,8 +138,9 @@ func TestBindMissingShard(t *testing.T) {
 	if len(be.Missing) != want || want == 0 {
 		t.Errorf("%d missing, the shard held %d", len(be.Missing), want)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "more missing") {
-		t.Errorf("long lists are not abbreviated: %d bytes", len(msg))
+	// One line for the shard, not one per tensor.
+	if msg := err.Error(); strings.Count(msg, "\n") != 1 || !strings.Contains(msg, strconv.Itoa(want)+" tensors the index places in shard "+gone) {
+		t.Errorf("the missing shard is not one line:\n%s", msg)
 	}
 }
 

@@ -59,9 +59,55 @@ func (e *BindError) Error() string {
 			fmt.Fprintf(&b, "\n  %s: %s", title, s)
 		}
 	}
-	list("missing", e.Missing)
+	list("missing", groupMissing(e.Missing))
 	list("mismatched", e.Mismatched)
 	return b.String()
+}
+
+// groupMissing folds the missing tensors that the index places in the same shard (entries
+// "name (index: shard S, state)") into one line per shard, so one absent shard is one line, not
+// one per tensor. Entries without a shard are kept as they are.
+func groupMissing(missing []string) []string {
+	const mark = " (index: shard "
+	type group struct {
+		first string
+		n     int
+	}
+	var order []string
+	groups := map[string]*group{}
+	var out []string
+	for _, s := range missing {
+		i := strings.LastIndex(s, mark)
+		if i < 0 || !strings.HasSuffix(s, ")") {
+			out = append(out, s)
+			continue
+		}
+		key := s[i+len(mark) : len(s)-1]
+		g := groups[key]
+		if g == nil {
+			g = &group{first: s[:i]}
+			groups[key] = g
+			order = append(order, key)
+			out = append(out, "") // placeholder keeps the shard's first position
+		}
+		g.n++
+	}
+	k := 0
+	for j, s := range out {
+		if s != "" {
+			continue
+		}
+		key := order[k]
+		k++
+		g := groups[key]
+		shard, state, _ := strings.Cut(key, ", ")
+		if g.n == 1 {
+			out[j] = fmt.Sprintf("%s (index: shard %s, %s)", g.first, shard, state)
+		} else {
+			out[j] = fmt.Sprintf("%d tensors the index places in shard %s (%s), the first %s", g.n, shard, state, g.first)
+		}
+	}
+	return out
 }
 
 // ForwardError wraps a failure inside a layer during a forward pass.

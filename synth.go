@@ -24,13 +24,16 @@ func Geometries() []GeometryInfo {
 
 // Synthesize writes a random checkpoint of the named geometry into dir (created if needed; it must
 // be empty) in the released layout: nested config.json, shards plus model.safetensors.index.json,
-// BF16 matrices, F32 small vectors and MXFP4 routed experts. The bytes are a pure function of
-// (geometry, seed). Weights are scaled so that SiTU-GLU caps saturate and the router bias changes
+// BF16 matrices, F32 small vectors and MXFP4 routed experts; and a Kimi-layout tokenizer sized to
+// the vocabulary (tiktoken.model and tokenizer_config.json, see SynthTokenizerRanks), so text
+// prompts work. Everything is written into a staging directory beside dir and renamed into place:
+// dir never holds a partial checkpoint, and a rerun after an interruption starts afresh. The bytes
+// are a pure function of (geometry, seed). Weights are scaled so that SiTU-GLU caps saturate and the router bias changes
 // expert selections, so the result exercises every part of the forward pass.
 func Synthesize(dir, geometry string, seed int64) error {
 	g, ok := synth.Lookup(geometry)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownGeometry, geometry)
 	}
-	return synth.Write(dir, g, seed)
+	return synthesize(dir, g, seed)
 }

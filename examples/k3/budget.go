@@ -12,9 +12,6 @@ import (
 	"github.com/k3-project/k3/cache/sim"
 )
 
-// budgetFlags are the memory flags of `run` (SPEC §11.1 names).
-var budgetFlags = flagSpec{"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
-	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true}
 
 // budget is the validated memory request.
 type budget struct {
@@ -137,13 +134,28 @@ func (b budget) options() []k3.Option {
 	return o
 }
 
-var simFlags = flagSpec{"--expert-bytes": true, "--disk-mbs": true}
+var simCacheCmd = command{name: "sim-cache", flags: flagSpec{"--expert-bytes": true, "--disk-mbs": true},
+	help: `usage: k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--disk-mbs X]
+
+Replays a routed-expert trace (written by "k3 run --dump-cache-trace DIR", SPEC §9.7) under LRU,
+S3-FIFO (the expert cache's own policy code), Belady with bypass and PIN+LRU at cache sizes from
+8 GB to 1450 GB and prints the hit rates and the expert bytes read per token.
+
+  --expert-bytes N   bytes of one expert (default 17547264, the real K3's)
+  --disk-mbs X       disk read speed in MB/s for the SEC/TOK column (default 1234)
+  -h, --help         this help
+`}
 
 // cmdSimCache is `k3 sim-cache <expert_trace.bin>`: the SPEC §9.7 table.
-func cmdSimCache(args []string, stdout, stderr io.Writer) int {
-	pos, vals, err := parseArgs(args, simFlags)
-	if err == nil && len(pos) != 1 {
-		err = usagef("", "sim-cache: expected one expert_trace.bin, got %d arguments", len(pos))
+func cmdSimCache(argv []string, stdout, stderr io.Writer) int {
+	a, code, ok := simCacheCmd.parse(argv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	pos, vals := a.pos, a.vals
+	var err error
+	if len(pos) != 1 {
+		err = usagef("", "expected one expert_trace.bin, got %d arguments", len(pos))
 	}
 	var o sim.Options
 	if err == nil {
@@ -162,8 +174,7 @@ func cmdSimCache(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitUsage
+		return simCacheCmd.usageFail(stderr, err)
 	}
 	rep, err := sim.RunFile(pos[0], o)
 	if err != nil {
@@ -177,30 +188,45 @@ func cmdSimCache(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+var packTrunkCmd = command{name: "pack-trunk", flags: flagSpec{}, help: `usage: k3 pack-trunk <model_dir> <out_dir>
+
+Copies every layer's dense (trunk) tensors into out_dir/trunk.bin and writes trunk.json, the
+packed trunk that "k3 run --trunk out_dir" streams from. Progress goes to stderr: a bar (bytes,
+rate, ETA) on a terminal, plain lines otherwise.
+
+  -h, --help   this help
+`}
+
 // cmdPackTrunk is `k3 pack-trunk <model_dir> <out_dir>`.
-func cmdPackTrunk(args []string, stdout, stderr io.Writer) int {
-	pos, _, err := parseArgs(args, flagSpec{})
-	if err == nil && len(pos) != 2 {
-		err = usagef("", "pack-trunk: expected <model_dir> <out_dir>, got %d arguments", len(pos))
+func cmdPackTrunk(argv []string, stdout, stderr io.Writer) int {
+	a, code, ok := packTrunkCmd.parse(argv, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitUsage
+	if len(a.pos) != 2 {
+		return packTrunkCmd.usageFail(stderr, usagef("", "expected <model_dir> <out_dir>, got %d positional arguments", len(a.pos)))
 	}
 	start := time.Now()
-	last := time.Time{}
-	progress := func(done, total int64) {
-		if now := time.Now(); now.Sub(last) >= time.Second || done == total {
-			last = now
-			rate := float64(done) / 1e6 / max(now.Sub(start).Seconds(), 1e-9)
-			fmt.Fprintf(stderr, "pack-trunk: %s of %s (%.0f MB/s)\n", gbString(done), gbString(total), rate)
+	var p progress
+	var last int64
+	report := func(done, total int64) {
+		if p == nil {
+			p = newProgress(stderr, total, "k3 pack-trunk")
+		}
+		if done > last {
+			p.add(done - last)
+			last = done
 		}
 	}
-	if err := k3.PackTrunk(pos[0], pos[1], progress); err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
+	err := k3.PackTrunk(a.pos[0], a.pos[1], report)
+	if p != nil {
+		p.finish()
+	}
+	if err != nil {
+		fail(stderr, err)
 		return exitRuntime
 	}
-	fmt.Fprintf(stdout, "packed the trunk of %s into %s in %.1f s\n", pos[0], pos[1], time.Since(start).Seconds())
+	fmt.Fprintf(stdout, "packed the trunk of %s into %s in %.1f s\n", a.pos[0], a.pos[1], time.Since(start).Seconds())
 	return exitOK
 }
 

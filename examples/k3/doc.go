@@ -2,28 +2,49 @@
 // github.com/k3-project/k3 only.
 //
 //	k3 <model_dir> (--ids 1,2,3 | --prompt TEXT | --prompt-file PATH) [--tok DIR] [--gen N]
-//	               [--incremental] [--threads N] [--stop-ids 4,5 | --no-stop]
+//	               [--full-recompute] [--threads N] [--stop-ids 4,5 | --no-stop]
 //	               [--out FILE] [--dump-logits FILE] [--tf-check]
 //	k3 run <model_dir> ...          same as above
 //	k3 synth <geometry> <dir> [--seed N]
-//	k3 demo [--gen N] [--seed N] [--keep DIR]
+//	k3 demo [--prompt TEXT] [--gen N] [--seed N] [--keep DIR]
 //	k3 info <model_dir>
-//	k3 --help | --version | --list-geometries
+//	k3 pack-trunk <model_dir> <out_dir>
+//	k3 tokenize (--tok DIR | --encoding cl100k_base|o200k_base) [--decode] [--ordinary]
+//	k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
+//	k3 --help | --version | --list-presets | --list-geometries
+//
+// Every subcommand answers -h/--help anywhere on its command line (before a "--"; a value that
+// is literally "--help" is written --flag=--help), and unknown flags are reported with the
+// subcommand's name. Flags apply in argv order (later wins). Decoding is incremental by default;
+// --full-recompute recomputes the whole sequence every step (for checks), and --incremental is
+// accepted as a no-op.
 //
 // Text prompts need --tok DIR, a directory holding the Kimi tiktoken.model and
-// tokenizer_config.json. The text is encoded as the reference tokenizer.encode does (special names
-// become their ids, no chat template, no BOS/EOS added); a rank file other than the released one is
-// reported as a warning. With a tokenizer, the JSON report's generated_text is the complete
-// decoded output (invalid UTF-8 replaced as Python's errors="replace" does), the per-step table
-// shows each token's text, and the default stop set is the tokenizer's [EOS] and <|end_of_msg|>
-// plus the config's eos_token_id (--stop-ids replaces it, --no-stop empties it).
+// tokenizer_config.json (k3 synth writes one next to every synthetic checkpoint). The text is
+// encoded as the reference tokenizer.encode does (special names become their ids, no chat
+// template, no BOS/EOS added); a rank file other than the released one is reported as a warning.
+// With a tokenizer, the JSON report's generated_text is the complete decoded output (invalid
+// UTF-8 replaced as Python's errors="replace" does), the per-step table shows each token's text,
+// and the default stop set is the tokenizer's [EOS] and <|end_of_msg|> plus the config's
+// eos_token_id, less any id outside the vocabulary (--stop-ids replaces it and must name ids in
+// [0, vocab); --no-stop empties it).
 //
-// Exit codes (SPEC §11.1): 0 success; 2 usage or validation error (including a prompt that does
-// not encode to ids in [0, vocab) or an unreadable --prompt-file); 1 runtime failure (open, bind,
-// forward, tokenizer load or decode); 4 a routed expert could not be loaded; 130/143 interrupted by
+// Before any weights load, run checks that --out and --dump-logits can be written, reads and
+// validates config.json and checks the prompt and stop ids against its vocabulary.
+//
+// The presets of SPEC §11.1 (laptop, desktop, workstation, server, max, floor, auto) are listed
+// by --list-presets; auto is computed from /proc/meminfo's MemAvailable and the tightest cgroup
+// v2 memory.max on the process's cgroup path. (They size the trunk and expert-cache budgets of
+// the streaming engine; presetBudget returns the bytes.)
+//
+// Exit codes (SPEC §11.1): 0 success (also help, version, lists); 2 usage or validation error
+// (an unknown flag, a malformed number, an id outside the vocabulary, an unwritable output path,
+// a config.json that fails validation, a synth target that is not empty, an unreadable
+// --prompt-file or manifest); 1 runtime failure (open, bind, forward, tokenizer load or decode,
+// a verify check that fails); 4 a routed expert could not be loaded; 130/143 interrupted by
 // SIGINT/SIGTERM after writing the report for the tokens so far.
 //
-// It must import only the public packages (the root k3 package and tokenizer; its tests add
-// internal/fixtures), never the internal or layer packages, so that it shows what a user of the
-// library can do.
+// It imports only public packages of the module (the root k3 package, config, safetensors,
+// tokenizer and its cl100k/o200k encodings; its tests add internal/fixtures), never the internal
+// or layer packages, so that it shows what a user of the library can do.
 package main

@@ -10,7 +10,7 @@ import (
 // FuzzParseIDList: the id-list parser never panics, and whatever it accepts re-serialises to the
 // canonical form of its input (so nothing was silently dropped, truncated or defaulted).
 func FuzzParseIDList(f *testing.F) {
-	for _, s := range []string{"1,2,3", "abc", "1,,2", "", " 7 , 8", "-1", "99999999999999999999", "0", "1,2,", "+3", "0x1f", "1e3", "-0"} {
+	for _, s := range []string{"1,2,3", "abc", "1,,2", "", " 7 , 8", "1, 2", "-1", "99999999999999999999", "0", "1,2,", "+3", "0x1f", "1e3", "-0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -27,7 +27,6 @@ func FuzzParseIDList(f *testing.F) {
 			t.Fatalf("%q: %d ids from %d elements", s, len(ids), len(parts))
 		}
 		for i, p := range parts {
-			p = strings.TrimSpace(p)
 			if ids[i] < 0 || strings.TrimLeft(p, "0") != strings.TrimLeft(strconv.Itoa(ids[i]), "0") {
 				t.Fatalf("%q: element %q parsed as %d", s, p, ids[i])
 			}
@@ -52,11 +51,38 @@ func FuzzParseInt(f *testing.F) {
 }
 
 func TestParseArgs(t *testing.T) {
-	pos, vals, err := parseArgs([]string{"dir", "--gen=3", "--gen", "4", "--incremental", "--", "--x"}, runFlags)
-	if err != nil || len(pos) != 2 || pos[1] != "--x" || vals["--gen"] != "4" {
-		t.Errorf("pos %q vals %v err %v (later flags must win)", pos, vals, err)
+	a, err := parseArgs([]string{"dir", "--gen=3", "--gen", "4", "--incremental", "--full-recompute", "--", "--x", "-h"}, runCmd.flags)
+	if err != nil || len(a.pos) != 3 || a.pos[1] != "--x" || a.vals["--gen"] != "4" || a.last("--incremental", "--full-recompute") != "--full-recompute" {
+		t.Errorf("args %+v err %v (later flags must win; nothing after -- is a flag)", a, err)
 	}
-	if _, _, err := parseArgs([]string{"-gen", "3"}, runFlags); err != nil {
+	if _, err := parseArgs([]string{"-gen", "3"}, runCmd.flags); err == nil || !strings.Contains(err.Error(), "-gen: unknown flag (did you mean --gen?)") {
 		t.Errorf("single-dash form: %v", err)
+	}
+	for _, argv := range [][]string{{"-h"}, {"m", "--help"}, {"m", "--ids", "-h"}, {"--bogus", "--help"}} {
+		if _, err := parseArgs(argv, runCmd.flags); !errors.Is(err, errHelp) {
+			t.Errorf("%q: %v, want errHelp", argv, err)
+		}
+	}
+	if a, err := parseArgs([]string{"m", "--prompt=--help"}, runCmd.flags); err != nil || a.vals["--prompt"] != "--help" {
+		t.Errorf("--prompt=--help: %+v %v", a, err)
+	}
+}
+
+func TestParseIntMessages(t *testing.T) {
+	for s, want := range map[string]string{
+		"-1":                    "--gen: -1 is outside [0, 4096]",
+		"-0":                    "--gen: -0 is outside [0, 4096]",
+		"x":                     `--gen: "x" is not a decimal integer`,
+		"-":                     `--gen: "-" is not a decimal integer`,
+		"1 ":                    `--gen: "1 " is not a decimal integer`,
+		"+1":                    `--gen: "+1" is not a decimal integer`,
+		"-99999999999999999999": "--gen: -99999999999999999999 is outside [0, 4096]",
+	} {
+		if _, err := parseInt("--gen", s, 0, 4096); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", s, err, want)
+		}
+	}
+	if v, err := parseInt("--x", "-5", -10, 10); err != nil || v != -5 {
+		t.Errorf("-5 in [-10, 10]: %d %v", v, err)
 	}
 }

@@ -8,30 +8,58 @@ import (
 	"github.com/k3-project/k3"
 )
 
+var infoCmd = command{name: "info", flags: flagSpec{}, help: `usage: k3 info <model_dir>
+
+Binds the model and prints, as JSON: layers, vocab, hidden; parameter, tensor and byte counts
+for the embedding/head, the trunk and the routed experts; the per-session KDA state bytes and
+MLA latent-cache bytes per position. Keys are snake_case like the run report's.
+`}
+
+// classJSON is one tensor class of k3.Info.
+type classJSON struct {
+	Tensors int   `json:"tensors"`
+	Params  int64 `json:"params"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// infoJSON is k3 info's output.
+type infoJSON struct {
+	Layers                   int       `json:"layers"`
+	Vocab                    int       `json:"vocab"`
+	Hidden                   int       `json:"hidden"`
+	Params                   int64     `json:"params"`
+	Bytes                    int64     `json:"bytes"`
+	EmbedHead                classJSON `json:"embed_head"`
+	Trunk                    classJSON `json:"trunk"`
+	Experts                  classJSON `json:"experts"`
+	KDAStateBytes            int64     `json:"kda_state_bytes"`
+	MLACacheBytesPerPosition int64     `json:"mla_cache_bytes_per_position"`
+}
+
+func class(c k3.ClassInfo) classJSON { return classJSON{c.Tensors, c.Params, c.Bytes} }
+
 // cmdInfo prints a model's parameter and byte counts and per-session state sizes as JSON.
-func cmdInfo(args []string, stdout, stderr io.Writer) int {
-	pos, _, err := parseArgs(args, flagSpec{})
-	if err == nil && len(pos) != 1 {
-		err = usagef("", "usage: k3 info <model_dir>")
+func cmdInfo(argv []string, stdout, stderr io.Writer) int {
+	a, code, ok := infoCmd.parse(argv, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitUsage
+	if len(a.pos) != 1 {
+		return infoCmd.usageFail(stderr, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos)))
 	}
-	m, err := k3.Open(pos[0])
+	m, err := k3.Open(a.pos[0])
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitRuntime
+		fail(stderr, err)
+		return openExit(err)
 	}
 	defer m.Close()
-	c := m.Config()
-	out := struct {
-		Layers, Vocab, Hidden int
-		k3.Info
-	}{c.NumLayers, c.Vocab, c.Hidden, m.Info()}
+	c, in := m.Config(), m.Info()
+	out := infoJSON{Layers: c.NumLayers, Vocab: c.Vocab, Hidden: c.Hidden, Params: in.Params, Bytes: in.Bytes,
+		EmbedHead: class(in.EmbedHead), Trunk: class(in.Trunk), Experts: class(in.Experts),
+		KDAStateBytes: in.KDAStateBytes, MLACacheBytesPerPosition: in.MLACacheBytesPerPosition}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
+		fail(stderr, err)
 		return exitRuntime
 	}
 	fmt.Fprintf(stdout, "%s\n", b)

@@ -20,8 +20,22 @@ import (
 	"github.com/k3-project/k3/trunk"
 )
 
-var ladderFlags = flagSpec{"--budgets": true, "--ids": true, "--gen": true, "--threads": true, "--trunk": true,
-	"--trunk-slot-mb": true, "--out": true}
+var ladderCmd = command{name: "ladder", flags: flagSpec{"--budgets": true, "--ids": true, "--gen": true, "--threads": true, "--trunk": true,
+	"--trunk-slot-mb": true, "--out": true}, help: `usage: k3 ladder <model_dir> --budgets LIST [flags]
+
+Runs "k3 run" once per trunk budget, each in its own process, and prints one row per budget:
+plan, pinned layers, ring slots, peak RSS, s/token, trunk bytes read per token, stream rate,
+overlap, and whether every rung generated identical ids.
+
+  --budgets LIST       comma-separated decimal GB, or floor, all, mapped (required)
+  --ids LIST           prompt ids (default 1008,10484,318,15383,387)
+  --gen N              tokens per rung, 1..4096 (default 8)
+  --threads N          worker goroutines per rung
+  --trunk DIR          packed trunk (k3 pack-trunk)
+  --trunk-slot-mb X    largest piece streamed per slot in MB
+  --out FILE           JSON of the rungs
+  -h, --help           this help
+`}
 
 // rung is one row of the memory ladder: one budget, run in its own process.
 type rung struct {
@@ -46,10 +60,15 @@ type rung struct {
 }
 
 // cmdLadder runs `run` once per budget, each in its own process, and prints the table.
-func cmdLadder(args []string, stdout, stderr io.Writer) int {
-	pos, vals, err := parseArgs(args, ladderFlags)
-	if err == nil && len(pos) != 1 {
-		err = usagef("", "ladder: expected exactly one model directory, got %d arguments", len(pos))
+func cmdLadder(argv []string, stdout, stderr io.Writer) int {
+	a, code, ok := ladderCmd.parse(argv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	pos, vals := a.pos, a.vals
+	var err error
+	if len(pos) != 1 {
+		err = usagef("", "expected exactly one model directory, got %d arguments", len(pos))
 	}
 	if err == nil && vals["--budgets"] == "" {
 		err = usagef("--budgets", "ladder needs --budgets LIST (decimal GB, floor, all or mapped)")
@@ -86,8 +105,7 @@ func cmdLadder(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitUsage
+		return ladderCmd.usageFail(stderr, err)
 	}
 	dir := pos[0]
 	extra := []string{}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Version is printed by --version.
@@ -21,79 +23,115 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// command is one subcommand: its flags and its --help text.
+type command struct {
+	name  string
+	flags flagSpec
+	help  string
+}
+
+// parse parses a subcommand's arguments. It returns ok=false with the exit code when the command
+// line asked for help (printed on stdout, exit 0) or is wrong (message on stderr, exit 2).
+func (c *command) parse(argv []string, stdout, stderr io.Writer) (a *args, code int, ok bool) {
+	a, err := parseArgs(argv, c.flags)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(stdout, c.help)
+		return nil, exitOK, false
+	}
+	if err != nil {
+		return nil, c.usageFail(stderr, err), false
+	}
+	return a, 0, true
+}
+
+// usageFail reports a command-line mistake naming the subcommand and returns exit code 2.
+func (c *command) usageFail(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "k3 %s: %v (k3 %s --help for usage)\n", c.name, err, c.name)
+	return exitUsage
+}
+
+// fail reports a runtime or validation failure. Library errors already start with their
+// package's prefix ("k3: ..."), so the CLI adds its own only to messages that lack one.
+func fail(stderr io.Writer, err error) {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "k3: ") && !strings.HasPrefix(msg, "k3 ") {
+		msg = "k3: " + msg
+	}
+	fmt.Fprintln(stderr, msg)
+}
+
 // run dispatches the subcommands; it returns the process exit code so tests can call it.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+func run(argv []string, stdout, stderr io.Writer) int {
+	if len(argv) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	switch args[0] {
+	switch argv[0] {
 	case "-h", "--help", "help":
+		if len(argv) > 1 && argv[0] == "help" {
+			if c, ok := commands[argv[1]]; ok {
+				fmt.Fprint(stdout, c.help)
+				return exitOK
+			}
+		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
-	case "--version", "-version", "version":
+	case "--version", "version":
 		fmt.Fprintln(stdout, Version)
 		return exitOK
 	case "--list-geometries":
 		return listGeometries(stdout)
+	case "--list-presets":
+		return listPresets(stdout, stderr)
 	case "synth":
-		return cmdSynth(args[1:], stdout, stderr)
+		return cmdSynth(argv[1:], stdout, stderr)
 	case "demo":
-		return cmdDemo(args[1:], stdout, stderr)
+		return cmdDemo(argv[1:], stdout, stderr)
 	case "info":
-		return cmdInfo(args[1:], stdout, stderr)
+		return cmdInfo(argv[1:], stdout, stderr)
+	case "tokenize":
+		return cmdTokenize(argv[1:], os.Stdin, stdout, stderr)
+	case "verify":
+		return cmdVerify(argv[1:], stdout, stderr)
 	case "run":
-		return cmdRun(args[1:], stdout, stderr, nil)
+		return cmdRun(argv[1:], stdout, stderr, nil)
 	case "pack-trunk":
-		return cmdPackTrunk(args[1:], stdout, stderr)
+		return cmdPackTrunk(argv[1:], stdout, stderr)
 	case "ladder":
-		return cmdLadder(args[1:], stdout, stderr)
+		return cmdLadder(argv[1:], stdout, stderr)
 	case "sim-cache":
-		return cmdSimCache(args[1:], stdout, stderr)
+		return cmdSimCache(argv[1:], stdout, stderr)
 	}
-	return cmdRun(args, stdout, stderr, nil)
+	if strings.HasPrefix(argv[0], "-") && !isHelp(argv[0]) && len(argv) == 1 {
+		fmt.Fprintf(stderr, "k3: %s: unknown flag or command (k3 --help for usage)\n", argv[0])
+		return exitUsage
+	}
+	return cmdRun(argv, stdout, stderr, nil)
+}
+
+// commands lists the subcommands for "k3 help NAME".
+var commands = map[string]*command{
+	"run": &runCmd, "synth": &synthCmd, "demo": &demoCmd, "info": &infoCmd,
+	"tokenize": &tokenizeCmd, "verify": &verifyCmd, "pack-trunk": &packTrunkCmd,
+	"ladder": &ladderCmd, "sim-cache": &simCacheCmd,
 }
 
 const usage = `usage:
   k3 <model_dir> --ids 1,2,3 [flags]     greedy decoding (also: k3 run <model_dir> ...)
   k3 <model_dir> --tok DIR --prompt TEXT [flags]
-  k3 synth <geometry> <dir> [--seed N]    write a synthetic checkpoint (see --list-geometries)
-  k3 demo [--gen N] [--seed N]            synthesize the tiny geometry in a temp dir and decode from it
+  k3 synth <geometry> <dir> [--seed N]    write a synthetic checkpoint and its tokenizer
+  k3 demo [--prompt TEXT] [--gen N]       synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
   k3 pack-trunk <model_dir> <out_dir>     copy every layer's dense tensors into trunk.bin + trunk.json
   k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--disk-mbs X]
                                           replay a trace under LRU, S3-FIFO, Belady, PIN+LRU (SPEC §9.7)
   k3 ladder <model_dir> --budgets LIST    one run per trunk budget (GB, floor, all, mapped), each in its
                                           own process: peak RSS, s/token, bytes read, identical ids
-  k3 --help | --version | --list-geometries
-
-decode flags:
-  --ids LIST         prompt token ids, comma separated
-  --prompt TEXT      prompt text, encoded with --tok as the Kimi reference does (special names
-                     become their ids; no chat template, nothing added)
-  --prompt-file PATH prompt text read from a UTF-8 file
-                     (exactly one of --ids, --prompt, --prompt-file is required)
-  --tok DIR          Kimi tokenizer directory (tiktoken.model + tokenizer_config.json); needed by
-                     --prompt/--prompt-file, and with it generated_text holds the decoded output
-  --gen N            tokens to generate, 0..4096 (default 8)
-  --incremental      carry KDA state, conv tails and the MLA latent cache (default: full recompute)
-  --threads N        worker goroutines, >= 1 (default: GOMAXPROCS)
-  --stop-ids LIST    stop after emitting any of these ids (default: the tokenizer's [EOS] and
-                     <|end_of_msg|> when --tok is given, plus the config's eos_token_id)
-  --no-stop          never stop early
-  --out FILE         JSON report path (default k3_run.json; "-" for stdout)
-  --dump-logits FILE write the step-0 logits as little-endian float32 x vocab
-  --tf-check         teacher-forced agreement over --ids instead of generating
-  --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
-                     (default: memory-map every shard)
-  --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
-  --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
-  --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
-  --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none;
-                     default: memory-map the shards)
-  --cache-policy P   s3fifo (default) or lru
-  --prefetch N       router lookahead: read the next layer's predicted top N experts ahead (0 = off)
-  --dump-cache-trace DIR  write expert_trace.bin and expert_hist.json (SPEC §9.7)
+  k3 tokenize --tok DIR [--decode]        text on stdin -> ids on stdout (or ids -> text)
+  k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
+                                          shard sizes against the index; sha256 digests
+  k3 --help | --version | --list-presets | --list-geometries
+  k3 help <command> (or k3 <command> --help) for a command's flags
 
 exit codes: 0 ok, 2 usage/validation, 1 runtime failure, 4 a routed expert failed to load,
             130/143 interrupted

@@ -81,7 +81,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"m", "--ids", "1", "--tf-check"}, "--tf-check"},
 		{[]string{"m"}, "--ids"},
 		{[]string{"m", "n", "--ids", "1"}, "model directory"},
-		{[]string{"synth", "tiny"}, "usage"},
+		{[]string{"synth", "tiny"}, "k3 synth"},
 		{[]string{"synth", "huge", "dir"}, "unknown geometry"},
 		{[]string{"synth", "tiny", "dir", "--seed", "-3"}, "--seed"},
 		{[]string{"demo", "--gen", "many"}, "--gen"},
@@ -173,7 +173,7 @@ func TestRunModes(t *testing.T) {
 	dir := synthTiny(t)
 	tmp := t.TempDir()
 	var got [2][]int
-	for i, mode := range [][]string{nil, {"--incremental"}} {
+	for i, mode := range [][]string{{"--full-recompute"}, nil} {
 		out := filepath.Join(tmp, "r"+strconv.Itoa(i)+".json")
 		args := append([]string{"run", dir, "--ids", "5,6,7", "--gen", "6", "--no-stop", "--threads", "2", "--out", out,
 			"--dump-logits", filepath.Join(tmp, "l"+strconv.Itoa(i))}, mode...)
@@ -229,7 +229,11 @@ func TestSignal(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r.json")
 	sigs := make(chan os.Signal, 1)
 	sigs <- syscall.SIGTERM
-	o, err := parseRun([]string{dir, "--ids", "1,2", "--gen", "50", "--no-stop", "--out", out})
+	a, err := parseArgs([]string{dir, "--ids", "1,2", "--gen", "50", "--no-stop", "--out", out}, runCmd.flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := parseRun(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +269,7 @@ func TestSynthCommand(t *testing.T) {
 	if code, _, stderr := runCLI(t, "synth", "tiny", dir, "--seed", "9"); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if code, _, stderr := runCLI(t, "synth", "tiny", dir); code != exitRuntime {
+	if code, _, stderr := runCLI(t, "synth", "tiny", dir); code != exitUsage || strings.Count(stderr, "synth") != 2 {
 		t.Errorf("synth into a non-empty directory: exit %d, %s", code, stderr)
 	}
 	if code, _, stderr := runCLI(t, dir, "--ids", "1", "--gen", "2", "--out", "-"); code != exitOK {
@@ -273,9 +277,9 @@ func TestSynthCommand(t *testing.T) {
 	}
 	code, out, stderr := runCLI(t, "info", dir)
 	var info struct {
-		Vocab                    int
-		Params                   int64
-		MLACacheBytesPerPosition int64
+		Vocab                    int   `json:"vocab"`
+		Params                   int64 `json:"params"`
+		MLACacheBytesPerPosition int64 `json:"mla_cache_bytes_per_position"`
 	}
 	if err := json.Unmarshal([]byte(out), &info); code != exitOK || err != nil || info.Vocab != 256 || info.Params == 0 ||
 		info.MLACacheBytesPerPosition != 4*(32+8)*4 {

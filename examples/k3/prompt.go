@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,12 +36,31 @@ func loadTokenizer(dir string) (*tokenizer.Encoding, []string, error) {
 		return nil, nil, &tokLoadError{err}
 	}
 	var warnings []string
+	if note := synthNote(filepath.Join(dir, tokConfigFile)); note != "" {
+		// k3 synth's tokenizer is a prefix of o200k_base on purpose: nothing to warn about.
+		return enc, nil, nil
+	}
 	if !enc.IsKimiReference() {
 		d := enc.Ranks().Digest()
 		warnings = append(warnings, fmt.Sprintf("%s in %s (SHA-256 %x) is not the released Kimi rank file (SHA-256 %s); ids may not match the model's",
 			tokRanksFile, dir, d[:], tokenizer.KimiRanksSHA256))
 	}
 	return enc, warnings, nil
+}
+
+// synthNote returns the k3_synthetic key that k3 synth writes into tokenizer_config.json, or "".
+func synthNote(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Note string `json:"k3_synthetic"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.Note
 }
 
 // readPromptFile reads --prompt-file. An unreadable file is a bad argument (exit 2): nothing has
@@ -82,11 +102,16 @@ func encodePrompt(enc *tokenizer.Encoding, flag, text string) ([]int, error) {
 
 // defaultStop is the stop set of SPEC §11.2 when neither --stop-ids nor --no-stop is given: the
 // tokenizer's [EOS] and <|end_of_msg|> (when a tokenizer is loaded and defines them), then the
-// config's eos_token_id, without duplicates.
-func defaultStop(enc *tokenizer.Encoding, configEOS []int) []int {
-	var stop []int
+// config's eos_token_id, without duplicates. Ids outside [0, vocab) cannot be generated; they are
+// returned in dropped so the caller can say so (a synthetic tokenizer for a vocabulary below 512
+// puts its specials there).
+func defaultStop(enc *tokenizer.Encoding, configEOS []int, vocab int) (stop, dropped []int) {
 	add := func(id int) {
-		if !contains(stop, id) {
+		switch {
+		case contains(stop, id) || contains(dropped, id):
+		case id < 0 || id >= vocab:
+			dropped = append(dropped, id)
+		default:
 			stop = append(stop, id)
 		}
 	}
@@ -101,5 +126,5 @@ func defaultStop(enc *tokenizer.Encoding, configEOS []int) []int {
 	for _, id := range configEOS {
 		add(id)
 	}
-	return stop
+	return stop, dropped
 }

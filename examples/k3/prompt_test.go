@@ -302,21 +302,31 @@ func TestDefaultStop(t *testing.T) {
 		t.Errorf("--no-stop: stop_ids %v", got)
 	}
 	eos := gen[2]
+	unused := 0
+	for slices.Contains(gen, unused) {
+		unused++
+	}
 	model := withEOS(t, tiny, eos)
 	cases := []struct {
 		extra    []string
 		wantStop []int
 		wantLen  int // the stop id is the first occurrence of eos in gen, or all 6 tokens
 	}{
-		{nil, []int{tokEOS, tokEOM, eos}, slices.Index(gen, eos) + 1},
-		{[]string{"--stop-ids", "300," + strconv.Itoa(tokEOS)}, []int{300, tokEOS}, 6},
+		// The test tokenizer's [EOS] and <|end_of_msg|> lie outside the tiny vocabulary: they
+		// cannot be generated, so the default leaves them out (and says so).
+		{nil, []int{eos}, slices.Index(gen, eos) + 1},
+		{[]string{"--stop-ids", strconv.Itoa(unused)}, []int{unused}, 6},
 		{[]string{"--no-stop"}, []int{}, 6},
 	}
 	for i, c := range cases {
 		out := filepath.Join(tmp, "s"+strconv.Itoa(i)+".json")
 		a := append(append([]string{model, "--out", out}, args...), c.extra...)
-		if code, _, stderr := runCLI(t, a...); code != exitOK {
+		code, _, stderr := runCLI(t, a...)
+		if code != exitOK {
 			t.Fatalf("%v: exit %d: %s", c.extra, code, stderr)
+		}
+		if c.extra == nil && !strings.Contains(stderr, "default stop ids ["+strconv.Itoa(tokEOS)+" "+strconv.Itoa(tokEOM)+"] are outside the vocabulary") {
+			t.Errorf("no note about the unreachable default stop ids: %s", stderr)
 		}
 		r := readReport(t, out)
 		if got := ints(t, r["stop_ids"]); !slices.Equal(got, c.wantStop) {
@@ -329,6 +339,11 @@ func TestDefaultStop(t *testing.T) {
 		if want := tk.textOf(t, got); r["generated_text"] != want {
 			t.Errorf("%v: generated_text %v, want %q", c.extra, r["generated_text"], want)
 		}
+	}
+	// An explicit stop id outside the vocabulary is refused before the model loads.
+	if code, _, stderr := runCLI(t, append([]string{model, "--out", filepath.Join(tmp, "x.json"), "--stop-ids", "300"}, args...)...); code != exitUsage ||
+		!strings.Contains(stderr, "--stop-ids: element 0: id 300 is outside the vocabulary [0, 256)") {
+		t.Errorf("--stop-ids 300: exit %d: %s", code, stderr)
 	}
 	// Without a tokenizer the config's eos alone is the default.
 	out := filepath.Join(tmp, "notok.json")

@@ -29,12 +29,52 @@ const (
 	maxTotal  = 36864
 )
 
-var runFlags = flagSpec{
-	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true, "--incremental": false, "--threads": true, "--stop-ids": true,
+var runCmd = command{name: "run", flags: flagSpec{
+	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true,
+	"--incremental": false, "--full-recompute": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
 	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
 	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true,
-}
+}, help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
+
+Greedy decoding on the CPU. Flags apply in argv order (later wins).
+
+  --ids LIST         prompt token ids, comma separated, no spaces ("1,2,3")
+  --prompt TEXT      prompt text, encoded with --tok as the Kimi reference does (special names
+                     become their ids; no chat template, nothing added)
+  --prompt-file PATH prompt text read from a UTF-8 file
+                     (exactly one of --ids, --prompt, --prompt-file is required)
+  --tok DIR          Kimi tokenizer directory (tiktoken.model + tokenizer_config.json); needed by
+                     --prompt/--prompt-file, and with it generated_text holds the decoded output
+  --gen N            tokens to generate, 0..4096 (default 8)
+  --full-recompute   recompute the whole sequence every step (slow; for checks). The default is
+                     incremental decoding (KDA state, conv tails and the MLA latent cache carried);
+                     --incremental is accepted and changes nothing
+  --threads N        worker goroutines, >= 1 (default: GOMAXPROCS)
+  --stop-ids LIST    stop after emitting any of these ids, each in [0, vocab) (default: the
+                     tokenizer's [EOS] and <|end_of_msg|> when --tok is given, plus the config's
+                     eos_token_id; ids outside the vocabulary are left out of the default)
+  --no-stop          never stop early
+  --out FILE         JSON report path (default k3_run.json; "-" for stdout)
+  --dump-logits FILE write the step-0 logits as little-endian float32 x vocab
+  --tf-check         teacher-forced agreement over --ids instead of generating
+  --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
+                     (default: memory-map every shard)
+  --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
+  --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
+  --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
+  --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none;
+                     default: memory-map the shards)
+  --cache-policy P   s3fifo (default) or lru
+  --prefetch N       router lookahead: read the next layer's predicted top N experts ahead (0 = off)
+  --dump-cache-trace DIR  write expert_trace.bin and expert_hist.json (SPEC §9.7)
+  -h, --help         this help (anywhere on the command line)
+
+--out and --dump-logits are checked for writability before any weights load.
+Exit codes: 0 ok; 2 usage error, invalid config, id outside the vocabulary, unwritable output;
+1 runtime failure (open, bind, forward, tokenizer); 4 a routed expert failed to load;
+130/143 interrupted (the report is still written).
+`}
 
 // runOptions is a validated decode request.
 type runOptions struct {
@@ -55,18 +95,16 @@ type runOptions struct {
 	budget      budget
 }
 
-func parseRun(args []string) (*runOptions, error) {
-	pos, vals, err := parseArgs(args, runFlags)
-	if err != nil {
-		return nil, err
+func parseRun(a *args) (*runOptions, error) {
+	if len(a.pos) != 1 {
+		return nil, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos))
 	}
-	if len(pos) != 1 {
-		return nil, usagef("", "expected exactly one model directory, got %d positional arguments", len(pos))
-	}
-	o := &runOptions{modelDir: pos[0], gen: 8, threads: runtime.GOMAXPROCS(0), out: "k3_run.json"}
+	vals := a.vals
+	o := &runOptions{modelDir: a.pos[0], gen: 8, threads: runtime.GOMAXPROCS(0), out: "k3_run.json", incremental: true}
 	if err := o.parsePrompt(vals); err != nil {
 		return nil, err
 	}
+	var err error
 	if o.budget, err = parseBudget(vals); err != nil {
 		return nil, err
 	}
@@ -80,9 +118,9 @@ func parseRun(args []string) (*runOptions, error) {
 			return nil, err
 		}
 	}
-	_, o.incremental = vals["--incremental"]
-	_, o.noStop = vals["--no-stop"]
-	_, o.tfCheck = vals["--tf-check"]
+	o.incremental = a.last("--incremental", "--full-recompute") != "--full-recompute"
+	o.noStop = a.has("--no-stop")
+	o.tfCheck = a.has("--tf-check")
 	if o.ids != nil {
 		if err := o.checkLengths(); err != nil {
 			return nil, err
@@ -106,6 +144,9 @@ func parseRun(args []string) (*runOptions, error) {
 	if s, ok := vals["--dump-logits"]; ok {
 		if s == "" {
 			return nil, usagef("--dump-logits", "empty path")
+		}
+		if s == "-" {
+			return nil, usagef("--dump-logits", "binary logits cannot go to stdout; give a file")
 		}
 		o.dumpLogits = s
 	}
@@ -153,6 +194,71 @@ func (o *runOptions) parsePrompt(vals map[string]string) error {
 	return nil
 }
 
+// checkVocab refuses prompt and stop ids outside the model's vocabulary [0, vocab) (SPEC §4.2:
+// an error, never clamped; a stop id the model cannot emit would silently never stop).
+func (o *runOptions) checkVocab(vocab int) error {
+	for i, id := range o.ids {
+		if id >= vocab {
+			return usagef(o.promptFlag, "element %d: id %d is outside the vocabulary [0, %d)", i, id, vocab)
+		}
+	}
+	for i, id := range o.stop {
+		if id >= vocab {
+			return usagef("--stop-ids", "element %d: id %d is outside the vocabulary [0, %d)", i, id, vocab)
+		}
+	}
+	return nil
+}
+
+// checkOutputs makes sure the report and the logits dump can be written before anything is
+// loaded, so a long run never ends with its results lost.
+func (o *runOptions) checkOutputs() error {
+	if o.out != "-" {
+		if err := probeWritable(o.out); err != nil {
+			return usagef("--out", "%v", err)
+		}
+	}
+	if o.dumpLogits != "" {
+		if err := probeWritable(o.dumpLogits); err != nil {
+			return usagef("--dump-logits", "%v", err)
+		}
+	}
+	return nil
+}
+
+// probeWritable checks that path can be written: an existing file is opened for writing (not
+// truncated), a new one is created and removed again.
+func probeWritable(path string) error {
+	if st, err := os.Stat(path); err == nil {
+		if st.IsDir() {
+			return fmt.Errorf("%s is a directory", path)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(path)
+}
+
+// openExit maps a failure to read the model to an exit code: a configuration that cannot be
+// trusted is a validation error (2, SPEC §11.1); anything else (missing files, bind) is 1.
+func openExit(err error) int {
+	if _, ok := errors.AsType[*config.ConfigError](err); ok {
+		return exitUsage
+	}
+	if errors.Is(err, config.ErrInvalidJSON) || errors.Is(err, config.ErrTooLarge) {
+		return exitUsage
+	}
+	return exitRuntime
+}
+
 // checkLengths applies the limits of SPEC §11.1 once the prompt ids are known.
 func (o *runOptions) checkLengths() error {
 	if len(o.ids)+o.gen+1 > maxTotal {
@@ -195,11 +301,17 @@ type report struct {
 }
 
 // cmdRun decodes greedily. sigs, when non-nil, replaces the process signal channel (tests).
-func cmdRun(args []string, stdout, stderr io.Writer, sigs chan os.Signal) int {
-	o, err := parseRun(args)
+func cmdRun(argv []string, stdout, stderr io.Writer, sigs chan os.Signal) int {
+	a, code, ok := runCmd.parse(argv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	o, err := parseRun(a)
+	if err == nil {
+		err = o.checkOutputs()
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitUsage
+		return runCmd.usageFail(stderr, err)
 	}
 	return decode(o, stdout, stderr, sigs)
 }
@@ -231,7 +343,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		var warnings []string
 		var err error
 		if enc, warnings, err = loadTokenizer(o.tokDir); err != nil {
-			fmt.Fprintf(stderr, "k3: %v\n", err)
+			fail(stderr, err)
 			return exitRuntime
 		}
 		for _, w := range warnings {
@@ -242,11 +354,34 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 				err = o.checkLengths()
 			}
 			if err != nil {
-				fmt.Fprintf(stderr, "k3: %v\n", err)
+				fail(stderr, err)
 				return exitUsage
 			}
 			fmt.Fprintf(stderr, "k3: %s: %d prompt ids\n", o.promptFlag, len(o.ids))
 		}
+	}
+
+	// The configuration is read and validated before any weights: a config that cannot be
+	// trusted and ids outside its vocabulary are refused (exit 2) without touching the shards.
+	cfg, err := config.Load(filepath.Join(o.modelDir, "config.json"))
+	if err != nil {
+		fail(stderr, err)
+		return openExit(err)
+	}
+	if err := o.checkVocab(cfg.Vocab); err != nil {
+		fail(stderr, err)
+		return exitUsage
+	}
+	stop := o.stop
+	if !o.stopGiven && !o.noStop {
+		var dropped []int
+		stop, dropped = defaultStop(enc, cfg.EOSTokenIDs, cfg.Vocab)
+		if len(dropped) > 0 {
+			fmt.Fprintf(stderr, "k3: note: default stop ids %v are outside the vocabulary [0, %d) and cannot occur\n", dropped, cfg.Vocab)
+		}
+	}
+	if o.noStop {
+		stop = nil
 	}
 
 	opts := append([]k3.Option{k3.WithThreads(o.threads)}, o.budget.options()...)
@@ -274,32 +409,22 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	// The plan is computed and printed before anything is allocated.
 	plan, err := k3.PlanFor(o.modelDir, opts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitRuntime
+		fail(stderr, err)
+		return openExit(err)
 	}
 	fmt.Fprintf(stderr, "k3: memory plan\n%s\n", indent(plan.String()))
 	m, err := k3.Open(o.modelDir, opts...)
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitRuntime
+		fail(stderr, err)
+		return openExit(err)
 	}
 	defer m.Close()
 	for _, w := range m.Warnings() {
 		fmt.Fprintf(stderr, "k3: warning: %s\n", w)
 	}
-	cfg := m.Config()
-	for i, id := range o.ids {
-		if id >= cfg.Vocab {
-			fmt.Fprintf(stderr, "k3: %s: element %d: id %d is outside [0, %d)\n", o.promptFlag, i, id, cfg.Vocab)
-			return exitUsage
-		}
-	}
-	stop := o.stop
-	if !o.stopGiven && !o.noStop {
-		stop = defaultStop(enc, cfg.EOSTokenIDs)
-	}
-	if o.noStop {
-		stop = nil
+	if c := m.Config(); c.Vocab != cfg.Vocab {
+		fail(stderr, fmt.Errorf("%s: config.json changed while loading (vocab %d, then %d)", o.modelDir, cfg.Vocab, c.Vocab))
+		return exitRuntime
 	}
 	loadSec := time.Since(start).Seconds()
 	fmt.Fprintf(stderr, "k3: %s, %d layers, vocab %d; loaded in %.3f s; threads %d, %s\n",
@@ -327,7 +452,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		// Nothing is generated, so the prompt's logits are computed for the dump alone.
 		s := m.NewSession()
 		if err := s.Prefill(ctx, o.ids); err != nil {
-			fmt.Fprintf(stderr, "k3: %v\n", err)
+			fail(stderr, err)
 			return exitRuntime
 		}
 		dumpErr = writeLogits(o.dumpLogits, s.Logits())
@@ -341,7 +466,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	code := exitOK
 	for id, err := range m.Generate(ctx, o.ids, gopts) {
 		if err != nil {
-			fmt.Fprintf(stderr, "k3: %v\n", err)
+			fail(stderr, err)
 			rep.Error = err.Error()
 			rep.StopReason = "error"
 			code = exitRuntime
@@ -506,7 +631,7 @@ func defaultThreads() int { return runtime.GOMAXPROCS(0) }
 func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.Writer) int {
 	rows, err := m.Forward(ctx, o.ids)
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
+		fail(stderr, err)
 		return exitRuntime
 	}
 	matches := 0

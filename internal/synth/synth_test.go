@@ -357,7 +357,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("%s: %v", g.Name, err)
 		}
 	}
-	if !slices.Equal(names, []string{"tiny", "perf", "k3"}) {
+	if !slices.Equal(names, []string{"tiny", "perf", "k3", "k3-routed"}) {
 		t.Errorf("geometries %v", names)
 	}
 	if _, ok := Lookup("huge"); ok {
