@@ -233,4 +233,3 @@ func (d *Decoder) bytes(dst, payload []byte, xa, xb uint32) (uint32, uint32, int
 	}
 	return xa, xb, pos, nil
 }
-
