@@ -44,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdInfo(args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(args[1:], stdout, stderr, nil)
+	case "compress-experts", "verify-experts":
+		return cmdExperts(args[0], args[1:], stdout, stderr)
 	}
 	return cmdRun(args, stdout, stderr, nil)
 }

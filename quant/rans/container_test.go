@@ -315,3 +315,23 @@ func TestMetadataCanonical(t *testing.T) {
 	_, err = Metadata("s", map[string]string{quant.StampKey: `{"a":"mxfp4"}`}, map[string]string{"a": "mxfp4-cfs1"})
 	require.Error(t, err)
 }
+
+func TestRepackForceAndModes(t *testing.T) {
+	src, out, _ := repackTest(t)
+	for _, name := range []string{safetensors.IndexFileName, ManifestFileName, safetensors.ShardFileName(1, 3)} {
+		fi, err := os.Stat(filepath.Join(out, name))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o644), fi.Mode().Perm(), name)
+	}
+	// Repacking into the same directory again (links fail: the files exist,
+	// so they are copied) gives the same checkpoint.
+	before, err := os.ReadFile(filepath.Join(out, ManifestFileName))
+	require.NoError(t, err)
+	_, err = Repack(src, out, RepackOptions{Select: expertRule, Force: true})
+	require.NoError(t, err)
+	after, err := os.ReadFile(filepath.Join(out, ManifestFileName))
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+	_, err = Verify(out, VerifyOptions{Workers: 1})
+	require.NoError(t, err)
+}

@@ -140,6 +140,21 @@ func cmpString(a, b string) int {
 	return 0
 }
 
+// CodedFormat returns the CFS1 container stamped on a coded weight of base
+// format f (mxfp4 → mxfp4-cfs1, int4-row → int4-row-cfs1, int4-grouped →
+// int4-grouped-cfs1).
+func CodedFormat(f quant.Format) (quant.Format, bool) {
+	switch f {
+	case quant.MXFP4:
+		return quant.MXFP4CFS1, true
+	case quant.Int4Row:
+		return quant.Int4RowCFS1, true
+	case quant.Int4Grouped:
+		return quant.Int4GroupedCFS1, true
+	}
+	return 0, false
+}
+
 type job struct {
 	t      *safetensors.Tensor
 	format quant.Format // base format
@@ -201,11 +216,10 @@ func selectable(ck *safetensors.Checkpoint, stamps *quant.Stamps, t *safetensors
 	if err != nil {
 		return 0, bad("%v", err)
 	}
-	switch f {
-	case quant.MXFP4, quant.Int4Row, quant.Int4Grouped:
-		return f, nil
+	if _, ok := CodedFormat(f); !ok {
+		return 0, bad("format %s has no CFS1 container", f)
 	}
-	return 0, bad("format %s has no CFS1 container", f)
+	return f, nil
 }
 
 // codedTensor is one coded tensor: its record's place in the spill file,
@@ -354,7 +368,11 @@ func (r *repacker) code(j job) (codedTensor, []byte, error) {
 	if err != nil {
 		return res, nil, fmt.Errorf("rans: repack: %w", err)
 	}
-	cf, rec, err := quant.EncodeCoded(j.format, src)
+	cf, ok := CodedFormat(j.format)
+	if !ok {
+		return res, nil, fmt.Errorf("rans: repack %q: %s has no CFS1 container", j.t.Name, j.format)
+	}
+	rec, err := Encode(src)
 	if err != nil {
 		return res, nil, fmt.Errorf("rans: repack %q: %w", j.t.Name, err)
 	}
@@ -447,6 +465,9 @@ func (r *repacker) link(src, dst string) error {
 		return fmt.Errorf("rans: repack: %w", err)
 	}
 	_, err = io.Copy(tmp, in)
+	if fi, serr := in.Stat(); err == nil && serr == nil {
+		err = tmp.Chmod(fi.Mode().Perm())
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -483,6 +504,9 @@ func writeFileAtomic(path string, b []byte) error {
 		return fmt.Errorf("rans: %w", err)
 	}
 	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644) // CreateTemp makes 0600; checkpoint files are world-readable
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
