@@ -1,0 +1,33 @@
+// Package rans is the entropy-coded expert container (SPEC §6.9): 4-bit
+// weight tensors (mxfp4, int4-row, int4-grouped) stored as CFS1 records —
+// a static order-0 rANS model over the 16 nibble symbols, two interleaved
+// 32-bit states, 12-bit frequencies that must sum to exactly 4096, sealed
+// by the requirement that decoding consumes the payload exactly and ends
+// both states at L — inside ordinary safetensors shards.
+//
+// The codec: Encode codes weight bytes (falling back to a raw record where
+// coding would not shrink them) with a frequency table whose entries are
+// pairwise distinct, which closes the one blind spot of the seal (see
+// Encode). Decoder.DecodeInto decodes a record into caller memory of
+// exactly the decoded size, branch-free while four payload bytes remain,
+// allocating nothing; it never reads past the record or writes past the
+// destination, and refuses every truncation and every corruption the seal
+// can see (ErrCorrupt).
+//
+// Storage: a coded tensor keeps its name, becomes U8 [record bytes], and is
+// stamped with its container format in the shard's colibri.fmt metadata
+// (SPEC §6.8). The stamp is mandatory: nothing is guessed to be coded, and
+// Inspect refuses a tensor that looks like a record but is not stamped
+// (ErrUnstamped). Scale tensors stay raw.
+//
+// Tools: Repack writes a complete, deterministic copy of a checkpoint
+// directory whose selected tensors are coded, plus a manifest of the
+// SHA-256 of every coded tensor's decoded bytes; Verify decodes every record
+// and compares. The caller says which tensors to code (a Selector): this
+// package knows no model's tensor names.
+//
+// An engine decodes a coded expert with Inspect (once, at bind time: coded
+// or not, decoded size) and Decoder.DecodeInto or Decoder.DecodeTensor (per
+// load, into the expert's slot); the decoded bytes are the source tensor's
+// bytes, so every kernel result is bit-identical.
+package rans
