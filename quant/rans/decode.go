@@ -31,13 +31,15 @@ func corrupt(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, a...)...)
 }
 
-// Decoder decodes CFS1 records. It holds the 16 KiB slot table, so a
-// long-lived Decoder per worker keeps that table off the stack; the zero
-// value is ready. A Decoder is not safe for concurrent use.
+// Decoder decodes CFS1 records. It holds the 20 KiB slot tables, so a
+// long-lived Decoder per worker keeps them off the stack; the zero value is
+// ready. A Decoder is not safe for concurrent use.
 type Decoder struct {
-	// tab[slot] packs, for the symbol s owning slot, (freq_s−1)<<20 |
-	// (slot−cum_s)<<8 | s: one load gives the whole decode step.
+	// For the symbol s owning a slot: tab[slot] = freq_s<<16 | (slot−cum_s),
+	// one load for the state update, and sym[slot] = s, off the state's
+	// dependency chain.
 	tab [probScale]uint32
+	sym [probScale]byte
 }
 
 // DecodedLen returns the decoded byte count a record declares, after the
@@ -121,16 +123,12 @@ func (d *Decoder) build(freqs []byte, a int) error {
 	if sum != probScale {
 		return corrupt("frequencies sum to %d, want %d", sum, probScale)
 	}
-	tab := d.tab[:]
 	var cum uint32
 	for s := range a {
 		f := uint32(binary.LittleEndian.Uint16(freqs[2*s:]))
-		if f == 0 {
-			continue
-		}
-		hi := (f-1)<<20 | uint32(s)
 		for k := range f {
-			tab[(cum+k)&(probScale-1)] = hi | k<<8
+			d.tab[(cum+k)&(probScale-1)] = f<<16 | k
+			d.sym[(cum+k)&(probScale-1)] = byte(s)
 		}
 		cum += f
 	}
@@ -139,8 +137,9 @@ func (d *Decoder) build(freqs []byte, a int) error {
 
 // step is one decode step of SPEC §6.9.1 without renormalisation.
 func (d *Decoder) step(x uint32) (uint32, byte) {
-	e := d.tab[x&(probScale-1)]
-	return (e>>20+1)*(x>>scaleBits) + (e>>8)&(probScale-1), byte(e)
+	slot := x & (probScale - 1)
+	e := d.tab[slot]
+	return (e>>16)*(x>>scaleBits) + e&0xffff, d.sym[slot]
 }
 
 // need is the number of payload bytes (0, 1 or 2) that renormalise x: after a

@@ -25,7 +25,7 @@ func Example() {
 		panic(err)
 	}
 	slot := make([]byte, n)
-	var d rans.Decoder // reuse one per worker: it holds the 16 KiB slot table
+	var d rans.Decoder // reuse one per worker: it holds the 20 KiB slot tables
 	if err := d.DecodeInto(slot, rec); err != nil {
 		panic(err)
 	}
