@@ -188,6 +188,11 @@ func TestRepackRefusals(t *testing.T) {
 		return "lm_head.weight", strings.HasSuffix(n, "norm.weight")
 	}})
 	require.ErrorIs(t, err, ErrNotSelectable)
+	// Writing over the source is refused, even with Force.
+	_, err = Repack(src, src, RepackOptions{Select: expertRule, Force: true})
+	require.ErrorContains(t, err, "source directory")
+	_, err = Repack(src, filepath.Join(src, "coded"), RepackOptions{Select: expertRule})
+	require.ErrorContains(t, err, "inside the source")
 	// Re-coding a coded checkpoint is refused.
 	o1 := filepath.Join(t.TempDir(), "o")
 	_, err = Repack(src, o1, RepackOptions{Select: expertRule})

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/k3-project/k3/internal/strictjson"
@@ -74,6 +75,12 @@ func Repack(src, out string, opts RepackOptions) (*Manifest, error) {
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+	}
+	if same(src, out) {
+		return nil, fmt.Errorf("rans: repack: output %s is the source directory", out)
+	}
+	if inside(src, out) {
+		return nil, fmt.Errorf("rans: repack: output %s is inside the source directory", out)
 	}
 	if err := prepareOut(out, opts.Force); err != nil {
 		return nil, err
@@ -480,6 +487,24 @@ func (r *repacker) link(src, dst string) error {
 	}
 	r.report("copy", filepath.Base(dst), "")
 	return nil
+}
+
+// same reports whether a and b name one existing file or directory.
+func same(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// inside reports whether path out lies under directory src.
+func inside(src, out string) bool {
+	a, err1 := filepath.Abs(src)
+	b, err2 := filepath.Abs(out)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(a, b)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func prepareOut(out string, force bool) error {
