@@ -12,7 +12,6 @@ import (
 	"github.com/k3-project/k3/cache/sim"
 )
 
-
 // budget is the validated memory request.
 type budget struct {
 	trunkDir   string

@@ -101,6 +101,8 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return cmdLadder(argv[1:], stdout, stderr)
 	case "sim-cache":
 		return cmdSimCache(argv[1:], stdout, stderr)
+	case "compress-experts", "verify-experts":
+		return cmdExperts(argv[0], argv[1:], stdout, stderr)
 	}
 	if strings.HasPrefix(argv[0], "-") && !isHelp(argv[0]) && len(argv) == 1 {
 		fmt.Fprintf(stderr, "k3: %s: unknown flag or command (k3 --help for usage)\n", argv[0])
@@ -114,6 +116,7 @@ var commands = map[string]*command{
 	"run": &runCmd, "synth": &synthCmd, "demo": &demoCmd, "info": &infoCmd,
 	"tokenize": &tokenizeCmd, "verify": &verifyCmd, "pack-trunk": &packTrunkCmd,
 	"ladder": &ladderCmd, "sim-cache": &simCacheCmd,
+	"compress-experts": &compressExpertsCmd, "verify-experts": &verifyExpertsCmd,
 }
 
 const usage = `usage:
@@ -128,6 +131,8 @@ const usage = `usage:
   k3 ladder <model_dir> --budgets LIST    one run per trunk budget (GB, floor, all, mapped), each in its
                                           own process: peak RSS, s/token, bytes read, identical ids
   k3 tokenize --tok DIR [--decode]        text on stdin -> ids on stdout (or ids -> text)
+  k3 compress-experts <model_dir> <out_dir>  entropy-code the routed experts (lossless)
+  k3 verify-experts <dir>                 decode every coded expert and check the manifest
   k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
                                           shard sizes against the index; sha256 digests
   k3 --help | --version | --list-presets | --list-geometries
