@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -23,18 +24,44 @@ type budget struct {
 	policy     string
 	prefetch   int
 	traceDir   string
+	// preset is the --preset name; floorTrunk says the trunk budget is the model's floor (preset
+	// floor, not overridden by a later --trunk-gb), which resolve computes from the checkpoint.
+	preset     string
+	floorTrunk bool
 }
 
-func parseBudget(vals map[string]string) (budget, error) {
+// parseBudget reads the budget flags. --preset sets both budgets; a --trunk-gb or --cache-gb
+// given after it on the command line wins (argv order), one given before it is overridden.
+func parseBudget(a *args, mem func() (memInfo, error)) (budget, error) {
 	var b budget
 	var err error
+	vals := a.vals
+	presetTrunk, presetCache := false, false
+	if name, ok := vals["--preset"]; ok {
+		t, c, floor, err := presetBudget(name, mem)
+		if err != nil {
+			if ue, ok := errors.AsType[*usageError](err); ok {
+				return b, ue
+			}
+			return b, usagef("--preset", "%v", err)
+		}
+		b.preset = name
+		presetTrunk = a.last("--preset", "--trunk-gb") == "--preset"
+		presetCache = a.last("--preset", "--cache-gb") == "--preset"
+		if presetTrunk {
+			b.trunkBytes, b.floorTrunk = t, floor
+		}
+		if presetCache {
+			b.cacheSet, b.cacheBytes = true, c
+		}
+	}
 	if s, ok := vals["--trunk"]; ok {
 		if s == "" {
 			return b, usagef("--trunk", "empty path")
 		}
 		b.trunkDir = s
 	}
-	if s, ok := vals["--trunk-gb"]; ok {
+	if s, ok := vals["--trunk-gb"]; ok && !presetTrunk {
 		if b.trunkBytes, err = parseGB("--trunk-gb", s); err != nil {
 			return b, err
 		}
@@ -44,8 +71,8 @@ func parseBudget(vals map[string]string) (budget, error) {
 			return b, err
 		}
 	}
-	if s, ok := vals["--cache-gb"]; ok {
-		b.cacheSet = true
+	if s, ok := vals["--cache-gb"]; ok && !presetCache {
+		b.cacheSet, b.cacheBytes = true, 0
 		if s != "0" {
 			if b.cacheBytes, err = parseGB("--cache-gb", s); err != nil {
 				return b, err
@@ -105,6 +132,34 @@ func parseDecimal(flag, s string) (float64, error) {
 		return 0, usagef(flag, "%q is out of range", s)
 	}
 	return v, nil
+}
+
+// floorPlanBudget is a trunk budget larger than any checkpoint: its plan pins everything and
+// reports the floor.
+const floorPlanBudget = 1 << 50
+
+// resolve replaces the floor preset by the model's trunk floor, read from the plan of a huge
+// budget (tensor sizes only, nothing is loaded).
+func (b *budget) resolve(dir string) error {
+	if !b.floorTrunk {
+		return nil
+	}
+	big := b.trunkOnly()
+	big.trunkBytes = floorPlanBudget
+	p, err := k3.PlanFor(dir, big.options()...)
+	if err != nil {
+		return err
+	}
+	if p.Trunk == nil {
+		return fmt.Errorf("preset floor: %s: the plan has no trunk part", dir)
+	}
+	b.trunkBytes, b.floorTrunk = p.Trunk.Floor, false
+	return nil
+}
+
+// trunkOnly is b without its cache settings.
+func (b budget) trunkOnly() budget {
+	return budget{trunkDir: b.trunkDir, trunkBytes: b.trunkBytes, ring: b.ring, slotBytes: b.slotBytes}
 }
 
 func (b budget) options() []k3.Option {

@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/cache/trace"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/tokenizer"
+	"github.com/k3-project/k3/trunk"
 )
 
 // Limits of SPEC §11.1.
@@ -34,7 +36,7 @@ var runCmd = command{name: "run", flags: flagSpec{
 	"--incremental": false, "--full-recompute": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
 	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
-	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true,
+	"--cache-gb": true, "--preset": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true,
 }, help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
 
 Greedy decoding on the CPU. Flags apply in argv order (later wins).
@@ -63,6 +65,10 @@ Greedy decoding on the CPU. Flags apply in argv order (later wins).
   --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
   --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
   --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
+  --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of SPEC §11.1),
+                     floor (the model's trunk floor, no expert cache) or auto (from MemAvailable
+                     and the cgroup memory.max); a later --trunk-gb/--cache-gb overrides it
+                     (k3 --list-presets prints the table)
   --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none;
                      default: memory-map the shards)
   --cache-policy P   s3fifo (default) or lru
@@ -105,7 +111,7 @@ func parseRun(a *args) (*runOptions, error) {
 		return nil, err
 	}
 	var err error
-	if o.budget, err = parseBudget(vals); err != nil {
+	if o.budget, err = parseBudget(a, readMemInfo); err != nil {
 		return nil, err
 	}
 	if s, ok := vals["--gen"]; ok {
@@ -272,32 +278,33 @@ func (o *runOptions) checkLengths() error {
 
 // report is the JSON object of SPEC §11.1, limited to the keys this engine can fill today.
 type report struct {
-	ModelDir        string   `json:"model_dir"`
-	PromptIDs       []int    `json:"prompt_ids"`
-	GeneratedIDs    []int    `json:"generated_ids"`
-	FullIDs         []int    `json:"full_ids"`
-	Layers          int      `json:"layers"`
-	LayersRequested int      `json:"layers_requested"`
-	LayersCompleted int      `json:"layers_completed"`
-	Incremental     bool     `json:"incremental"`
-	Threads         int      `json:"threads"`
-	StopIDs         []int    `json:"stop_ids"`
-	StopReason      string   `json:"stop_reason"`
-	ExpertDrops     int      `json:"expert_drops"`
-	PeakRSSBytes    int64    `json:"peak_rss_bytes"`
-	RSSFileBytes    int64    `json:"rss_file_bytes"` // file-backed pages resident at the end (mapped shards)
-	WallSeconds     float64  `json:"wall_seconds"`
-	LoadSeconds     float64  `json:"load_seconds"`
-	SecondsPerToken *float64 `json:"seconds_per_token"` // null when nothing was generated
-	TrunkBytesRead  int64    `json:"trunk_bytes_read"`
-	EmbedBytesRead  int64    `json:"embedding_bytes_read"`
-	HeadBytesRead   int64    `json:"lm_head_bytes_read"`
-	ExpertBytesRead int64    `json:"expert_bytes_read"`
-	Cache           any      `json:"cache_stats,omitempty"`
-	Plan            k3.Plan  `json:"plan"`
-	Trunk           any      `json:"trunk_stats,omitempty"`
-	GeneratedText   *string  `json:"generated_text"` // the complete decoded text; null without --tok
-	Error           string   `json:"error,omitempty"`
+	ModelDir        string       `json:"model_dir"`
+	PromptIDs       []int        `json:"prompt_ids"`
+	GeneratedIDs    []int        `json:"generated_ids"`
+	FullIDs         []int        `json:"full_ids"`
+	Layers          int          `json:"layers"`
+	LayersRequested int          `json:"layers_requested"`
+	LayersCompleted int          `json:"layers_completed"`
+	Incremental     bool         `json:"incremental"`
+	Threads         int          `json:"threads"`
+	StopIDs         []int        `json:"stop_ids"`
+	StopReason      string       `json:"stop_reason"`
+	ExpertDrops     int          `json:"expert_drops"`
+	PeakRSSBytes    int64        `json:"peak_rss_bytes"`
+	RSSFileBytes    int64        `json:"rss_file_bytes"` // file-backed pages resident at the end (mapped shards)
+	WallSeconds     float64      `json:"wall_seconds"`
+	LoadSeconds     float64      `json:"load_seconds"`
+	SecondsPerToken *float64     `json:"seconds_per_token"` // null when nothing was generated
+	TrunkBytesRead  int64        `json:"trunk_bytes_read"`
+	EmbedBytesRead  int64        `json:"embedding_bytes_read"`
+	HeadBytesRead   int64        `json:"lm_head_bytes_read"`
+	ExpertBytesRead int64        `json:"expert_bytes_read"`
+	Cache           *cache.Stats `json:"cache_stats,omitempty"`
+	Plan            k3.Plan      `json:"plan"`
+	Trunk           *trunk.Stats `json:"trunk_stats,omitempty"`
+	UltraLowMemory  bool         `json:"ultra_low_memory"` // never: this engine has no such mode
+	GeneratedText   *string      `json:"generated_text"`   // the complete decoded text; null without --tok
+	Error           string       `json:"error,omitempty"`
 }
 
 // cmdRun decodes greedily. sigs, when non-nil, replaces the process signal channel (tests).
@@ -384,6 +391,10 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		stop = nil
 	}
 
+	if err := o.budget.resolve(o.modelDir); err != nil {
+		fail(stderr, err)
+		return openExit(err)
+	}
 	opts := append([]k3.Option{k3.WithThreads(o.threads)}, o.budget.options()...)
 	var tw *trace.FileWriter
 	if d := o.budget.traceDir; d != "" {
@@ -461,6 +472,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if enc != nil {
 		stream = enc.NewStreamDecoder()
 	}
+	fmt.Fprintln(stderr, "STEP      TOKEN     SECONDS  TRUE HIT    READ  TEXT")
+	var tok tokenCounters
+	tok.step(m) // the prefill's reads are not the first token's
 	genStart := time.Now()
 	last := genStart
 	code := exitOK
@@ -478,7 +492,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			break
 		}
 		now := time.Now()
-		fmt.Fprintf(stderr, "step %4d token %7d %8.3f s%s\n", len(rep.GeneratedIDs), id, now.Sub(last).Seconds(), piece(stream, id))
+		hit, read := tok.step(m)
+		fmt.Fprintf(stderr, "step %4d token %7d %8.3f s  hit %s  read %s%s\n", len(rep.GeneratedIDs), id,
+			now.Sub(last).Seconds(), hit, mbString(read), piece(stream, id))
 		last = now
 		rep.GeneratedIDs = append(rep.GeneratedIDs, id)
 		if contains(stop, id) {
@@ -534,14 +550,14 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	rep.Plan = m.Plan()
 	if st, ok := m.CacheStats(); ok {
 		r := st.Run
-		rep.ExpertBytesRead, rep.Cache = r.BytesRead, st
+		rep.ExpertBytesRead, rep.Cache = r.BytesRead, &st
 		fmt.Fprintf(stderr, "k3: experts: %d requests, %d hits, %d misses, %d evictions, true resident hit rate %.1f%%, %s read in %.2f s; lookahead precision %.0f%% recall %.0f%%\n",
 			r.Requests, r.Hits, r.Misses, r.Evictions, 100*r.TrueHitRate, gbString(rep.ExpertBytesRead), r.LoadSeconds,
 			100*r.PredictPrecision, 100*r.PredictRecall)
 	}
 	if st, ok := m.TrunkStats(); ok {
 		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
-		rep.Trunk = st
+		rep.Trunk = &st
 		fmt.Fprintf(stderr, "k3: trunk: %s streamed + %s lm_head + %s embedding rows read in %d reads (%s); device %.2f s, compute waited %.2f s (overlap %.0f%%)\n",
 			gbString(st.BytesRead), gbString(st.HeadBytes), gbString(st.EmbedBytes), st.Reads, st.Mode,
 			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
@@ -552,9 +568,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			code = exitRuntime
 		}
 	}
-	if rep.SecondsPerToken != nil {
-		fmt.Fprintf(stderr, "k3: %d tokens, %.4f s/token, peak RSS %d bytes\n", len(rep.GeneratedIDs), *rep.SecondsPerToken, rep.PeakRSSBytes)
-	}
+	printSummary(stderr, &rep, time.Since(genStart).Seconds())
 	return code
 }
 

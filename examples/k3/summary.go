@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/k3-project/k3"
+)
+
+// tokenCounters turns the stores' run counters into per-token deltas.
+type tokenCounters struct{ trunk, experts int64 }
+
+// step returns the true resident hit rate of the token just finished (the cache's Step
+// counters; "-" without a cache) and the bytes read since the previous call (trunk pieces,
+// lm_head, embedding rows and experts).
+func (c *tokenCounters) step(m *k3.Model) (hit string, read int64) {
+	hit = "    -"
+	var t, e int64
+	if st, ok := m.TrunkStats(); ok {
+		t = st.BytesRead + st.HeadBytes + st.EmbedBytes
+	}
+	if st, ok := m.CacheStats(); ok {
+		e = st.Run.BytesRead
+		if st.Step.Requests > 0 {
+			hit = fmt.Sprintf("%4.1f%%", 100*st.Step.TrueHitRate)
+		}
+	}
+	read = t - c.trunk + e - c.experts
+	c.trunk, c.experts = t, e
+	return hit, read
+}
+
+func mbString(n int64) string { return fmt.Sprintf("%7.1f MB", float64(n)/1e6) }
+
+// printSummary is the run's closing block (SPEC §11.1 run report): tokens, s/token, the true
+// resident hit rate, the I/O share of the wall clock (trunk device seconds plus expert demand
+// load seconds over the generation's wall time; above 100% when reads overlap compute), the
+// bytes read and their rates, and the peak RSS from getrusage.
+func printSummary(w io.Writer, rep *report, genSeconds float64) {
+	n := len(rep.GeneratedIDs)
+	spt := "-"
+	if rep.SecondsPerToken != nil {
+		spt = fmt.Sprintf("%.4f", *rep.SecondsPerToken)
+	}
+	fmt.Fprintf(w, "k3: summary: %d tokens, %s s/token, layers completed %d of %d, expert drops %d\n",
+		n, spt, rep.LayersCompleted, rep.LayersRequested, rep.ExpertDrops)
+	var ioSec, trunkSec, expertSec float64
+	if st := rep.Trunk; st != nil {
+		trunkSec = st.DeviceSeconds
+	}
+	if st := rep.Cache; st != nil {
+		expertSec = st.Run.LoadSeconds
+		fmt.Fprintf(w, "k3: summary: true resident hit rate %.1f%% (%d of %d expert requests)\n",
+			100*st.Run.TrueHitRate, st.Run.TrueHits, st.Run.Requests)
+	} else {
+		fmt.Fprintln(w, "k3: summary: true resident hit rate - (experts memory-mapped; the page cache serves them)")
+	}
+	ioSec = trunkSec + expertSec
+	if genSeconds > 0 {
+		fmt.Fprintf(w, "k3: summary: I/O share of wall clock %.1f%% (trunk device %.2f s + expert loads %.2f s over %.2f s)\n",
+			100*ioSec/genSeconds, trunkSec, expertSec, genSeconds)
+	}
+	trunkRead := rep.TrunkBytesRead + rep.HeadBytesRead + rep.EmbedBytesRead
+	fmt.Fprintf(w, "k3: summary: trunk %.3f GB read (%s), experts %.3f GB read (%s)\n",
+		float64(trunkRead)/gb, rate(trunkRead, trunkSec), float64(rep.ExpertBytesRead)/gb, rate(rep.ExpertBytesRead, expertSec))
+	fmt.Fprintf(w, "k3: summary: PEAK RSS %.3f GB (%d bytes, getrusage maxrss for the whole run)\n",
+		float64(rep.PeakRSSBytes)/gb, rep.PeakRSSBytes)
+}
+
+func rate(bytes int64, sec float64) string {
+	if sec <= 0 {
+		return "- MB/s"
+	}
+	return fmt.Sprintf("%.1f MB/s", float64(bytes)/1e6/sec)
+}
