@@ -99,6 +99,10 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return cmdPackTrunk(argv[1:], stdout, stderr)
 	case "ladder":
 		return cmdLadder(argv[1:], stdout, stderr)
+	case "plan":
+		return cmdPlan(argv[1:], stdout, stderr)
+	case "doctor":
+		return cmdDoctor(argv[1:], stdout, stderr)
 	case "sim-cache":
 		return cmdSimCache(argv[1:], stdout, stderr)
 	case "compress-experts", "verify-experts":
@@ -115,7 +119,7 @@ func run(argv []string, stdout, stderr io.Writer) int {
 var commands = map[string]*command{
 	"run": &runCmd, "synth": &synthCmd, "demo": &demoCmd, "info": &infoCmd,
 	"tokenize": &tokenizeCmd, "verify": &verifyCmd, "pack-trunk": &packTrunkCmd,
-	"ladder": &ladderCmd, "sim-cache": &simCacheCmd,
+	"ladder": &ladderCmd, "plan": &planCmd, "doctor": &doctorCmd, "sim-cache": &simCacheCmd,
 	"compress-experts": &compressExpertsCmd, "verify-experts": &verifyExpertsCmd,
 }
 
@@ -125,6 +129,10 @@ const usage = `usage:
   k3 synth <geometry> <dir> [--seed N]    write a synthetic checkpoint and its tokenizer
   k3 demo [--prompt TEXT] [--gen N]       synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
+  k3 plan <model_dir> [--preset NAME | --trunk-gb X --cache-gb Y] [--json]
+                                          the memory plan, itemised, without loading weights
+  k3 doctor [model_dir]                   RAM and disk bandwidth -> preset, expected s/token,
+                                          the command to run
   k3 pack-trunk <model_dir> <out_dir>     copy every layer's dense tensors into trunk.bin + trunk.json
   k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--disk-mbs X]
                                           replay a trace under LRU, S3-FIFO, Belady, PIN+LRU (SPEC §9.7)

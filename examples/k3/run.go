@@ -254,12 +254,13 @@ func probeWritable(path string) error {
 }
 
 // openExit maps a failure to read the model to an exit code: a configuration that cannot be
-// trusted is a validation error (2, SPEC §11.1); anything else (missing files, bind) is 1.
+// trusted and a budget below the model's floor are validation errors (2, SPEC §11.1); anything
+// else (missing files, bind) is 1.
 func openExit(err error) int {
 	if _, ok := errors.AsType[*config.ConfigError](err); ok {
 		return exitUsage
 	}
-	if errors.Is(err, config.ErrInvalidJSON) || errors.Is(err, config.ErrTooLarge) {
+	if errors.Is(err, config.ErrInvalidJSON) || errors.Is(err, config.ErrTooLarge) || budgetRefused(err) {
 		return exitUsage
 	}
 	return exitRuntime

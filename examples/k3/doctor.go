@@ -1,0 +1,408 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/safetensors"
+)
+
+var doctorCmd = command{name: "doctor", flags: flagSpec{"--dir": true, "--probe-mb": true, "--seconds": true},
+	help: `usage: k3 doctor [model_dir] [--dir DIR] [--probe-mb N] [--seconds X]
+
+Checks whether and how this machine can run a model:
+  memory   MemAvailable and MemTotal, lowered to the cgroup v2 memory.max limit when one applies,
+           and the preset that fits (the auto rule of SPEC §11.1 and the largest fixed preset);
+  disk     read bandwidth of the model directory's file system measured the way the engine
+           reads: 8 MiB 4096-aligned O_DIRECT reads at queue depth 1 and 16, and buffered
+           8 MiB reads, on the largest shard (without a model, or when every shard is below
+           256 MiB: a temporary file of --probe-mb in --dir, default the current directory, or
+           in the model directory, removed afterwards);
+  estimate with a model: bytes read per token under the suggested preset (trunk bytes streamed
+           per pass + TopK × MoE layers × expert bytes × (1 − hit), hit taken as 0 unless the
+           cache holds more than one token's experts) over the measured bandwidth: a lower
+           bound on s/token from I/O alone (compute comes on top);
+and prints the command to run next.
+
+  --dir DIR       where to measure without a model (default .)
+  --probe-mb N    size of the temporary file, 64..65536 MB (default 1024)
+  --seconds X     time cap of each of the three measurements (default 3.5)
+  -h, --help      this help
+
+Exit codes: 0 the model can run (or no model given); 1 it cannot: the memory available is below
+the model's floor plan; 2 usage.
+`}
+
+// bandwidth is one doctor measurement.
+type bandwidth struct {
+	name  string
+	bytes int64
+	sec   float64
+	err   error
+}
+
+func (b bandwidth) mbs() float64 {
+	if b.err != nil || b.sec <= 0 {
+		return 0
+	}
+	return float64(b.bytes) / 1e6 / b.sec
+}
+
+// cmdDoctor is `k3 doctor [model_dir]`.
+func cmdDoctor(argv []string, stdout, stderr io.Writer) int {
+	a, code, ok := doctorCmd.parse(argv, stdout, stderr)
+	if !ok {
+		return code
+	}
+	var err error
+	if len(a.pos) > 1 {
+		err = usagef("", "expected at most one model directory, got %d positional arguments", len(a.pos))
+	}
+	probeMB, capSec, dir := 1024, 3.5, "."
+	if s, ok := a.vals["--probe-mb"]; ok && err == nil {
+		probeMB, err = parseInt("--probe-mb", s, 64, 65536)
+	}
+	if s, ok := a.vals["--seconds"]; ok && err == nil {
+		if capSec, err = parseDecimal("--seconds", s); err == nil && (capSec <= 0 || capSec > 600) {
+			err = usagef("--seconds", "%s is outside (0, 600]", s)
+		}
+	}
+	if s, ok := a.vals["--dir"]; ok && err == nil {
+		if len(a.pos) == 1 {
+			err = usagef("--dir", "measures without a model; with one, its directory is measured")
+		}
+		dir = s
+	}
+	if err != nil {
+		return doctorCmd.usageFail(stderr, err)
+	}
+	model := ""
+	if len(a.pos) == 1 {
+		model = a.pos[0]
+	}
+
+	mem, err := readMemInfo()
+	if err != nil {
+		fail(stderr, fmt.Errorf("doctor: memory: %w", err))
+		return exitRuntime
+	}
+	fmt.Fprintf(stdout, "memory   %s\n", mem.source())
+	fmt.Fprintf(stdout, "         usable by k3: %.2f GB (ceiling %.2f GB)\n", float64(mem.usable())/gb, float64(mem.ceiling())/gb)
+	suggest := "auto"
+	if t, c, err := autoBudget(mem); err != nil {
+		fmt.Fprintf(stdout, "         auto: %v\n", err)
+		suggest = ""
+	} else {
+		fmt.Fprintf(stdout, "         auto preset here: trunk %.2f GB, cache %.2f GB\n", float64(t)/gb, float64(c)/gb)
+	}
+	if p := largestFixedPreset(mem); p != "" {
+		fmt.Fprintf(stdout, "         largest fixed preset that fits: %s\n", p)
+	}
+
+	// The model's floor decides whether it can run at all.
+	var floorPlan, presetPlan k3.Plan
+	var cfg *config.Config
+	if model != "" {
+		if cfg, err = config.Load(filepath.Join(model, "config.json")); err != nil {
+			fail(stderr, err)
+			return openExit(err)
+		}
+		fb := budget{floorTrunk: true, cacheSet: true}
+		if err = fb.resolve(model); err == nil {
+			floorPlan, err = k3.PlanFor(model, fb.options()...)
+		}
+		if err != nil {
+			fail(stderr, err)
+			return openExit(err)
+		}
+		floor := planTotal(floorPlan)
+		fmt.Fprintf(stdout, "model    %s: %d layers, floor plan %s (trunk %s + expert scratch %s)\n",
+			model, cfg.NumLayers, human(floor), human(floorPlan.Trunk.Total), human(floorPlan.Cache.Total))
+		if floor > mem.usable() {
+			fmt.Fprintf(stdout, "verdict  this machine cannot run the model: %s usable, the floor needs %s\n",
+				human(mem.usable()), human(floor))
+			return exitRuntime
+		}
+		if suggest == "" {
+			suggest = "floor" // auto refuses (the K3-sized reserve) but the model's own floor fits
+		}
+		b, err := parseBudget(&args{vals: map[string]string{"--preset": suggest}, at: map[string]int{"--preset": 0}}, func() (memInfo, error) { return mem, nil })
+		if err == nil {
+			err = b.resolve(model)
+		}
+		if err == nil {
+			presetPlan, err = k3.PlanFor(model, b.options()...)
+		}
+		if err != nil && suggest != "floor" {
+			// The auto figures are sized for K3; below a small model's floor the floor is the answer.
+			if budgetRefused(err) {
+				suggest, presetPlan, err = "floor", floorPlan, nil
+			}
+		}
+		if err != nil {
+			fail(stderr, err)
+			return openExit(err)
+		}
+	}
+	if suggest == "" {
+		fmt.Fprintln(stdout, "verdict  too little memory for the K3 presets")
+	} else {
+		fmt.Fprintf(stdout, "suggest  --preset %s\n", suggest)
+	}
+
+	// Disk: the largest shard, or a temporary file.
+	target, cleanup, err := probeTarget(model, dir, int64(probeMB)<<20)
+	if err != nil {
+		fail(stderr, fmt.Errorf("doctor: disk: %w", err))
+		return exitRuntime
+	}
+	defer cleanup()
+	limit := time.Duration(capSec * float64(time.Second))
+	res := []bandwidth{measureDirect(target, 1, limit), measureDirect(target, 16, limit), measureBuffered(target, limit)}
+	best := 0.0
+	for _, r := range res {
+		if r.err != nil {
+			fmt.Fprintf(stdout, "disk     %-22s failed: %v\n", r.name, r.err)
+			continue
+		}
+		fmt.Fprintf(stdout, "disk     %-22s %9.1f MB/s  (%.2f GB in %.2f s)\n", r.name, r.mbs(), float64(r.bytes)/gb, r.sec)
+		if r.name != "buffered" {
+			best = math.Max(best, r.mbs())
+		}
+	}
+	if model == "" {
+		fmt.Fprintf(stdout, "next     k3 doctor <model_dir>   (or k3 synth tiny DIR to try the tool)\n")
+		return exitOK
+	}
+	perTok := bytesPerToken(cfg, presetPlan)
+	fmt.Fprintf(stdout, "estimate --preset %s reads %s per token (trunk %s, experts %s)\n",
+		suggest, human(perTok.total()), human(perTok.trunk), human(perTok.experts))
+	if best > 0 {
+		fmt.Fprintf(stdout, "estimate at %.1f MB/s (best direct rate): >= %.4f s/token from I/O alone\n", best, float64(perTok.total())/1e6/best)
+	}
+	next := fmt.Sprintf("k3 run %s --preset %s --ids 1,2,3 --gen 8", model, suggest)
+	if hasTokenizer(model) {
+		next = fmt.Sprintf("k3 run %s --preset %s --tok %s --prompt 'Hello' --gen 8", model, suggest, model)
+	}
+	fmt.Fprintf(stdout, "next     %s\n", next)
+	return exitOK
+}
+
+// planTotal is the memory a plan allocates: trunk arena and ring, expert slots or scratch.
+func planTotal(p k3.Plan) int64 {
+	var n int64
+	if p.Trunk != nil {
+		n += p.Trunk.Total
+	}
+	if p.Cache != nil {
+		n += p.Cache.Total
+	}
+	return n
+}
+
+// largestFixedPreset is the largest preset of the table whose budgets plus auto's reserve fit in
+// the usable memory ("" when none does).
+func largestFixedPreset(m memInfo) string {
+	avail := float64(m.usable()) / gb
+	reserve := autoMargin + autoMarginFrac*avail + autoEmbedHead + autoState
+	best := ""
+	for _, p := range presets {
+		if p.floor || p.auto {
+			continue
+		}
+		if p.trunkGB+p.cacheGB+reserve <= avail {
+			best = p.name
+		}
+	}
+	return best
+}
+
+// human prints a byte count in MB below a GB, in GB above.
+func human(n int64) string {
+	if n < 1e9 {
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.2f GB", float64(n)/gb)
+}
+
+type tokenBytes struct{ trunk, experts int64 }
+
+func (t tokenBytes) total() int64 { return t.trunk + t.experts }
+
+// bytesPerToken estimates what one decoded token reads under a plan: the trunk's streamed bytes
+// per pass and TopK experts per MoE layer times the miss rate. The miss rate is 1 unless the
+// cache holds more than one token's experts; then it is the share of all experts not resident
+// (uniform routing, a pessimistic figure for a trained router).
+func bytesPerToken(cfg *config.Config, p k3.Plan) tokenBytes {
+	var t tokenBytes
+	if p.Trunk != nil {
+		t.trunk = p.Trunk.StreamBytes
+	}
+	if p.Cache == nil || cfg == nil {
+		return t // experts memory-mapped: the page cache decides
+	}
+	moeLayers := int64(cfg.NumLayers - cfg.FirstDense)
+	need := int64(cfg.TopK) * moeLayers
+	miss := 1.0
+	if int64(p.Cache.Slots) > need {
+		miss = math.Max(0, 1-float64(p.Cache.Slots)/float64(int64(cfg.NumExperts)*moeLayers))
+	}
+	t.experts = int64(float64(need*p.Cache.ExpertBytes) * miss)
+	return t
+}
+
+func hasTokenizer(dir string) bool {
+	_, e1 := os.Stat(filepath.Join(dir, tokRanksFile))
+	_, e2 := os.Stat(filepath.Join(dir, tokConfigFile))
+	return e1 == nil && e2 == nil
+}
+
+// probeTarget is the file to read: the model's largest shard, or a new file of size bytes in
+// dir (written, synced and dropped from the page cache so the reads reach the device).
+func probeTarget(model, dir string, size int64) (string, func(), error) {
+	if model != "" {
+		paths, _ := filepath.Glob(filepath.Join(model, "*.safetensors"))
+		best, bestSize := "", int64(0)
+		for _, p := range paths {
+			if st, err := os.Stat(p); err == nil && st.Size() > bestSize {
+				best, bestSize = p, st.Size()
+			}
+		}
+		if best == "" {
+			return "", nil, fmt.Errorf("%s: no *.safetensors shard", model)
+		}
+		if bestSize >= minShardProbe {
+			return best, func() {}, nil
+		}
+		dir = model // shards too small to time: a temporary file on the same file system
+	}
+	f, err := os.CreateTemp(dir, ".k3-doctor-*")
+	if err != nil {
+		return "", nil, err
+	}
+	name := f.Name()
+	cleanup := func() { os.Remove(name) }
+	buf := make([]byte, 8<<20)
+	for i := range buf {
+		buf[i] = byte(i*131 + i>>9) // not zeros, so no file system can elide the data
+	}
+	for off := int64(0); off < size && err == nil; off += int64(len(buf)) {
+		_, err = f.Write(buf[:min(int64(len(buf)), size-off)])
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = unix.Fadvise(int(f.Fd()), 0, size, unix.FADV_DONTNEED)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return name, cleanup, nil
+}
+
+const probeChunk = 8 << 20
+
+// minShardProbe is the smallest shard worth timing; below it doctor writes a temporary file.
+const minShardProbe = 256 << 20
+
+// measureDirect reads the file in aligned 8 MiB O_DIRECT reads with depth goroutines in flight,
+// each walking its own stride, until the file or the time cap ends.
+func measureDirect(path string, depth int, limit time.Duration) bandwidth {
+	r := bandwidth{name: fmt.Sprintf("O_DIRECT queue depth %d", depth)}
+	st, err := os.Stat(path)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	d, err := safetensors.OpenDirect(path)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer d.Close()
+	if why := d.FallbackReason(); why != nil {
+		r.name += " (buffered fallback: " + why.Error() + ")"
+	}
+	n := st.Size() / probeChunk
+	if n == 0 {
+		r.err = fmt.Errorf("%s: smaller than one %d-byte read", path, probeChunk)
+		return r
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	deadline := t0.Add(limit)
+	for w := range depth {
+		buf, err := safetensors.AllocAligned(probeChunk)
+		if err != nil {
+			r.err = err
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer safetensors.FreeAligned(buf)
+			var got int64
+			var werr error
+			for i := int64(w); i < n && time.Now().Before(deadline); i += int64(depth) {
+				if _, werr = d.ReadAligned(buf, i*probeChunk, probeChunk); werr != nil {
+					break
+				}
+				got += probeChunk
+			}
+			mu.Lock()
+			r.bytes += got
+			if werr != nil && r.err == nil {
+				r.err = werr
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	r.sec = time.Since(t0).Seconds()
+	return r
+}
+
+// measureBuffered reads the file in 8 MiB buffered reads after asking the kernel to drop its
+// cached pages (a shard read moments ago would otherwise be measured from memory).
+func measureBuffered(path string, limit time.Duration) bandwidth {
+	r := bandwidth{name: "buffered"}
+	f, err := os.Open(path)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer f.Close()
+	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED) // advisory: pages others map stay
+	buf := make([]byte, probeChunk)
+	t0 := time.Now()
+	deadline := t0.Add(limit)
+	for off := int64(0); time.Now().Before(deadline); off += probeChunk {
+		k, err := f.ReadAt(buf, off)
+		r.bytes += int64(k)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			r.err = err
+			break
+		}
+	}
+	r.sec = time.Since(t0).Seconds()
+	return r
+}
