@@ -109,6 +109,29 @@ func parseBudget(a *args, mem func() (memInfo, error)) (budget, error) {
 	return b, nil
 }
 
+// parseSizes parses a strictly increasing list of positive decimal GB (at most 64 sizes).
+func parseSizes(flag, s string) ([]float64, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 64 {
+		return nil, usagef(flag, "%d sizes, at most 64", len(parts))
+	}
+	out := make([]float64, len(parts))
+	for i, p := range parts {
+		v, err := parseDecimal(flag, p)
+		if err != nil {
+			return nil, err
+		}
+		if v <= 0 || v > 1e6 {
+			return nil, usagef(flag, "element %d: %s GB is outside (0, 1e6]", i, p)
+		}
+		if i > 0 && v <= out[i-1] {
+			return nil, usagef(flag, "element %d: %s GB does not increase", i, p)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
 // parseGB parses a positive, finite decimal number of gigabytes (10^9 bytes, as the C engine).
 func parseGB(flag, s string) (int64, error) {
 	v, err := parseDecimal(flag, s)
@@ -188,8 +211,8 @@ func (b budget) options() []k3.Option {
 	return o
 }
 
-var simCacheCmd = command{name: "sim-cache", flags: flagSpec{"--expert-bytes": true, "--disk-mbs": true},
-	help: `usage: k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--disk-mbs X]
+var simCacheCmd = command{name: "sim-cache", flags: flagSpec{"--expert-bytes": true, "--disk-mbs": true, "--sizes-gb": true, "--plot": true},
+	help: `usage: k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--disk-mbs X] [--sizes-gb LIST] [--plot FILE.svg]
 
 Replays a routed-expert trace (written by "k3 run --dump-cache-trace DIR", SPEC §9.7) under LRU,
 S3-FIFO (the expert cache's own policy code), Belady with bypass and PIN+LRU at cache sizes from
@@ -197,6 +220,10 @@ S3-FIFO (the expert cache's own policy code), Belady with bypass and PIN+LRU at 
 
   --expert-bytes N   bytes of one expert (default 17547264, the real K3's)
   --disk-mbs X       disk read speed in MB/s for the SEC/TOK column (default 1234)
+  --sizes-gb LIST    cache sizes to replay, comma-separated decimal GB, increasing (default
+                     8,16,32,64,128,192,256,384,512,768,1024,1450); a small model's trace needs
+                     small sizes (its experts are small), e.g. --sizes-gb 0.0001,0.0002,0.0004
+  --plot FILE.svg    also draw the hit rate of each policy against the cache size (.svg or .png)
   -h, --help         this help
 `}
 
@@ -227,6 +254,13 @@ func cmdSimCache(argv []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if s, ok := vals["--sizes-gb"]; ok && err == nil {
+		o.CapacitiesGB, err = parseSizes("--sizes-gb", s)
+	}
+	plotPath := ""
+	if s, ok := vals["--plot"]; ok && err == nil {
+		plotPath, err = s, checkPlotPath(s)
+	}
 	if err != nil {
 		return simCacheCmd.usageFail(stderr, err)
 	}
@@ -238,6 +272,13 @@ func cmdSimCache(argv []string, stdout, stderr io.Writer) int {
 	if err := rep.Format(stdout); err != nil {
 		fmt.Fprintf(stderr, "k3: sim-cache: %v\n", err)
 		return exitRuntime
+	}
+	if plotPath != "" {
+		if err := plotSimCache(rep, plotPath, pos[0]); err != nil {
+			fmt.Fprintf(stderr, "k3: sim-cache: --plot: %v\n", err)
+			return exitRuntime
+		}
+		fmt.Fprintf(stderr, "k3: sim-cache: chart written to %s\n", plotPath)
 	}
 	return exitOK
 }

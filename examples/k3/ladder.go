@@ -21,7 +21,7 @@ import (
 )
 
 var ladderCmd = command{name: "ladder", flags: flagSpec{"--budgets": true, "--ids": true, "--gen": true, "--threads": true, "--trunk": true,
-	"--trunk-slot-mb": true, "--out": true}, help: `usage: k3 ladder <model_dir> --budgets LIST [flags]
+	"--trunk-slot-mb": true, "--out": true, "--plot": true}, help: `usage: k3 ladder <model_dir> --budgets LIST [flags]
 
 Runs "k3 run" once per trunk budget, each in its own process, and prints one row per budget:
 plan, pinned layers, ring slots, peak RSS, s/token, trunk bytes read per token, stream rate,
@@ -34,6 +34,7 @@ overlap, and whether every rung generated identical ids.
   --trunk DIR          packed trunk (k3 pack-trunk)
   --trunk-slot-mb X    largest piece streamed per slot in MB
   --out FILE           JSON of the rungs
+  --plot FILE.svg      draw s/token and peak RSS against the trunk budget (.svg or .png)
   -h, --help           this help
 `}
 
@@ -103,6 +104,10 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 			_, err = parseInt("--threads", s, 1, 4096)
 			threads = s
 		}
+	}
+	plotPath := ""
+	if s, ok := vals["--plot"]; ok && err == nil {
+		plotPath, err = s, checkPlotPath(s)
 	}
 	if err != nil {
 		return ladderCmd.usageFail(stderr, err)
@@ -192,6 +197,13 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "k3: --out: %v\n", err)
 			return exitRuntime
 		}
+	}
+	if plotPath != "" {
+		if err := plotLadder(rows, plotPath, dir); err != nil {
+			fmt.Fprintf(stderr, "k3: ladder: --plot: %v\n", err)
+			return exitRuntime
+		}
+		fmt.Fprintf(stderr, "k3: ladder: chart written to %s\n", plotPath)
 	}
 	for _, r := range rows {
 		if r.RunError != "" || !slices.Equal(r.GeneratedIDs, rows[0].GeneratedIDs) {

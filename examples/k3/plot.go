@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/k3-project/k3/cache/sim"
+)
+
+// checkPlotPath refuses a --plot path the chart could not be saved to, before any work is done.
+func checkPlotPath(p string) error {
+	if p == "" {
+		return usagef("--plot", "empty path")
+	}
+	if !strings.EqualFold(filepath.Ext(p), ".svg") && !strings.EqualFold(filepath.Ext(p), ".png") {
+		return usagef("--plot", "%s: the chart is written as .svg or .png", p)
+	}
+	if err := probeWritable(p); err != nil {
+		return usagef("--plot", "%v", err)
+	}
+	return nil
+}
+
+var seriesColors = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+}
+
+// line adds one series with markers; i picks its colour and glyph.
+func line(p *plot.Plot, i int, name string, xy plotter.XYs) error {
+	l, pts, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return err
+	}
+	l.Color = seriesColors[i%len(seriesColors)]
+	l.Width = vg.Points(1.5)
+	pts.Color = l.Color
+	pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}}[i%4]
+	pts.Radius = vg.Points(3)
+	p.Add(l, pts)
+	p.Legend.Add(name, l, pts)
+	return nil
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = false
+	return p
+}
+
+// plotSimCache draws the hit rate of each policy against the cache size (log scale).
+func plotSimCache(rep sim.Report, path, trace string) error {
+	p := newPlot(fmt.Sprintf("Expert cache hit rate (%s: %d requests)", filepath.Base(trace), rep.Requests),
+		"cache size (GB, log scale)", "hit rate (%)")
+	p.X.Scale = plot.LogScale{}
+	var ticks plot.ConstantTicks
+	for _, r := range rep.Rows {
+		if r.GB > 0 {
+			ticks = append(ticks, plot.Tick{Value: r.GB, Label: strconv.FormatFloat(r.GB, 'g', 3, 64)})
+		}
+	}
+	p.X.Tick.Marker = ticks
+	p.Legend.Top = false
+	series := []struct {
+		name string
+		get  func(sim.Row) sim.Outcome
+	}{
+		{"LRU", func(r sim.Row) sim.Outcome { return r.LRU }},
+		{"S3-FIFO", func(r sim.Row) sim.Outcome { return r.S3FIFO }},
+		{"Belady (bypass)", func(r sim.Row) sim.Outcome { return r.Belady }},
+		{"PIN+LRU", func(r sim.Row) sim.Outcome { return r.PinLRU }},
+	}
+	for i, s := range series {
+		var xy plotter.XYs
+		for _, r := range rep.Rows {
+			if r.GB > 0 {
+				xy = append(xy, plotter.XY{X: r.GB, Y: s.get(r).HitRate()}) // HitRate is in percent
+			}
+		}
+		if err := line(p, i, s.name, xy); err != nil {
+			return err
+		}
+	}
+	if rep.ReusePct > 0 {
+		// The compulsory-miss ceiling: no policy can beat it.
+		ceil := plotter.XYs{{X: rep.Rows[0].GB, Y: rep.ReusePct}, {X: rep.Rows[len(rep.Rows)-1].GB, Y: rep.ReusePct}}
+		l, err := plotter.NewLine(ceil)
+		if err != nil {
+			return err
+		}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		l.Color = color.Gray{Y: 0x60}
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("reuse ceiling %.1f%%", rep.ReusePct), l)
+	}
+	p.Y.Min, p.Y.Max = 0, 100 // after the data: Add widens the range to the data's
+	return p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+}
+
+// plotLadder draws s/token and peak RSS against the trunk budget of the rungs that ran with a
+// budget (mapped has none), one panel each, stacked.
+func plotLadder(rows []rung, path, model string) error {
+	var spt, rss plotter.XYs
+	for _, r := range rows {
+		if r.RunError != "" || r.Budget == "mapped" {
+			continue
+		}
+		x := float64(r.BudgetBytes) / 1e6
+		spt = append(spt, plotter.XY{X: x, Y: r.SecondsPerTok})
+		rss = append(rss, plotter.XY{X: x, Y: float64(r.PeakRSS) / 1e6})
+	}
+	if len(spt) == 0 {
+		return fmt.Errorf("no budgeted rung succeeded, nothing to draw")
+	}
+	top := newPlot(fmt.Sprintf("Memory ladder: %s", filepath.Base(model)), "trunk budget (MB)", "seconds per token")
+	bottom := newPlot("", "trunk budget (MB)", "peak RSS (MB)")
+	if err := line(top, 0, "s/token", spt); err != nil {
+		return err
+	}
+	if err := line(bottom, 1, "peak RSS (getrusage)", rss); err != nil {
+		return err
+	}
+	var plan plotter.XYs
+	for _, r := range rows {
+		if r.RunError == "" && r.Budget != "mapped" {
+			plan = append(plan, plotter.XY{X: float64(r.BudgetBytes) / 1e6, Y: float64(r.PlanTotal) / 1e6})
+		}
+	}
+	if err := line(bottom, 2, "plan total", plan); err != nil {
+		return err
+	}
+	for _, p := range []*plot.Plot{top, bottom} {
+		p.Y.Min = 0
+	}
+	// s/token falls with the budget (top right is free); RSS and the plan rise with it, their
+	// legend sits between them on the right.
+	top.Legend.Top, top.Legend.Left = true, false
+	bottom.Legend.Top, bottom.Legend.Left = false, false
+	bottom.Legend.YOffs = 2 * vg.Centimeter
+	const w, h = 16 * vg.Centimeter, 14 * vg.Centimeter
+	img, err := newCanvas(path, w, h)
+	if err != nil {
+		return err
+	}
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 2 * vg.Millimeter,
+		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: 2 * vg.Millimeter}
+	canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, draw.New(img.c))
+	top.Draw(canvases[0][0])
+	bottom.Draw(canvases[1][0])
+	return img.save()
+}
