@@ -102,7 +102,7 @@ func TestRunUnderBudgets(t *testing.T) {
 				}
 			}
 			code, _, stderr = runCLI(t, "run", dir, "--ids", "1", "--trunk-gb", "0.000001")
-			assert.Equal(t, exitRuntime, code)
+			assert.Equal(t, exitUsage, code, "a budget below the floor is a refused configuration")
 			assert.Contains(t, stderr, "the minimum for this model is")
 		})
 	}

@@ -74,6 +74,9 @@ var helpCases = map[string][]string{
 	"verify":     {"verify", "MODEL", "--manifest", "FILE"},
 	"pack-trunk": {"pack-trunk", "MODEL", "OUT"},
 	"ladder":     {"ladder", "MODEL", "--budgets", "1,floor"},
+	"plan":       {"plan", "MODEL", "--preset", "laptop", "--json"},
+	"doctor":     {"doctor", "--probe-mb", "64"},
+	"sim-cache":  {"sim-cache", "TRACE", "--plot", "x.svg"},
 }
 
 // TestExecHelpEverywhere: -h and --help at every position of every subcommand's command line

@@ -485,6 +485,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			rep.Error = err.Error()
 			rep.StopReason = "error"
 			code = exitRuntime
+			if fe, ok := errors.AsType[*k3.ForwardError](err); ok && fe.Layer >= 0 {
+				rep.LayersCompleted = fe.Layer // the failing step got through the layers before it
+			}
 			if _, ok := errors.AsType[*k3.ExpertLoadError](err); ok {
 				fmt.Fprintln(stderr, "k3: RUN INVALID: a routed expert could not be loaded")
 				rep.ExpertDrops++
