@@ -71,11 +71,14 @@ func plotSimCache(rep sim.Report, path, trace string) error {
 	var ticks plot.ConstantTicks
 	for _, r := range rep.Rows {
 		if r.GB > 0 {
-			ticks = append(ticks, plot.Tick{Value: r.GB, Label: strconv.FormatFloat(r.GB, 'g', 3, 64)})
+			ticks = append(ticks, plot.Tick{Value: r.GB, Label: strconv.FormatFloat(r.GB, 'g', 2, 64)})
 		}
 	}
 	p.X.Tick.Marker = ticks
-	p.Legend.Top = false
+	// Legends are left-aligned (text after the sample line) so that a viewer substituting a
+	// wider font than the Liberation metrics the layout used overflows into empty space, not
+	// onto the samples; placed in the empty lower right of a rising curve.
+	p.Legend.Top, p.Legend.Left, p.Legend.XOffs = false, true, 8*vg.Centimeter
 	series := []struct {
 		name string
 		get  func(sim.Row) sim.Outcome
@@ -109,7 +112,14 @@ func plotSimCache(rep sim.Report, path, trace string) error {
 		p.Legend.Add(fmt.Sprintf("reuse ceiling %.1f%%", rep.ReusePct), l)
 	}
 	p.Y.Min, p.Y.Max = 0, 100 // after the data: Add widens the range to the data's
-	return p.Save(16*vg.Centimeter, 10*vg.Centimeter, path)
+	img, err := newCanvas(path, 16*vg.Centimeter, 10*vg.Centimeter)
+	if err != nil {
+		return err
+	}
+	// A right margin for the last tick label, which a wider substituted font would push past
+	// the edge.
+	p.Draw(draw.Crop(draw.New(img.c), 0, -6*vg.Millimeter, 0, 0))
+	return img.save()
 }
 
 // plotLadder draws s/token and peak RSS against the trunk budget of the rungs that ran with a
@@ -148,9 +158,9 @@ func plotLadder(rows []rung, path, model string) error {
 		p.Y.Min = 0
 	}
 	// s/token falls with the budget (top right is free); RSS and the plan rise with it, their
-	// legend sits between them on the right.
-	top.Legend.Top, top.Legend.Left = true, false
-	bottom.Legend.Top, bottom.Legend.Left = false, false
+	// legend sits between them on the right. Left-aligned text: see plotSimCache.
+	top.Legend.Top, top.Legend.Left, top.Legend.XOffs = true, true, 9*vg.Centimeter
+	bottom.Legend.Top, bottom.Legend.Left, bottom.Legend.XOffs = false, true, 8*vg.Centimeter
 	bottom.Legend.YOffs = 2 * vg.Centimeter
 	const w, h = 16 * vg.Centimeter, 14 * vg.Centimeter
 	img, err := newCanvas(path, w, h)

@@ -473,7 +473,6 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if enc != nil {
 		stream = enc.NewStreamDecoder()
 	}
-	fmt.Fprintln(stderr, "STEP      TOKEN     SECONDS  TRUE HIT    READ  TEXT")
 	var tok tokenCounters
 	tok.step(m) // the prefill's reads are not the first token's
 	genStart := time.Now()
