@@ -60,6 +60,11 @@ func (b bandwidth) mbs() float64 {
 
 // cmdDoctor is `k3 doctor [model_dir]`.
 func cmdDoctor(argv []string, stdout, stderr io.Writer) int {
+	return doctor(argv, stdout, stderr, readMemInfo)
+}
+
+// doctor reads the machine's memory through readMem (tests give a small machine).
+func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, error)) int {
 	a, code, ok := doctorCmd.parse(argv, stdout, stderr)
 	if !ok {
 		return code
@@ -91,7 +96,7 @@ func cmdDoctor(argv []string, stdout, stderr io.Writer) int {
 		model = a.pos[0]
 	}
 
-	mem, err := readMemInfo()
+	mem, err := readMem()
 	if err != nil {
 		fail(stderr, fmt.Errorf("doctor: memory: %w", err))
 		return exitRuntime

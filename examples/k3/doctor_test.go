@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3/internal/fixtures"
+)
+
+// TestDoctorCannotRun: a machine whose usable memory is below the model's floor plan is told so
+// and doctor exits 1 before measuring the disk; one with room suggests floor when the K3-sized
+// auto reserve does not fit.
+func TestDoctorCannotRun(t *testing.T) {
+	dir := fixtures.Models(t)[0]
+	small := func() (memInfo, error) { return memInfo{memAvailable: 4096, memTotal: 1 << 20}, nil }
+	var out, errb bytes.Buffer
+	code := doctor([]string{dir}, &out, &errb, small)
+	assert.Equal(t, exitRuntime, code, errb.String())
+	assert.Contains(t, out.String(), "this machine cannot run the model")
+	assert.NotContains(t, out.String(), "disk ", "refused before the disk is measured")
+
+	// 8 MB with a 4 MB cgroup limit: auto refuses (its reserve is K3's), the tiny model's floor fits.
+	mid := func() (memInfo, error) {
+		return memInfo{memAvailable: 8e6, memTotal: 16e6, cgLimit: 4e6, cgUsed: 1e6, cgPath: "/test"}, nil
+	}
+	out.Reset()
+	errb.Reset()
+	code = doctor([]string{dir, "--probe-mb", "64", "--seconds", "0.5"}, &out, &errb, mid)
+	require.Equal(t, exitOK, code, errb.String())
+	assert.Contains(t, out.String(), "cgroup /test memory.max 0.00 GB")
+	assert.Contains(t, out.String(), "suggest  --preset floor")
+	assert.Contains(t, out.String(), "next     k3 run "+dir+" --preset floor")
+}
+
+func FuzzParseSizes(f *testing.F) {
+	for _, s := range []string{"8,16,32", "0.0001,0.001", "1,1", "2,1", "", ",", "1e3", "0", "1.5.2", "99999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseSizes("--sizes-gb", s)
+		if err != nil {
+			return
+		}
+		require.NotEmpty(t, v)
+		for i, x := range v {
+			require.Greater(t, x, 0.0)
+			if i > 0 {
+				require.Greater(t, x, v[i-1])
+			}
+		}
+	})
+}
