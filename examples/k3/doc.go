@@ -8,7 +8,11 @@
 //	k3 synth <geometry> <dir> [--seed N]
 //	k3 demo [--prompt TEXT] [--gen N] [--seed N] [--keep DIR]
 //	k3 info <model_dir>
+//	k3 plan <model_dir> [--preset NAME | --trunk-gb X | --cache-gb X | ...] [--json]
+//	k3 doctor [model_dir] [--dir DIR] [--probe-mb N] [--seconds X]
 //	k3 pack-trunk <model_dir> <out_dir>
+//	k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--sizes-gb LIST] [--plot FILE.svg]
+//	k3 ladder <model_dir> --budgets LIST [--plot FILE.svg]
 //	k3 tokenize (--tok DIR | --encoding cl100k_base|o200k_base) [--decode] [--ordinary]
 //	k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
 //	k3 --help | --version | --list-presets | --list-geometries
@@ -33,9 +37,20 @@
 // validates config.json and checks the prompt and stop ids against its vocabulary.
 //
 // The presets of SPEC §11.1 (laptop, desktop, workstation, server, max, floor, auto) are listed
-// by --list-presets; auto is computed from /proc/meminfo's MemAvailable and the tightest cgroup
-// v2 memory.max on the process's cgroup path. (They size the trunk and expert-cache budgets of
-// the streaming engine; presetBudget returns the bytes.)
+// by --list-presets and chosen with run/plan --preset NAME; a --trunk-gb or --cache-gb later on
+// the command line overrides the preset's figure, an earlier one is overridden by it. floor is
+// the model's own trunk floor (from the plan of a huge budget: one ring slot holding the largest
+// unsplittable piece) with no expert cache; auto is computed from /proc/meminfo's MemAvailable
+// and the tightest cgroup v2 memory.max on the process's cgroup path.
+//
+// run prints the memory plan before allocating, one line per token (index, id, seconds, the true
+// resident hit rate of that token's expert requests, the bytes the trunk and the expert store
+// read for it, and its text with a tokenizer) and a closing summary (s/token, the run's true hit
+// rate, the I/O share of the wall clock, trunk and expert bytes and rates, peak RSS from
+// getrusage). plan prints the same plan without loading weights; a budget below the floor is
+// refused with exit 2 by both. doctor measures memory and the model file system's read
+// bandwidth and prints the preset to use, a lower bound on s/token from I/O and the command to
+// run. sim-cache and ladder draw their results with gonum.org/v1/plot (--plot, SVG or PNG).
 //
 // Exit codes (SPEC §11.1): 0 success (also help, version, lists); 2 usage or validation error
 // (an unknown flag, a malformed number, an id outside the vocabulary, an unwritable output path,
@@ -45,6 +60,7 @@
 // SIGINT/SIGTERM after writing the report for the tokens so far.
 //
 // It imports only public packages of the module (the root k3 package, config, safetensors,
-// tokenizer and its cl100k/o200k encodings; its tests add internal/fixtures), never the internal
+// tokenizer and its cl100k/o200k encodings, trunk, cache, cache/sim, cache/trace; its tests add
+// internal/fixtures), never the internal
 // or layer packages, so that it shows what a user of the library can do.
 package main
