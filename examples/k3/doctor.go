@@ -25,8 +25,8 @@ Checks whether and how this machine can run a model:
            and the preset that fits (the auto rule of SPEC §11.1 and the largest fixed preset);
   disk     read bandwidth of the model directory's file system measured the way the engine
            reads: 8 MiB 4096-aligned O_DIRECT reads at queue depth 1 and 16, and buffered
-           8 MiB reads, on the largest shard (without a model, or when every shard is below
-           256 MiB: a temporary file of --probe-mb in --dir, default the current directory, or
+           8 MiB reads, on the largest shard (without a model, when every shard is below
+           256 MiB or the largest is sparse: a temporary file of --probe-mb in --dir, default the current directory, or
            in the model directory, removed afterwards);
   estimate with a model: bytes read per token under the suggested preset (trunk bytes streamed
            per pass + TopK × MoE layers × expert bytes × (1 − hit), hit taken as 0 unless the
@@ -35,8 +35,9 @@ Checks whether and how this machine can run a model:
 and prints the command to run next.
 
   --dir DIR       where to measure without a model (default .)
-  --probe-mb N    size of the temporary file, 64..65536 MB (default 1024)
-  --seconds X     time cap of each of the three measurements (default 3.5)
+  --probe-mb N    size of the temporary file, 64..65536 MB (default 1024; writing stops after
+                  5 s once 64 MB are written)
+  --seconds X     time cap of each of the three measurements (default 2)
   -h, --help      this help
 
 Exit codes: 0 the model can run (or no model given); 1 it cannot: the memory available is below
@@ -73,7 +74,7 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 	if len(a.pos) > 1 {
 		err = usagef("", "expected at most one model directory, got %d positional arguments", len(a.pos))
 	}
-	probeMB, capSec, dir := 1024, 3.5, "."
+	probeMB, capSec, dir := 1024, 2.0, "."
 	if s, ok := a.vals["--probe-mb"]; ok && err == nil {
 		probeMB, err = parseInt("--probe-mb", s, 64, 65536)
 	}
@@ -141,12 +142,13 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 		if suggest == "" {
 			suggest = "floor" // auto refuses (the K3-sized reserve) but the model's own floor fits
 		}
-		b, err := parseBudget(&args{vals: map[string]string{"--preset": suggest}, at: map[string]int{"--preset": 0}}, func() (memInfo, error) { return mem, nil })
-		if err == nil {
-			err = b.resolve(model)
-		}
-		if err == nil {
-			presetPlan, err = k3.PlanFor(model, b.options()...)
+		presetPlan = floorPlan
+		if suggest != "floor" {
+			var b budget
+			b, err = parseBudget(&args{vals: map[string]string{"--preset": suggest}, at: map[string]int{"--preset": 0}}, func() (memInfo, error) { return mem, nil })
+			if err == nil {
+				presetPlan, err = k3.PlanFor(model, b.options()...)
+			}
 		}
 		if err != nil && suggest != "floor" {
 			// The auto figures are sized for K3; below a small model's floor the floor is the answer.
@@ -286,10 +288,12 @@ func probeTarget(model, dir string, size int64) (string, func(), error) {
 		if best == "" {
 			return "", nil, fmt.Errorf("%s: no *.safetensors shard", model)
 		}
-		if bestSize >= minShardProbe {
+		if bestSize >= minShardProbe && !sparse(best) {
 			return best, func() {}, nil
 		}
-		dir = model // shards too small to time: a temporary file on the same file system
+		// Shards too small to time, or sparse (a synthetic checkpoint's holes read as zeros
+		// without touching the device): a temporary file on the same file system.
+		dir = model
 	}
 	f, err := os.CreateTemp(dir, ".k3-doctor-*")
 	if err != nil {
@@ -301,9 +305,16 @@ func probeTarget(model, dir string, size int64) (string, func(), error) {
 	for i := range buf {
 		buf[i] = byte(i*131 + i>>9) // not zeros, so no file system can elide the data
 	}
-	for off := int64(0); off < size && err == nil; off += int64(len(buf)) {
-		_, err = f.Write(buf[:min(int64(len(buf)), size-off)])
+	// Writing is capped at probeWriteTime once 64 MiB are down, so a slow disk keeps the whole
+	// check near ten seconds; the reads then cover what was written.
+	deadline := time.Now().Add(probeWriteTime)
+	written := int64(0)
+	for written < size && err == nil && (written < 64<<20 || time.Now().Before(deadline)) {
+		var k int
+		k, err = f.Write(buf[:min(int64(len(buf)), size-written)])
+		written += int64(k)
 	}
+	size = written
 	if err == nil {
 		err = f.Sync()
 	}
@@ -320,7 +331,19 @@ func probeTarget(model, dir string, size int64) (string, func(), error) {
 	return name, cleanup, nil
 }
 
+// sparse reports whether fewer than 90% of a file's bytes are allocated on disk.
+func sparse(path string) bool {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return false
+	}
+	return st.Blocks*512 < st.Size/10*9
+}
+
 const probeChunk = 8 << 20
+
+// probeWriteTime bounds the writing of the temporary probe file.
+const probeWriteTime = 5 * time.Second
 
 // minShardProbe is the smallest shard worth timing; below it doctor writes a temporary file.
 const minShardProbe = 256 << 20
