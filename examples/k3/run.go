@@ -77,7 +77,8 @@ Greedy decoding on the CPU. Flags apply in argv order (later wins).
   -h, --help         this help (anywhere on the command line)
 
 --out and --dump-logits are checked for writability before any weights load.
-Exit codes: 0 ok; 2 usage error, invalid config, id outside the vocabulary, unwritable output;
+Exit codes: 0 ok; 2 usage error, invalid config, id outside the vocabulary, unwritable output,
+a budget below the model's floor (the message gives the floor);
 1 runtime failure (open, bind, forward, tokenizer); 4 a routed expert failed to load;
 130/143 interrupted (the report is still written).
 `}
