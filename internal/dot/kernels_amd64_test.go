@@ -201,7 +201,7 @@ func TestAsmLevelsAgreeLarge(t *testing.T) {
 		if !k.ok {
 			continue
 		}
-		rows, cols, n := 150, 1037, 7
+		rows, cols, n := 150, 1037, 11 // n: every remainder of 4 and 2
 		if k.f.size == 4 {
 			rows = 70
 		}
