@@ -137,7 +137,7 @@ func TestEncodeBatchErrors(t *testing.T) {
 func TestMemoBounded(t *testing.T) {
 	fe := fixtureByName(t, "o200k")
 	var b strings.Builder
-	for i := uint32(1); b.Len() < 2_000_000; i++ {
+	for i := uint32(1); b.Len() < 800_000; i++ {
 		// Distinct lower-case words: each a multi-token piece " word".
 		b.WriteByte(' ')
 		for v := i * 2654435761; v != 0; v /= 26 {
