@@ -43,6 +43,9 @@ type GenerateOptions struct {
 	Speculative int
 	// OnDone, if set, is called once when generation ends, with why and what it produced.
 	OnDone func(GenerateResult)
+
+	// drafter replaces prompt lookup in tests (hist: the ids so far; at most k ids).
+	drafter func(hist []int, k int) []int
 }
 
 // Generate decodes after prompt — greedily (SPEC §4.9) or with o.Sampler — and yields each token

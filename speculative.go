@@ -82,7 +82,11 @@ func (sp *speculator) advance(ctx context.Context, g *genRun, t0 int) (next int,
 	}
 	var draft []int
 	if limit > 0 {
-		draft = lookupDraft(g.hist, limit)
+		if g.o.drafter != nil {
+			draft = g.o.drafter(g.hist, limit)
+		} else {
+			draft = lookupDraft(g.hist, limit)
+		}
 	}
 	if len(draft) == 0 {
 		return -1, false, s.Step(ctx, t0)

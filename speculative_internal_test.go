@@ -1,0 +1,171 @@
+package k3
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3/internal/fixtures"
+)
+
+func promptOf(t *testing.T, dir string) []int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
+	require.NoError(t, err)
+	var r struct {
+		PromptIDs []int `json:"prompt_ids"`
+	}
+	require.NoError(t, json.Unmarshal(b, &r))
+	return r.PromptIDs
+}
+
+type genTrace struct {
+	ids  []int
+	rows [][]uint32
+	res  GenerateResult
+}
+
+func trace(t *testing.T, m *Model, prompt []int, o GenerateOptions) genTrace {
+	t.Helper()
+	var tr genTrace
+	o.OnLogits = func(step int, l []float32) {
+		row := make([]uint32, len(l))
+		for i, v := range l {
+			row[i] = math.Float32bits(v)
+		}
+		tr.rows = append(tr.rows, row)
+	}
+	o.OnDone = func(r GenerateResult) { tr.res = r }
+	for id, err := range m.Generate(context.Background(), prompt, o) {
+		require.NoError(t, err)
+		tr.ids = append(tr.ids, id)
+	}
+	return tr
+}
+
+// TestSpeculativeOracleDrafts drafts the known greedy continuation with deliberate errors at
+// varying places, so that drafts are accepted in full, in part and not at all, and checks that
+// the ids, the logits of every pick and the final session equal plain greedy decoding, on every
+// fixture model for k = 1..8.
+func TestSpeculativeOracleDrafts(t *testing.T) {
+	ctx := context.Background()
+	for _, dir := range fixtures.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			m, err := Open(dir)
+			require.NoError(t, err)
+			defer m.Close()
+			prompt := promptOf(t, dir)
+			const n = 24
+			plain := trace(t, m, prompt, GenerateOptions{MaxTokens: n})
+			V := m.cfg.Vocab
+			for k := 1; k <= 8; k++ {
+				drafter := func(hist []int, lim int) []int {
+					j := len(hist) - len(prompt) // tokens emitted so far
+					if j >= n {
+						return nil
+					}
+					d := append([]int(nil), plain.ids[j:min(n, j+lim)]...)
+					if j%3 == 1 && len(d) > 0 { // a wrong id somewhere in every third draft
+						w := (j / 3) % len(d)
+						d[w] = (d[w] + 1) % V
+					}
+					return d
+				}
+				got := trace(t, m, prompt, GenerateOptions{MaxTokens: n, Speculative: k, drafter: drafter})
+				require.Equal(t, plain.ids, got.ids, "k=%d", k)
+				require.Equal(t, plain.rows, got.rows, "k=%d: logits of each pick", k)
+				assert.Positive(t, got.res.Accepted, "k=%d", k)
+				assert.Less(t, got.res.Accepted, got.res.Drafted, "k=%d", k)
+
+				s := m.NewSession()
+				require.NoError(t, s.Prefill(ctx, prompt))
+				var ids []int
+				for id, err := range s.GenerateWith(ctx, GenerateOptions{MaxTokens: n, Speculative: k, drafter: drafter}) {
+					require.NoError(t, err)
+					ids = append(ids, id)
+				}
+				require.Equal(t, plain.ids, ids)
+				whole := m.NewSession()
+				require.NoError(t, whole.Prefill(ctx, append(append([]int(nil), prompt...), ids[:n-1]...)))
+				require.Equal(t, whole.IDs(), s.IDs())
+				require.Equal(t, whole.logits, s.logits, "k=%d: session after generation", k)
+			}
+		})
+	}
+}
+
+// TestSpeculativeSamplingOracle: with a sampler and drafts that are often right, the output is
+// deterministic and both acceptances and rejections occur.
+func TestSpeculativeSamplingOracle(t *testing.T) {
+	dir := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	m, err := Open(dir)
+	require.NoError(t, err)
+	defer m.Close()
+	prompt := promptOf(t, dir)
+	plain := trace(t, m, prompt, GenerateOptions{MaxTokens: 16})
+	run := func() genTrace {
+		sm, err := NewSampler(SamplerOptions{Temperature: 0.001, Seed: 4})
+		require.NoError(t, err)
+		drafter := func(hist []int, lim int) []int {
+			j := len(hist) - len(prompt)
+			return plain.ids[min(j, 16):min(16, j+lim)]
+		}
+		return trace(t, m, prompt, GenerateOptions{MaxTokens: 16, Speculative: 4, Sampler: sm, drafter: drafter})
+	}
+	a, b := run(), run()
+	assert.Equal(t, a.ids, b.ids)
+	assert.Positive(t, a.res.Accepted)
+}
+
+// TestAcceptRuleDistribution: the emitted token of Sampler.accept is distributed as the
+// sampler's own distribution, whatever the draft (the speculative sampling guarantee).
+func TestAcceptRuleDistribution(t *testing.T) {
+	logits := []float32{1, 0.5, 0, -1, 2}
+	sm, err := NewSampler(SamplerOptions{Temperature: 1, TopK: 4, Seed: 99})
+	require.NoError(t, err)
+	c, err := sm.candidates(logits, nil)
+	require.NoError(t, err)
+	var total float64
+	for _, x := range c {
+		total += x.e
+	}
+	want := make([]float64, len(logits))
+	for _, x := range c {
+		want[x.id] = x.e / total
+	}
+	const trials = 200000
+	for _, d := range []int{4, 0, 3, 1} { // the most likely, a middle one, one outside top-k
+		counts := make([]float64, len(logits))
+		for range trials {
+			id, _, err := sm.accept(logits, nil, d)
+			require.NoError(t, err)
+			counts[id]++
+		}
+		for i := range counts {
+			assert.InDelta(t, want[i], counts[i]/trials, 0.006, "draft %d, token %d", d, i)
+		}
+	}
+}
+
+func TestLookupDraft(t *testing.T) {
+	h := []int{1, 2, 3, 4, 5, 9, 2, 3, 4, 7, 8, 3, 4}
+	// Suffix 3-gram (8,3,4) does not recur; the 2-gram (3,4) last occurred at index 7.
+	assert.Equal(t, []int{7, 8, 3}, lookupDraft(h, 3))
+	assert.Equal(t, []int{7, 8, 3, 4}, lookupDraft(h, 10))
+	assert.Nil(t, lookupDraft([]int{1, 2, 3}, 4))
+	// A 3-gram match is preferred to a more recent 2-gram one.
+	h = []int{5, 6, 7, 1, 9, 6, 7, 2, 5, 6, 7}
+	assert.Equal(t, []int{1, 9}, lookupDraft(h, 2))
+}
+
+// TestSplitMix64Vector pins the seeding stage to the published SplitMix64 output for seed 0.
+func TestSplitMix64Vector(t *testing.T) {
+	x := newXoshiro(0)
+	assert.Equal(t, uint64(0xe220a8397b1dcdaf), x.s[0])
+}
