@@ -65,7 +65,7 @@ func refSample(logits []float32, hist []int, o k3.SamplerOptions, r *refRNG) int
 				l[id] *= o.RepeatPenalty
 			}
 		}
-		l[id] -= float64(c)*o.FrequencyPenalty
+		l[id] -= float64(c) * o.FrequencyPenalty
 		l[id] -= o.PresencePenalty
 	}
 	if o.Temperature == 0 {

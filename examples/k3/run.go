@@ -46,10 +46,12 @@ type runOptions struct {
 	out         string
 	dumpLogits  string
 	tfCheck     bool
+
+	gf genOptions // genflags.go
 }
 
 func parseRun(args []string) (*runOptions, error) {
-	pos, vals, err := parseArgs(args, runFlags)
+	pos, vals, err := parseArgs(args, withGenFlags(runFlags))
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +88,9 @@ func parseRun(args []string) (*runOptions, error) {
 			return nil, err
 		}
 		o.stopGiven = true
+	}
+	if o.gf, err = parseGenFlags(args, vals, o.incremental, o.tokDir); err != nil {
+		return nil, err
 	}
 	if s, ok := vals["--out"]; ok {
 		if s == "" {
@@ -174,6 +179,8 @@ type report struct {
 	SecondsPerToken *float64 `json:"seconds_per_token"` // null when nothing was generated
 	GeneratedText   *string  `json:"generated_text"`    // the complete decoded text; null without --tok
 	Error           string   `json:"error,omitempty"`
+
+	Generation *genReport `json:"generation"` // genflags.go
 }
 
 // cmdRun decodes greedily. sigs, when non-nil, replaces the process signal channel (tests).
@@ -292,7 +299,16 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	genStart := time.Now()
 	last := genStart
 	code := exitOK
-	for id, err := range m.Generate(ctx, o.ids, gopts) {
+	gr, tokens, err := o.gf.start(ctx, m, o.ids, &gopts, enc)
+	if err != nil {
+		fmt.Fprintf(stderr, "k3: %v\n", err)
+		if _, ok := errors.AsType[*usageError](err); ok {
+			return exitUsage
+		}
+		return exitRuntime
+	}
+	rep.Generation = &gr.rep
+	for id, err := range tokens {
 		if err != nil {
 			fmt.Fprintf(stderr, "k3: %v\n", err)
 			rep.Error = err.Error()
@@ -314,6 +330,18 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 		if gotSig.get() != nil {
 			break
+		}
+	}
+	if reason, ok := gr.stopReason(); ok && rep.Error == "" {
+		rep.StopReason = reason
+	}
+	if err := gr.finish(ctx, rep.GeneratedIDs); err != nil {
+		fmt.Fprintf(stderr, "k3: %v\n", err)
+		if rep.Error == "" {
+			rep.Error = err.Error()
+		}
+		if code == exitOK {
+			code = exitRuntime
 		}
 	}
 	if s := gotSig.get(); s != nil {
@@ -347,6 +375,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 				code = exitRuntime
 			}
 		} else {
+			if t, ok := gr.text(); ok {
+				text = t // ends before the stop string
+			}
 			rep.GeneratedText = &text
 			fmt.Fprintf(stderr, "k3: generated text: %q\n", text)
 		}
