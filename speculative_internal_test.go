@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -168,4 +169,115 @@ func TestLookupDraft(t *testing.T) {
 func TestSplitMix64Vector(t *testing.T) {
 	x := newXoshiro(0)
 	assert.Equal(t, uint64(0xe220a8397b1dcdaf), x.s[0])
+}
+
+// internalPerfDir is perfDir of the external tests: K3_PERF_DIR, synthesized when empty.
+func internalPerfDir(tb testing.TB) string {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("perf geometry: skipped under -short")
+	}
+	dir := os.Getenv("K3_PERF_DIR")
+	if dir == "" {
+		tb.Skip("perf geometry: set K3_PERF_DIR to a directory holding (or to receive) the ~1.6 GB checkpoint")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		if err := Synthesize(dir, "perf", 1); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// oracleDrafter drafts the known continuation want of prompt; wrong(j) says whether the draft
+// starting after j emitted tokens gets its first id replaced (a rejection at the first draft).
+func oracleDrafter(prompt, want []int, vocab int, wrong func(j int) bool) func([]int, int) []int {
+	return func(hist []int, lim int) []int {
+		j := len(hist) - len(prompt)
+		if j >= len(want) {
+			return nil
+		}
+		d := append([]int(nil), want[j:min(len(want), j+lim)]...)
+		if wrong(j) {
+			d[0] = (d[0] + 1) % vocab
+		}
+		return d
+	}
+}
+
+// TestSpeculativeOraclePerf: on perf, for k = 1..8, speculative greedy with drafts that are
+// right, wrong at the first id, or alternately so, yields the plain greedy ids.
+func TestSpeculativeOraclePerf(t *testing.T) {
+	dir := internalPerfDir(t)
+	m, err := Open(dir)
+	require.NoError(t, err)
+	defer m.Close()
+	prompt := []int{1, 100, 2000, 30000, 5, 77, 123, 4567}
+	const n = 10
+	plain := trace(t, m, prompt, GenerateOptions{MaxTokens: n})
+	for k := 1; k <= 8; k++ {
+		d := oracleDrafter(prompt, plain.ids, m.cfg.Vocab, func(j int) bool { return (j+k)%3 == 0 })
+		got := trace(t, m, prompt, GenerateOptions{MaxTokens: n, Speculative: k, drafter: d})
+		require.Equal(t, plain.ids, got.ids, "k=%d", k)
+		require.Equal(t, plain.rows, got.rows, "k=%d", k)
+		t.Logf("k=%d: %d passes, drafted %d, accepted %d", k, got.res.Verifies, got.res.Drafted, got.res.Accepted)
+	}
+}
+
+// BenchmarkSpeculativeOraclePerf measures the verification mechanism on perf with drafts of
+// known quality, since a random-weight model never quotes its context (prompt lookup finds no
+// drafts there): "right" drafts are what copying text gives (a document quoted back, code
+// edited in place), "wrong" ones are the worst case (every draft rejected at its first id).
+// Each op generates 16 tokens after an 8-id prompt; compare s/token with k=0.
+func BenchmarkSpeculativeOraclePerf(b *testing.B) {
+	dir := internalPerfDir(b)
+	m, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	prompt := []int{1, 100, 2000, 30000, 5, 77, 123, 4567}
+	const n = 16
+	var want []int
+	for id, err := range m.Generate(ctx, prompt, GenerateOptions{MaxTokens: n}) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	s := m.NewSession()
+	if err := s.Prefill(ctx, prompt); err != nil {
+		b.Fatal(err)
+	}
+	snap, err := s.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, k int, wrong func(int) bool) {
+		var res GenerateResult
+		for b.Loop() {
+			if err := s.Restore(snap); err != nil {
+				b.Fatal(err)
+			}
+			o := GenerateOptions{MaxTokens: n, Speculative: k, OnDone: func(r GenerateResult) { res = r }}
+			if k > 0 {
+				o.drafter = oracleDrafter(prompt, want, m.cfg.Vocab, wrong)
+			}
+			i := 0
+			for id, err := range s.GenerateWith(ctx, o) {
+				if err != nil || id != want[i] {
+					b.Fatalf("token %d: %d, %v (want %d)", i, id, err, want[i])
+				}
+				i++
+			}
+		}
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/n, "s/token")
+		b.ReportMetric(float64(res.Verifies)/n, "passes/token")
+	}
+	b.Run("k=0", func(b *testing.B) { run(b, 0, nil) })
+	for _, k := range []int{2, 4, 8} {
+		b.Run("right/k="+strconv.Itoa(k), func(b *testing.B) { run(b, k, func(int) bool { return false }) })
+		b.Run("wrong/k="+strconv.Itoa(k), func(b *testing.B) { run(b, k, func(int) bool { return true }) })
+	}
 }
