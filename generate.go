@@ -64,7 +64,7 @@ func (m *Model) Generate(ctx context.Context, prompt []int, o GenerateOptions) i
 			return
 		}
 		if o.MaxContext > 0 && len(prompt) > o.MaxContext {
-			failEarly(o, yield, fmt.Errorf("k3: generate: prompt of %d ids, MaxContext %d: %w", len(prompt), o.MaxContext, ErrContextFull))
+			failEarly(o, yield, fmt.Errorf("%w: prompt of %d ids, MaxContext %d", ErrContextFull, len(prompt), o.MaxContext))
 			return
 		}
 		if o.MaxTokens == 0 {

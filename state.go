@@ -232,6 +232,9 @@ func (s *Session) Save(w io.Writer, sm *Sampler) error {
 	if s.broken != nil {
 		return s.broken
 	}
+	if len(s.ids) != s.pos {
+		return fmt.Errorf("k3: save state: the session recorded %d ids for %d positions", len(s.ids), s.pos)
+	}
 	m := s.m
 	h := m.stateHeader()
 	h.cached, h.nseq = int32(s.pos), int32(len(s.ids))
