@@ -30,16 +30,23 @@ const (
 // tails are restored from a copy taken before the pass (KDA state cannot be un-stepped), the
 // MLA caches are truncated, and the accepted prefix is recomputed in one pass.
 //
-// Drafting adapts: the draft length starts at k, halves after a rejection and doubles back
-// after a fully accepted draft, so text that does not repeat costs at most one wasted short
-// pass per lookup hit.
+// Drafting adapts, because a rejected draft costs a verification pass plus the recomputation:
+// the draft length starts at k, halves after a partial acceptance and doubles back after a full
+// one; a draft rejected at its first id also pauses drafting for 2, 4, 8, ... (at most
+// maxBackoff) tokens, reset by the next accepted id. Text that is not being quoted thus pays
+// for a few failed verifications, not one per token.
 type speculator struct {
 	s     *Session
 	k     int // current draft limit
 	max   int
 	saved []*attention.KDAState // by layer; nil for MLA layers
 	buf   []int
+	// skip is how many tokens to advance without drafting; backoff the last pause.
+	skip, backoff int
 }
+
+// maxBackoff is the longest drafting pause after repeated first-id rejections.
+const maxBackoff = 32
 
 func newSpeculator(s *Session, k int) *speculator {
 	sp := &speculator{s: s, k: k, max: k, saved: make([]*attention.KDAState, len(s.kda))}
@@ -81,6 +88,10 @@ func (sp *speculator) advance(ctx context.Context, g *genRun, t0 int) (next int,
 		limit = min(limit, g.o.MaxContext-s.Len()-1)
 	}
 	var draft []int
+	if sp.skip > 0 {
+		sp.skip--
+		limit = 0
+	}
 	if limit > 0 {
 		if g.o.drafter != nil {
 			draft = g.o.drafter(g.hist, limit)
@@ -124,7 +135,12 @@ func (sp *speculator) advance(ctx context.Context, g *genRun, t0 int) (next int,
 			return -1, false, err
 		}
 		if !ok {
-			sp.k = max(1, sp.k/2)
+			if i == 0 {
+				sp.backoff = min(maxBackoff, max(1, 2*sp.backoff))
+				sp.skip = sp.backoff
+			} else {
+				sp.k, sp.backoff = max(1, sp.k/2), 0
+			}
 			return x, false, sp.rollback(ctx, p0, i+1)
 		}
 		g.res.Accepted++
@@ -133,7 +149,7 @@ func (sp *speculator) advance(ctx context.Context, g *genRun, t0 int) (next int,
 			return -1, true, sp.rollback(ctx, p0, i+1)
 		}
 	}
-	sp.k = min(sp.max, 2*sp.k)
+	sp.k, sp.backoff = min(sp.max, 2*sp.k), 0
 	return -1, false, nil
 }
 

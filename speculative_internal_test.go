@@ -189,17 +189,17 @@ func internalPerfDir(tb testing.TB) string {
 	return dir
 }
 
-// oracleDrafter drafts the known continuation want of prompt; wrong(j) says whether the draft
-// starting after j emitted tokens gets its first id replaced (a rejection at the first draft).
-func oracleDrafter(prompt, want []int, vocab int, wrong func(j int) bool) func([]int, int) []int {
+// oracleDrafter drafts the known continuation want of prompt; wrong(j, n) is the index of the
+// id to replace in the n-id draft starting after j emitted tokens (−1: none).
+func oracleDrafter(prompt, want []int, vocab int, wrong func(j, n int) int) func([]int, int) []int {
 	return func(hist []int, lim int) []int {
 		j := len(hist) - len(prompt)
 		if j >= len(want) {
 			return nil
 		}
 		d := append([]int(nil), want[j:min(len(want), j+lim)]...)
-		if wrong(j) {
-			d[0] = (d[0] + 1) % vocab
+		if w := wrong(j, len(d)); w >= 0 {
+			d[w] = (d[w] + 1) % vocab
 		}
 		return d
 	}
@@ -216,7 +216,12 @@ func TestSpeculativeOraclePerf(t *testing.T) {
 	const n = 10
 	plain := trace(t, m, prompt, GenerateOptions{MaxTokens: n})
 	for k := 1; k <= 8; k++ {
-		d := oracleDrafter(prompt, plain.ids, m.cfg.Vocab, func(j int) bool { return (j+k)%3 == 0 })
+		d := oracleDrafter(prompt, plain.ids, m.cfg.Vocab, func(j, n int) int {
+			if (j+k)%3 == 0 {
+				return (j + k) % n
+			}
+			return -1
+		})
 		got := trace(t, m, prompt, GenerateOptions{MaxTokens: n, Speculative: k, drafter: d})
 		require.Equal(t, plain.ids, got.ids, "k=%d", k)
 		require.Equal(t, plain.rows, got.rows, "k=%d", k)
@@ -227,7 +232,8 @@ func TestSpeculativeOraclePerf(t *testing.T) {
 // BenchmarkSpeculativeOraclePerf measures the verification mechanism on perf with drafts of
 // known quality, since a random-weight model never quotes its context (prompt lookup finds no
 // drafts there): "right" drafts are what copying text gives (a document quoted back, code
-// edited in place), "wrong" ones are the worst case (every draft rejected at its first id).
+// edited in place), "half" drafts go wrong in the middle, "wrong" ones are the worst case
+// (every draft rejected at its first id; the backoff then pauses drafting).
 // Each op generates 16 tokens after an 8-id prompt; compare s/token with k=0.
 func BenchmarkSpeculativeOraclePerf(b *testing.B) {
 	dir := internalPerfDir(b)
@@ -254,7 +260,7 @@ func BenchmarkSpeculativeOraclePerf(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := func(b *testing.B, k int, wrong func(int) bool) {
+	run := func(b *testing.B, k int, wrong func(j, n int) int) {
 		var res GenerateResult
 		for b.Loop() {
 			if err := s.Restore(snap); err != nil {
@@ -277,7 +283,8 @@ func BenchmarkSpeculativeOraclePerf(b *testing.B) {
 	}
 	b.Run("k=0", func(b *testing.B) { run(b, 0, nil) })
 	for _, k := range []int{2, 4, 8} {
-		b.Run("right/k="+strconv.Itoa(k), func(b *testing.B) { run(b, k, func(int) bool { return false }) })
-		b.Run("wrong/k="+strconv.Itoa(k), func(b *testing.B) { run(b, k, func(int) bool { return true }) })
+		b.Run("right/k="+strconv.Itoa(k), func(b *testing.B) { run(b, k, func(j, n int) int { return -1 }) })
+		b.Run("half/k="+strconv.Itoa(k), func(b *testing.B) { run(b, k, func(j, n int) int { return n / 2 }) })
+		b.Run("wrong/k="+strconv.Itoa(k), func(b *testing.B) { run(b, k, func(j, n int) int { return 0 }) })
 	}
 }
