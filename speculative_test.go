@@ -39,10 +39,22 @@ func repetitive(p []int) []int {
 	return append(append(append([]int(nil), p...), p...), p...)
 }
 
+// lookupPrompt returns a prompt in which id a is followed once by every id of the vocabulary
+// and ends with a, so whatever the first pick t0 is, the pair (a, t0) occurred before and
+// prompt lookup drafts at the first step.
+func lookupPrompt(m *k3.Model, a int) []int {
+	v := m.Config().Vocab
+	var p []int
+	for y := range v {
+		p = append(p, a, y, (y*7+3)%v)
+	}
+	return append(p, a)
+}
+
 // TestSpeculativeGreedyEqualsPlain: for k = 1..8 on every fixture model, speculative greedy
 // decoding with prompt lookup yields the plain greedy ids, each picked from bit-identical
-// logits, on a repetitive and a non-repetitive prompt. (TestSpeculativeOracleDrafts forces
-// accepted and rejected drafts.)
+// logits, on a repetitive and a non-repetitive prompt and on one where the lookup drafts.
+// (TestSpeculativeOracleDrafts forces accepted and rejected drafts of every shape.)
 func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 	for _, dir := range fixtures.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
@@ -57,6 +69,33 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 					require.Equal(t, wantRows, gotRows, "k=%d: logits", k)
 					assert.Equal(t, k3.StopMaxTokens, res.Reason)
 				}
+			}
+
+			// The lookup prompt is long: prefill it once and restore it for every k.
+			ctx := context.Background()
+			s := m.NewSession()
+			require.NoError(t, s.Prefill(ctx, lookupPrompt(m, ref.PromptIDs[0])))
+			snap, err := s.Snapshot()
+			require.NoError(t, err)
+			gen := func(k int) ([]int, [][]uint32, k3.GenerateResult) {
+				require.NoError(t, s.Restore(snap))
+				var ids []int
+				var rows [][]uint32
+				var res k3.GenerateResult
+				o := k3.GenerateOptions{MaxTokens: 8, Speculative: k, OnDone: func(r k3.GenerateResult) { res = r },
+					OnLogits: func(_ int, l []float32) { rows = append(rows, f32bits(l)) }}
+				for id, err := range s.GenerateWith(ctx, o) {
+					require.NoError(t, err)
+					ids = append(ids, id)
+				}
+				return ids, rows, res
+			}
+			want, wantRows, _ := gen(0)
+			for _, k := range []int{1, 3, 8} {
+				got, gotRows, res := gen(k)
+				require.Equal(t, want, got, "lookup prompt, k=%d", k)
+				require.Equal(t, wantRows, gotRows, "lookup prompt, k=%d: logits", k)
+				assert.Positive(t, res.Verifies, "lookup prompt, k=%d: the lookup never drafted", k)
 			}
 		})
 	}
