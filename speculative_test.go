@@ -328,3 +328,42 @@ func BenchmarkSecondTurnPerf(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkVerifyPassPerf: the cost of one batched pass over T new positions with every
+// position's logits (a verification of T−1 drafts), against T = 1 (a plain decode step), after
+// a 16-id prompt on perf. Speculation pays when accepted drafts per pass exceed
+// cost(T)/cost(1) − 1.
+func BenchmarkVerifyPassPerf(b *testing.B) {
+	dir := perfDir(b)
+	m, err := k3.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	s := m.NewSession()
+	if err := s.Prefill(ctx, perfPrompts()["repetitive"][:16]); err != nil {
+		b.Fatal(err)
+	}
+	snap, err := s.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, T := range []int{1, 2, 3, 5, 9} {
+		ids := make([]int, T)
+		for i := range ids {
+			ids[i] = 1000 + 37*i
+		}
+		b.Run("T="+strconv.Itoa(T), func(b *testing.B) {
+			for b.Loop() {
+				if err := s.Restore(snap); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.PrefillAll(ctx, ids); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/pass")
+		})
+	}
+}
