@@ -122,6 +122,25 @@ func TestPureGoBuildDigests(t *testing.T) {
 	if puregoBuild {
 		tags = "-tags=" // this binary is the pure-Go one, so the child checks the assembly
 	}
+	checkChild(t, goTool, tags, "", buildHeader(!puregoBuild), want)
+	if !puregoBuild && cpu.X86.HasAVX512F {
+		// On an AVX-512 machine the default build runs the AVX-512 kernels; pin the AVX2 ones
+		// too (x/sys/cpu honours GODEBUG, and so does every kernel's dispatch).
+		checkChild(t, goTool, "-tags=", "GODEBUG=cpu.avx512f=off", buildHeader(false), want)
+	}
+	t.Logf("CPU AVX2+FMA=%t AVX-512F=%t (without them the default build runs pure Go too)",
+		cpu.X86.HasAVX2 && cpu.X86.HasFMA, cpu.X86.HasAVX512F)
+	if !t.Failed() {
+		for _, w := range want {
+			t.Logf("DIGEST %v (default and purego builds agree)", w)
+		}
+	}
+}
+
+// checkChild runs TestDigestHelper in a child `go test` with tags and an extra environment
+// variable and compares its digests with want.
+func checkChild(t *testing.T, goTool, tags, env, wantHeader string, want []modelDigest) {
+	t.Helper()
 	// The child gets whatever time this test has left, minus a margin to report its failure.
 	ctx := t.Context()
 	timeout := 5 * time.Minute
@@ -137,15 +156,18 @@ func TestPureGoBuildDigests(t *testing.T) {
 	cmd := exec.CommandContext(ctx, goTool, "test", tags, "-count=1",
 		"-timeout="+timeout.String(), "-run=^TestDigestHelper$", ".")
 	cmd.Env = append(os.Environ(), digestOutEnv+"="+outFile)
+	if env != "" {
+		cmd.Env = append(cmd.Env, env)
+	}
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+		t.Fatalf("%s %s: %v\n%s", env, strings.Join(cmd.Args, " "), err, out)
 	}
-	t.Logf("child `go test %s` took %v", tags, time.Since(start).Round(time.Millisecond))
+	t.Logf("child %s `go test %s` took %v", env, tags, time.Since(start).Round(time.Millisecond))
 
 	header, lines := readDigestLines(t, outFile)
-	if wantHeader := buildHeader(!puregoBuild); header != wantHeader {
+	if header != wantHeader {
 		t.Fatalf("child reports %q, want %q: it did not build the other kernel set", header, wantHeader)
 	}
 	if len(lines) != len(want) {
@@ -158,15 +180,8 @@ func TestPureGoBuildDigests(t *testing.T) {
 			continue
 		}
 		if lines[i] != w.String() {
-			t.Errorf("digests differ between builds:\n purego=%t: %s\n purego=%t: %v",
-				!puregoBuild, lines[i], puregoBuild, w)
-		}
-	}
-	t.Logf("CPU AVX2+FMA=%t AVX-512F=%t (without them the default build runs pure Go too)",
-		cpu.X86.HasAVX2 && cpu.X86.HasFMA, cpu.X86.HasAVX512F)
-	if !t.Failed() {
-		for _, w := range want {
-			t.Logf("DIGEST %v (default and purego builds agree)", w)
+			t.Errorf("digests differ between builds:\n child (%s %s): %s\n this test (purego=%t): %v",
+				tags, env, lines[i], puregoBuild, w)
 		}
 	}
 }

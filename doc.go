@@ -22,6 +22,19 @@
 // (Geometries), including the real model's shapes as sparse files, so everything can be tried
 // without the 1.56 TB download.
 //
+// # Generation
+//
+// GenerateOptions adds to greedy decoding a Sampler (temperature, top-k, top-p, min-p,
+// repetition/frequency/presence penalties, a seed; xoshiro256** and a fixed stage order, so a
+// seed gives the same tokens on every machine, thread count and build), stop strings matched on
+// decoded bytes across token boundaries (the text never includes a stop string or a released
+// part of one), MaxContext, and exact prompt-lookup speculative decoding (Speculative: greedy
+// output identical to plain decoding by construction, sampling by the rejection rule); OnDone
+// reports a StopReason. Session.Save and LoadSession write and read a conversation's complete
+// state (K3ST version 2: the C engine's header fields plus configuration and tensor-set digests,
+// the latent MLA cache form and CRC-32C checksums), so a second turn continues bit-identically
+// without re-reading the history.
+//
 // # Guarantees
 //
 // Logits are bit-identical across thread counts, SIMD and pure-Go kernels (-tags purego), full

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"slices"
 )
 
 // GenerateOptions configures Model.Generate.
@@ -19,23 +18,59 @@ type GenerateOptions struct {
 	// OnLogits, if set, is called before each pick with the step number (0 = the token after
 	// the prompt) and the logits the pick is made from. The slice is only valid during the call.
 	OnLogits func(step int, logits []float32)
+
+	// Sampler picks each token (its penalties see the prompt and the tokens so far); nil is
+	// greedy decoding (Argmax). Generation advances the sampler's random stream.
+	Sampler *Sampler
+	// StopStrings end generation once the decoded text contains any of them: the token that
+	// completes one is the last yielded, and the text (OnText, GenerateResult.Text) ends just
+	// before the stop string. Matching is on bytes across token boundaries. Needs Tokens.
+	StopStrings []string
+	// Tokens decodes ids for StopStrings and OnText.
+	Tokens TokenBytes
+	// OnText, if set (with Tokens), receives the generated text in order as it becomes final;
+	// bytes that may begin a stop string are held back until they cannot. The slice is only
+	// valid during the call.
+	OnText func(text []byte)
+	// MaxContext > 0 is the most positions the session may hold: generation stops with
+	// StopContext when the last yielded token could not be processed within it, and a longer
+	// prompt is refused with ErrContextFull. 0 is no limit.
+	MaxContext int
+	// Speculative > 0 enables exact prompt-lookup speculative decoding with drafts of at most
+	// this many tokens (see speculative.go); the yielded ids are those of plain decoding with
+	// the same Sampler (identical for greedy, identically distributed when sampling). It needs
+	// incremental mode.
+	Speculative int
+	// OnDone, if set, is called once when generation ends, with why and what it produced.
+	OnDone func(GenerateResult)
+
+	// drafter replaces prompt lookup in tests (hist: the ids so far; at most k ids).
+	drafter func(hist []int, k int) []int
 }
 
-// Generate decodes greedily (SPEC §4.9) after prompt and yields each token id as it is picked,
-// with a nil error. On a failure — an invalid prompt id, a forward error, all-NaN logits or ctx
-// being cancelled between tokens — it yields (-1, err) once and stops. It stops after MaxTokens
-// tokens or right after a stop id.
+// Generate decodes after prompt — greedily (SPEC §4.9) or with o.Sampler — and yields each token
+// id as it is picked, with a nil error. On a failure — an invalid prompt id or option, a forward
+// error, all-NaN logits or ctx being cancelled between tokens — it yields (-1, err) once and
+// stops. It stops after MaxTokens tokens, right after a stop id or stop string, or when
+// MaxContext is reached; o.OnDone learns which.
 func (m *Model) Generate(ctx context.Context, prompt []int, o GenerateOptions) iter.Seq2[int, error] {
 	return func(yield func(int, error) bool) {
-		if o.MaxTokens < 0 {
-			yield(-1, fmt.Errorf("k3: generate: MaxTokens %d < 0", o.MaxTokens))
+		if err := o.validate(); err != nil {
+			failEarly(o, yield, err)
 			return
 		}
 		if len(prompt) == 0 {
-			yield(-1, fmt.Errorf("k3: generate: %w", ErrEmptyInput))
+			failEarly(o, yield, fmt.Errorf("k3: generate: %w", ErrEmptyInput))
+			return
+		}
+		if o.MaxContext > 0 && len(prompt) > o.MaxContext {
+			failEarly(o, yield, fmt.Errorf("%w: prompt of %d ids, MaxContext %d", ErrContextFull, len(prompt), o.MaxContext))
 			return
 		}
 		if o.MaxTokens == 0 {
+			if o.OnDone != nil {
+				o.OnDone(GenerateResult{Reason: StopMaxTokens})
+			}
 			return
 		}
 		if o.FullRecompute {
@@ -44,7 +79,31 @@ func (m *Model) Generate(ctx context.Context, prompt []int, o GenerateOptions) i
 		}
 		s := m.NewSession()
 		if err := s.Prefill(ctx, prompt); err != nil {
-			yield(-1, err)
+			failEarly(o, yield, err)
+			return
+		}
+		s.generate(ctx, o, yield)
+	}
+}
+
+// GenerateWith continues from the session's current logits (after a Prefill, Step or
+// LoadSession) with every option of Model.Generate except FullRecompute; the penalties and the
+// prompt lookup see the session's ids (IDs). Like Generate, the session ends holding every
+// yielded token but the last: Step it to continue the conversation (or before Save).
+func (s *Session) GenerateWith(ctx context.Context, o GenerateOptions) iter.Seq2[int, error] {
+	return func(yield func(int, error) bool) {
+		if err := o.validate(); err != nil {
+			failEarly(o, yield, err)
+			return
+		}
+		if o.FullRecompute {
+			failEarly(o, yield, fmt.Errorf("k3: generate: FullRecompute needs Model.Generate"))
+			return
+		}
+		if o.MaxTokens == 0 {
+			if o.OnDone != nil {
+				o.OnDone(GenerateResult{Reason: StopMaxTokens})
+			}
 			return
 		}
 		s.generate(ctx, o, yield)
@@ -64,58 +123,5 @@ func (s *Session) Generate(ctx context.Context, n int, stop []int) iter.Seq2[int
 			return
 		}
 		s.generate(ctx, GenerateOptions{MaxTokens: n, Stop: stop}, yield)
-	}
-}
-
-func (s *Session) generate(ctx context.Context, o GenerateOptions, yield func(int, error) bool) {
-	for step := 0; ; step++ {
-		if s.broken == nil && s.logits != nil && o.OnLogits != nil {
-			o.OnLogits(step, s.logits)
-		}
-		id, err := s.Next()
-		if err != nil {
-			yield(-1, err)
-			return
-		}
-		if !yield(id, nil) || step+1 == o.MaxTokens || slices.Contains(o.Stop, id) {
-			return
-		}
-		if err := ctx.Err(); err != nil {
-			yield(-1, err)
-			return
-		}
-		if err := s.Step(ctx, id); err != nil {
-			yield(-1, err)
-			return
-		}
-	}
-}
-
-func (m *Model) generateFull(ctx context.Context, prompt []int, o GenerateOptions, yield func(int, error) bool) {
-	ids := slices.Clone(prompt)
-	for step := 0; ; step++ {
-		if step > 0 {
-			if err := ctx.Err(); err != nil {
-				yield(-1, err)
-				return
-			}
-		}
-		s := m.NewSession()
-		if err := s.Prefill(ctx, ids); err != nil {
-			yield(-1, err)
-			return
-		}
-		if o.OnLogits != nil {
-			o.OnLogits(step, s.logits)
-		}
-		id, err := Argmax(s.logits)
-		if err != nil {
-			yield(-1, err)
-			return
-		}
-		if !yield(id, nil) || step+1 == o.MaxTokens || slices.Contains(o.Stop, id) {
-			return
-		}
-		ids = append(ids, id)
 	}
 }

@@ -25,6 +25,7 @@ type Session struct {
 	kda    []*attention.KDAState // by layer; nil for MLA layers
 	mla    []*attention.MLACache // by layer; nil for KDA layers
 	pos    int
+	ids    []int     // the ids of the processed positions (penalties, prompt lookup, state files)
 	logits []float32 // last position's logits, nil before the first call
 	broken error
 
@@ -77,10 +78,14 @@ func (s *Session) Prefill(ctx context.Context, ids []int) error {
 		if _, err := s.forward(ctx, ids[:MaxChunk], logitsNone); err != nil {
 			return err
 		}
+		s.ids = append(s.ids, ids[:MaxChunk]...)
 		ids = ids[MaxChunk:]
 	}
-	_, err := s.forward(ctx, ids, logitsLast)
-	return err
+	if _, err := s.forward(ctx, ids, logitsLast); err != nil {
+		return err
+	}
+	s.ids = append(s.ids, ids...)
+	return nil
 }
 
 // MaxChunk is the most positions Prefill runs through the layers in one pass.
@@ -102,14 +107,21 @@ func (s *Session) PrefillAll(ctx context.Context, ids []int) ([][]float32, error
 	if err != nil {
 		return nil, err
 	}
+	s.ids = append(s.ids, ids...)
 	return splitRows(flat, len(ids), s.m.cfg.Vocab), nil
 }
 
 // Step processes one new position (Prefill with T = 1).
 func (s *Session) Step(ctx context.Context, id int) error {
-	_, err := s.forward(ctx, []int{id}, logitsLast)
-	return err
+	if _, err := s.forward(ctx, []int{id}, logitsLast); err != nil {
+		return err
+	}
+	s.ids = append(s.ids, id)
+	return nil
 }
+
+// IDs returns a copy of the token ids of the processed positions, in order.
+func (s *Session) IDs() []int { return append([]int(nil), s.ids...) }
 
 // Logits returns a copy of the last processed position's logits, or nil before the first call.
 func (s *Session) Logits() []float32 {
@@ -140,7 +152,7 @@ func (s *Session) Reset() {
 			s.mla[l].Reset()
 		}
 	}
-	s.pos, s.logits, s.broken = 0, nil, nil
+	s.pos, s.ids, s.logits, s.broken = 0, s.ids[:0], nil, nil
 }
 
 // MLACacheBytes returns the bytes the session's MLA caches hold now (latent form).

@@ -14,6 +14,7 @@ type Snapshot struct {
 	kda    []*attention.KDAState
 	mla    []*attention.MLACache
 	pos    int
+	ids    []int
 	logits []float32
 }
 
@@ -26,7 +27,7 @@ func (s *Session) Snapshot() (*Snapshot, error) {
 		return nil, s.broken
 	}
 	sn := &Snapshot{m: s.m, kda: make([]*attention.KDAState, len(s.kda)), mla: make([]*attention.MLACache, len(s.mla)),
-		pos: s.pos, logits: s.Logits()}
+		pos: s.pos, ids: s.IDs(), logits: s.Logits()}
 	for l := range s.kda {
 		if s.kda[l] != nil {
 			sn.kda[l] = s.kda[l].Clone()
@@ -56,6 +57,7 @@ func (s *Session) Restore(sn *Snapshot) error {
 		}
 	}
 	s.pos, s.broken = sn.pos, nil
+	s.ids = append(s.ids[:0], sn.ids...)
 	s.logits = append([]float32(nil), sn.logits...)
 	if sn.logits == nil {
 		s.logits = nil

@@ -17,22 +17,113 @@ func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 	if rk, ok := r.lookup(piece); ok {
 		return append(dst, int(rk))
 	}
-	if len(piece) < heapThreshold {
-		return r.bpeSmall(dst, piece, sc)
+	if len(piece) > memoMaxPiece {
+		if len(piece) < heapThreshold {
+			return r.bpeSmall(dst, piece, sc)
+		}
+		return r.bpeHeap(dst, piece, sc, nil)
 	}
-	return r.bpeHeap(dst, piece, sc, nil)
+	if sp, ok := sc.memo[piece]; ok {
+		for _, id := range sc.memoIDs[sp.off : sp.off+sp.n] {
+			dst = append(dst, int(id))
+		}
+		return dst
+	}
+	from := len(dst)
+	dst = r.bpeSmall(dst, piece, sc)
+	sc.remember(piece, dst[from:])
+	return dst
+}
+
+// The merges of a piece depend on nothing but its bytes, and real text
+// repeats its words: a piece that is not itself a token costs tens of rank
+// lookups to merge (about a microsecond for a run of CJK), a repeated one a
+// single map probe. The memo lives in the scratch of one Encode call (or of
+// one EncodeBatch worker), so it holds no state between calls, and it is
+// bounded so that no input makes it grow without limit.
+const (
+	memoMaxPiece   = 64      // longest piece remembered, in bytes
+	memoMaxEntries = 1 << 16 // pieces remembered per scratch
+	memoMaxIDs     = 1 << 20 // ids remembered per scratch
+	memoAfter      = 32      // merged pieces seen before a memo is made
+)
+
+// memoSpan locates a remembered piece's ids in scratch.memoIDs.
+type memoSpan struct{ off, n int32 }
+
+// remember records the ids of piece, unless the memo is full.
+func (sc *scratch) remember(piece string, ids []int) {
+	if len(sc.memo) >= memoMaxEntries || len(sc.memoIDs)+len(ids) > memoMaxIDs {
+		return
+	}
+	if sc.memo == nil {
+		// A short text never pays for the map.
+		if sc.merged++; sc.merged < memoAfter {
+			return
+		}
+		sc.memo = make(map[string]memoSpan, 256)
+	}
+	sc.memo[piece] = memoSpan{int32(len(sc.memoIDs)), int32(len(ids))}
+	for _, id := range ids {
+		sc.memoIDs = append(sc.memoIDs, int32(id))
+	}
 }
 
 // scratch holds buffers reused across the pieces of one Encode call.
 type scratch struct {
-	small []smallPart
-	parts []heapPart
-	heap  mergeHeap
+	char3   *char3Table // the encoding's 3-byte token ranks; nil: none
+	starts  []int32     // bpeSmall: start of each part, then the piece's end
+	ranks   []uint32    // bpeSmall: rank of the pair starting at each part
+	parts   []heapPart
+	heap    mergeHeap
+	memo    map[string]memoSpan
+	memoIDs []int32
+	merged  int // pieces merged while there is no memo
 }
 
-type smallPart struct {
-	start int
-	rank  uint32 // rank of piece[start : start of the part after next]
+// char3Table holds, for every code point U+0800..U+FFFF, the rank of its
+// 3-byte UTF-8 encoding (noRank if that is not a token). Most of the rank
+// lookups while merging CJK text are of single characters; this dense
+// table (256 KiB, cache resident) answers them without hashing into the
+// rank table.
+type char3Table [0x10000]uint32
+
+// newChar3Table builds the table from r.
+func newChar3Table(r *Ranks) *char3Table {
+	t := new(char3Table)
+	for i := range t {
+		t[i] = noRank
+	}
+	for i := range r.Len() {
+		b, _ := r.Token(i)
+		if cp, ok := char3(b); ok {
+			t[cp] = uint32(i)
+		}
+	}
+	return t
+}
+
+// char3 decodes b if it is exactly one well-formed 3-byte UTF-8 sequence
+// (surrogates included: the table answers for any such bytes).
+func char3(b []byte) (rune, bool) {
+	if len(b) != 3 || b[0]&0xf0 != 0xe0 || b[1]&0xc0 != 0x80 || b[2]&0xc0 != 0x80 {
+		return 0, false
+	}
+	cp := rune(b[0]&0x0f)<<12 | rune(b[1]&0x3f)<<6 | rune(b[2]&0x3f)
+	return cp, cp >= 0x800
+}
+
+// pairRank is r.pairRank with 3-byte characters answered from the table.
+func (sc *scratch) pairRank(r *Ranks, piece string, a, b int) uint32 {
+	if b-a == 3 && sc.char3 != nil {
+		c0, c1, c2 := piece[a], piece[a+1], piece[a+2]
+		if c0&0xf0 == 0xe0 && c1&0xc0 == 0x80 && c2&0xc0 == 0x80 {
+			if cp := rune(c0&0x0f)<<12 | rune(c1&0x3f)<<6 | rune(c2&0x3f); cp >= 0x800 {
+				return sc.char3[cp]
+			}
+		}
+	}
+	return r.pairRank(piece, a, b)
 }
 
 // heapPart is one part of a long piece, 16 bytes so four share a cache
@@ -56,44 +147,50 @@ func (r *Ranks) pairRank(piece string, a, b int) uint32 {
 	return noRank
 }
 
-// bpeSmall is tiktoken's array algorithm: parts[i].rank is the rank of the
-// pair starting at part i, and each step merges the minimum, leftmost first.
+// bpeSmall is tiktoken's array algorithm: ranks[i] is the rank of the pair
+// starting at part i, and each step merges the minimum, leftmost first. The
+// starts and ranks sit in two dense arrays, so the minimum scan reads four
+// bytes per part and a merge moves eight.
 func (r *Ranks) bpeSmall(dst []int, piece string, sc *scratch) []int {
 	n := len(piece)
-	if cap(sc.small) < n+1 {
-		sc.small = make([]smallPart, n+1, max(n+1, heapThreshold+1))
+	if cap(sc.starts) < n+1 {
+		c := max(n+1, min(memoMaxPiece, heapThreshold)+1)
+		sc.starts = make([]int32, c)
+		sc.ranks = make([]uint32, c)
 	}
-	parts := sc.small[:n+1]
-	for i := range parts {
-		parts[i] = smallPart{i, noRank}
+	starts, ranks := sc.starts[:n+1], sc.ranks[:n+1]
+	for i := range starts {
+		starts[i] = int32(i)
+		ranks[i] = noRank
 	}
 	for i := 0; i+2 <= n; i++ {
-		parts[i].rank = r.pairRank(piece, i, i+2)
+		ranks[i] = sc.pairRank(r, piece, i, i+2)
 	}
-	for len(parts) > 2 {
+	for len(starts) > 2 {
 		minR, mi := uint32(noRank), -1
-		for i := 0; i+2 < len(parts); i++ {
-			if parts[i].rank < minR {
-				minR, mi = parts[i].rank, i
+		for i, rk := range ranks[:len(ranks)-2] {
+			if rk < minR {
+				minR, mi = rk, i
 			}
 		}
 		if mi < 0 {
 			break
 		}
 		// Merge parts mi and mi+1, then refresh the pair ranks that changed.
-		copy(parts[mi+1:], parts[mi+2:])
-		parts = parts[:len(parts)-1]
-		if mi+2 < len(parts) {
-			parts[mi].rank = r.pairRank(piece, parts[mi].start, parts[mi+2].start)
+		copy(starts[mi+1:], starts[mi+2:])
+		copy(ranks[mi+1:], ranks[mi+2:])
+		starts, ranks = starts[:len(starts)-1], ranks[:len(ranks)-1]
+		if mi+2 < len(starts) {
+			ranks[mi] = sc.pairRank(r, piece, int(starts[mi]), int(starts[mi+2]))
 		} else {
-			parts[mi].rank = noRank
+			ranks[mi] = noRank
 		}
 		if mi > 0 {
-			parts[mi-1].rank = r.pairRank(piece, parts[mi-1].start, parts[mi+1].start)
+			ranks[mi-1] = sc.pairRank(r, piece, int(starts[mi-1]), int(starts[mi+1]))
 		}
 	}
-	for i := 0; i+1 < len(parts); i++ {
-		a, b := parts[i].start, parts[i+1].start
+	for i := 0; i+1 < len(starts); i++ {
+		a, b := starts[i], starts[i+1]
 		if b-a == 1 {
 			dst = append(dst, int(r.byte1[piece[a]]))
 			continue
@@ -228,14 +325,14 @@ func (r *Ranks) bpeHeap(dst []int, piece string, sc *scratch, st *bpeStats) []in
 		merges++
 		if int(end) < n {
 			parts[end].prev = s
-			if rk := r.pairRank(piece, int(s), int(parts[end].next)); rk != noRank {
+			if rk := sc.pairRank(r, piece, int(s), int(parts[end].next)); rk != noRank {
 				parts[s].pairRank = rk
 				h.push(mkEntry(rk, s))
 				pushes++
 			}
 		}
 		if p := parts[s].prev; p >= 0 {
-			rk := r.pairRank(piece, int(p), int(end))
+			rk := sc.pairRank(r, piece, int(p), int(end))
 			parts[p].pairRank = rk
 			if rk != noRank {
 				h.push(mkEntry(rk, p))

@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // Mode is the special-token policy of Encode. With KimiCuts, names are
@@ -58,6 +60,7 @@ type Encoding struct {
 	allowAll []bool      // every special allowed (AllowSpecial)
 	maxID    int
 	kimiCuts bool
+	char3    *char3Table
 }
 
 // New validates spec and builds an encoding.
@@ -100,7 +103,8 @@ func New(spec Spec) (*Encoding, error) {
 	for i := range all {
 		all[i] = true
 	}
-	return &Encoding{name: spec.Name, ranks: spec.Ranks, split: spec.Split, specials: set, byID: byID, allowAll: all, maxID: maxID, kimiCuts: spec.KimiCuts}, nil
+	return &Encoding{name: spec.Name, ranks: spec.Ranks, split: spec.Split, specials: set, byID: byID, allowAll: all, maxID: maxID, kimiCuts: spec.KimiCuts,
+		char3: newChar3Table(spec.Ranks)}, nil
 }
 
 // Name returns the encoding's name.
@@ -173,15 +177,11 @@ type policy struct {
 
 // Encode encodes text under mode.
 func (e *Encoding) Encode(text string, mode Mode) ([]int, error) {
-	switch mode {
-	case NoSpecial:
-		return e.encode(text, policy{})
-	case AllowSpecial:
-		return e.encode(text, policy{allowed: e.allowAll})
-	case RejectSpecial:
-		return e.encode(text, policy{reject: true})
+	p, err := e.policyFor(mode)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("tokenizer: invalid mode %d", mode)
+	return e.encode(text, p)
 }
 
 // EncodeOrdinary encodes text with special names as ordinary text
@@ -211,13 +211,82 @@ func (e *Encoding) EncodeWith(text string, allowed []string, rejectOthers bool) 
 	return e.encode(text, p)
 }
 
+// policyFor resolves mode.
+func (e *Encoding) policyFor(mode Mode) (policy, error) {
+	switch mode {
+	case NoSpecial:
+		return policy{}, nil
+	case AllowSpecial:
+		return policy{allowed: e.allowAll}, nil
+	case RejectSpecial:
+		return policy{reject: true}, nil
+	}
+	return policy{}, fmt.Errorf("tokenizer: invalid mode %d", mode)
+}
+
+// BatchError reports which text of an EncodeBatch call failed; Err is what
+// Encode returns for that text.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("%v (text %d of the batch)", e.Err, e.Index) }
+
+// Unwrap returns Err, so errors.Is and errors.As see the underlying error.
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// EncodeBatch encodes every text under mode on up to workers goroutines
+// (workers < 1 means 1) and returns the ids in the order of texts; element i
+// equals Encode(texts[i], mode). Texts are handed out one at a time, so
+// batches of uneven texts keep every worker busy. On failure it returns a
+// *BatchError for the lowest failing index and no ids.
+func (e *Encoding) EncodeBatch(texts []string, mode Mode, workers int) ([][]int, error) {
+	p, err := e.policyFor(mode)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]int, len(texts))
+	errs := make([]error, len(texts))
+	workers = max(1, min(workers, len(texts)))
+	var next atomic.Int64
+	work := func() {
+		// One scratch per worker: its memo then serves all of the worker's
+		// texts, and ids never depend on which worker encoded a text.
+		sc := &scratch{char3: e.char3}
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(texts) {
+				return
+			}
+			out[i], errs[i] = e.encodeScratch(texts[i], p, sc)
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, &BatchError{Index: i, Err: err}
+		}
+	}
+	return out, nil
+}
+
 func (e *Encoding) encode(text string, p policy) ([]int, error) {
+	return e.encodeScratch(text, p, &scratch{char3: e.char3})
+}
+
+// encodeScratch is encode with the caller's scratch.
+func (e *Encoding) encodeScratch(text string, p policy, sc *scratch) ([]int, error) {
 	if err := checkUTF8(text); err != nil {
 		return nil, err
 	}
 	tab := classTab()
 	dst := make([]int, 0, len(text)/4+1)
-	sc := &scratch{}
 	var err error
 	if !e.kimiCuts {
 		return e.encodePiece(dst, tab, text, 0, p, sc)

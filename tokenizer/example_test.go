@@ -53,3 +53,28 @@ func Example() {
 	// "hello world[EOS]"
 	// "" "" "中" ""
 }
+
+// EncodeBatch spreads many texts over goroutines; the ids are those Encode
+// gives each text, in the order of the texts.
+func ExampleEncoding_EncodeBatch() {
+	toks := make([][]byte, 256)
+	for i := range toks {
+		toks[i] = []byte{byte(i)}
+	}
+	toks = append(toks, []byte("he"), []byte("ll"), []byte("hell"), []byte("hello"))
+	ranks, err := tokenizer.NewRanks(toks)
+	if err != nil {
+		panic(err)
+	}
+	enc, err := tokenizer.New(tokenizer.Spec{Name: "toy", Ranks: ranks, Split: tokenizer.SplitKimi})
+	if err != nil {
+		panic(err)
+	}
+	ids, err := enc.EncodeBatch([]string{"hello", "hell", "he"}, tokenizer.NoSpecial, 2)
+	fmt.Println(ids, err)
+	_, err = enc.EncodeBatch([]string{"ok", "bad \xff"}, tokenizer.NoSpecial, 2)
+	fmt.Println(err)
+	// Output:
+	// [[259] [258] [256]] <nil>
+	// tokenizer: invalid UTF-8 at byte offset 4 (text 1 of the batch)
+}

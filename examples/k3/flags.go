@@ -38,6 +38,7 @@ type args struct {
 	pos  []string
 	vals map[string]string
 	at   map[string]int
+	all  map[string][]string // every value of a flag, in order (for repeatable flags)
 }
 
 func (a *args) has(flag string) bool { _, ok := a.vals[flag]; return ok }
@@ -104,6 +105,10 @@ func parseArgs(argv []string, spec flagSpec) (*args, error) {
 			val = argv[i]
 		}
 		p.vals[name], p.at[name] = val, i
+		if p.all == nil {
+			p.all = map[string][]string{}
+		}
+		p.all[name] = append(p.all[name], val)
 	}
 	return p, nil
 }

@@ -21,7 +21,7 @@ import (
 )
 
 var ladderCmd = command{name: "ladder", flags: flagSpec{"--budgets": true, "--ids": true, "--gen": true, "--threads": true, "--trunk": true,
-	"--trunk-slot-mb": true, "--out": true, "--plot": true}, help: `usage: k3 ladder <model_dir> --budgets LIST [flags]
+	"--trunk-slot-mb": true, "--cache-gb": true, "--out": true, "--plot": true}, help: `usage: k3 ladder <model_dir> --budgets LIST [flags]
 
 Runs "k3 run" once per trunk budget, each in its own process, and prints one row per budget:
 plan, pinned layers, ring slots, peak RSS, s/token, trunk bytes read per token, stream rate,
@@ -33,6 +33,8 @@ overlap, and whether every rung generated identical ids.
   --threads N          worker goroutines per rung
   --trunk DIR          packed trunk (k3 pack-trunk)
   --trunk-slot-mb X    largest piece streamed per slot in MB
+  --cache-gb X         the same expert cache on every rung (0: read every expert, keep none;
+                       default: experts memory-mapped)
   --out FILE           JSON of the rungs
   --plot FILE.svg      draw s/token and peak RSS against the trunk budget (.svg or .png)
   -h, --help           this help
@@ -118,6 +120,14 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 	if s, ok := vals["--trunk"]; ok {
 		extra = append(extra, "--trunk", s)
 		popts = append(popts, k3.WithPackedTrunk(s))
+	}
+	if s, ok := vals["--cache-gb"]; ok {
+		if s != "0" {
+			if _, err := parseGB("--cache-gb", s); err != nil {
+				return ladderCmd.usageFail(stderr, err)
+			}
+		}
+		extra = append(extra, "--cache-gb", s) // the same expert cache on every rung
 	}
 	if s, ok := vals["--trunk-slot-mb"]; ok {
 		extra = append(extra, "--trunk-slot-mb", s)
@@ -242,6 +252,9 @@ func (r *rung) load(path string) error {
 		r.PlanTotal, r.Pinned, r.Layers, r.HeadPinned, r.Slots = p.Total, len(p.Pinned), p.Layers, p.HeadPinned, p.Slots
 	} else {
 		r.Layers = -1
+	}
+	if c := rep.Plan.Cache; c != nil {
+		r.PlanTotal += c.Total // slots, or the zero budget's read scratch
 	}
 	if len(rep.TrunkRaw) > 0 {
 		var st trunk.Stats

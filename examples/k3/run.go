@@ -31,13 +31,13 @@ const (
 	maxTotal  = 36864
 )
 
-var runCmd = command{name: "run", flags: flagSpec{
+var runCmd = command{name: "run", flags: withGenFlags(flagSpec{
 	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true,
 	"--incremental": false, "--full-recompute": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
 	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
 	"--cache-gb": true, "--preset": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true,
-}, help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
+}), help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
 
 Greedy decoding on the CPU. Flags apply in argv order (later wins).
 
@@ -81,7 +81,8 @@ Exit codes: 0 ok; 2 usage error, invalid config, id outside the vocabulary, unwr
 a budget below the model's floor (the message gives the floor);
 1 runtime failure (open, bind, forward, tokenizer); 4 a routed expert failed to load;
 130/143 interrupted (the report is still written).
-`}
+
+` + genUsage}
 
 // runOptions is a validated decode request.
 type runOptions struct {
@@ -100,6 +101,7 @@ type runOptions struct {
 	dumpLogits  string
 	tfCheck     bool
 	budget      budget
+	gf          genOptions // genflags.go
 }
 
 func parseRun(a *args) (*runOptions, error) {
@@ -141,6 +143,9 @@ func parseRun(a *args) (*runOptions, error) {
 			return nil, err
 		}
 		o.stopGiven = true
+	}
+	if o.gf, err = parseGenFlags(a, o.incremental, o.tokDir); err != nil {
+		return nil, err
 	}
 	if s, ok := vals["--out"]; ok {
 		if s == "" {
@@ -307,6 +312,8 @@ type report struct {
 	UltraLowMemory  bool         `json:"ultra_low_memory"` // never: this engine has no such mode
 	GeneratedText   *string      `json:"generated_text"`   // the complete decoded text; null without --tok
 	Error           string       `json:"error,omitempty"`
+
+	Generation *genReport `json:"generation"` // genflags.go
 }
 
 // cmdRun decodes greedily. sigs, when non-nil, replaces the process signal channel (tests).
@@ -479,7 +486,16 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	genStart := time.Now()
 	last := genStart
 	code := exitOK
-	for id, err := range m.Generate(ctx, o.ids, gopts) {
+	gr, tokens, err := o.gf.start(ctx, m, o.ids, &gopts, enc)
+	if err != nil {
+		fmt.Fprintf(stderr, "k3: %v\n", err)
+		if _, ok := errors.AsType[*usageError](err); ok {
+			return exitUsage
+		}
+		return exitRuntime
+	}
+	rep.Generation = &gr.rep
+	for id, err := range tokens {
 		if err != nil {
 			fail(stderr, err)
 			rep.Error = err.Error()
@@ -506,6 +522,18 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 		if gotSig.get() != nil {
 			break
+		}
+	}
+	if reason, ok := gr.stopReason(); ok && rep.Error == "" {
+		rep.StopReason = reason
+	}
+	if err := gr.finish(ctx, rep.GeneratedIDs); err != nil {
+		fmt.Fprintf(stderr, "k3: %v\n", err)
+		if rep.Error == "" {
+			rep.Error = err.Error()
+		}
+		if code == exitOK {
+			code = exitRuntime
 		}
 	}
 	if s := gotSig.get(); s != nil {
@@ -539,6 +567,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 				code = exitRuntime
 			}
 		} else {
+			if t, ok := gr.text(); ok {
+				text = t // ends before the stop string
+			}
 			rep.GeneratedText = &text
 			fmt.Fprintf(stderr, "k3: generated text: %q\n", text)
 		}

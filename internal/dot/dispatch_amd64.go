@@ -8,37 +8,55 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// useAVX2 selects the assembly kernels for F32 and BF16, useF16C those for
-// F16 (VCVTPH2PS). Computed once from CPUID; never written afterwards.
+// The kernel set for each format on this CPU, chosen once from CPUID and
+// never written afterwards; nil means the pure-Go twin. AVX-512 (F, BW, DQ,
+// VL) kernels are preferred, then AVX2+FMA (F16 also needs F16C). All
+// levels give identical bits; the tests run every level the CPU has.
 var (
-	useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
-	useF16C = useAVX2 && cpu.X86.HasF16C
+	useAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	useF16C   = useAVX2 && cpu.X86.HasF16C
+	useAVX512 = useAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
+		cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL
+
+	kernF32  = pick(useAVX512, fmtF32x512, useAVX2, fmtF32)
+	kernBF16 = pick(useAVX512, fmtBF16x512, useAVX2, fmtBF16)
+	kernF16  = pick(useAVX512 && useF16C, fmtF16x512, useF16C, fmtF16)
 )
 
+func pick(ok512 bool, f512 *asmFormat, ok2 bool, f2 *asmFormat) *asmFormat {
+	switch {
+	case ok512:
+		return f512
+	case ok2:
+		return f2
+	}
+	return nil
+}
+
 func dotF32(w []byte, x []float32) float32 {
-	if !useAVX2 || len(x) < 16 {
+	if kernF32 == nil || len(x) < 16 {
 		return genericF32(w, x)
 	}
 	var d [1]float32
-	asmMatVec(fmtF32, d[:], w, x)
+	asmMatVec(kernF32, d[:], w, x)
 	return d[0]
 }
 
 func dotBF16(w []byte, x []float32) float32 {
-	if !useAVX2 || len(x) < 16 {
+	if kernBF16 == nil || len(x) < 16 {
 		return genericBF16(w, x)
 	}
 	var d [1]float32
-	asmMatVec(fmtBF16, d[:], w, x)
+	asmMatVec(kernBF16, d[:], w, x)
 	return d[0]
 }
 
 func dotF16(w []byte, x []float32) float32 {
-	if !useF16C || len(x) < 16 {
+	if kernF16 == nil || len(x) < 16 {
 		return genericF16(w, x)
 	}
 	var d [1]float32
-	asmMatVec(fmtF16, d[:], w, x)
+	asmMatVec(kernF16, d[:], w, x)
 	return d[0]
 }
 
@@ -52,49 +70,49 @@ func dotF32Float(w, x []float32) float32 {
 }
 
 func matVecF32(dst []float32, w []byte, x []float32) {
-	if !useAVX2 {
+	if kernF32 == nil {
 		genericMatVec(genericF32, sizeF32, dst, w, x)
 		return
 	}
-	asmMatVec(fmtF32, dst, w, x)
-}
-
-func matVecBF16(dst []float32, w []byte, x []float32) {
-	if !useAVX2 {
-		genericMatVec(genericBF16, sizeBF16, dst, w, x)
-		return
-	}
-	asmMatVec(fmtBF16, dst, w, x)
-}
-
-func matVecF16(dst []float32, w []byte, x []float32) {
-	if !useF16C {
-		genericMatVec(genericF16, sizeF16, dst, w, x)
-		return
-	}
-	asmMatVec(fmtF16, dst, w, x)
+	asmMatVec(kernF32, dst, w, x)
 }
 
 func matMulF32(dst []float32, stride int, w []byte, x []float32, n, rows, cols int) {
-	if !useAVX2 {
+	if kernF32 == nil {
 		genericMatMul(genericF32, sizeF32, dst, stride, w, x, n, rows, cols)
 		return
 	}
-	asmMatMul(fmtF32, dst, stride, w, x, n, rows, cols)
+	asmMatMul(kernF32, dst, stride, w, x, n, rows, cols)
+}
+
+func matVecBF16(dst []float32, w []byte, x []float32) {
+	if kernBF16 == nil {
+		genericMatVec(genericBF16, sizeBF16, dst, w, x)
+		return
+	}
+	asmMatVec(kernBF16, dst, w, x)
 }
 
 func matMulBF16(dst []float32, stride int, w []byte, x []float32, n, rows, cols int) {
-	if !useAVX2 {
+	if kernBF16 == nil {
 		genericMatMul(genericBF16, sizeBF16, dst, stride, w, x, n, rows, cols)
 		return
 	}
-	asmMatMul(fmtBF16, dst, stride, w, x, n, rows, cols)
+	asmMatMul(kernBF16, dst, stride, w, x, n, rows, cols)
+}
+
+func matVecF16(dst []float32, w []byte, x []float32) {
+	if kernF16 == nil {
+		genericMatVec(genericF16, sizeF16, dst, w, x)
+		return
+	}
+	asmMatVec(kernF16, dst, w, x)
 }
 
 func matMulF16(dst []float32, stride int, w []byte, x []float32, n, rows, cols int) {
-	if !useF16C {
+	if kernF16 == nil {
 		genericMatMul(genericF16, sizeF16, dst, stride, w, x, n, rows, cols)
 		return
 	}
-	asmMatMul(fmtF16, dst, stride, w, x, n, rows, cols)
+	asmMatMul(kernF16, dst, stride, w, x, n, rows, cols)
 }

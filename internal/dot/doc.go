@@ -16,9 +16,17 @@
 //
 // # Implementations
 //
-// On amd64 with AVX2, FMA and F16C the kernels run in Go assembly; everywhere
-// else, under the purego build tag, or on older CPUs the pure-Go twin in
-// generic.go runs. The tests compare both bit for bit. The one documented
+// On amd64 the kernels run in Go assembly at the widest level the CPU has,
+// chosen once from CPUID: AVX-512 (F, BW, DQ, VL; two zmm accumulators per
+// row, four rows or four activation rows per weight pass), else AVX2 with
+// FMA (F16 also needs F16C; four ymm accumulators, two rows per pass).
+// Everywhere else, under the purego build tag, or on older CPUs the pure-Go
+// twin in generic.go runs. Every level keeps the R16 lane partition and tree,
+// so all give identical bits; the tests run every level the CPU has against
+// the twin, on near-cancelling data where a wrong lane map shows. To run a
+// whole program on a narrower level, disable features with GODEBUG, which
+// golang.org/x/sys/cpu honours: GODEBUG=cpu.avx512f=off selects AVX2,
+// GODEBUG=cpu.avx2=off the pure-Go twin. The one documented
 // exception is the payload of a NaN result: whether any NaN occurs is
 // identical, which NaN bit pattern survives the adds is not specified by Go.
 //

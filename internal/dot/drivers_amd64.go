@@ -8,21 +8,31 @@ import "sync"
 // dst as float64 in the kernel's lane layout. Widening is exact.
 func widen(f *asmFormat, dst []float64, x []float32) {
 	x = x[:len(dst)]
-	if !f.perm {
+	switch f.layout {
+	case layoutBF16x2:
+		for b := 0; b < len(dst); b += 16 {
+			d := dst[b : b+16 : b+16]
+			xs := x[b : b+16 : b+16]
+			// Written out (rather than looping over a permutation) so the
+			// compiler drops the bounds checks; TestWidenPermBF16 pins it.
+			d[0], d[1], d[2], d[3] = float64(xs[0]), float64(xs[2]), float64(xs[4]), float64(xs[6])
+			d[4], d[5], d[6], d[7] = float64(xs[1]), float64(xs[3]), float64(xs[5]), float64(xs[7])
+			d[8], d[9], d[10], d[11] = float64(xs[8]), float64(xs[10]), float64(xs[12]), float64(xs[14])
+			d[12], d[13], d[14], d[15] = float64(xs[9]), float64(xs[11]), float64(xs[13]), float64(xs[15])
+		}
+	case layoutBF16x5:
+		for b := 0; b < len(dst); b += 16 {
+			d := dst[b : b+16 : b+16]
+			xs := x[b : b+16 : b+16]
+			d[0], d[1], d[2], d[3] = float64(xs[0]), float64(xs[2]), float64(xs[4]), float64(xs[6])
+			d[4], d[5], d[6], d[7] = float64(xs[8]), float64(xs[10]), float64(xs[12]), float64(xs[14])
+			d[8], d[9], d[10], d[11] = float64(xs[1]), float64(xs[3]), float64(xs[5]), float64(xs[7])
+			d[12], d[13], d[14], d[15] = float64(xs[9]), float64(xs[11]), float64(xs[13]), float64(xs[15])
+		}
+	default:
 		for i, v := range x {
 			dst[i] = float64(v)
 		}
-		return
-	}
-	for b := 0; b < len(dst); b += 16 {
-		d := dst[b : b+16 : b+16]
-		xs := x[b : b+16 : b+16]
-		// Written out (rather than looping over xPermBF16) so the compiler
-		// drops the bounds checks; TestWidenPermBF16 ties the two together.
-		d[0], d[1], d[2], d[3] = float64(xs[0]), float64(xs[2]), float64(xs[4]), float64(xs[6])
-		d[4], d[5], d[6], d[7] = float64(xs[1]), float64(xs[3]), float64(xs[5]), float64(xs[7])
-		d[8], d[9], d[10], d[11] = float64(xs[8]), float64(xs[10]), float64(xs[12]), float64(xs[14])
-		d[12], d[13], d[14], d[15] = float64(xs[9]), float64(xs[11]), float64(xs[13]), float64(xs[15])
 	}
 }
 
@@ -39,8 +49,9 @@ func getScratch(n int) *[]float64 {
 	return p
 }
 
-// asmMatVec widens x once and streams the rows two at a time through the
-// kernel, so each activation load serves two weight rows.
+// asmMatVec widens x once and streams the rows four (AVX-512) or two at a
+// time through the kernel, so each activation load serves several weight
+// rows.
 func asmMatVec(f *asmFormat, dst []float32, w []byte, x []float32) {
 	cols := len(x)
 	m := cols &^ 15
@@ -48,24 +59,43 @@ func asmMatVec(f *asmFormat, dst []float32, w []byte, x []float32) {
 		genericMatVec(f.dot, f.size, dst, w, x)
 		return
 	}
-	sp := getScratch(m)
-	s := *sp
+	sp := getScratch(m + 4)
+	s := (*sp)[:m]
 	widen(f, s, x)
-	rb := f.size * cols
-	rows := len(dst)
-	r := 0
-	for ; r+1 < rows; r += 2 {
+	matVecRows(f, dst, w, x, s, (*[4]float64)((*sp)[m:]), m, 0, len(dst))
+	scratchPool.Put(sp)
+}
+
+// matVecRows sets dst[r] for r in [r0, r1) from the widened activation s
+// (the first m of x). a receives the four-way kernels' results: it lives in
+// the pooled scratch because a pointer passed through a func value escapes.
+func matVecRows(f *asmFormat, dst []float32, w []byte, x []float32, s []float64, a *[4]float64, m, r0, r1 int) {
+	rb := f.size * len(x)
+	r := r0
+	if f.rows4 != nil {
+		for ; r+3 < r1; r += 4 {
+			w0 := w[r*rb : (r+1)*rb]
+			w1 := w[(r+1)*rb : (r+2)*rb]
+			w2 := w[(r+2)*rb : (r+3)*rb]
+			w3 := w[(r+3)*rb : (r+4)*rb]
+			f.rows4(&w0[0], &w1[0], &w2[0], &w3[0], &s[0], m, a)
+			dst[r] = float32(f.tail(a[0], w0, x, m))
+			dst[r+1] = float32(f.tail(a[1], w1, x, m))
+			dst[r+2] = float32(f.tail(a[2], w2, x, m))
+			dst[r+3] = float32(f.tail(a[3], w3, x, m))
+		}
+	}
+	for ; r+1 < r1; r += 2 {
 		w0 := w[r*rb : (r+1)*rb]
 		w1 := w[(r+1)*rb : (r+2)*rb]
 		a0, a1 := f.rows2(&w0[0], &w1[0], &s[0], m)
 		dst[r] = float32(f.tail(a0, w0, x, m))
 		dst[r+1] = float32(f.tail(a1, w1, x, m))
 	}
-	if r < rows {
+	if r < r1 {
 		w0 := w[r*rb : (r+1)*rb]
 		dst[r] = float32(f.tail(f.rows1(&w0[0], &s[0], m), w0, x, m))
 	}
-	scratchPool.Put(sp)
 }
 
 // matMulBlockBytes is the weight bytes processed per row block in asmMatMul:
@@ -74,16 +104,17 @@ func asmMatVec(f *asmFormat, dst []float32, w []byte, x []float32) {
 const matMulBlockBytes = 256 << 10
 
 // asmMatMul widens all n activation rows once, then walks the weights in row
-// blocks; within a block each weight row is converted once per pair of
-// activation rows.
+// blocks; within a block each weight row is converted once per group of four
+// (AVX-512) or two activation rows.
 func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n, rows, cols int) {
 	m := cols &^ 15
 	if m == 0 {
 		genericMatMul(f.dot, f.size, dst, stride, w, x, n, rows, cols)
 		return
 	}
-	sp := getScratch(n * m)
-	s := *sp
+	sp := getScratch(n*m + 4)
+	s := (*sp)[:n*m]
+	a := (*[4]float64)((*sp)[n*m:])
 	for t := range n {
 		widen(f, s[t*m:(t+1)*m], x[t*cols:(t+1)*cols])
 	}
@@ -92,6 +123,18 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 	for r0 := 0; r0 < rows; r0 += block {
 		r1 := min(rows, r0+block)
 		t := 0
+		if f.xs4 != nil {
+			for ; t+3 < n; t += 4 {
+				s0, s1, s2, s3 := &s[t*m], &s[(t+1)*m], &s[(t+2)*m], &s[(t+3)*m]
+				for r := r0; r < r1; r++ {
+					wr := w[r*rb : (r+1)*rb]
+					f.xs4(&wr[0], s0, s1, s2, s3, m, a)
+					for j := range 4 {
+						dst[(t+j)*stride+r] = float32(f.tail(a[j], wr, x[(t+j)*cols:(t+j+1)*cols], m))
+					}
+				}
+			}
+		}
 		for ; t+1 < n; t += 2 {
 			xa := x[t*cols : (t+1)*cols]
 			xb := x[(t+1)*cols : (t+2)*cols]
@@ -104,20 +147,7 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 			}
 		}
 		if t < n {
-			xt := x[t*cols : (t+1)*cols]
-			st := &s[t*m]
-			r := r0
-			for ; r+1 < r1; r += 2 {
-				w0 := w[r*rb : (r+1)*rb]
-				w1 := w[(r+1)*rb : (r+2)*rb]
-				a0, a1 := f.rows2(&w0[0], &w1[0], st, m)
-				dst[t*stride+r] = float32(f.tail(a0, w0, xt, m))
-				dst[t*stride+r+1] = float32(f.tail(a1, w1, xt, m))
-			}
-			if r < r1 {
-				wr := w[r*rb : (r+1)*rb]
-				dst[t*stride+r] = float32(f.tail(f.rows1(&wr[0], st, m), wr, xt, m))
-			}
+			matVecRows(f, dst[t*stride:], w, x[t*cols:(t+1)*cols], s[t*m:(t+1)*m], a, m, r0, r1)
 		}
 	}
 	scratchPool.Put(sp)

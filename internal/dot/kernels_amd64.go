@@ -33,19 +33,37 @@ func f16Rows2(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
 //go:noescape
 func f16Xs2(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
 
-// asmFormat bundles one weight format's kernels for the shared drivers.
+// Activation layouts the kernels expect (see widen).
+const (
+	layoutNatural = iota // x in element order
+	layoutBF16x2         // per 16: evens then odds of each half (AVX2 bf16)
+	layoutBF16x5         // per 16: the 8 evens then the 8 odds (AVX-512 bf16)
+)
+
+// asmFormat bundles one weight format's kernels at one instruction-set level
+// for the shared drivers. rows4 and xs4 are nil for the AVX2 kernels.
 type asmFormat struct {
-	size  int
-	perm  bool // x is laid out in the bf16 even/odd order
-	rows1 func(w *byte, x *float64, m int) float64
-	rows2 func(w0, w1 *byte, x *float64, m int) (float64, float64)
-	xs2   func(w *byte, x0, x1 *float64, m int) (float64, float64)
-	tail  func(acc float64, w []byte, x []float32, from int) float64
-	dot   func(w []byte, x []float32) float32 // pure-Go twin, for cols < 16
+	name   string
+	size   int
+	layout int
+	rows1  func(w *byte, x *float64, m int) float64
+	rows2  func(w0, w1 *byte, x *float64, m int) (float64, float64)
+	xs2    func(w *byte, x0, x1 *float64, m int) (float64, float64)
+	rows4  func(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+	xs4    func(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
+	tail   func(acc float64, w []byte, x []float32, from int) float64
+	dot    func(w []byte, x []float32) float32 // pure-Go twin, for cols < 16
 }
 
 var (
-	fmtF32  = &asmFormat{sizeF32, false, f32Rows1, f32Rows2, f32Xs2, tailF32, genericF32}
-	fmtBF16 = &asmFormat{sizeBF16, true, bf16Rows1, bf16Rows2, bf16Xs2, tailBF16, genericBF16}
-	fmtF16  = &asmFormat{sizeF16, false, f16Rows1, f16Rows2, f16Xs2, tailF16, genericF16}
+	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32}
+	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, nil, tailBF16, genericBF16}
+	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16}
+
+	fmtF32x512 = &asmFormat{"f32/avx512", sizeF32, layoutNatural,
+		f32Rows1x512, f32Rows2x512, f32Xs2x512, f32Rows4x512, f32Xs4x512, tailF32, genericF32}
+	fmtBF16x512 = &asmFormat{"bf16/avx512", sizeBF16, layoutBF16x5,
+		bf16Rows1x512, bf16Rows2x512, bf16Xs2x512, bf16Rows4x512, bf16Xs4x512, tailBF16, genericBF16}
+	fmtF16x512 = &asmFormat{"f16/avx512", sizeF16, layoutNatural,
+		f16Rows1x512, f16Rows2x512, f16Xs2x512, f16Rows4x512, f16Xs4x512, tailF16, genericF16}
 )

@@ -19,11 +19,43 @@ type kernelSet struct {
 	ok   bool
 }
 
+// kernelSets lists every assembly level of every format, so each level the
+// CPU has is exercised whatever the dispatcher would pick.
 func kernelSets() []kernelSet {
 	return []kernelSet{
 		{formats[0], fmtF32, genericHeadF32, useAVX2},
 		{formats[1], fmtBF16, genericHeadBF16, useAVX2},
 		{formats[2], fmtF16, genericHeadF16, useF16C},
+		{formats[0], fmtF32x512, genericHeadF32, useAVX512},
+		{formats[1], fmtBF16x512, genericHeadBF16, useAVX512},
+		{formats[2], fmtF16x512, genericHeadF16, useAVX512 && useF16C},
+	}
+}
+
+// TestDispatchPicksWidest pins the run-time choice: AVX-512 where the CPU
+// has it, else AVX2, else the pure-Go twin.
+func TestDispatchPicksWidest(t *testing.T) {
+	for _, c := range []struct {
+		got, want512, want2 *asmFormat
+		ok2                 bool
+	}{
+		{kernF32, fmtF32x512, fmtF32, useAVX2},
+		{kernBF16, fmtBF16x512, fmtBF16, useAVX2},
+		{kernF16, fmtF16x512, fmtF16, useF16C},
+	} {
+		want := (*asmFormat)(nil)
+		switch {
+		case useAVX512 && c.ok2:
+			want = c.want512
+		case c.ok2:
+			want = c.want2
+		}
+		if c.got != want {
+			t.Errorf("dispatch picked %v, want %v", c.got, want)
+		}
+	}
+	if kernBF16 != nil {
+		t.Logf("bf16 kernels: %s", kernBF16.name)
 	}
 }
 
@@ -41,12 +73,24 @@ func TestAsmKernelsBitwise(t *testing.T) {
 				if rep == 0 {
 					m = 16
 				}
-				w := randW(r, k.f, 2, m, rep%4, special)
-				w0, w1 := w[:m*k.f.size], w[m*k.f.size:]
+				w := randW(r, k.f, 4, m, rep%4, special)
+				rb := m * k.f.size
+				w0, w1, w2, w3 := w[:rb], w[rb:2*rb], w[2*rb:3*rb], w[3*rb:]
 				xa, xb := randX(r, m, special), randX(r, m, special)
+				xc, xd := randX(r, m, special), randX(r, m, special)
+				if !special && rep%2 == 1 {
+					// Near-cancelling rows: the result is of the order of
+					// the rounding errors, so a wrong lane map shows.
+					cancel(k.f, w0, xa)
+					cancel(k.f, w1, xa)
+					cancel(k.f, w0, xb)
+				}
 				sa, sb := make([]float64, m), make([]float64, m)
+				sc, sd := make([]float64, m), make([]float64, m)
 				widen(k.af, sa, xa)
 				widen(k.af, sb, xb)
+				widen(k.af, sc, xc)
+				widen(k.af, sd, xd)
 
 				want00 := k.head(w0, xa)
 				want10 := k.head(w1, xa)
@@ -80,6 +124,19 @@ func TestAsmKernelsBitwise(t *testing.T) {
 				g0, g1 = k.af.xs2(&w0[0], &sa[0], &sb[0], m)
 				check("xs2[0]", g0, want00)
 				check("xs2[1]", g1, want01)
+				if k.af.rows4 != nil {
+					var a [4]float64
+					k.af.rows4(&w0[0], &w1[0], &w2[0], &w3[0], &sa[0], m, &a)
+					check("rows4[0]", a[0], want00)
+					check("rows4[1]", a[1], want10)
+					check("rows4[2]", a[2], k.head(w2, xa))
+					check("rows4[3]", a[3], k.head(w3, xa))
+					k.af.xs4(&w0[0], &sa[0], &sb[0], &sc[0], &sd[0], m, &a)
+					check("xs4[0]", a[0], want00)
+					check("xs4[1]", a[1], want01)
+					check("xs4[2]", a[2], k.head(w0, xc))
+					check("xs4[3]", a[3], k.head(w0, xd))
+				}
 			}
 		}
 	}
@@ -90,31 +147,73 @@ func TestAsmKernelsBitwise(t *testing.T) {
 	}
 }
 
-// TestAsmMatchesGenericDrivers runs the exported drivers (assembly where the
-// CPU allows) against the pure-Go drivers on shapes with awkward tails.
+// TestAsmMatchesGenericDrivers runs the drivers at every assembly level the
+// CPU has against the pure-Go drivers on shapes with awkward tails, position
+// counts that leave every remainder of the four- and two-way batching, and
+// near-cancelling rows.
 func TestAsmMatchesGenericDrivers(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, k := range kernelSets() {
-		for rep := range 60 {
+		if !k.ok {
+			t.Logf("%s: CPU lacks the features, assembly not exercised", k.af.name)
+			continue
+		}
+		for rep := range 80 {
 			special := rep%3 == 0
-			rows, cols, n := 1+r.IntN(7), 1+r.IntN(90), 1+r.IntN(17)
+			rows, cols, n := 1+r.IntN(11), 1+r.IntN(90), 1+r.IntN(17)
+			if rep%5 == 0 {
+				cols = 16 * (1 + r.IntN(5))
+			}
 			w := randW(r, k.f, rows, cols, rep%4, special)
 			x := randX(r, n*cols, special)
+			if !special {
+				rb := cols * k.f.size
+				for tt := range n {
+					row := tt % rows
+					cancel(k.f, w[row*rb:(row+1)*rb], x[tt*cols:(tt+1)*cols])
+				}
+			}
 			got := make([]float32, n*rows)
 			want := make([]float32, n*rows)
-			k.f.matMul(got, rows, w, x, n)
+			asmMatMul(k.af, got, rows, w, x, n, rows, cols)
 			genericMatMul(k.f.gen, k.f.size, want, rows, w, x, n, rows, cols)
 			for i := range got {
 				if !sameBits(got[i], want[i]) {
-					t.Fatalf("%s rows=%d cols=%d n=%d elem %d: %g vs generic %g", k.f.name, rows, cols, n, i, got[i], want[i])
+					t.Fatalf("%s rows=%d cols=%d n=%d elem %d: %g vs generic %g", k.af.name, rows, cols, n, i, got[i], want[i])
 				}
 			}
-			k.f.matVec(got[:rows], w, x[:cols])
+			asmMatVec(k.af, got[:rows], w, x[:cols])
 			genericMatVec(k.f.gen, k.f.size, want[:rows], w, x[:cols])
 			for i := range rows {
 				if !sameBits(got[i], want[i]) {
-					t.Fatalf("%s MatVec rows=%d cols=%d row %d: %g vs generic %g", k.f.name, rows, cols, i, got[i], want[i])
+					t.Fatalf("%s MatVec rows=%d cols=%d row %d: %g vs generic %g", k.af.name, rows, cols, i, got[i], want[i])
 				}
+			}
+		}
+	}
+}
+
+// TestAsmLevelsAgreeLarge crosses the row-block boundary of the batched
+// driver at every level and compares all levels and the pure-Go twin.
+func TestAsmLevelsAgreeLarge(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, k := range kernelSets() {
+		if !k.ok {
+			continue
+		}
+		rows, cols, n := 150, 1037, 11 // n: every remainder of 4 and 2
+		if k.f.size == 4 {
+			rows = 70
+		}
+		x := randX(r, n*cols, false)
+		w := randW(r, k.f, rows, cols, 1, false)
+		got := make([]float32, n*rows)
+		want := make([]float32, n*rows)
+		asmMatMul(k.af, got, rows, w, x, n, rows, cols)
+		genericMatMul(k.f.gen, k.f.size, want, rows, w, x, n, rows, cols)
+		for i := range got {
+			if !sameBits(got[i], want[i]) {
+				t.Fatalf("%s elem %d: %g vs generic %g", k.af.name, i, got[i], want[i])
 			}
 		}
 	}
@@ -130,18 +229,26 @@ func widenRow(f format, w []byte, n int) []float64 {
 
 // TestWidenPermBF16 pins the activation layout the bf16 kernels expect:
 // per block of 16, even elements then odd ones, per half block.
+// The AVX-512 layout is the eight even elements of a block, then the odd.
 func TestWidenPermBF16(t *testing.T) {
-	perm := [16]int{0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15}
-	x := make([]float32, 48)
-	for i := range x {
-		x[i] = float32(i)
-	}
-	s := make([]float64, 48)
-	widen(fmtBF16, s, x)
-	for b := 0; b < 48; b += 16 {
-		for j, p := range perm {
-			if s[b+j] != float64(b+p) {
-				t.Fatalf("widened[%d] = %v, want x[%d]", b+j, s[b+j], b+p)
+	for _, c := range []struct {
+		f    *asmFormat
+		perm [16]int
+	}{
+		{fmtBF16, [16]int{0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15}},
+		{fmtBF16x512, [16]int{0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15}},
+	} {
+		x := make([]float32, 48)
+		for i := range x {
+			x[i] = float32(i)
+		}
+		s := make([]float64, 48)
+		widen(c.f, s, x)
+		for b := 0; b < 48; b += 16 {
+			for j, p := range c.perm {
+				if s[b+j] != float64(b+p) {
+					t.Fatalf("%s: widened[%d] = %v, want x[%d]", c.f.name, b+j, s[b+j], b+p)
+				}
 			}
 		}
 	}

@@ -1,0 +1,224 @@
+package k3_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/dot"
+)
+
+// floorPerfEnv names the directory holding (or receiving, on first use) the synthetic perf
+// checkpoint BenchmarkFloor measures.
+const floorPerfEnv = "K3_PERF_DIR"
+
+// floorReps is how many decode steps (each paired with a read of the same bytes) and prefill
+// passes BenchmarkFloor times per configuration; it reports medians.
+const (
+	floorReps        = 7
+	floorPrefillReps = 2
+	floorPrefillLen  = 256
+)
+
+// floorTokenBytes is the weight bytes one decode step must read: the whole trunk, lm_head, and
+// TopK routed experts per MoE layer (the embedding contributes one row).
+func floorTokenBytes(m *k3.Model) int64 {
+	c, in := m.Config(), m.Info()
+	moeLayers := int64(c.NumLayers - c.FirstDense)
+	var perExpert int64
+	if moeLayers > 0 && c.NumExperts > 0 {
+		perExpert = in.Experts.Bytes / (moeLayers * int64(c.NumExperts))
+	}
+	lmHead := int64(c.Vocab) * int64(c.Hidden) * 2
+	return in.Trunk.Bytes + lmHead + moeLayers*int64(c.TopK)*perExpert
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// timeRead returns the seconds one read of buf on workers goroutines takes.
+func timeRead(buf []byte, workers int, sink *uint64) float64 {
+	t := time.Now()
+	*sink ^= benchutil.SumParallel(buf, workers)
+	return time.Since(t).Seconds()
+}
+
+// floorDecode is one thread count's decode measurement: per step its seconds and the seconds
+// of a read of as many bytes on as many goroutines, taken right after it.
+type floorDecode struct {
+	step, read []float64
+}
+
+func (d floorDecode) ratio() float64 {
+	r := make([]float64, len(d.step))
+	for i := range r {
+		r[i] = d.step[i] / d.read[i]
+	}
+	return median(r)
+}
+
+func measureDecode(b *testing.B, dir string, threads int, prompt []int, buf []byte, sink *uint64) floorDecode {
+	b.Helper()
+	m, err := k3.Open(dir, k3.WithThreads(threads))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	s := m.NewSession()
+	if err := s.Prefill(ctx, prompt); err != nil {
+		b.Fatal(err)
+	}
+	next, err := s.Next()
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap, err := s.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var d floorDecode
+	for i := range floorReps + 2 {
+		if err := s.Restore(snap); err != nil {
+			b.Fatal(err)
+		}
+		t := time.Now()
+		if err := s.Step(ctx, next); err != nil {
+			b.Fatal(err)
+		}
+		step := time.Since(t).Seconds()
+		read := timeRead(buf, threads, sink)
+		if i >= 2 { // the first steps page the weights in
+			d.step = append(d.step, step)
+			d.read = append(d.read, read)
+		}
+	}
+	return d
+}
+
+func measurePrefill(b *testing.B, dir string, threads int, ids []int) []float64 {
+	b.Helper()
+	m, err := k3.Open(dir, k3.WithThreads(threads))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	var out []float64
+	for range floorPrefillReps {
+		s := m.NewSession()
+		t := time.Now()
+		if err := s.Prefill(ctx, ids); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, time.Since(t).Seconds())
+	}
+	return out
+}
+
+// measureKernel returns the bf16 mat-vec's bytes per second on one goroutine over a matrix of
+// about 256 MB with cols columns, and the median ratio to a one-goroutine read of the same bytes
+// taken in alternation.
+func measureKernel(cols int, sink *uint64) (bw, xread float64) {
+	rows := (256 << 20) / (2 * cols)
+	w := benchutil.Filled(rows * cols * 2)
+	for i := 1; i < len(w); i += 2 {
+		w[i] &= 0xbf // exponents below 2^64: no Inf or NaN in the timed path
+	}
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(i%13) - 6
+	}
+	dst := make([]float32, rows)
+	var ks, rs []float64
+	for i := range floorReps + 1 {
+		t := time.Now()
+		dot.MatVecBF16(dst, w, x)
+		k := time.Since(t).Seconds()
+		r := timeRead(w, 1, sink)
+		if i > 0 {
+			ks = append(ks, k)
+			rs = append(rs, r)
+		}
+	}
+	ratio := make([]float64, len(ks))
+	for i := range ks {
+		ratio[i] = rs[i] / ks[i]
+	}
+	return float64(len(w)) / median(ks), median(ratio)
+}
+
+// BenchmarkFloor measures, in one run on the synthetic perf checkpoint, how far decode and prefill
+// are from what the memory system allows:
+//
+//	K3_PERF_DIR=/tmp/k3perf go test -run '^$' -bench Floor -benchtime 1x .
+//
+// A decode token must read floorTokenBytes of weights; the floor is that many bytes over the
+// measured read bandwidth (benchutil.SumParallel on as many goroutines as decode threads). Each
+// decode step is timed against a read of the same bytes taken right after it, so the ratios hold
+// on a shared machine whose load drifts. The last line reads
+// FLOOR decode_1t=<ratio> decode_2t=<ratio> prefill256_2t=<seconds>. The checkpoint (about
+// 1.6 GB) is synthesized into K3_PERF_DIR on first use.
+func BenchmarkFloor(b *testing.B) {
+	dir := os.Getenv(floorPerfEnv)
+	if dir == "" {
+		b.Skipf("set %s to a directory for the synthetic perf checkpoint (about 1.6 GB, synthesized on first use)", floorPerfEnv)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		if err := k3.Synthesize(dir, "perf", 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	m, err := k3.Open(dir, k3.WithThreads(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := m.Config()
+	tokBytes := floorTokenBytes(m)
+	m.Close()
+
+	prompt := []int{1, 100, 2000, 30000, 5, 77, 123, 4567, 8, 9, 10, 11, 12, 13, 14, 15}
+	for i, id := range prompt {
+		prompt[i] = id % cfg.Vocab
+	}
+	long := make([]int, floorPrefillLen)
+	for i := range long {
+		long[i] = (i*7919 + 3) % cfg.Vocab
+	}
+	buf := benchutil.Filled(int(tokBytes))
+	var sink uint64
+	for b.Loop() {
+		d1 := measureDecode(b, dir, 1, prompt, buf, &sink)
+		d2 := measureDecode(b, dir, 2, prompt, buf, &sink)
+		pre := measurePrefill(b, dir, 2, long)
+		kbw, kx := measureKernel(cfg.Hidden, &sink)
+		gb := float64(tokBytes) / 1e9
+		r1, r2 := median(d1.read), median(d2.read)
+		s1, s2 := median(d1.step), median(d2.step)
+		fmt.Printf("bytes touched per decode token: %d (%.3f GB)\n", tokBytes, gb)
+		fmt.Printf("read bandwidth: 1 goroutine %.1f GB/s, 2 goroutines %.1f GB/s\n", gb/r1, gb/r2)
+		fmt.Printf("floor: %.1f ms/token at 1 thread, %.1f ms/token at 2 threads\n", 1e3*r1, 1e3*r2)
+		fmt.Printf("decode: 1 thread %.1f ms/token (%.2f× floor), 2 threads %.1f ms/token (%.2f× floor)\n",
+			1e3*s1, d1.ratio(), 1e3*s2, d2.ratio())
+		fmt.Printf("decode 1→2 thread scaling: %.2f× (read bandwidth %.2f×)\n", s1/s2, r1/r2)
+		fmt.Printf("prefill %d tokens at 2 threads: %.2f s (runs %v)\n", len(long), median(pre), pre)
+		fmt.Printf("bf16 mat-vec kernel: %.1f GB/s per core (%.2f× a one-goroutine read)\n", kbw/1e9, kx)
+		fmt.Printf("FLOOR decode_1t=%.2f decode_2t=%.2f prefill256_2t=%.2f\n", d1.ratio(), d2.ratio(), median(pre))
+		b.ReportMetric(d1.ratio(), "decode_1t/floor")
+		b.ReportMetric(d2.ratio(), "decode_2t/floor")
+		b.ReportMetric(median(pre), "prefill256_2t-s")
+	}
+	_ = sink
+}

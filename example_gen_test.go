@@ -1,0 +1,70 @@
+package k3_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/k3-project/k3"
+)
+
+// ExampleSession_Save runs a two-turn conversation with a seeded sampler, saving the state
+// after the first turn; the second turn from the loaded state matches an uninterrupted one.
+func ExampleSession_Save() {
+	tmp, err := os.MkdirTemp("", "k3-example-*")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "tiny")
+	if err := k3.Synthesize(dir, "tiny", 5); err != nil {
+		log.Fatal(err)
+	}
+	m, err := k3.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+
+	turn := func(s *k3.Session, sm *k3.Sampler, user []int) []int {
+		if err := s.Prefill(ctx, user); err != nil {
+			log.Fatal(err)
+		}
+		var out []int
+		for id, err := range s.GenerateWith(ctx, k3.GenerateOptions{MaxTokens: 4, Sampler: sm}) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			out = append(out, id)
+		}
+		// Process the last reply token too, so the next turn continues from the whole history.
+		if err := s.Step(ctx, out[len(out)-1]); err != nil {
+			log.Fatal(err)
+		}
+		return out
+	}
+
+	sm, err := k3.NewSampler(k3.SamplerOptions{Temperature: 0.8, TopP: 0.95, Seed: 2026})
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := m.NewSession()
+	turn(s, sm, []int{1, 2, 3})
+	var file bytes.Buffer
+	if err := s.Save(&file, sm); err != nil {
+		log.Fatal(err)
+	}
+	uninterrupted := turn(s, sm, []int{4, 5})
+
+	loaded, lsm, err := k3.LoadSession(m, &file)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resumed := turn(loaded, lsm, []int{4, 5})
+	fmt.Println(fmt.Sprint(uninterrupted) == fmt.Sprint(resumed), loaded.Len())
+	// Output: true 13
+}

@@ -1,0 +1,321 @@
+package main
+
+// Sampling, stop strings, conversation state files and speculative decoding (the --temperature
+// ... --spec flags). run.go calls in at three points: withGenFlags (the flag table),
+// parseGenFlags (validation) and genOptions.start (the token stream and the state file).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/tokenizer"
+)
+
+// genFlagSpec lists the flags of this file; all take a value.
+var genFlagSpec = []string{"--temperature", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
+	"--seed", "--stop", "--save-state", "--load-state", "--spec"}
+
+const genUsage = `sampling, stopping, state and speculation:
+  --temperature X    sample at temperature X >= 0 (default 0: greedy)
+  --top-k N          keep the N most likely tokens (0 = all)
+  --top-p X          keep the most likely tokens up to probability X in [0, 1] (0 or 1 = all)
+  --min-p X          drop tokens below X times the top probability, X in [0, 1) (0 = off)
+  --repeat-penalty X penalise the last --repeat-last-n ids, X >= 1 (1 = off)
+  --repeat-last-n N  ids the penalty looks at (default 64; 0 = the whole history)
+  --seed N           random stream, 0..2^64-1 (default 0); same seed, same tokens everywhere
+  --stop TEXT        stop when the decoded text contains TEXT (repeatable; needs --tok); the
+                     generated text ends before it
+  --save-state PATH  write the conversation state (K3ST v2) after the run, every emitted token
+                     processed, so the next turn continues exactly
+  --load-state PATH  continue a saved conversation: the prompt is the next turn's ids (needs
+                     --incremental); the saved sampler is resumed unless sampling flags are given
+  --spec N           exact prompt-lookup speculative decoding with drafts of up to N ids
+                     (0 = off, the default; at most 32; not with --full-recompute)
+`
+
+// genOptions are the validated flags of this file.
+type genOptions struct {
+	sampler   k3.SamplerOptions
+	sampling  bool // any sampling flag given
+	stops     []string
+	saveState string
+	loadState string
+	spec      int
+}
+
+// withGenFlags returns spec plus this file's flags.
+func withGenFlags(spec flagSpec) flagSpec {
+	out := make(flagSpec, len(spec)+len(genFlagSpec))
+	for k, v := range spec {
+		out[k] = v
+	}
+	for _, f := range genFlagSpec {
+		out[f] = true
+	}
+	return out
+}
+
+// parseFloat parses a finite decimal number in [lo, hi] (hiOpen: hi excluded).
+func parseFloat(flag, s string, lo, hi float64, hiOpen bool) (float64, error) {
+	if s == "" {
+		return 0, usagef(flag, "empty value")
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || strings.ContainsAny(s, "xXpP_") {
+		return 0, usagef(flag, "%q is not a finite decimal number", s)
+	}
+	if v < lo || v > hi || (hiOpen && v == hi) {
+		closing := "]"
+		if hiOpen {
+			closing = ")"
+		}
+		return 0, usagef(flag, "%v is outside [%v, %v%s", v, lo, hi, closing)
+	}
+	return v, nil
+}
+
+// parseGenFlags validates this file's flags. args are the raw arguments, for the repeatable
+// --stop (the flag table keeps only the last value of a flag).
+func parseGenFlags(a *args, incremental bool, tokDir string) (genOptions, error) {
+	vals := a.vals
+	g := genOptions{sampler: k3.SamplerOptions{PenaltyWindow: 64}}
+	var err error
+	floats := []struct {
+		flag    string
+		dst     *float64
+		lo, hi  float64
+		hiOpen  bool
+		samples bool
+	}{
+		{"--temperature", &g.sampler.Temperature, 0, 1e6, false, true},
+		{"--top-p", &g.sampler.TopP, 0, 1, false, true},
+		{"--min-p", &g.sampler.MinP, 0, 1, true, true},
+		{"--repeat-penalty", &g.sampler.RepeatPenalty, 1, 1e6, false, true},
+	}
+	for _, f := range floats {
+		if s, ok := vals[f.flag]; ok {
+			if *f.dst, err = parseFloat(f.flag, s, f.lo, f.hi, f.hiOpen); err != nil {
+				return g, err
+			}
+			g.sampling = true
+		}
+	}
+	if s, ok := vals["--top-k"]; ok {
+		if g.sampler.TopK, err = parseInt("--top-k", s, 0, math.MaxInt32); err != nil {
+			return g, err
+		}
+		g.sampling = true
+	}
+	if s, ok := vals["--repeat-last-n"]; ok {
+		if g.sampler.PenaltyWindow, err = parseInt("--repeat-last-n", s, 0, math.MaxInt32); err != nil {
+			return g, err
+		}
+		g.sampling = true
+	}
+	if s, ok := vals["--seed"]; ok {
+		if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+			return g, usagef("--seed", "%q is not a decimal integer in [0, 2^64)", s)
+		}
+		if g.sampler.Seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return g, usagef("--seed", "%q is out of range [0, 2^64)", s)
+		}
+		g.sampling = true
+	}
+	if s, ok := vals["--spec"]; ok {
+		if g.spec, err = parseInt("--spec", s, 0, k3.MaxSpeculative); err != nil {
+			return g, err
+		}
+		if g.spec > 0 && !incremental {
+			return g, usagef("--spec", "conflicts with --full-recompute (speculation needs incremental decoding)")
+		}
+	}
+	if _, ok := vals["--stop"]; ok {
+		g.stops = a.all["--stop"]
+		for _, s := range g.stops {
+			if s == "" {
+				return g, usagef("--stop", "empty stop string")
+			}
+		}
+		if tokDir == "" {
+			return g, usagef("--stop", "stop strings are matched on decoded text and need --tok DIR")
+		}
+	}
+	for _, f := range []struct {
+		flag string
+		dst  *string
+	}{{"--save-state", &g.saveState}, {"--load-state", &g.loadState}} {
+		if s, ok := vals[f.flag]; ok {
+			if s == "" {
+				return g, usagef(f.flag, "empty path")
+			}
+			*f.dst = s
+		}
+	}
+	if g.loadState != "" && !incremental {
+		return g, usagef("--load-state", "conflicts with --full-recompute (a saved state continues incrementally)")
+	}
+	if _, err := k3.NewSampler(g.sampler); err != nil {
+		return g, usagef("", "%v", err)
+	}
+	return g, nil
+}
+
+// genReport is the "generation" object of the JSON report.
+type genReport struct {
+	Sampler     *k3.SamplerOptions `json:"sampler"` // null: greedy
+	StopString  *string            `json:"stop_string"`
+	LoadedState *string            `json:"loaded_state"`
+	LoadedLen   int                `json:"loaded_positions"`
+	SavedState  *string            `json:"saved_state"`
+	Spec        int                `json:"spec"`
+	Verifies    int                `json:"spec_passes"`
+	Drafted     int                `json:"spec_drafted"`
+	Accepted    int                `json:"spec_accepted"`
+}
+
+// genRun is one run's generation: the session when there is one, and the result.
+type genRun struct {
+	g       *genOptions
+	m       *k3.Model
+	s       *k3.Session
+	sampler *k3.Sampler
+	prompt  []int
+	res     k3.GenerateResult
+	rep     genReport
+}
+
+// start sets up gopts (sampler, stop strings, speculation) and returns the token stream: from
+// a loaded state continued by prompt when --load-state is given, from prompt otherwise.
+func (g *genOptions) start(ctx context.Context, m *k3.Model, prompt []int, gopts *k3.GenerateOptions,
+	enc *tokenizer.Encoding) (*genRun, iter.Seq2[int, error], error) {
+	r := &genRun{g: g, m: m, prompt: prompt, rep: genReport{Spec: g.spec}}
+	var err error
+	if g.sampling {
+		if r.sampler, err = k3.NewSampler(g.sampler); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(g.stops) > 0 {
+		gopts.StopStrings, gopts.Tokens = g.stops, enc
+	}
+	gopts.Speculative = g.spec
+	gopts.MaxContext = maxTotal
+	if g.loadState != "" {
+		f, err := os.Open(g.loadState)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--load-state: %w", err)
+		}
+		s, saved, err := k3.LoadSession(m, f)
+		f.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("--load-state %s: %w", g.loadState, err)
+		}
+		if s.Len()+len(prompt)+gopts.MaxTokens+1 > maxTotal {
+			return nil, nil, usagef("--load-state", "%d saved positions + prompt %d + gen %d + 1 exceed %d",
+				s.Len(), len(prompt), gopts.MaxTokens, maxTotal)
+		}
+		if r.sampler == nil {
+			r.sampler = saved
+		}
+		r.s, r.rep.LoadedState, r.rep.LoadedLen = s, &g.loadState, s.Len()
+	}
+	if r.sampler != nil {
+		o := r.sampler.Options()
+		r.rep.Sampler = &o
+	}
+	gopts.Sampler = r.sampler
+	user := gopts.OnDone
+	gopts.OnDone = func(res k3.GenerateResult) {
+		r.res = res
+		if user != nil {
+			user(res)
+		}
+	}
+	if r.s == nil && !gopts.FullRecompute && g.saveState != "" {
+		r.s = m.NewSession() // kept, so the state can be saved without recomputing
+	}
+	if r.s == nil {
+		return r, m.Generate(ctx, prompt, *gopts), nil
+	}
+	if err := r.s.Prefill(ctx, prompt); err != nil {
+		return nil, nil, err
+	}
+	return r, r.s.GenerateWith(ctx, *gopts), nil
+}
+
+// stopReason maps the library's reason onto the report's names.
+func (r *genRun) stopReason() (string, bool) {
+	switch r.res.Reason {
+	case k3.StopString:
+		s := r.res.StopText
+		r.rep.StopString = &s
+		return "stop_string", true
+	case k3.StopContext:
+		return "context", true
+	}
+	return "", false
+}
+
+// text returns the generated text ending before a matched stop string.
+func (r *genRun) text() (string, bool) {
+	if r.res.Reason != k3.StopString {
+		return "", false
+	}
+	return tokenizer.ReplaceInvalidUTF8(r.res.Text), true
+}
+
+// finish records the speculation counts and writes --save-state: the session then holds every
+// emitted token (the last one is processed here), so the next turn's ids continue it exactly.
+func (r *genRun) finish(ctx context.Context, generated []int) error {
+	r.rep.Verifies, r.rep.Drafted, r.rep.Accepted = r.res.Verifies, r.res.Drafted, r.res.Accepted
+	if r.g.saveState == "" {
+		return nil
+	}
+	s := r.s
+	if s == nil {
+		s = r.m.NewSession()
+		if err := s.Prefill(ctx, append(append([]int(nil), r.prompt...), generated...)); err != nil {
+			return fmt.Errorf("--save-state: %w", err)
+		}
+	} else if n := len(generated); n > 0 {
+		if err := s.Step(ctx, generated[n-1]); err != nil {
+			return fmt.Errorf("--save-state: %w", err)
+		}
+	}
+	tmp := r.g.saveState + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("--save-state: %w", err)
+	}
+	err = s.Save(f, r.sampler)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, r.g.saveState)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("--save-state: %w", err)
+	}
+	r.rep.SavedState = &r.g.saveState
+	return nil
+}
+
+// isStateError reports a refused state file (exit 1 with the sentinel's message).
+func isStateError(err error) bool {
+	for _, e := range []error{k3.ErrStateMagic, k3.ErrStateVersion, k3.ErrStateChecksum, k3.ErrStateTruncated,
+		k3.ErrStateModel, k3.ErrStateCacheForm, k3.ErrStateCorrupt} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,91 @@
+//go:build amd64 && !purego
+
+package dot
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/k3-project/k3/internal/benchutil"
+)
+
+// benchLevels are the kernel levels of each format, widest first, plus the
+// pure-Go twin, so one run compares them on the same machine load.
+func benchLevels(f benchFormat) []struct {
+	name   string
+	ok     bool
+	matVec func(dst []float32, w []byte, x []float32)
+	matMul func(dst []float32, stride int, w []byte, x []float32, n int)
+} {
+	type level = struct {
+		name   string
+		ok     bool
+		matVec func(dst []float32, w []byte, x []float32)
+		matMul func(dst []float32, stride int, w []byte, x []float32, n int)
+	}
+	var a512, a2 *asmFormat
+	var gen func([]byte, []float32) float32
+	ok512, ok2 := useAVX512, useAVX2
+	switch f.name {
+	case "bf16":
+		a512, a2, gen = fmtBF16x512, fmtBF16, genericBF16
+	case "f32":
+		a512, a2, gen = fmtF32x512, fmtF32, genericF32
+	default:
+		a512, a2, gen = fmtF16x512, fmtF16, genericF16
+		ok512, ok2 = useAVX512 && useF16C, useF16C
+	}
+	asm := func(af *asmFormat, ok bool) level {
+		return level{af.name[len(f.name)+1:], ok,
+			func(dst []float32, w []byte, x []float32) { asmMatVec(af, dst, w, x) },
+			func(dst []float32, stride int, w []byte, x []float32, n int) {
+				asmMatMul(af, dst, stride, w, x, n, len(w)/(f.size*(len(x)/n)), len(x)/n)
+			}}
+	}
+	return []level{asm(a512, ok512), asm(a2, ok2), {"go", true,
+		func(dst []float32, w []byte, x []float32) { genericMatVec(gen, f.size, dst, w, x) },
+		func(dst []float32, stride int, w []byte, x []float32, n int) {
+			cols := len(x) / n
+			genericMatMul(gen, f.size, dst, stride, w, x, n, len(w)/(f.size*cols), cols)
+		}}}
+}
+
+// BenchmarkMatVecLevel forces each kernel level on the 12288×7168 trunk
+// shape (one goroutine, paired with the read loop: x-read is the fraction of
+// one core's read bandwidth the kernel reaches) and 16 distinct expert-sized
+// matrices per iteration (weights from DRAM).
+func BenchmarkMatVecLevel(b *testing.B) {
+	for _, f := range benchFormats {
+		const rows, cols = 12288, 7168
+		w := lazyWeights(f, rows*cols, uint64(rows*cols))
+		x := benchX(cols)
+		dst := make([]float32, rows)
+		for _, lv := range benchLevels(f) {
+			b.Run(fmt.Sprintf("%s/%s/%dx%d", f.name, lv.name, rows, cols), func(b *testing.B) {
+				if !lv.ok {
+					b.Skip("CPU lacks the features")
+				}
+				w := w()
+				benchutil.Paired(b, w, 1, func() { lv.matVec(dst, w, x) })
+			})
+		}
+	}
+}
+
+// BenchmarkMatMulLevel is BenchmarkMatMul with the level forced.
+func BenchmarkMatMulLevel(b *testing.B) {
+	f := benchFormats[0]
+	const rows, cols = 3072, 3584
+	lw := lazyWeights(f, rows*cols, 7)
+	for _, lv := range benchLevels(f) {
+		for _, n := range []int{4, 16} {
+			b.Run(fmt.Sprintf("%s/%s/%dx%d/n%d", f.name, lv.name, rows, cols, n), func(b *testing.B) {
+				if !lv.ok {
+					b.Skip("CPU lacks the features")
+				}
+				w, x, dst := lw(), benchX(n*cols), make([]float32, n*rows)
+				benchutil.Paired(b, w, 1, func() { lv.matMul(dst, rows, w, x, n) })
+			})
+		}
+	}
+}

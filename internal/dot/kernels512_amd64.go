@@ -1,0 +1,51 @@
+//go:build amd64 && !purego
+
+package dot
+
+// AVX-512 kernels (kernels512_amd64.s), same contract as the AVX2 ones in
+// kernels_amd64.go. The four-way forms write their results to r.
+
+//go:noescape
+func bf16Rows1x512(w *byte, x *float64, m int) float64
+
+//go:noescape
+func bf16Rows2x512(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
+
+//go:noescape
+func bf16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+
+//go:noescape
+func bf16Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
+
+//go:noescape
+func bf16Xs4x512(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
+
+//go:noescape
+func f32Rows1x512(w *byte, x *float64, m int) float64
+
+//go:noescape
+func f32Rows2x512(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
+
+//go:noescape
+func f32Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+
+//go:noescape
+func f32Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
+
+//go:noescape
+func f32Xs4x512(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
+
+//go:noescape
+func f16Rows1x512(w *byte, x *float64, m int) float64
+
+//go:noescape
+func f16Rows2x512(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
+
+//go:noescape
+func f16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+
+//go:noescape
+func f16Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
+
+//go:noescape
+func f16Xs4x512(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)

@@ -1,0 +1,638 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// R16 kernels for AVX-512 (F, BW, DQ, VL). Same contract as the AVX2 kernels
+// in kernels_amd64.s: m > 0 is a multiple of 16, x is pre-widened to float64
+// by the caller, the result is the f64 R16 lane tree over the first m
+// elements and the Go caller adds the sequential tail.
+//
+// Two zmm accumulators hold the sixteen R16 lanes of one row. For F32 and
+// F16 they are in natural order: Z_lo = a0..a7, Z_hi = a8..a15. For BF16 a
+// 32-byte load of sixteen bf16 values is split without shuffles into the
+// even elements (shift left 16) and the odd ones (mask the high half), so
+// Z_even = a0,a2,..,a14 and Z_odd = a1,a3,..,a15, and the caller widens x in
+// that order (perm512 in drivers_amd64.go). Every lane still accumulates
+// exactly the elements i ≡ l (mod 16) in ascending order, one FMA per block
+// of sixteen (exact: an f32 product is exact in f64), and the reductions
+// rebuild exactly c_l = (a[l]+a[l+4]) + (a[l+8]+a[l+12]) and
+// (c0+c1) + (c2+c3), by splitting the zmm accumulators into the ymm
+// quarters the AVX2 reduction macros expect.
+
+#define PFDIST 2048
+
+// (A+B)+(C+D) lane-wise, then two hadds: see kernels_amd64.s.
+#define REDUCE_NAT(YA, XA, YB, YC, YD, XT) \
+	VADDPD YB, YA, YA; \
+	VADDPD YD, YC, YC; \
+	VADDPD YC, YA, YA; \
+	VEXTRACTF128 $1, YA, XT; \
+	VHADDPD XT, XA, XA; \
+	VHADDPD XA, XA, XA
+
+#define REDUCE_BF16(YA, XA, YB, XB, YC, XC, YD, XD, XT) \
+	VEXTRACTF128 $1, YA, XT; \
+	VADDPD XT, XA, XA; \
+	VEXTRACTF128 $1, YC, XT; \
+	VADDPD XT, XC, XC; \
+	VADDPD XC, XA, XA; \
+	VEXTRACTF128 $1, YB, XT; \
+	VADDPD XT, XB, XB; \
+	VEXTRACTF128 $1, YD, XT; \
+	VADDPD XT, XD, XD; \
+	VADDPD XD, XB, XB; \
+	VADDPD XB, XA, XA; \
+	VHADDPD XA, XA, XA
+
+// Natural layout: ZL = a0..a7, ZH = a8..a15. The ymm halves are
+// A = a0..3 (low ZL), B = a4..7, C = a8..11 (low ZH), D = a12..15.
+#define REDUCE512_NAT(ZL, YL, XL, ZH, YH, YB, YD, XT) \
+	VEXTRACTF64X4 $1, ZL, YB; \
+	VEXTRACTF64X4 $1, ZH, YD; \
+	REDUCE_NAT(YL, XL, YB, YH, YD, XT)
+
+// BF16 layout: ZE = a0,a2,..,a14, ZO = a1,..,a15. The ymm halves are
+// A = a0,a2,a4,a6 (low ZE), C = a8,..,a14 (high ZE), B = a1,..,a7 (low ZO),
+// D = a9,..,a15 (high ZO): the AVX2 bf16 layout.
+#define REDUCE512_BF16(ZE, YE, XE, ZO, YO, XO, YC, XC, YD, XD, XT) \
+	VEXTRACTF64X4 $1, ZE, YC; \
+	VEXTRACTF64X4 $1, ZO, YD; \
+	REDUCE_BF16(YE, XE, YO, XO, YC, XC, YD, XD, XT)
+
+// Sixteen bf16 at off(P) -> even elements as f64 in ZE, odd ones in ZO.
+// Y15 holds 0xffff0000 in every dword.
+#define LOAD512_BF16(off, P, YE, ZE, YO, ZO) \
+	VMOVDQU off(P), YO; \
+	VPSLLD $16, YO, YE; \
+	VPAND Y15, YO, YO; \
+	VCVTPS2PD YE, ZE; \
+	VCVTPS2PD YO, ZO
+
+#define BF16_MASK \
+	MOVL $0xffff0000, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15
+
+// Eight f16 at off(P) -> f64 in Z.
+#define LOAD512_F16(off, P, Y, Z) \
+	VCVTPH2PS off(P), Y; \
+	VCVTPS2PD Y, Z
+
+#define ZERO512 \
+	VPXORQ Z0, Z0, Z0; \
+	VPXORQ Z1, Z1, Z1; \
+	VPXORQ Z2, Z2, Z2; \
+	VPXORQ Z3, Z3, Z3; \
+	VPXORQ Z4, Z4, Z4; \
+	VPXORQ Z5, Z5, Z5; \
+	VPXORQ Z6, Z6, Z6; \
+	VPXORQ Z7, Z7, Z7
+
+// ---------------------------------------------------------------- BF16
+
+// func bf16Rows1x512(w *byte, x *float64, m int) float64
+TEXT ·bf16Rows1x512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DX
+	MOVQ m+16(FP), CX
+	ZERO512
+	BF16_MASK
+
+b5r1loop:
+	PREFETCHT0 PFDIST(SI)
+	LOAD512_BF16(0, SI, Y8, Z8, Y9, Z9)
+	VFMADD231PD 0(DX), Z8, Z0
+	VFMADD231PD 64(DX), Z9, Z1
+	ADDQ $32, SI
+	ADDQ $128, DX
+	SUBQ $16, CX
+	JNZ  b5r1loop
+
+	REDUCE512_BF16(Z0, Y0, X0, Z1, Y1, X1, Y2, X2, Y3, X3, X8)
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func bf16Rows2x512(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
+TEXT ·bf16Rows2x512(SB), NOSPLIT, $0-48
+	MOVQ w0+0(FP), SI
+	MOVQ w1+8(FP), DI
+	MOVQ x+16(FP), DX
+	MOVQ m+24(FP), CX
+	ZERO512
+	BF16_MASK
+
+b5r2loop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 PFDIST(DI)
+	VMOVUPD 0(DX), Z12
+	VMOVUPD 64(DX), Z13
+	LOAD512_BF16(0, SI, Y8, Z8, Y9, Z9)
+	VFMADD231PD Z12, Z8, Z0
+	VFMADD231PD Z13, Z9, Z1
+	LOAD512_BF16(0, DI, Y10, Z10, Y11, Z11)
+	VFMADD231PD Z12, Z10, Z2
+	VFMADD231PD Z13, Z11, Z3
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $128, DX
+	SUBQ $16, CX
+	JNZ  b5r2loop
+
+	REDUCE512_BF16(Z0, Y0, X0, Z1, Y1, X1, Y4, X4, Y5, X5, X8)
+	REDUCE512_BF16(Z2, Y2, X2, Z3, Y3, X3, Y6, X6, Y7, X7, X8)
+	VMOVSD X0, r0+32(FP)
+	VMOVSD X2, r1+40(FP)
+	VZEROUPPER
+	RET
+
+// func bf16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+TEXT ·bf16Rows4x512(SB), NOSPLIT, $0-56
+	MOVQ w0+0(FP), SI
+	MOVQ w1+8(FP), DI
+	MOVQ w2+16(FP), R8
+	MOVQ w3+24(FP), R9
+	MOVQ x+32(FP), DX
+	MOVQ m+40(FP), CX
+	ZERO512
+	BF16_MASK
+
+b5r4loop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 PFDIST(DI)
+	PREFETCHT0 PFDIST(R8)
+	PREFETCHT0 PFDIST(R9)
+	VMOVUPD 0(DX), Z12
+	VMOVUPD 64(DX), Z13
+	LOAD512_BF16(0, SI, Y8, Z8, Y9, Z9)
+	VFMADD231PD Z12, Z8, Z0
+	VFMADD231PD Z13, Z9, Z1
+	LOAD512_BF16(0, DI, Y10, Z10, Y11, Z11)
+	VFMADD231PD Z12, Z10, Z2
+	VFMADD231PD Z13, Z11, Z3
+	LOAD512_BF16(0, R8, Y8, Z8, Y9, Z9)
+	VFMADD231PD Z12, Z8, Z4
+	VFMADD231PD Z13, Z9, Z5
+	LOAD512_BF16(0, R9, Y10, Z10, Y11, Z11)
+	VFMADD231PD Z12, Z10, Z6
+	VFMADD231PD Z13, Z11, Z7
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $128, DX
+	SUBQ $16, CX
+	JNZ  b5r4loop
+
+	MOVQ r+48(FP), AX
+	REDUCE512_BF16(Z0, Y0, X0, Z1, Y1, X1, Y8, X8, Y9, X9, X10)
+	REDUCE512_BF16(Z2, Y2, X2, Z3, Y3, X3, Y8, X8, Y9, X9, X10)
+	REDUCE512_BF16(Z4, Y4, X4, Z5, Y5, X5, Y8, X8, Y9, X9, X10)
+	REDUCE512_BF16(Z6, Y6, X6, Z7, Y7, X7, Y8, X8, Y9, X9, X10)
+	VMOVSD X0, 0(AX)
+	VMOVSD X2, 8(AX)
+	VMOVSD X4, 16(AX)
+	VMOVSD X6, 24(AX)
+	VZEROUPPER
+	RET
+
+// func bf16Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
+TEXT ·bf16Xs2x512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), DX
+	MOVQ x1+16(FP), BX
+	MOVQ m+24(FP), CX
+	ZERO512
+	BF16_MASK
+
+b5x2loop:
+	PREFETCHT0 PFDIST(SI)
+	LOAD512_BF16(0, SI, Y8, Z8, Y9, Z9)
+	VFMADD231PD 0(DX), Z8, Z0
+	VFMADD231PD 64(DX), Z9, Z1
+	VFMADD231PD 0(BX), Z8, Z2
+	VFMADD231PD 64(BX), Z9, Z3
+	ADDQ $32, SI
+	ADDQ $128, DX
+	ADDQ $128, BX
+	SUBQ $16, CX
+	JNZ  b5x2loop
+
+	REDUCE512_BF16(Z0, Y0, X0, Z1, Y1, X1, Y4, X4, Y5, X5, X8)
+	REDUCE512_BF16(Z2, Y2, X2, Z3, Y3, X3, Y6, X6, Y7, X7, X8)
+	VMOVSD X0, r0+32(FP)
+	VMOVSD X2, r1+40(FP)
+	VZEROUPPER
+	RET
+
+// func bf16Xs4x512(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
+TEXT ·bf16Xs4x512(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), DX
+	MOVQ x1+16(FP), BX
+	MOVQ x2+24(FP), R8
+	MOVQ x3+32(FP), R9
+	MOVQ m+40(FP), CX
+	ZERO512
+	BF16_MASK
+
+b5x4loop:
+	PREFETCHT0 PFDIST(SI)
+	LOAD512_BF16(0, SI, Y8, Z8, Y9, Z9)
+	VFMADD231PD 0(DX), Z8, Z0
+	VFMADD231PD 64(DX), Z9, Z1
+	VFMADD231PD 0(BX), Z8, Z2
+	VFMADD231PD 64(BX), Z9, Z3
+	VFMADD231PD 0(R8), Z8, Z4
+	VFMADD231PD 64(R8), Z9, Z5
+	VFMADD231PD 0(R9), Z8, Z6
+	VFMADD231PD 64(R9), Z9, Z7
+	ADDQ $32, SI
+	ADDQ $128, DX
+	ADDQ $128, BX
+	ADDQ $128, R8
+	ADDQ $128, R9
+	SUBQ $16, CX
+	JNZ  b5x4loop
+
+	MOVQ r+48(FP), AX
+	REDUCE512_BF16(Z0, Y0, X0, Z1, Y1, X1, Y8, X8, Y9, X9, X10)
+	REDUCE512_BF16(Z2, Y2, X2, Z3, Y3, X3, Y8, X8, Y9, X9, X10)
+	REDUCE512_BF16(Z4, Y4, X4, Z5, Y5, X5, Y8, X8, Y9, X9, X10)
+	REDUCE512_BF16(Z6, Y6, X6, Z7, Y7, X7, Y8, X8, Y9, X9, X10)
+	VMOVSD X0, 0(AX)
+	VMOVSD X2, 8(AX)
+	VMOVSD X4, 16(AX)
+	VMOVSD X6, 24(AX)
+	VZEROUPPER
+	RET
+
+// Eight f32 at off(P) -> f64 in Z.
+#define LOAD512_F32(off, P, Y, Z) \
+	VCVTPS2PD off(P), Z
+
+// ---------------------------------------------------------------- F32
+
+// func f32Rows1x512(w *byte, x *float64, m int) float64
+TEXT ·f32Rows1x512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DX
+	MOVQ m+16(FP), CX
+	ZERO512
+
+f325r1loop:
+	PREFETCHT0 PFDIST(SI)
+	LOAD512_F32(0, SI, Y8, Z8)
+	VFMADD231PD 0(DX), Z8, Z0
+	LOAD512_F32(32, SI, Y9, Z9)
+	VFMADD231PD 64(DX), Z9, Z1
+	ADDQ $64, SI
+	ADDQ $128, DX
+	SUBQ $16, CX
+	JNZ  f325r1loop
+
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y2, Y3, X8)
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func f32Rows2x512(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
+TEXT ·f32Rows2x512(SB), NOSPLIT, $0-48
+	MOVQ w0+0(FP), SI
+	MOVQ w1+8(FP), DI
+	MOVQ x+16(FP), DX
+	MOVQ m+24(FP), CX
+	ZERO512
+
+f325r2loop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 PFDIST(DI)
+	VMOVUPD 0(DX), Z12
+	VMOVUPD 64(DX), Z13
+	LOAD512_F32(0, SI, Y8, Z8)
+	LOAD512_F32(32, SI, Y9, Z9)
+	VFMADD231PD Z12, Z8, Z0
+	VFMADD231PD Z13, Z9, Z1
+	LOAD512_F32(0, DI, Y10, Z10)
+	LOAD512_F32(32, DI, Y11, Z11)
+	VFMADD231PD Z12, Z10, Z2
+	VFMADD231PD Z13, Z11, Z3
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $128, DX
+	SUBQ $16, CX
+	JNZ  f325r2loop
+
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y4, Y5, X8)
+	REDUCE512_NAT(Z2, Y2, X2, Z3, Y3, Y6, Y7, X8)
+	VMOVSD X0, r0+32(FP)
+	VMOVSD X2, r1+40(FP)
+	VZEROUPPER
+	RET
+
+// func f32Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+TEXT ·f32Rows4x512(SB), NOSPLIT, $0-56
+	MOVQ w0+0(FP), SI
+	MOVQ w1+8(FP), DI
+	MOVQ w2+16(FP), R8
+	MOVQ w3+24(FP), R9
+	MOVQ x+32(FP), DX
+	MOVQ m+40(FP), CX
+	ZERO512
+
+f325r4loop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 PFDIST(DI)
+	PREFETCHT0 PFDIST(R8)
+	PREFETCHT0 PFDIST(R9)
+	VMOVUPD 0(DX), Z12
+	VMOVUPD 64(DX), Z13
+	LOAD512_F32(0, SI, Y8, Z8)
+	LOAD512_F32(32, SI, Y9, Z9)
+	VFMADD231PD Z12, Z8, Z0
+	VFMADD231PD Z13, Z9, Z1
+	LOAD512_F32(0, DI, Y10, Z10)
+	LOAD512_F32(32, DI, Y11, Z11)
+	VFMADD231PD Z12, Z10, Z2
+	VFMADD231PD Z13, Z11, Z3
+	LOAD512_F32(0, R8, Y8, Z8)
+	LOAD512_F32(32, R8, Y9, Z9)
+	VFMADD231PD Z12, Z8, Z4
+	VFMADD231PD Z13, Z9, Z5
+	LOAD512_F32(0, R9, Y10, Z10)
+	LOAD512_F32(32, R9, Y11, Z11)
+	VFMADD231PD Z12, Z10, Z6
+	VFMADD231PD Z13, Z11, Z7
+	ADDQ $64, SI
+	ADDQ $64, DI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $128, DX
+	SUBQ $16, CX
+	JNZ  f325r4loop
+
+	MOVQ r+48(FP), AX
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y8, Y9, X10)
+	REDUCE512_NAT(Z2, Y2, X2, Z3, Y3, Y8, Y9, X10)
+	REDUCE512_NAT(Z4, Y4, X4, Z5, Y5, Y8, Y9, X10)
+	REDUCE512_NAT(Z6, Y6, X6, Z7, Y7, Y8, Y9, X10)
+	VMOVSD X0, 0(AX)
+	VMOVSD X2, 8(AX)
+	VMOVSD X4, 16(AX)
+	VMOVSD X6, 24(AX)
+	VZEROUPPER
+	RET
+
+// func f32Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
+TEXT ·f32Xs2x512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), DX
+	MOVQ x1+16(FP), BX
+	MOVQ m+24(FP), CX
+	ZERO512
+
+f325x2loop:
+	PREFETCHT0 PFDIST(SI)
+	LOAD512_F32(0, SI, Y8, Z8)
+	LOAD512_F32(32, SI, Y9, Z9)
+	VFMADD231PD 0(DX), Z8, Z0
+	VFMADD231PD 64(DX), Z9, Z1
+	VFMADD231PD 0(BX), Z8, Z2
+	VFMADD231PD 64(BX), Z9, Z3
+	ADDQ $64, SI
+	ADDQ $128, DX
+	ADDQ $128, BX
+	SUBQ $16, CX
+	JNZ  f325x2loop
+
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y4, Y5, X8)
+	REDUCE512_NAT(Z2, Y2, X2, Z3, Y3, Y6, Y7, X8)
+	VMOVSD X0, r0+32(FP)
+	VMOVSD X2, r1+40(FP)
+	VZEROUPPER
+	RET
+
+// func f32Xs4x512(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
+TEXT ·f32Xs4x512(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), DX
+	MOVQ x1+16(FP), BX
+	MOVQ x2+24(FP), R8
+	MOVQ x3+32(FP), R9
+	MOVQ m+40(FP), CX
+	ZERO512
+
+f325x4loop:
+	PREFETCHT0 PFDIST(SI)
+	LOAD512_F32(0, SI, Y8, Z8)
+	LOAD512_F32(32, SI, Y9, Z9)
+	VFMADD231PD 0(DX), Z8, Z0
+	VFMADD231PD 64(DX), Z9, Z1
+	VFMADD231PD 0(BX), Z8, Z2
+	VFMADD231PD 64(BX), Z9, Z3
+	VFMADD231PD 0(R8), Z8, Z4
+	VFMADD231PD 64(R8), Z9, Z5
+	VFMADD231PD 0(R9), Z8, Z6
+	VFMADD231PD 64(R9), Z9, Z7
+	ADDQ $64, SI
+	ADDQ $128, DX
+	ADDQ $128, BX
+	ADDQ $128, R8
+	ADDQ $128, R9
+	SUBQ $16, CX
+	JNZ  f325x4loop
+
+	MOVQ r+48(FP), AX
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y8, Y9, X10)
+	REDUCE512_NAT(Z2, Y2, X2, Z3, Y3, Y8, Y9, X10)
+	REDUCE512_NAT(Z4, Y4, X4, Z5, Y5, Y8, Y9, X10)
+	REDUCE512_NAT(Z6, Y6, X6, Z7, Y7, Y8, Y9, X10)
+	VMOVSD X0, 0(AX)
+	VMOVSD X2, 8(AX)
+	VMOVSD X4, 16(AX)
+	VMOVSD X6, 24(AX)
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------- F16
+
+// func f16Rows1x512(w *byte, x *float64, m int) float64
+TEXT ·f16Rows1x512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DX
+	MOVQ m+16(FP), CX
+	ZERO512
+
+f165r1loop:
+	PREFETCHT0 PFDIST(SI)
+	LOAD512_F16(0, SI, Y8, Z8)
+	VFMADD231PD 0(DX), Z8, Z0
+	LOAD512_F16(16, SI, Y9, Z9)
+	VFMADD231PD 64(DX), Z9, Z1
+	ADDQ $32, SI
+	ADDQ $128, DX
+	SUBQ $16, CX
+	JNZ  f165r1loop
+
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y2, Y3, X8)
+	VMOVSD X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func f16Rows2x512(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
+TEXT ·f16Rows2x512(SB), NOSPLIT, $0-48
+	MOVQ w0+0(FP), SI
+	MOVQ w1+8(FP), DI
+	MOVQ x+16(FP), DX
+	MOVQ m+24(FP), CX
+	ZERO512
+
+f165r2loop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 PFDIST(DI)
+	VMOVUPD 0(DX), Z12
+	VMOVUPD 64(DX), Z13
+	LOAD512_F16(0, SI, Y8, Z8)
+	LOAD512_F16(16, SI, Y9, Z9)
+	VFMADD231PD Z12, Z8, Z0
+	VFMADD231PD Z13, Z9, Z1
+	LOAD512_F16(0, DI, Y10, Z10)
+	LOAD512_F16(16, DI, Y11, Z11)
+	VFMADD231PD Z12, Z10, Z2
+	VFMADD231PD Z13, Z11, Z3
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $128, DX
+	SUBQ $16, CX
+	JNZ  f165r2loop
+
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y4, Y5, X8)
+	REDUCE512_NAT(Z2, Y2, X2, Z3, Y3, Y6, Y7, X8)
+	VMOVSD X0, r0+32(FP)
+	VMOVSD X2, r1+40(FP)
+	VZEROUPPER
+	RET
+
+// func f16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+TEXT ·f16Rows4x512(SB), NOSPLIT, $0-56
+	MOVQ w0+0(FP), SI
+	MOVQ w1+8(FP), DI
+	MOVQ w2+16(FP), R8
+	MOVQ w3+24(FP), R9
+	MOVQ x+32(FP), DX
+	MOVQ m+40(FP), CX
+	ZERO512
+
+f165r4loop:
+	PREFETCHT0 PFDIST(SI)
+	PREFETCHT0 PFDIST(DI)
+	PREFETCHT0 PFDIST(R8)
+	PREFETCHT0 PFDIST(R9)
+	VMOVUPD 0(DX), Z12
+	VMOVUPD 64(DX), Z13
+	LOAD512_F16(0, SI, Y8, Z8)
+	LOAD512_F16(16, SI, Y9, Z9)
+	VFMADD231PD Z12, Z8, Z0
+	VFMADD231PD Z13, Z9, Z1
+	LOAD512_F16(0, DI, Y10, Z10)
+	LOAD512_F16(16, DI, Y11, Z11)
+	VFMADD231PD Z12, Z10, Z2
+	VFMADD231PD Z13, Z11, Z3
+	LOAD512_F16(0, R8, Y8, Z8)
+	LOAD512_F16(16, R8, Y9, Z9)
+	VFMADD231PD Z12, Z8, Z4
+	VFMADD231PD Z13, Z9, Z5
+	LOAD512_F16(0, R9, Y10, Z10)
+	LOAD512_F16(16, R9, Y11, Z11)
+	VFMADD231PD Z12, Z10, Z6
+	VFMADD231PD Z13, Z11, Z7
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $128, DX
+	SUBQ $16, CX
+	JNZ  f165r4loop
+
+	MOVQ r+48(FP), AX
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y8, Y9, X10)
+	REDUCE512_NAT(Z2, Y2, X2, Z3, Y3, Y8, Y9, X10)
+	REDUCE512_NAT(Z4, Y4, X4, Z5, Y5, Y8, Y9, X10)
+	REDUCE512_NAT(Z6, Y6, X6, Z7, Y7, Y8, Y9, X10)
+	VMOVSD X0, 0(AX)
+	VMOVSD X2, 8(AX)
+	VMOVSD X4, 16(AX)
+	VMOVSD X6, 24(AX)
+	VZEROUPPER
+	RET
+
+// func f16Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
+TEXT ·f16Xs2x512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), DX
+	MOVQ x1+16(FP), BX
+	MOVQ m+24(FP), CX
+	ZERO512
+
+f165x2loop:
+	PREFETCHT0 PFDIST(SI)
+	LOAD512_F16(0, SI, Y8, Z8)
+	LOAD512_F16(16, SI, Y9, Z9)
+	VFMADD231PD 0(DX), Z8, Z0
+	VFMADD231PD 64(DX), Z9, Z1
+	VFMADD231PD 0(BX), Z8, Z2
+	VFMADD231PD 64(BX), Z9, Z3
+	ADDQ $32, SI
+	ADDQ $128, DX
+	ADDQ $128, BX
+	SUBQ $16, CX
+	JNZ  f165x2loop
+
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y4, Y5, X8)
+	REDUCE512_NAT(Z2, Y2, X2, Z3, Y3, Y6, Y7, X8)
+	VMOVSD X0, r0+32(FP)
+	VMOVSD X2, r1+40(FP)
+	VZEROUPPER
+	RET
+
+// func f16Xs4x512(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
+TEXT ·f16Xs4x512(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), DX
+	MOVQ x1+16(FP), BX
+	MOVQ x2+24(FP), R8
+	MOVQ x3+32(FP), R9
+	MOVQ m+40(FP), CX
+	ZERO512
+
+f165x4loop:
+	PREFETCHT0 PFDIST(SI)
+	LOAD512_F16(0, SI, Y8, Z8)
+	LOAD512_F16(16, SI, Y9, Z9)
+	VFMADD231PD 0(DX), Z8, Z0
+	VFMADD231PD 64(DX), Z9, Z1
+	VFMADD231PD 0(BX), Z8, Z2
+	VFMADD231PD 64(BX), Z9, Z3
+	VFMADD231PD 0(R8), Z8, Z4
+	VFMADD231PD 64(R8), Z9, Z5
+	VFMADD231PD 0(R9), Z8, Z6
+	VFMADD231PD 64(R9), Z9, Z7
+	ADDQ $32, SI
+	ADDQ $128, DX
+	ADDQ $128, BX
+	ADDQ $128, R8
+	ADDQ $128, R9
+	SUBQ $16, CX
+	JNZ  f165x4loop
+
+	MOVQ r+48(FP), AX
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y8, Y9, X10)
+	REDUCE512_NAT(Z2, Y2, X2, Z3, Y3, Y8, Y9, X10)
+	REDUCE512_NAT(Z4, Y4, X4, Z5, Y5, Y8, Y9, X10)
+	REDUCE512_NAT(Z6, Y6, X6, Z7, Y7, Y8, Y9, X10)
+	VMOVSD X0, 0(AX)
+	VMOVSD X2, 8(AX)
+	VMOVSD X4, 16(AX)
+	VMOVSD X6, 24(AX)
+	VZEROUPPER
+	RET

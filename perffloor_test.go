@@ -1,0 +1,44 @@
+package k3_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3"
+)
+
+// TestPerfFloorBitIdentical runs the synthetic perf checkpoint (random weights everywhere, so a
+// wrong byte anywhere would show) at the memory floor — trunk at its floor budget with one ring
+// slot, embedding rows and lm_head streamed, experts read with a zero cache budget — and compares
+// teacher-forced logits and an incremental greedy continuation bit for bit with the fully mapped
+// run. It needs K3_PERF_DIR (a perf checkpoint, written by k3.Synthesize or
+// `go run ./examples/k3 synth perf DIR`; 1.6 GB) and takes a minute or two.
+func TestPerfFloorBitIdentical(t *testing.T) {
+	dir := os.Getenv("K3_PERF_DIR")
+	if dir == "" {
+		t.Skip("set K3_PERF_DIR to a perf checkpoint to run the floor-vs-mapped comparison")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		t.Skipf("no perf checkpoint in %s", dir)
+	}
+	ref := &reference{PromptIDs: []int{11, 2048, 7, 31000, 5}, FullIDs: []int{11, 2048, 7, 31000, 5, 0, 0, 0}}
+	mapped := openModel(t, dir)
+	want := runModel(t, mapped, ref)
+	mapped.Close()
+	p, err := k3.PlanFor(dir, k3.WithTrunkBudget(1<<50))
+	require.NoError(t, err)
+	m := openModel(t, dir, k3.WithTrunkBudget(p.Trunk.Floor), k3.WithCacheBudget(0))
+	fp := m.Plan().Trunk
+	require.Equal(t, 1, fp.Slots)
+	require.False(t, fp.HeadPinned || fp.EmbedPinned || len(fp.Pinned) > 0)
+	got := runModel(t, m, ref)
+	assert.Equal(t, want, got, "floor logits and tokens must equal the mapped run's")
+	st, _ := m.TrunkStats()
+	cs, _ := m.CacheStats()
+	t.Logf("floor %d B: trunk %d B + head %d B streamed, %d embedding B; experts %d B read; ids %v",
+		p.Trunk.Floor, st.BytesRead, st.HeadBytes, st.EmbedBytes, cs.Run.BytesRead, got.ids)
+}

@@ -1,0 +1,544 @@
+package k3
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/k3-project/k3/config"
+)
+
+// State-file errors, one per refusal class, for errors.Is.
+var (
+	ErrStateMagic     = errors.New("k3: not a K3ST state file (bad magic)")
+	ErrStateVersion   = errors.New("k3: unsupported K3ST state file version")
+	ErrStateChecksum  = errors.New("k3: state file checksum mismatch (corrupted)")
+	ErrStateTruncated = errors.New("k3: state file is truncated")
+	ErrStateModel     = errors.New("k3: state file belongs to another model")
+	ErrStateCacheForm = errors.New("k3: state file holds a cache form this engine does not run")
+	ErrStateCorrupt   = errors.New("k3: state file holds inconsistent values")
+)
+
+// StateVersion is the K3ST version Save writes and LoadSession reads. Version 1 is the C
+// engine's layout, which has no digests or checksums.
+const StateVersion = 2
+
+// MaxStatePositions bounds the positions a state file may claim.
+const MaxStatePositions = 1 << 24
+
+// K3ST version 2, all integers and floats little-endian (offsets in bytes):
+//
+//	  0  "K3ST"
+//	  4  int32 version = 2
+//	  8  int32 fingerprint[12]: hidden, n_layers, vocab, kda_heads, kda_head_dim, conv_k,
+//	     mla_heads, qk_nope, qk_rope, v_head, n_experts, topk
+//	 56  int32 n_bound (decoder layers), n_mla (MLA layers), cached (positions), nseq (= cached)
+//	 72  int64 kper (floats of one KDA layer's state: H·D·D + 3·H·D·(K−1)),
+//	     kvpp (floats per position per MLA layer of the first cache part: kv_lora_rank, the
+//	     latent form), ropepp (qk_rope_head_dim)
+//	 96  end of the C engine's header; version 2 continues:
+//	 96  [32]byte config digest, [32]byte tensor-set digest (Model.Fingerprint)
+//	160  int32 n_kda (KDA layers), int32 n_logits (vocab, or 0 without last logits),
+//	     uint32 flags (bit 0: sampler record present; no other bit may be set), uint32 0
+//	176  uint32 CRC-32C of bytes 0..175
+//	180  body: int32 seq[nseq]; per KDA layer f32 S, conv_q, conv_k, conv_v (kper floats);
+//	     per MLA layer f32 latent [cached·kvpp]; per MLA layer f32 rope key [cached·ropepp];
+//	     f32 logits [n_logits]; the sampler record if flagged (Temperature f64, TopK i64,
+//	     TopP f64, MinP f64, RepeatPenalty f64, FrequencyPenalty f64, PresencePenalty f64,
+//	     PenaltyWindow i64, Seed u64, xoshiro state u64[4]); uint32 CRC-32C of the body
+//
+// A loader checks, in order: magic, version, header checksum, fingerprint and digests (another
+// model), kper/kvpp/ropepp (cache form), counts; then reads the body, growing buffers only as
+// data arrives, and checks its checksum before any value is used.
+const (
+	stateHeaderC    = 96
+	stateHeaderSize = 180
+	samplerRecord   = 13 * 8
+	flagSampler     = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Fingerprint identifies what a state file may be restored into: a digest of the configuration
+// (every field but the informative eos_token_id) and a digest of the bound tensor set (sorted
+// names, dtypes and shapes of the text model's tensors). Two checkpoints of one geometry with
+// different weight values share a fingerprint.
+type Fingerprint struct {
+	Config  [32]byte
+	Tensors [32]byte
+}
+
+// Fingerprint computes the model's fingerprint (SHA-256 digests).
+func (m *Model) Fingerprint() Fingerprint {
+	return Fingerprint{Config: configDigest(&m.cfg), Tensors: m.tensorDigest()}
+}
+
+// configDigest hashes the configuration field by field, in declaration order, with each field's
+// name, so a field added to config.Config is covered without changing this code.
+func configDigest(c *config.Config) [32]byte {
+	h := sha256.New()
+	v := reflect.ValueOf(c).Elem()
+	t := v.Type()
+	var b [8]byte
+	putU64 := func(x uint64) { binary.LittleEndian.PutUint64(b[:], x); h.Write(b[:]) }
+	putStr := func(s string) { putU64(uint64(len(s))); io.WriteString(h, s) }
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Name == "EOSTokenIDs" {
+			continue
+		}
+		putStr(f.Name)
+		fv := v.Field(i)
+		switch fv.Kind() {
+		case reflect.Int:
+			putU64(uint64(fv.Int()))
+		case reflect.Float64:
+			putU64(math.Float64bits(fv.Float()))
+		case reflect.Bool:
+			if fv.Bool() {
+				putU64(1)
+			} else {
+				putU64(0)
+			}
+		case reflect.Slice:
+			putU64(uint64(fv.Len()))
+			for j := range fv.Len() {
+				putU64(uint64(fv.Index(j).Int()))
+			}
+		default:
+			putStr(fmt.Sprint(fv.Interface()))
+		}
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// tensorDigest hashes the text model's tensor set as the checkpoint lists it.
+func (m *Model) tensorDigest() [32]byte {
+	type entry struct {
+		name, dtype string
+		shape       []int64
+	}
+	var es []entry
+	for _, t := range m.ck.Tensors() {
+		if strings.HasPrefix(t.Name, "language_model.") {
+			es = append(es, entry{t.Name, t.DType.String(), t.Shape})
+		}
+	}
+	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	h := sha256.New()
+	var b [8]byte
+	put := func(x uint64) { binary.LittleEndian.PutUint64(b[:], x); h.Write(b[:]) }
+	for _, e := range es {
+		put(uint64(len(e.name)))
+		io.WriteString(h, e.name)
+		put(uint64(len(e.dtype)))
+		io.WriteString(h, e.dtype)
+		put(uint64(len(e.shape)))
+		for _, d := range e.shape {
+			put(uint64(d))
+		}
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// stateHeader is the decoded fixed header.
+type stateHeader struct {
+	fp                         [12]int32
+	nBound, nMLA, cached, nseq int32
+	kper, kvpp, ropepp         int64
+	digest                     Fingerprint
+	nKDA, nLogits              int32
+	flags                      uint32
+}
+
+func (m *Model) stateHeader() stateHeader {
+	c := &m.cfg
+	h := stateHeader{
+		fp: [12]int32{int32(c.Hidden), int32(c.NumLayers), int32(c.Vocab), int32(c.KDAHeads), int32(c.KDAHeadDim),
+			int32(c.ConvK), int32(c.MLAHeads), int32(c.QKNope), int32(c.QKRope), int32(c.VHead), int32(c.NumExperts), int32(c.TopK)},
+		nBound: int32(len(m.layers)),
+		digest: m.Fingerprint(),
+	}
+	for l := range m.layers {
+		if k := m.layers[l].kda; k != nil {
+			st := k.NewState()
+			h.nKDA++
+			h.kper = int64(len(st.S) + len(st.ConvQ) + len(st.ConvK) + len(st.ConvV))
+		} else {
+			c := m.layers[l].mla.NewCache()
+			h.nMLA++
+			h.kvpp, h.ropepp = int64(c.KVLoRA), int64(c.Rope)
+		}
+	}
+	return h
+}
+
+func (h *stateHeader) encode() []byte {
+	b := make([]byte, stateHeaderSize)
+	le := binary.LittleEndian
+	copy(b, "K3ST")
+	le.PutUint32(b[4:], StateVersion)
+	for i, v := range h.fp {
+		le.PutUint32(b[8+4*i:], uint32(v))
+	}
+	for i, v := range []int32{h.nBound, h.nMLA, h.cached, h.nseq} {
+		le.PutUint32(b[56+4*i:], uint32(v))
+	}
+	for i, v := range []int64{h.kper, h.kvpp, h.ropepp} {
+		le.PutUint64(b[72+8*i:], uint64(v))
+	}
+	copy(b[96:], h.digest.Config[:])
+	copy(b[128:], h.digest.Tensors[:])
+	le.PutUint32(b[160:], uint32(h.nKDA))
+	le.PutUint32(b[164:], uint32(h.nLogits))
+	le.PutUint32(b[168:], h.flags)
+	le.PutUint32(b[176:], crc32.Checksum(b[:176], castagnoli))
+	return b
+}
+
+func decodeStateHeader(b []byte) stateHeader {
+	le := binary.LittleEndian
+	var h stateHeader
+	for i := range h.fp {
+		h.fp[i] = int32(le.Uint32(b[8+4*i:]))
+	}
+	h.nBound, h.nMLA = int32(le.Uint32(b[56:])), int32(le.Uint32(b[60:]))
+	h.cached, h.nseq = int32(le.Uint32(b[64:])), int32(le.Uint32(b[68:]))
+	h.kper, h.kvpp, h.ropepp = int64(le.Uint64(b[72:])), int64(le.Uint64(b[80:])), int64(le.Uint64(b[88:]))
+	copy(h.digest.Config[:], b[96:128])
+	copy(h.digest.Tensors[:], b[128:160])
+	h.nKDA, h.nLogits = int32(le.Uint32(b[160:])), int32(le.Uint32(b[164:]))
+	h.flags = le.Uint32(b[168:])
+	return h
+}
+
+// Save writes the session's complete state — processed ids, KDA states and conv tails, MLA
+// latent caches, last logits — and, when sm is not nil, the sampler's options and random state,
+// as a K3ST version 2 file (layout above). LoadSession restores it into a session of the same
+// model that continues bit-identically. A session broken by a failed call cannot be saved.
+func (s *Session) Save(w io.Writer, sm *Sampler) error {
+	if s.broken != nil {
+		return s.broken
+	}
+	if len(s.ids) != s.pos {
+		return fmt.Errorf("k3: save state: the session recorded %d ids for %d positions", len(s.ids), s.pos)
+	}
+	m := s.m
+	h := m.stateHeader()
+	h.cached, h.nseq = int32(s.pos), int32(len(s.ids))
+	if s.logits != nil {
+		h.nLogits = int32(len(s.logits))
+	}
+	if sm != nil {
+		h.flags |= flagSampler
+	}
+	if _, err := w.Write(h.encode()); err != nil {
+		return fmt.Errorf("k3: save state: %w", err)
+	}
+	sw := &stateWriter{w: w, crc: crc32.New(castagnoli), buf: make([]byte, 0, 64<<10)}
+	for _, id := range s.ids {
+		sw.u32(uint32(id))
+	}
+	for _, st := range s.kda {
+		if st != nil {
+			sw.f32s(st.S)
+			sw.f32s(st.ConvQ)
+			sw.f32s(st.ConvK)
+			sw.f32s(st.ConvV)
+		}
+	}
+	for part := range 2 {
+		for _, c := range s.mla {
+			if c == nil {
+				continue
+			}
+			for p := range c.Len() {
+				if part == 0 {
+					sw.f32s(c.Latent(p))
+				} else {
+					sw.f32s(c.KRope(p))
+				}
+			}
+		}
+	}
+	sw.f32s(s.logits)
+	if sm != nil {
+		o := sm.o
+		for _, v := range []uint64{math.Float64bits(o.Temperature), uint64(o.TopK), math.Float64bits(o.TopP),
+			math.Float64bits(o.MinP), math.Float64bits(o.RepeatPenalty), math.Float64bits(o.FrequencyPenalty),
+			math.Float64bits(o.PresencePenalty), uint64(o.PenaltyWindow), o.Seed,
+			sm.rng.s[0], sm.rng.s[1], sm.rng.s[2], sm.rng.s[3]} {
+			sw.u64(v)
+		}
+	}
+	sw.flush()
+	if sw.err == nil {
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], sw.crc.Sum32())
+		_, sw.err = w.Write(b[:])
+	}
+	if sw.err != nil {
+		return fmt.Errorf("k3: save state: %w", sw.err)
+	}
+	return nil
+}
+
+// stateWriter buffers little-endian values, checksumming what it writes.
+type stateWriter struct {
+	w   io.Writer
+	crc hash.Hash32
+	buf []byte
+	err error
+}
+
+func (sw *stateWriter) room(n int) {
+	if len(sw.buf)+n > cap(sw.buf) {
+		sw.flush()
+	}
+}
+
+func (sw *stateWriter) flush() {
+	if sw.err == nil && len(sw.buf) > 0 {
+		sw.crc.Write(sw.buf)
+		_, sw.err = sw.w.Write(sw.buf)
+	}
+	sw.buf = sw.buf[:0]
+}
+
+func (sw *stateWriter) u32(v uint32) {
+	sw.room(4)
+	sw.buf = binary.LittleEndian.AppendUint32(sw.buf, v)
+}
+
+func (sw *stateWriter) u64(v uint64) {
+	sw.room(8)
+	sw.buf = binary.LittleEndian.AppendUint64(sw.buf, v)
+}
+
+func (sw *stateWriter) f32s(v []float32) {
+	for _, x := range v {
+		sw.u32(math.Float32bits(x))
+	}
+}
+
+// LoadSession reads a state file written by Session.Save and returns a new session of m holding
+// that state, and the saved sampler (nil when none was saved). Each refusal wraps its own
+// sentinel: ErrStateMagic, ErrStateVersion, ErrStateChecksum (header or body corrupted),
+// ErrStateModel (another configuration or tensor set), ErrStateCacheForm, ErrStateTruncated and
+// ErrStateCorrupt (a consistent checksum over impossible values). Memory grows only with the
+// bytes actually read. LoadSession reads exactly the file's bytes from r.
+func LoadSession(m *Model, r io.Reader) (*Session, *Sampler, error) {
+	hb := make([]byte, stateHeaderSize)
+	got, err := io.ReadFull(r, hb[:8])
+	if head := hb[:min(got, 4)]; !strings.HasPrefix("K3ST", string(head)) {
+		return nil, nil, fmt.Errorf("%w: starts with %q", ErrStateMagic, head)
+	}
+	if err != nil {
+		return nil, nil, readErr(err)
+	}
+	switch v := int32(binary.LittleEndian.Uint32(hb[4:])); {
+	case v == 1:
+		return nil, nil, fmt.Errorf("%w: version 1 (the C engine's layout, without digests or checksums); this engine reads version %d", ErrStateVersion, StateVersion)
+	case v > StateVersion:
+		return nil, nil, fmt.Errorf("%w: version %d is newer than %d", ErrStateVersion, v, StateVersion)
+	case v != StateVersion:
+		return nil, nil, fmt.Errorf("%w: version %d", ErrStateVersion, v)
+	}
+	if err := readFull(r, hb[8:]); err != nil {
+		return nil, nil, err
+	}
+	le := binary.LittleEndian
+	if got, want := le.Uint32(hb[176:]), crc32.Checksum(hb[:176], castagnoli); got != want {
+		return nil, nil, fmt.Errorf("%w: header CRC-32C %08x, computed %08x", ErrStateChecksum, got, want)
+	}
+	h := decodeStateHeader(hb)
+	want := m.stateHeader()
+	switch {
+	case h.fp != want.fp:
+		return nil, nil, fmt.Errorf("%w: fingerprint %v, model %v", ErrStateModel, h.fp, want.fp)
+	case h.nBound != want.nBound || h.nMLA != want.nMLA || h.nKDA != want.nKDA:
+		return nil, nil, fmt.Errorf("%w: %d layers (%d MLA, %d KDA), model %d (%d, %d)", ErrStateModel,
+			h.nBound, h.nMLA, h.nKDA, want.nBound, want.nMLA, want.nKDA)
+	case h.digest.Config != want.digest.Config:
+		return nil, nil, fmt.Errorf("%w: configuration digest differs", ErrStateModel)
+	case h.digest.Tensors != want.digest.Tensors:
+		return nil, nil, fmt.Errorf("%w: tensor-set digest differs", ErrStateModel)
+	case h.kper != want.kper || h.kvpp != want.kvpp || h.ropepp != want.ropepp:
+		return nil, nil, fmt.Errorf("%w: kper %d kvpp %d ropepp %d, this engine runs kper %d kvpp %d ropepp %d (latent MLA cache)",
+			ErrStateCacheForm, h.kper, h.kvpp, h.ropepp, want.kper, want.kvpp, want.ropepp)
+	case h.cached < 0 || h.cached > MaxStatePositions || h.nseq != h.cached:
+		return nil, nil, fmt.Errorf("%w: %d positions with %d ids (at most %d)", ErrStateCorrupt, h.cached, h.nseq, MaxStatePositions)
+	case h.nLogits != 0 && h.nLogits != int32(m.cfg.Vocab):
+		return nil, nil, fmt.Errorf("%w: %d logits, vocab %d", ErrStateCorrupt, h.nLogits, m.cfg.Vocab)
+	case h.flags&^flagSampler != 0 || le.Uint32(hb[172:]) != 0:
+		return nil, nil, fmt.Errorf("%w: unknown flags %#x", ErrStateCorrupt, h.flags)
+	}
+
+	sr := &stateReader{r: r, crc: crc32.New(castagnoli), buf: make([]byte, 64<<10)}
+	n := int(h.cached)
+	ids := sr.u32s(n)
+	s := m.NewSession()
+	for _, st := range s.kda {
+		if st != nil {
+			sr.into(st.S)
+			sr.into(st.ConvQ)
+			sr.into(st.ConvK)
+			sr.into(st.ConvV)
+		}
+	}
+	kvpp, ropepp := int(h.kvpp), int(h.ropepp)
+	var lat [][]float32
+	for _, c := range s.mla {
+		if c != nil {
+			lat = append(lat, sr.f32s(n*kvpp))
+		}
+	}
+	j := 0
+	for _, c := range s.mla {
+		if c == nil {
+			continue
+		}
+		rope := sr.f32s(n * ropepp)
+		if sr.err != nil {
+			break
+		}
+		// Both parts are in memory now, so this allocation is bounded by bytes read.
+		c.KV = make([]float32, 0, n*(kvpp+ropepp))
+		for p := range n {
+			c.KV = append(c.KV, lat[j][p*kvpp:(p+1)*kvpp]...)
+			c.KV = append(c.KV, rope[p*ropepp:(p+1)*ropepp]...)
+		}
+		lat[j] = nil
+		j++
+	}
+	var logits []float32
+	if h.nLogits > 0 {
+		logits = sr.f32s(int(h.nLogits))
+	}
+	var rec []uint64
+	if h.flags&flagSampler != 0 {
+		rec = sr.u64s(samplerRecord / 8)
+	}
+	if sr.err != nil {
+		return nil, nil, sr.err
+	}
+	sum := sr.crc.Sum32()
+	var tail [4]byte
+	if err := readFull(r, tail[:]); err != nil {
+		return nil, nil, err
+	}
+	if got := le.Uint32(tail[:]); got != sum {
+		return nil, nil, fmt.Errorf("%w: body CRC-32C %08x, computed %08x", ErrStateChecksum, got, sum)
+	}
+
+	// The bytes are what was written; now check that the values are possible.
+	s.ids = make([]int, n)
+	for i, id := range ids {
+		if id >= uint32(m.cfg.Vocab) {
+			return nil, nil, fmt.Errorf("%w: id %d at position %d is outside [0, %d)", ErrStateCorrupt, id, i, m.cfg.Vocab)
+		}
+		s.ids[i] = int(id)
+	}
+	s.pos, s.logits = n, logits
+	var sm *Sampler
+	if rec != nil {
+		f := math.Float64frombits
+		o := SamplerOptions{Temperature: f(rec[0]), TopK: int(int64(rec[1])), TopP: f(rec[2]), MinP: f(rec[3]),
+			RepeatPenalty: f(rec[4]), FrequencyPenalty: f(rec[5]), PresencePenalty: f(rec[6]),
+			PenaltyWindow: int(int64(rec[7])), Seed: rec[8]}
+		var err error
+		if sm, err = NewSampler(o); err != nil {
+			return nil, nil, fmt.Errorf("%w: sampler record: %w", ErrStateCorrupt, err)
+		}
+		copy(sm.rng.s[:], rec[9:13])
+	}
+	return s, sm, nil
+}
+
+// readFull maps a short read to ErrStateTruncated.
+func readFull(r io.Reader, b []byte) error {
+	if _, err := io.ReadFull(r, b); err != nil {
+		return readErr(err)
+	}
+	return nil
+}
+
+func readErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return ErrStateTruncated
+	}
+	return fmt.Errorf("k3: load state: %w", err)
+}
+
+// stateReader reads little-endian values in chunks, checksumming them; the first error sticks.
+type stateReader struct {
+	r   io.Reader
+	crc hash.Hash32
+	buf []byte
+	err error
+}
+
+// chunks reads n bytes in buffer-sized pieces, handing each to f.
+func (sr *stateReader) chunks(n int, f func([]byte)) {
+	for n > 0 && sr.err == nil {
+		b := sr.buf[:min(n, len(sr.buf))]
+		if sr.err = readFull(sr.r, b); sr.err != nil {
+			return
+		}
+		sr.crc.Write(b)
+		f(b)
+		n -= len(b)
+	}
+}
+
+func (sr *stateReader) into(dst []float32) {
+	i := 0
+	sr.chunks(4*len(dst), func(b []byte) {
+		for k := 0; k < len(b); k += 4 {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[k:]))
+			i++
+		}
+	})
+}
+
+func (sr *stateReader) f32s(n int) []float32 {
+	var out []float32
+	sr.chunks(4*n, func(b []byte) {
+		for k := 0; k < len(b); k += 4 {
+			out = append(out, math.Float32frombits(binary.LittleEndian.Uint32(b[k:])))
+		}
+	})
+	return out
+}
+
+func (sr *stateReader) u32s(n int) []uint32 {
+	var out []uint32
+	sr.chunks(4*n, func(b []byte) {
+		for k := 0; k < len(b); k += 4 {
+			out = append(out, binary.LittleEndian.Uint32(b[k:]))
+		}
+	})
+	return out
+}
+
+func (sr *stateReader) u64s(n int) []uint64 {
+	var out []uint64
+	sr.chunks(8*n, func(b []byte) {
+		for k := 0; k < len(b); k += 8 {
+			out = append(out, binary.LittleEndian.Uint64(b[k:]))
+		}
+	})
+	return out
+}
