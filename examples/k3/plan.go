@@ -73,6 +73,10 @@ func cmdPlan(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "preset %s\n", b.preset)
 	}
 	fmt.Fprintln(stdout, p.String())
+	if m, err := readMemInfo(); err == nil {
+		// Session state, activations and the Go runtime come on top of the plan.
+		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", human(planTotal(p)), human(m.usable()), m.source())
+	}
 	return exitOK
 }
 
