@@ -27,7 +27,7 @@ func (m *Model) bind(b *binder) error {
 			b.mismatched = append(b.mismatched, fmt.Sprintf("%sembed_tokens.weight: format %v cannot gather rows", prefixModel, m.embed.Format()))
 		}
 	}
-	m.layers = make([]layer, c.NumLayers)
+	m.layers = make([]layer, m.nlayers)
 	var buildErrs []string
 	for l := range m.layers {
 		if err := m.bindLayer(b, l); err != nil {

@@ -35,6 +35,9 @@ type options struct {
 	cachePolicy cache.PolicyName
 	prefetch    int
 	cacheOpen   cache.Opener
+
+	configPath string // "" : dir/config.json
+	layers     int    // 0: all
 }
 
 // WithThreads sets the number of goroutines used for mat-vec rows, heads and positions (n ≥ 1;
@@ -176,6 +179,32 @@ func WithCacheOpener(open cache.Opener) Option {
 	}
 }
 
+// WithConfigFile reads the model configuration from path instead of config.json in the
+// checkpoint directory.
+func WithConfigFile(path string) Option {
+	return func(o *options) error {
+		if path == "" {
+			return fmt.Errorf("k3: WithConfigFile: empty path")
+		}
+		o.configPath = path
+		return nil
+	}
+}
+
+// WithLayers runs only the first n decoder layers (1 ≤ n ≤ the configured count), then the
+// output aggregation, final norm and head: a diagnostic for bisecting a checkpoint, never the
+// model's real output. Tensors of the layers left out are not bound (Model.Warnings says how many
+// were skipped) and Model.Layers reports n; Config keeps the configured count.
+func WithLayers(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("k3: WithLayers(%d): need at least 1", n)
+		}
+		o.layers = n
+		return nil
+	}
+}
+
 // WithTracer reports weight traffic and per-layer timings to t as they happen.
 func WithTracer(t Tracer) Option {
 	return func(o *options) error { o.tracer = t; return nil }
@@ -215,7 +244,10 @@ type Model struct {
 	outAgg *nn.AttnRes  // output_attn_res_{norm,proj}
 	eps    float32
 	layers []layer
-	info   Info
+	// nlayers is the number of decoder layers bound and run (WithLayers; else the configured).
+	nlayers int
+	skipped int // tensors of layers left out by WithLayers
+	info    Info
 	mu     sync.RWMutex // guards closed against in-flight forwards
 	closed bool
 }
@@ -265,7 +297,7 @@ func Open(dir string, opts ...Option) (*Model, error) {
 		}
 		c := &m.cfg
 		var moeLayers []int
-		for l := range c.NumLayers {
+		for l := range m.nlayers {
 			if !c.IsDense(l) {
 				moeLayers = append(moeLayers, l)
 			}
@@ -300,9 +332,16 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 			return nil, nil, err
 		}
 	}
-	cfg, err := config.Load(filepath.Join(dir, "config.json"))
+	cfgPath := o.configPath
+	if cfgPath == "" {
+		cfgPath = filepath.Join(dir, "config.json")
+	}
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+	}
+	if o.layers > cfg.NumLayers {
+		return nil, nil, fmt.Errorf("k3: open %s: WithLayers(%d): the configuration has %d layers", dir, o.layers, cfg.NumLayers)
 	}
 	// WithIncomplete lets the bind step name every absent tensor and the shard that should hold
 	// it, instead of failing at the first absent shard.
@@ -310,7 +349,10 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 	}
-	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, eps: float32(cfg.RMSEps), tracer: o.tracer}
+	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, eps: float32(cfg.RMSEps), tracer: o.tracer, nlayers: cfg.NumLayers}
+	if o.layers > 0 {
+		m.nlayers = o.layers
+	}
 	m.plan = Plan{Mapped: true, Packed: o.packedDir}
 	d := &prepared{opts: o}
 	if o.packedDir != "" {
@@ -325,7 +367,10 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 		return nil, nil, err
 	}
 	d.dense = db.dense
-	m.plan.fillSession(cfg)
+	m.plan.fillSession(cfg, m.nlayers)
+	if m.nlayers < cfg.NumLayers {
+		m.skipped = countBeyond(ck, m.nlayers)
+	}
 	for _, t := range db.dense {
 		m.plan.DenseBytes += t.Size
 	}
@@ -340,7 +385,7 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 		if budget == 0 {
 			budget = math.MaxInt64 / 2 // a packed trunk without a budget: pin it all
 		}
-		tp, err := trunk.NewPlan(db.dense, cfg.NumLayers, trunk.PlanConfig{Budget: budget, Ring: o.ring,
+		tp, err := trunk.NewPlan(db.dense, m.nlayers, trunk.PlanConfig{Budget: budget, Ring: o.ring,
 			SlotBytes: o.slotBytes, SideBytes: db.side})
 		if err != nil {
 			m.Close()
@@ -413,6 +458,10 @@ func (m *Model) Close() error {
 // Config returns a copy of the model's configuration.
 func (m *Model) Config() config.Config { return *m.cfg.Clone() }
 
+// Layers returns the number of decoder layers the model runs: the configured count, or n with
+// WithLayers(n).
+func (m *Model) Layers() int { return m.nlayers }
+
 // Threads returns the worker count the model was opened with.
 func (m *Model) Threads() int { return m.threads }
 
@@ -421,4 +470,11 @@ func (m *Model) Dir() string { return m.dir }
 
 // Warnings returns the checkpoint reader's non-fatal findings (stray shard files the index does
 // not name, tolerated index disagreements), for logging.
-func (m *Model) Warnings() []string { return m.ck.Warnings() }
+func (m *Model) Warnings() []string {
+	w := m.ck.Warnings()
+	if m.nlayers < m.cfg.NumLayers {
+		w = append(w, fmt.Sprintf("k3: running %d of %d layers (WithLayers): %d tensors of layers %d..%d are not used; the output is not the model's",
+			m.nlayers, m.cfg.NumLayers, m.skipped, m.nlayers, m.cfg.NumLayers-1))
+	}
+	return w
+}

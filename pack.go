@@ -58,3 +58,19 @@ func trunkTensors(ck *safetensors.Checkpoint, cfg *config.Config) ([][]trunk.Sou
 	}
 	return layers, nil
 }
+
+// countBeyond counts the checkpoint's tensors of layers ≥ n.
+func countBeyond(ck *safetensors.Checkpoint, n int) int {
+	k := 0
+	for _, t := range ck.Tensors() {
+		rest, ok := strings.CutPrefix(t.Name, prefixModel+"layers.")
+		if !ok {
+			continue
+		}
+		num, _, _ := strings.Cut(rest, ".")
+		if l, err := strconv.Atoi(num); err == nil && l >= n {
+			k++
+		}
+	}
+	return k
+}

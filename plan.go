@@ -63,9 +63,9 @@ func planCache(c *config.Config, o options) (*CachePlan, error) {
 	return p, nil
 }
 
-func (p *Plan) fillSession(c *config.Config) {
+func (p *Plan) fillSession(c *config.Config, layers int) {
 	p.KDAStateBytes, p.MLABytesPerPosition = 0, 0
-	for l := range c.NumLayers {
+	for l := range layers {
 		if c.IsMLA(l) {
 			p.MLABytesPerPosition += 4 * int64(c.KVLoRA+c.QKRope)
 			continue
