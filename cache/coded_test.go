@@ -201,18 +201,25 @@ func TestCodedModelLayersBitIdentical(t *testing.T) {
 			}
 			for _, workers := range []int{1, 2} {
 				for _, slots := range []int{0, c.TopK + 1, all} {
-					for _, withShapes := range []bool{true, false} {
-						name := fmt.Sprintf("workers=%d/slots=%d/shapes=%v", workers, slots, withShapes)
+					for _, v := range []struct{ shapes, prefetch bool }{{true, false}, {false, false}, {true, true}} {
+						name := fmt.Sprintf("workers=%d/slots=%d/shapes=%v/prefetch=%v", workers, slots, v.shapes, v.prefetch)
 						cc := cfg
 						cc.Budget = int64(slots) * slot
-						if !withShapes {
+						if !v.shapes {
 							cc.Shapes = nil
 						}
-						s, err := cache.New(ck, cc, cache.WithReadWorkers(workers))
+						opts := []cache.Option{cache.WithReadWorkers(workers)}
+						if v.prefetch {
+							opts = append(opts, cache.WithSpeculation())
+						}
+						s, err := cache.New(ck, cc, opts...)
 						require.NoError(t, err, name)
 						for i, x := range inputs {
 							s.BeginStep()
-							for _, l := range layers {
+							for li, l := range layers {
+								if v.prefetch && li+1 < len(layers) { // background reads decode too
+									s.Prefetch(layers[li+1], r.Perm(c.NumExperts)[:c.TopK])
+								}
 								m, err := moe.New(moeConfig(c, l, workers), weights[l], s)
 								require.NoError(t, err)
 								out := make([]float32, len(x))
@@ -229,7 +236,7 @@ func TestCodedModelLayersBitIdentical(t *testing.T) {
 						require.Positive(t, st.Run.Misses, name)
 						require.Positive(t, st.Run.DecodeSeconds, name)
 						require.Zero(t, st.Leased, name)
-						if slots == all {
+						if slots == all && !v.prefetch {
 							// Read each expert once more through Get: all are
 							// resident now, so the run read every expert once.
 							for _, l := range layers {
