@@ -62,7 +62,8 @@ func copyCheckpoint(t *testing.T, src string) string {
 
 // TestCodedExpertsBitIdentical: a checkpoint whose routed experts are entropy-coded gives
 // tokens and logits bit-identical to the raw checkpoint through the expert cache at budgets 0,
-// TopK + 1 slots and all experts, on 1 and 2 threads, and reads the stored (coded) bytes. Without
+// TopK + 1 slots and all experts, on 1 and 2 threads, with the raw run's slots, hits and
+// evictions, reading the stored (coded) bytes. Without
 // a cache the coded experts cannot be mapped, which Open reports.
 func TestCodedExpertsBitIdentical(t *testing.T) {
 	for _, dir := range fixtures.Models(t) {
@@ -94,6 +95,9 @@ func TestCodedExpertsBitIdentical(t *testing.T) {
 					rs, _ := rm.CacheStats()
 					assert.Equal(t, rs.Run.Requests, st.Run.Requests, name)
 					assert.Equal(t, rs.Run.Misses, st.Run.Misses, name)
+					assert.Equal(t, rs.Run.Hits, st.Run.Hits, name)
+					assert.Equal(t, rs.Run.Evictions, st.Run.Evictions, name)
+					assert.Equal(t, rs.Slots, st.Slots, name)
 					assert.NotEqual(t, rs.Run.BytesRead, st.Run.BytesRead, "%s: bytes read are stored bytes", name)
 					assert.Zero(t, rs.Run.DecodeSeconds)
 				}

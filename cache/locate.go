@@ -67,12 +67,13 @@ func (l *location) readSpan() int64 {
 	return l.base[nparts-1] + align4096(safetensors.WindowLen(l.off[nparts-1], l.size[nparts-1]))
 }
 
-// need is the slot space the expert uses. A coded expert's parts are
-// packed at 64-byte steps, which is never more than a raw expert of the
-// same decoded size needs.
+// need is the slot space the expert uses. A coded expert's parts, packed
+// at 64-byte steps, fit the slot of a contiguous raw expert of the same
+// decoded size, which is what it is given: the slot stride, hence the slot
+// count of a budget and every hit and eviction, is the raw checkpoint's.
 func (l *location) need() int64 {
 	if l.coded {
-		return align4096(l.dst[nparts-1] + l.dlen[nparts-1])
+		return max(align4096(l.dst[nparts-1]+l.dlen[nparts-1]), SlotSize(l.payloadBytes()))
 	}
 	return l.readSpan()
 }
