@@ -215,3 +215,49 @@ func TestDecodeStepWithStoreAllocations(t *testing.T) {
 		t.Fatalf("decode step: %v allocations", n)
 	}
 }
+
+// Cold reads (budget 0, one read goroutine) of a model's experts, raw and
+// entropy-coded: the decode cost per load beside the read. The fixture
+// model wide is repacked; K3_BENCH_RAW and K3_BENCH_CODED (both set) name a
+// raw checkpoint and its compress-experts output instead.
+func BenchmarkColdCoded(b *testing.B) {
+	raw, coded := os.Getenv("K3_BENCH_RAW"), os.Getenv("K3_BENCH_CODED")
+	if raw == "" || coded == "" {
+		ms := fixtures.Models(b)
+		raw = ms[len(ms)-1]
+		coded = repack(b, raw)
+	}
+	c, err := config.Load(filepath.Join(raw, "config.json"))
+	require.NoError(b, err)
+	for _, v := range []struct{ name, dir string }{{"raw", raw}, {"coded", coded}} {
+		b.Run(v.name, func(b *testing.B) {
+			ck, err := safetensors.Open(v.dir)
+			require.NoError(b, err)
+			defer ck.Close()
+			s, err := cache.New(ck, cache.Config{Layers: []int{c.FirstDense}, NumExperts: c.NumExperts, TopK: c.TopK,
+				Shapes: modelShapes(c)}, cache.WithReadWorkers(1))
+			require.NoError(b, err)
+			defer s.Close()
+			ids := make([]int, c.TopK)
+			var dst []moe.Expert
+			next := 0
+			b.SetBytes(int64(c.TopK) * s.ExpertBytes())
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range ids {
+					ids[i] = next % c.NumExperts
+					next++
+				}
+				out, release, err := s.Experts(c.FirstDense, ids, dst)
+				if err != nil {
+					b.Fatal(err)
+				}
+				release()
+				dst = out
+			}
+			st := s.Stats()
+			b.ReportMetric(float64(st.Run.BytesRead)/float64(b.N), "stored-B/op")
+			b.ReportMetric(st.Run.DecodeSeconds*1e9/float64(b.N), "decode-ns/op")
+		})
+	}
+}

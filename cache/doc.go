@@ -16,6 +16,30 @@
 // which Stats reports (IOMode, IOFallback). WithOpener replaces the file
 // access, which is how tests inject failed and short reads.
 //
+// # Entropy-coded experts
+//
+// A checkpoint written by k3 compress-experts (package quant/rans) stores
+// each expert's packed weights as a CFS1 record: a 1-D U8 tensor stamped
+// with its container format in the shard's colibri.fmt metadata. New
+// classifies every expert tensor with rans.Inspect under those stamps: a
+// stamped record must hold MXFP4 weights and decode to exactly rows·cols/2
+// bytes (rows and cols from Config.Shapes, or from the raw scale tensor);
+// scales must be raw. A record without its stamp (rans.ErrUnstamped), a
+// corrupt record header or a stamp the build does not know is refused with
+// ErrExpertTensor naming the tensor: nothing is ever guessed to be coded.
+//
+// A coded expert is read by the same rules as a raw one (one aligned read
+// of its stored span when its six tensors are adjacent), but into the read
+// goroutine's scratch buffer; the goroutine's own rans.Decoder then decodes
+// each record into the slot and the scales are copied beside it, so the
+// slot holds exactly the raw checkpoint's bytes and every kernel result is
+// bit-identical. Slots are no bigger than for the raw checkpoint; readers
+// (decoder and scratch) are reused, so a load allocates nothing. A record
+// that fails to decode fails the load like a failed read: an
+// *moe.ExpertLoadError (wrapping rans.ErrCorrupt), the slot left EMPTY.
+// BytesRead counts stored bytes, so it shows the container's saving, and
+// DecodeSeconds the time spent decoding.
+//
 // # Slots, leases and policies
 //
 // The arena is an anonymous 2 MiB-aligned mapping advised MADV_HUGEPAGE,

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
+	"github.com/k3-project/k3/quant/rans"
 	"github.com/k3-project/k3/safetensors"
 )
 
@@ -29,29 +31,64 @@ const nparts = 6
 
 // location says where one expert's six tensors are and how they land in a
 // slot.
+//
+// A raw expert is read straight into its slot. A coded expert (some packed
+// weight stored as a CFS1 record, package quant/rans) is read by the same
+// rules into a read goroutine's scratch buffer instead, and each part is
+// then decoded (records) or copied (raw parts, scales) to slot offset
+// dst[i]: the slot holds exactly the bytes of the raw checkpoint.
 type location struct {
 	file int32 // index into Store.files
 	// contiguous: one read of [lo, lo+n); otherwise six reads, part i at
-	// file offset off[i] into the slot at window base[i].
+	// file offset off[i] into the slot (coded: the scratch) at window base[i].
 	contiguous bool
 	lo, n      int64
 	off        [nparts]int64 // absolute file offsets
-	size       [nparts]int64
+	size       [nparts]int64 // stored bytes
 	rel        [nparts]int64 // contiguous: offset of part i inside the payload
-	base       [nparts]int64 // non-contiguous: 4096-aligned slot offset of part i's window
+	base       [nparts]int64 // non-contiguous: 4096-aligned offset of part i's window
 	rows, cols [3]int32
+
+	coded bool
+	rec   [3]bool       // coded: w{1,2,3}.weight_packed is a record
+	dst   [nparts]int64 // coded: slot offset of part i
+	dlen  [nparts]int64 // decoded bytes of part i (size[i] when raw)
 }
 
-// need is the slot space the expert's reads use.
-func (l *location) need() int64 {
+// partAlign spaces the parts of a coded expert in its slot.
+const partAlign = 64
+
+// readSpan is the buffer space the expert's reads use: in the slot for a
+// raw expert, in the scratch for a coded one.
+func (l *location) readSpan() int64 {
 	if l.contiguous {
 		return align4096(l.n + 2*safetensors.Alignment)
 	}
 	return l.base[nparts-1] + align4096(safetensors.WindowLen(l.off[nparts-1], l.size[nparts-1]))
 }
 
-// payloadBytes is the expert's own byte count.
+// need is the slot space the expert uses. A coded expert's parts, packed
+// at 64-byte steps, fit the slot of a contiguous raw expert of the same
+// decoded size, which is what it is given: the slot stride, hence the slot
+// count of a budget and every hit and eviction, is the raw checkpoint's.
+func (l *location) need() int64 {
+	if l.coded {
+		return max(align4096(l.dst[nparts-1]+l.dlen[nparts-1]), SlotSize(l.payloadBytes()))
+	}
+	return l.readSpan()
+}
+
+// payloadBytes is the expert's own (decoded) byte count.
 func (l *location) payloadBytes() int64 {
+	var n int64
+	for _, s := range l.dlen {
+		n += s
+	}
+	return n
+}
+
+// storedBytes is what reading the expert transfers from its shard.
+func (l *location) storedBytes() int64 {
 	var n int64
 	for _, s := range l.size {
 		n += s
@@ -68,9 +105,17 @@ func expertPrefix(prefix string, layer, e int) string {
 	return prefix + "layers." + strconv.Itoa(layer) + ".block_sparse_moe.experts." + strconv.Itoa(e) + "."
 }
 
-// locate resolves expert (layer, e) in ck (SPEC §9.1). fileIndex maps a
-// shard path to its index in the store's file list, adding it when new.
-func locate(ck *safetensors.Checkpoint, prefix string, layer, e int, shapes *Shapes, fileIndex func(string) int32) (location, error) {
+// locate resolves expert (layer, e) in ck (SPEC §9.1) under the
+// checkpoint's stamps. fileIndex maps a shard path to its index in the
+// store's file list, adding it when new.
+//
+// A packed weight stamped with a CFS1 container (rans.Inspect) is a 1-D U8
+// record: its base format must be MXFP4 and its decoded length rows·cols/2,
+// with rows and cols from Shapes or, without them, from the raw scale
+// tensor. A tensor that looks like a record but is not stamped, a corrupt
+// record header and a coded scale are refused: nothing is guessed to be
+// coded.
+func locate(ck *safetensors.Checkpoint, stamps *quant.Stamps, prefix string, layer, e int, shapes *Shapes, fileIndex func(string) int32) (location, error) {
 	var loc location
 	p := expertPrefix(prefix, layer, e)
 	var ts [nparts]*safetensors.Tensor
@@ -90,17 +135,46 @@ func locate(ck *safetensors.Checkpoint, prefix string, layer, e int, shapes *Sha
 		if st.DType != safetensors.U8 && st.DType != safetensors.F8_E8M0 {
 			return loc, fmt.Errorf("%w: %s.weight_scale is %v, want U8 or F8_E8M0", ErrExpertTensor, name, st.DType)
 		}
-		if len(pt.Shape) != 2 || len(st.Shape) != 2 {
+		ps, err := rans.Inspect(ck, stamps, pt)
+		if err != nil {
+			return loc, fmt.Errorf("%w: %s.weight_packed: %w", ErrExpertTensor, name, err)
+		}
+		ss, err := rans.Inspect(ck, stamps, st)
+		if err != nil {
+			return loc, fmt.Errorf("%w: %s.weight_scale: %w", ErrExpertTensor, name, err)
+		}
+		if ss.Coded {
+			return loc, fmt.Errorf("%w: %s.weight_scale is stamped %v: scales are stored raw", ErrExpertTensor, name, ss.Format)
+		}
+		if len(st.Shape) != 2 || (!ps.Coded && len(pt.Shape) != 2) {
 			return loc, fmt.Errorf("%w: %s: packed %v and scale %v must be 2-D", ErrExpertTensor, name, pt.Shape, st.Shape)
 		}
-		rows, cols := int(pt.Shape[0]), 2*int(pt.Shape[1])
-		if shapes != nil {
+		packed := pt.Shape
+		var rows, cols int
+		switch {
+		case shapes != nil:
 			want := [3][2]int{shapes.W1, shapes.W2, shapes.W3}[w]
 			rows, cols = want[0], want[1]
+		case ps.Coded:
+			rows, cols = int(st.Shape[0]), mxfp4.GroupSize*int(st.Shape[1])
+		default:
+			rows, cols = int(pt.Shape[0]), 2*int(pt.Shape[1])
 		}
-		if err := mxfp4.CheckShapes(rows, cols, []int{int(pt.Shape[0]), int(pt.Shape[1])}, []int{int(st.Shape[0]), int(st.Shape[1])}); err != nil {
+		if ps.Coded {
+			if ps.Base != quant.MXFP4 {
+				return loc, fmt.Errorf("%w: %s.weight_packed is stamped %v, whose weights are %v, not mxfp4", ErrExpertTensor, name, ps.Format, ps.Base)
+			}
+			if want := int64(rows) * int64(cols) / 2; int64(ps.DecodedLen) != want || cols%2 != 0 {
+				return loc, fmt.Errorf("%w: %s.weight_packed: record decodes to %d bytes, [%d, %d] mxfp4 weights are %d",
+					ErrExpertTensor, name, ps.DecodedLen, rows, cols, want)
+			}
+			packed = []int64{int64(rows), int64(cols / 2)}
+			loc.coded, loc.rec[w] = true, true
+		}
+		if err := mxfp4.CheckShapes(rows, cols, []int{int(packed[0]), int(packed[1])}, []int{int(st.Shape[0]), int(st.Shape[1])}); err != nil {
 			return loc, fmt.Errorf("%w: %s: %w", ErrExpertTensor, name, err)
 		}
+		loc.dlen[2*w], loc.dlen[2*w+1] = int64(ps.DecodedLen), st.Size
 		if pt.File != st.File || (w > 0 && pt.File != ts[0].File) {
 			return loc, fmt.Errorf("%w: %s: the six tensors of expert %d are not in one shard", ErrExpertTensor, name, e)
 		}
@@ -113,6 +187,13 @@ func locate(ck *safetensors.Checkpoint, prefix string, layer, e int, shapes *Sha
 		loc.off[i], loc.size[i] = t.Offset, t.Size
 		lo, hi = min(lo, t.Offset), max(hi, t.Offset+t.Size)
 		own += t.Size
+	}
+	if loc.coded {
+		var at int64
+		for i := range loc.dst {
+			loc.dst[i] = at
+			at += (loc.dlen[i] + partAlign - 1) &^ (partAlign - 1)
+		}
 	}
 	if hi-lo == own {
 		loc.contiguous, loc.lo, loc.n = true, lo, hi-lo

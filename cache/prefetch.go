@@ -84,10 +84,13 @@ func (s *Store) startBackground(reads []int32, origin uint8) {
 	go func() {
 		defer s.bg.Done()
 		t0 := time.Now()
-		errs := s.readSlots(reads, nil)
+		errs, dec := s.readSlots(reads, nil)
 		d := time.Since(t0)
 		s.mu.Lock()
-		s.add(func(c *counters) { c.prefetchNanos += int64(d) })
+		s.add(func(c *counters) {
+			c.prefetchNanos += int64(d)
+			c.decodeNanos += int64(dec)
+		})
 		s.publish(reads, errs, origin)
 		s.bgInflight -= len(reads)
 		s.bgDone++

@@ -10,6 +10,7 @@ type counters struct {
 	specReads, specUsed, specWasted                                   int64
 	predicted, predictedHits, predictedActual                         int64
 	failures, readErrors                                              int64
+	decodeNanos                                                       int64
 }
 
 // Counters are the SPEC §9.5 figures of one token step or of the run.
@@ -23,10 +24,15 @@ type Counters struct {
 	Misses    int64 `json:"misses"`
 	TrueHits  int64 `json:"true_hits"`
 	Evictions int64 `json:"evictions"`
-	// BytesRead is expert payload read from storage by demand, prefetch and
-	// speculative reads; LoadSeconds the wall time of demand reads.
-	BytesRead   int64   `json:"bytes_read"`
-	LoadSeconds float64 `json:"load_seconds"`
+	// BytesRead is expert bytes read from storage by demand, prefetch and
+	// speculative reads, as stored: a coded expert counts its records, not
+	// its decoded size. LoadSeconds is the wall time of demand reads
+	// (decoding included); DecodeSeconds the time read goroutines spent
+	// decoding coded experts (demand and background, summed over
+	// goroutines).
+	BytesRead     int64   `json:"bytes_read"`
+	LoadSeconds   float64 `json:"load_seconds"`
+	DecodeSeconds float64 `json:"decode_seconds"`
 	// Prefetch: ids passed to Prefetch, slots it filled, of those the ones
 	// later requested (used) or evicted unrequested (wasted), ids dropped
 	// for want of an evictable slot, and its bytes and seconds.
@@ -125,6 +131,7 @@ func (c *counters) export(expertBytes int64) Counters {
 	return Counters{
 		Requests: c.requests, Hits: c.hits, Misses: c.misses, TrueHits: c.trueHits, Evictions: c.evictions,
 		BytesRead: c.bytesRead, LoadSeconds: time.Duration(c.loadNanos).Seconds(),
+		DecodeSeconds:    time.Duration(c.decodeNanos).Seconds(),
 		PrefetchRequests: c.prefetchRequests, PrefetchReads: c.prefetchReads, PrefetchUsed: c.prefetchUsed,
 		PrefetchWasted: c.prefetchWasted, PrefetchDropped: c.prefetchDropped, PrefetchBytes: c.prefetchBytes,
 		PrefetchSeconds: time.Duration(c.prefetchNanos).Seconds(),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/quant/rans"
 	"github.com/k3-project/k3/safetensors"
 )
 
@@ -90,10 +91,15 @@ type Store struct {
 
 	expertBytes int64 // largest expert payload
 	slotBytes   int64
-	nslots      int
-	maxBatch    int
-	speculate   bool
-	arena       *arena
+	// scratchBytes is the largest coded expert's read span (0: none coded);
+	// readers are the idle read goroutines' decoders and scratch buffers.
+	scratchBytes int64
+	rmu          sync.Mutex
+	readers      []*reader
+	nslots       int
+	maxBatch     int
+	speculate    bool
+	arena        *arena
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -163,6 +169,9 @@ func New(ck *safetensors.Checkpoint, cfg Config, opts ...Option) (*Store, error)
 	for _, l := range s.locs {
 		s.slotBytes = max(s.slotBytes, l.need())
 		s.expertBytes = max(s.expertBytes, l.payloadBytes())
+		if l.coded {
+			s.scratchBytes = max(s.scratchBytes, l.readSpan())
+		}
 	}
 	if err := s.openFiles(); err != nil {
 		return nil, err
@@ -214,6 +223,10 @@ func New(ck *safetensors.Checkpoint, cfg Config, opts ...Option) (*Store, error)
 
 // locateAll resolves every (layer, expert), collecting up to 8 problems.
 func (s *Store) locateAll(ck *safetensors.Checkpoint) error {
+	stamps, err := quant.LoadStamps(ck.Metadata())
+	if err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
 	ne := s.cfg.NumExperts
 	s.locs = make([]location, len(s.cfg.Layers)*ne)
 	index := map[string]int32{}
@@ -230,7 +243,7 @@ func (s *Store) locateAll(ck *safetensors.Checkpoint) error {
 	bad := 0
 	for li, l := range s.cfg.Layers {
 		for e := range ne {
-			loc, err := locate(ck, s.opts.prefix, l, e, s.cfg.Shapes, fileIndex)
+			loc, err := locate(ck, stamps, s.opts.prefix, l, e, s.cfg.Shapes, fileIndex)
 			if err != nil {
 				if bad++; bad <= 8 {
 					errs = append(errs, fmt.Errorf("layer %d expert %d: %w", l, e, err))
@@ -478,10 +491,14 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 		if len(ls.reads) > 0 {
 			s.mu.Unlock()
 			t0 := time.Now()
-			ls.errs = s.readSlots(ls.reads, ls.errs)
+			var dec time.Duration
+			ls.errs, dec = s.readSlots(ls.reads, ls.errs)
 			d := time.Since(t0)
 			s.mu.Lock()
-			s.add(func(c *counters) { c.loadNanos += int64(d) })
+			s.add(func(c *counters) {
+				c.loadNanos += int64(d)
+				c.decodeNanos += int64(dec)
+			})
 			if err := s.publish(ls.reads, ls.errs, originDemand); err != nil && failed == nil {
 				failed = &moe.ExpertLoadError{Layer: layer, Expert: err.expert, Err: err.err}
 			}
@@ -626,7 +643,7 @@ func (s *Store) publish(reads []int32, errs []error, origin uint8) *readFailure 
 		st := &s.slots[sl]
 		if errs[i] == nil {
 			st.state, st.since, st.owner = stateResident, s.step, 0
-			n := s.locs[st.key].payloadBytes()
+			n := s.locs[st.key].storedBytes()
 			s.add(func(c *counters) {
 				c.bytesRead += n
 				switch origin {
@@ -653,38 +670,81 @@ func (s *Store) publish(reads []int32, errs []error, origin uint8) *readFailure 
 
 // readSlots fills the INFLIGHT slots reads, sorted by (shard, offset), on
 // up to WithReadWorkers goroutines; errs[i] is the outcome of reads[i] after
-// the sort.
-func (s *Store) readSlots(reads []int32, errs []error) []error {
+// the sort. It returns the time spent decoding records.
+func (s *Store) readSlots(reads []int32, errs []error) ([]error, time.Duration) {
 	slices.SortFunc(reads, func(a, b int32) int {
 		return s.locs[s.slots[a].key].compare(&s.locs[s.slots[b].key])
 	})
 	errs = slices.Grow(errs[:0], len(reads))[:len(reads)]
-	s.parallel(len(reads), func(i int) {
+	var dec atomic.Int64
+	s.parallel(len(reads), func(rd *reader, i int) {
 		st := &s.slots[reads[i]]
 		mem := s.arena.mem[int64(reads[i])*s.slotBytes : int64(reads[i]+1)*s.slotBytes]
-		st.expert, errs[i] = s.fill(mem, &s.locs[st.key])
+		var d time.Duration
+		st.expert, d, errs[i] = s.fill(mem, &s.locs[st.key], rd)
+		dec.Add(int64(d))
 	})
-	return errs
+	return errs, time.Duration(dec.Load())
 }
 
-// parallel runs fn(0..n−1) on up to WithReadWorkers goroutines.
-func (s *Store) parallel(n int, fn func(i int)) {
+// reader is one read goroutine's decoding state: a rans.Decoder (20 KiB of
+// tables) and a 4096-aligned scratch buffer for the stored bytes of a coded
+// expert. Idle readers are kept by the Store, so a load allocates nothing.
+type reader struct {
+	dec     rans.Decoder
+	scratch []byte
+}
+
+// getReader takes an idle reader, making one when none is idle; nil when
+// no expert is coded.
+func (s *Store) getReader() *reader {
+	if s.scratchBytes == 0 {
+		return nil
+	}
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if n := len(s.readers); n > 0 {
+		rd := s.readers[n-1]
+		s.readers = s.readers[:n-1]
+		return rd
+	}
+	buf := make([]byte, s.scratchBytes+safetensors.Alignment)
+	skip := (safetensors.Alignment - int64(addr(buf)%safetensors.Alignment)) % safetensors.Alignment
+	return &reader{scratch: buf[skip : skip+s.scratchBytes : skip+s.scratchBytes]}
+}
+
+func (s *Store) putReader(rd *reader) {
+	if rd == nil {
+		return
+	}
+	s.rmu.Lock()
+	s.readers = append(s.readers, rd)
+	s.rmu.Unlock()
+}
+
+// parallel runs fn(0..n−1) on up to WithReadWorkers goroutines, each with
+// its own reader.
+func (s *Store) parallel(n int, fn func(rd *reader, i int)) {
 	w := min(s.opts.workers, n)
 	if w <= 1 {
+		rd := s.getReader()
 		for i := range n {
-			fn(i)
+			fn(rd, i)
 		}
+		s.putReader(rd)
 		return
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	work := func() {
+		rd := s.getReader()
+		defer s.putReader(rd)
 		for {
 			i := int(next.Add(1) - 1)
 			if i >= n {
 				return
 			}
-			fn(i)
+			fn(rd, i)
 		}
 	}
 	wg.Add(w - 1)
@@ -718,33 +778,73 @@ func (l *location) compare(o *location) int {
 	return 0
 }
 
-// fill reads one expert into mem (a 4096-aligned slot) and builds its views.
-func (s *Store) fill(mem []byte, l *location) (moe.Expert, error) {
+// fill reads one expert into mem (a 4096-aligned slot) and builds its
+// views. A coded expert is read into rd's scratch and decoded into mem; the
+// duration is the time spent decoding. On error the slot's content is
+// unspecified (the caller leaves it EMPTY).
+func (s *Store) fill(mem []byte, l *location, rd *reader) (moe.Expert, time.Duration, error) {
+	buf := mem
+	if l.coded {
+		buf = rd.scratch
+	}
+	parts, err := s.readParts(buf, l)
+	if err != nil {
+		return moe.Expert{}, 0, err
+	}
+	var dec time.Duration
+	if l.coded {
+		for i, p := range parts {
+			d := mem[l.dst[i] : l.dst[i]+l.dlen[i] : l.dst[i]+l.dlen[i]]
+			if i%2 == 0 && l.rec[i/2] {
+				t0 := time.Now()
+				err := rd.dec.DecodeInto(d, p)
+				dec += time.Since(t0)
+				if err != nil {
+					return moe.Expert{}, dec, fmt.Errorf("cache: decoding w%d.weight_packed: %w", i/2+1, err)
+				}
+			} else {
+				copy(d, p)
+			}
+			parts[i] = d
+		}
+	}
+	e, err := l.views(parts)
+	return e, dec, err
+}
+
+// readParts reads the expert's stored parts into buf (4096-aligned, at
+// least readSpan bytes).
+func (s *Store) readParts(buf []byte, l *location) ([nparts][]byte, error) {
 	r := s.files[l.file]
 	var parts [nparts][]byte
 	if l.contiguous {
-		p, err := r.ReadAligned(mem, l.lo, l.n)
+		p, err := r.ReadAligned(buf, l.lo, l.n)
 		if err != nil {
-			return moe.Expert{}, err
+			return parts, err
 		}
 		if int64(len(p)) != l.n {
-			return moe.Expert{}, fmt.Errorf("%w: got %d of %d bytes", safetensors.ErrShortRead, len(p), l.n)
+			return parts, fmt.Errorf("%w: got %d of %d bytes", safetensors.ErrShortRead, len(p), l.n)
 		}
 		for i := range parts {
 			parts[i] = p[l.rel[i] : l.rel[i]+l.size[i] : l.rel[i]+l.size[i]]
 		}
-	} else {
-		for i := range parts {
-			p, err := r.ReadAligned(mem[l.base[i]:], l.off[i], l.size[i])
-			if err != nil {
-				return moe.Expert{}, err
-			}
-			if int64(len(p)) != l.size[i] {
-				return moe.Expert{}, fmt.Errorf("%w: got %d of %d bytes", safetensors.ErrShortRead, len(p), l.size[i])
-			}
-			parts[i] = p[:len(p):len(p)]
-		}
+		return parts, nil
 	}
+	for i := range parts {
+		p, err := r.ReadAligned(buf[l.base[i]:], l.off[i], l.size[i])
+		if err != nil {
+			return parts, err
+		}
+		if int64(len(p)) != l.size[i] {
+			return parts, fmt.Errorf("%w: got %d of %d bytes", safetensors.ErrShortRead, len(p), l.size[i])
+		}
+		parts[i] = p[:len(p):len(p)]
+	}
+	return parts, nil
+}
+
+// views builds the expert's MXFP4 matrices over its six parts.
+func (l *location) views(parts [nparts][]byte) (moe.Expert, error) {
 	var ms [3]quant.Matrix
 	for w := range ms {
 		m, err := quant.NewMXFP4(int(l.rows[w]), int(l.cols[w]), parts[2*w], parts[2*w+1])
@@ -785,9 +885,12 @@ func (s *Store) direct(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 	out := slices.Grow(dst[:0], len(ids))[:len(ids)]
 	errs := slices.Grow(ls.errs[:0], len(ids))[:len(ids)]
 	t0 := time.Now()
-	s.parallel(len(ids), func(i int) {
+	var dec atomic.Int64
+	s.parallel(len(ids), func(rd *reader, i int) {
 		mem := sc.mem[int64(i)*s.slotBytes : int64(i+1)*s.slotBytes]
-		out[i], errs[i] = s.fill(mem, &s.locs[s.key(li, ids[i])])
+		var d time.Duration
+		out[i], d, errs[i] = s.fill(mem, &s.locs[s.key(li, ids[i])], rd)
+		dec.Add(int64(d))
 	})
 	d := time.Since(t0)
 	ls.errs = errs
@@ -798,13 +901,14 @@ func (s *Store) direct(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 			failed = &moe.ExpertLoadError{Layer: layer, Expert: ids[i], Err: err}
 		}
 		if err == nil {
-			bytes += s.locs[s.key(li, ids[i])].payloadBytes()
+			bytes += s.locs[s.key(li, ids[i])].storedBytes()
 		}
 		errs[i] = nil
 	}
 	s.mu.Lock()
 	s.add(func(c *counters) {
 		c.loadNanos += int64(d)
+		c.decodeNanos += dec.Load()
 		c.bytesRead += bytes
 		if failed != nil {
 			c.failures++
