@@ -48,11 +48,14 @@ type binder struct {
 	bytes      [numClasses]int64
 	tensors    [numClasses]int
 
-	item   int            // trunk.Item of the matrices being bound: a layer, trunk.Head or trunk.Embed
-	dense  []trunk.Tensor // describe: every dense matrix, in walk order
-	side   int64          // describe: bytes of the float32 copies of vectors
-	store  *trunk.Store   // build: the budgeted source of dense matrices (nil: mapped views)
-	packed *packedTrunk   // per-layer tensors come from trunk.bin when set
+	item  int            // trunk.Item of the matrices being bound: a layer, trunk.Head or trunk.Embed
+	dense []trunk.Tensor // describe: every dense matrix, in walk order
+	side  int64          // describe: bytes of the float32 copies of vectors
+	store *trunk.Store   // build: the budgeted source of dense matrices (nil: mapped views)
+	// cachedExperts: the expert store (cache.Store) locates and checks the routed experts,
+	// which may be entropy-coded, so neither pass maps them.
+	cachedExperts bool
+	packed        *packedTrunk // per-layer tensors come from trunk.bin when set
 }
 
 func (b *binder) err(dir string) error {
@@ -297,7 +300,11 @@ func (b *binder) mxfp4(prefix string, rows, cols int) quant.Matrix {
 	}
 	// The geometry rules of SPEC §6.2 (2-D, equal rows, group size 32, logical width, width % 32)
 	// live in one place, the mxfp4 package; it names an implied group size other than 32.
-	if err := mxfp4.CheckShapes(rows, cols, ints(pt.Shape), ints(st.Shape)); err != nil {
+	if len(pt.Shape) == 1 {
+		// A 1-D packed tensor is how k3 compress-experts stores an entropy-coded record; only the
+		// expert cache decodes those (the stamp check happens there).
+		probs = append(probs, "1-D packed tensor (an entropy-coded record?): coded experts need the expert cache (WithCacheBudget)")
+	} else if err := mxfp4.CheckShapes(rows, cols, ints(pt.Shape), ints(st.Shape)); err != nil {
 		probs = append(probs, err.Error())
 	}
 	if len(probs) > 0 {

@@ -96,8 +96,9 @@ func (m *Model) bindFFN(b *binder, l int) func() (ffn, error) {
 		w.SharedDown = b.matrix(p+"shared_experts.down_proj.weight", E, SI, classTrunk)
 	}
 	var src moe.ExpertSource
-	if m.experts != nil && !b.describe {
-		// The expert store located and checked every expert itself; nothing is mapped here.
+	if b.cachedExperts {
+		// The expert store locates and checks every expert itself (cache.New, after the describe
+		// pass); nothing is mapped here.
 		src = m.experts
 		b.countExperts(c)
 	} else {

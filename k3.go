@@ -309,7 +309,7 @@ func Open(dir string, opts ...Option) (*Model, error) {
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	b := &binder{ck: m.ck, store: m.store, packed: m.packed}
+	b := &binder{ck: m.ck, store: m.store, packed: m.packed, cachedExperts: m.experts != nil}
 	if err := m.bind(b); err != nil {
 		m.Close()
 		return nil, err
@@ -361,7 +361,7 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	db := &binder{ck: ck, describe: true, packed: m.packed}
+	db := &binder{ck: ck, describe: true, packed: m.packed, cachedExperts: o.cacheSet}
 	if err := m.bind(db); err != nil {
 		m.Close()
 		return nil, nil, err
