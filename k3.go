@@ -248,8 +248,8 @@ type Model struct {
 	nlayers int
 	skipped int // tensors of layers left out by WithLayers
 	info    Info
-	mu     sync.RWMutex // guards closed against in-flight forwards
-	closed bool
+	mu      sync.RWMutex // guards closed against in-flight forwards
+	closed  bool
 }
 
 // layer is one bound decoder layer: its AttnRes wiring, its mixer and its FFN.
