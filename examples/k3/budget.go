@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,8 @@ import (
 
 // budget is the validated memory request.
 type budget struct {
+	configPath string // --config
+	layers     int    // --layers (0: all)
 	trunkDir   string
 	trunkBytes int64 // 0: mapped
 	ring       int
@@ -36,6 +39,17 @@ func parseBudget(a *args, mem func() (memInfo, error)) (budget, error) {
 	var b budget
 	var err error
 	vals := a.vals
+	if v, ok := vals["--config"]; ok {
+		if v == "" {
+			return b, usagef("--config", "empty path")
+		}
+		b.configPath = v
+	}
+	if v, ok := vals["--layers"]; ok {
+		if b.layers, err = parseInt("--layers", v, 1, 1<<20); err != nil {
+			return b, err
+		}
+	}
 	presetTrunk, presetCache := false, false
 	if name, ok := vals["--preset"]; ok {
 		t, c, floor, err := presetBudget(name, mem)
@@ -185,8 +199,22 @@ func (b budget) trunkOnly() budget {
 	return budget{trunkDir: b.trunkDir, trunkBytes: b.trunkBytes, ring: b.ring, slotBytes: b.slotBytes}
 }
 
+// config returns the configuration path the run reads.
+func (b budget) config(modelDir string) string {
+	if b.configPath != "" {
+		return b.configPath
+	}
+	return filepath.Join(modelDir, "config.json")
+}
+
 func (b budget) options() []k3.Option {
 	var o []k3.Option
+	if b.configPath != "" {
+		o = append(o, k3.WithConfigFile(b.configPath))
+	}
+	if b.layers > 0 {
+		o = append(o, k3.WithLayers(b.layers))
+	}
 	if b.trunkBytes > 0 {
 		o = append(o, k3.WithTrunkBudget(b.trunkBytes))
 	}

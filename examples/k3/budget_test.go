@@ -151,3 +151,31 @@ func readRef(t *testing.T, dir string) fixtureRef {
 func joinIDs(ids []int) string { return strings.Trim(strings.ReplaceAll(jsonText(ids), " ", ""), "[]") }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestConfigAndLayersFlags(t *testing.T) {
+	dir := fixtures.Models(t)[0]
+	ref := readRef(t, dir)
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	alt := filepath.Join(t.TempDir(), "alt.json")
+	require.NoError(t, os.WriteFile(alt, b, 0o644))
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := runCLI(t, "run", dir, "--ids", joinIDs(ref.PromptIDs), "--gen", "2", "--no-stop", "--config", alt, "--layers", "3", "--out", out)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stderr, "running 3 of")
+	var rep struct {
+		Requested int `json:"layers_requested"`
+		Completed int `json:"layers_completed"`
+		Layers    int `json:"layers"`
+	}
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	assert.Equal(t, 3, rep.Requested)
+	assert.Equal(t, 3, rep.Completed)
+	code, _, stderr = runCLI(t, "run", dir, "--ids", "1", "--layers", "1000")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--layers")
+	code, _, _ = runCLI(t, "run", dir, "--ids", "1", "--config", filepath.Join(t.TempDir(), "none.json"))
+	assert.NotEqual(t, exitOK, code)
+}

@@ -14,6 +14,7 @@ import (
 var planCmd = command{name: "plan", flags: flagSpec{
 	"--preset": true, "--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
 	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--json": false,
+	"--config": true, "--layers": true,
 }, help: `usage: k3 plan <model_dir> [--preset NAME | --trunk-gb X | --cache-gb X | ...] [--json]
 
 Prints the memory plan "k3 run" would use with the same budget flags, itemised (trunk: pinned

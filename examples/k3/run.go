@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -37,6 +36,7 @@ var runCmd = command{name: "run", flags: withGenFlags(flagSpec{
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
 	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
 	"--cache-gb": true, "--preset": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true,
+	"--config": true, "--layers": true,
 }), help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
 
 Greedy decoding on the CPU. Flags apply in argv order (later wins).
@@ -65,6 +65,9 @@ Greedy decoding on the CPU. Flags apply in argv order (later wins).
   --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
   --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
   --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
+  --config PATH      read the configuration from PATH (default <model_dir>/config.json)
+  --layers N         run only the first N layers (a diagnostic: the output is not the model's;
+                     layers_requested reports N)
   --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of SPEC §11.1),
                      floor (the model's trunk floor, no expert cache) or auto (from MemAvailable
                      and the cgroup memory.max); a later --trunk-gb/--cache-gb overrides it
@@ -379,10 +382,13 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 
 	// The configuration is read and validated before any weights: a config that cannot be
 	// trusted and ids outside its vocabulary are refused (exit 2) without touching the shards.
-	cfg, err := config.Load(filepath.Join(o.modelDir, "config.json"))
+	cfg, err := config.Load(o.budget.config(o.modelDir))
 	if err != nil {
 		fail(stderr, err)
 		return openExit(err)
+	}
+	if o.budget.layers > cfg.NumLayers {
+		return runCmd.usageFail(stderr, usagef("--layers", "%d is more than the configuration's %d layers", o.budget.layers, cfg.NumLayers))
 	}
 	if err := o.checkVocab(cfg.Vocab); err != nil {
 		fail(stderr, err)
@@ -407,7 +413,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	opts := append([]k3.Option{k3.WithThreads(o.threads)}, o.budget.options()...)
 	var tw *trace.FileWriter
 	if d := o.budget.traceDir; d != "" {
-		m0, err := config.Load(filepath.Join(o.modelDir, "config.json"))
+		m0, err := config.Load(o.budget.config(o.modelDir))
 		if err != nil {
 			fmt.Fprintf(stderr, "k3: %v\n", err)
 			return exitRuntime
@@ -456,7 +462,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	printPlan(stderr, m, len(o.ids)+o.gen+1)
 	rep := report{
 		ModelDir: o.modelDir, PromptIDs: o.ids, GeneratedIDs: []int{}, Layers: cfg.NumLayers,
-		LayersRequested: cfg.NumLayers, Incremental: o.incremental, Threads: o.threads,
+		LayersRequested: m.Layers(), Incremental: o.incremental, Threads: o.threads,
 		StopIDs: nonNil(stop), StopReason: "length", LoadSeconds: loadSec,
 	}
 	var dumpErr error
@@ -549,7 +555,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 	}
 	if code == exitOK || rep.StopReason == "signal" {
-		rep.LayersCompleted = cfg.NumLayers
+		rep.LayersCompleted = m.Layers()
 	}
 	if stream != nil && stream.Pending() > 0 {
 		fmt.Fprintf(stderr, "     end of output  %q\n", stream.Flush())
