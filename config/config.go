@@ -3,10 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
+	"github.com/k3-project/k3/internal/regfile"
 	"github.com/k3-project/k3/internal/strictjson"
 )
 
@@ -123,20 +122,16 @@ var (
 	ErrTooFewTensors = errors.New("config: checkpoint holds fewer tensors than the configuration needs")
 )
 
-// Load reads and parses the config file at path.
+// Load reads and parses the config file at path. A path that is not a
+// regular file (a FIFO would block forever) is refused with an error
+// wrapping regfile.ErrNotRegular.
 func Load(path string) (*Config, error) {
-	f, err := os.Open(path)
+	data, err := regfile.ReadFile(path, MaxFileSize)
+	if errors.Is(err, regfile.ErrTooLarge) {
+		return nil, fmt.Errorf("config: %w: %w", ErrTooLarge, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("config: %s: %w (%d bytes)", path, ErrTooLarge, st.Size())
-	}
-	// The limit also holds for files that grow or are not regular.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("config: reading %s: %w", path, err)
 	}
 	c, err := Parse(data)
 	if err != nil {

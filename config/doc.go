@@ -31,7 +31,8 @@
 // synthetic checkpoint generator uses them, and K3 returns the real model's
 // values.
 //
-// This package imports only the standard library and internal/strictjson; it
+// This package imports only the standard library, internal/strictjson and
+// internal/regfile; it
 // must never import the model packages (attention, moe, the module root) or
 // safetensors, quant and tokenizer.
 package config
