@@ -205,6 +205,9 @@ func readHeader(path string, f File, seed maphash.Seed, dedupe bool) (*parsed, i
 	if err != nil {
 		return nil, 0, err
 	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, newErr(path, "", -1, ErrNotRegular, "mode "+st.Mode().Type().String())
+	}
 	size := st.Size()
 	if size < 8 {
 		return nil, 0, newErr(path, "", -1, ErrFileTooSmall, "file is "+strconv.FormatInt(size, 10)+" bytes")
