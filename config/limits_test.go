@@ -167,3 +167,31 @@ func TestMinTensorsFixtures(t *testing.T) {
 		})
 	}
 }
+
+// FuzzCheckAgainst: for any config Parse accepts, MinTensors never
+// overflows, allocates nothing, and CheckAgainst draws the line exactly at it.
+func FuzzCheckAgainst(f *testing.F) {
+	data, err := MarshalNested(K3())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data, 0)
+	f.Add([]byte(tinyNested().render()), 100)
+	f.Add([]byte(tinyFlat().with("num_experts", "65536").with("num_hidden_layers", "4096").render()), 1<<20)
+	f.Fuzz(func(t *testing.T, data []byte, n int) {
+		c, err := Parse(data)
+		if err != nil {
+			return
+		}
+		need := c.MinTensors()
+		if need < tensorsModel || need > int64(MaxLayers)*(tensorsResidual+tensorsKDA+tensorsMoE+1+tensorsShared+tensorsExpert*MaxExperts)+tensorsModel {
+			t.Fatalf("MinTensors = %d out of bounds", need)
+		}
+		if c.CheckAgainst(int(need)) != nil || c.CheckAgainst(int(need)-1) == nil {
+			t.Fatalf("CheckAgainst does not switch at %d", need)
+		}
+		if err := c.CheckAgainst(n); (err != nil) != (int64(n) < need) || err != nil && !errors.Is(err, ErrTooFewTensors) {
+			t.Fatalf("CheckAgainst(%d) with need %d: %v", n, need, err)
+		}
+	})
+}

@@ -251,3 +251,66 @@ func TestOpenDuplicateAndPadding(t *testing.T) {
 	assert.ErrorIs(t, err, ErrTrailingGarbage)
 	assert.False(t, strings.Contains(ErrTrailingGarbage.Error(), "non-space"))
 }
+
+// FuzzFaults: one injected fault (kind, offset, bit, length) on a small
+// valid file. Open and every read either fail with an error or return
+// exactly the bytes the faulty storage served: never a panic, never a
+// partly filled buffer.
+func FuzzFaults(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "m.safetensors")
+	ts := []WriteTensor{
+		{Name: "a", DType: F32, Shape: []int64{3, 5}, Data: make([]byte, 60)},
+		{Name: "b", DType: BF16, Shape: []int64{7}, Data: make([]byte, 14)},
+		{Name: "c", DType: U8, Shape: []int64{0}},
+	}
+	for i := range ts[0].Data {
+		ts[0].Data[i] = byte(i*13 + 1)
+	}
+	if err := WriteFile(path, ts, map[string]string{"k": "v"}); err != nil {
+		f.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for kind := range uint8(4) {
+		f.Add(kind, uint32(8), uint8(0), uint16(1))
+		f.Add(kind, uint32(len(raw)-20), uint8(5), uint16(3))
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, off uint32, bit uint8, n uint16) {
+		x := faultfs.New()
+		o := int64(off) % int64(len(raw)+8)
+		switch kind % 4 {
+		case 0:
+			x.EIO("m.safetensors", o, int64(n)+1)
+		case 1:
+			x.Short("m.safetensors", o)
+		case 2:
+			x.Flip("m.safetensors", o, uint(bit))
+		case 3:
+			x.Shrink("m.safetensors", o)
+		}
+		ck, err := Open(path, WithOpener(func(p string) (File, error) { return x.Open(p) }))
+		if err != nil {
+			return
+		}
+		defer ck.Close()
+		for _, tt := range ck.Tensors() {
+			got, err := ck.Read(tt)
+			if err != nil {
+				if got != nil {
+					t.Fatalf("%s: %d bytes returned with %v", tt.Name, len(got), err)
+				}
+				continue
+			}
+			want := append([]byte(nil), raw[tt.Offset:tt.Offset+tt.Size]...)
+			if kind%4 == 2 && o >= tt.Offset && o < tt.Offset+tt.Size {
+				want[o-tt.Offset] ^= 1 << (bit & 7)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("%s: read bytes differ from the storage's", tt.Name)
+			}
+		}
+	})
+}

@@ -3,6 +3,8 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,4 +155,64 @@ func BenchmarkRankLookup(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzParseRanksAdversarial: the fuzzer picks where the former fixed hash of
+// each 8-byte token lands (a base slot, a stride and a count), so it steers
+// toward probe chains and runs; loading stays correct and the table's runs
+// stay short, whichever hash the loader ends up using.
+func FuzzParseRanksAdversarial(f *testing.F) {
+	f.Add(uint64(0x5a5a5a5a), uint64(1)<<32, uint16(2000), uint8(0))
+	f.Add(uint64(0), uint64(1), uint16(4000), uint8(1))
+	f.Add(uint64(7), uint64(1<<12), uint16(3000), uint8(2))
+	f.Fuzz(func(t *testing.T, base, stride uint64, count uint16, extra uint8) {
+		n := int(count%6000) + 1
+		var buf bytes.Buffer
+		rank := 0
+		add := func(tok []byte) {
+			buf.WriteString(encodeBase64(tok))
+			buf.WriteByte(' ')
+			buf.WriteString(itoa(rank))
+			buf.WriteByte('\n')
+			rank++
+		}
+		for b := range 256 {
+			add([]byte{byte(b)})
+		}
+		seen := map[uint64]bool{}
+		var tok [8]byte
+		for j := range n {
+			k := unsplitmix(base+uint64(j)*stride) ^ lenMix8
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			binary.LittleEndian.PutUint64(tok[:], k)
+			// extra shortens some tokens to 7 bytes, mixing lengths (and so
+			// hash inputs) into the crafted set.
+			if extra != 0 && j%int(extra) == 0 {
+				add(tok[:7])
+				continue
+			}
+			add(tok[:])
+		}
+		r, err := ParseRanks(buf.Bytes())
+		if err != nil {
+			// 7-byte prefixes can repeat; anything else is a loader bug.
+			var re *RankFileError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), "already has rank") {
+				t.Fatalf("refused a valid file: %v", err)
+			}
+			return
+		}
+		if run := r.longestRun(); run > maxProbe {
+			t.Fatalf("longest run %d > %d (seeded %v)", run, maxProbe, r.seeded)
+		}
+		for i := range r.Len() {
+			tk, _ := r.Token(i)
+			if got, ok := r.Rank(tk); !ok || got != i {
+				t.Fatalf("rank %d lost", i)
+			}
+		}
+	})
 }
