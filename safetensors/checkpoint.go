@@ -53,6 +53,8 @@ type shard struct {
 
 	directOnce sync.Once
 	direct     *DirectReader
+
+	sums checksums // ChecksumKey, parsed on first use
 }
 
 // Open opens a single .safetensors file or a checkpoint directory. A
