@@ -377,6 +377,12 @@ func (c *Checkpoint) Tensors() []*Tensor {
 // Len returns the number of tensors.
 func (c *Checkpoint) Len() int { return len(c.all) }
 
+// Listed returns the number of tensors the checkpoint accounts for: Len
+// plus, when opened WithIncomplete, the tensors its index lists that are
+// absent. Binders bound what a configuration may ask for by it, so a
+// partial download still gets its complete list of missing tensors.
+func (c *Checkpoint) Listed() int { return len(c.all) + len(c.expected) }
+
 // Shards returns the paths of the open shard files, in open order.
 func (c *Checkpoint) Shards() []string {
 	p := make([]string, len(c.shards))
