@@ -17,7 +17,8 @@ import (
 type Option func(*options) error
 
 type options struct {
-	threads int
+	threads   int
+	integrity integrityOptions
 }
 
 // WithThreads sets the number of goroutines used for mat-vec rows, heads and positions (n ≥ 1;
@@ -48,6 +49,7 @@ type Model struct {
 	eps    float32
 	layers []layer
 	info   Info
+	integ  IntegrityReport
 	mu     sync.RWMutex // guards closed against in-flight forwards
 	closed bool
 }
@@ -82,6 +84,10 @@ func Open(dir string, opts ...Option) (*Model, error) {
 		return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 	}
 	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, eps: float32(cfg.RMSEps)}
+	if err := m.preflight(o.integrity); err != nil {
+		ck.Close()
+		return nil, err
+	}
 	if err := m.bind(); err != nil {
 		ck.Close()
 		return nil, err
