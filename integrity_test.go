@@ -40,7 +40,7 @@ func editJSON(t *testing.T, dir string, fn func(tc map[string]any)) {
 
 // rewriteShard rewrites one shard file in place through fn (tensors in file
 // order with their bytes, and the metadata).
-func rewriteShard(t *testing.T, path string, fn func(ts []safetensors.WriteTensor, meta map[string]string) map[string]string) {
+func rewriteShard(t testing.TB, path string, fn func(ts []safetensors.WriteTensor, meta map[string]string) map[string]string) {
 	t.Helper()
 	ck, err := safetensors.Open(path)
 	require.NoError(t, err)
@@ -308,7 +308,7 @@ func f32ToF16(f float32) uint16 {
 
 // addChecksums rewrites every shard of dir with colibri.sha256 digests of
 // its tensors.
-func addChecksums(t *testing.T, dir string, shards int) {
+func addChecksums(t testing.TB, dir string, shards int) {
 	for i := 1; i <= shards; i++ {
 		p := filepath.Join(dir, safetensors.ShardFileName(i, shards))
 		rewriteShard(t, p, func(ts []safetensors.WriteTensor, meta map[string]string) map[string]string {
