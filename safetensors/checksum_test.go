@@ -1,7 +1,9 @@
 package safetensors
 
 import (
+	"encoding/hex"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -66,4 +68,25 @@ func TestVerifyTensor(t *testing.T) {
 		assert.ErrorIs(t, err, ErrChecksumFormat, bad)
 		ck.Close()
 	}
+}
+
+// FuzzChecksums: any colibri.sha256 text either parses into digests that
+// re-encode to 64 lower-case hex digits each, or is refused; never a panic.
+func FuzzChecksums(f *testing.F) {
+	f.Add(`{"a":"` + strings.Repeat("0f", 32) + `"}`)
+	f.Add(`{}`)
+	f.Add(`{"a":"` + strings.Repeat("0F", 32) + `"}`)
+	f.Add(`{"a\ud800":"` + strings.Repeat("00", 32) + `"}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, text string) {
+		m, err := parseChecksums(text)
+		if err != nil {
+			return
+		}
+		for k, v := range m {
+			if s := hex.EncodeToString(v[:]); !strings.Contains(text, s) {
+				t.Fatalf("entry %q: digest %s not in the text", k, s)
+			}
+		}
+	})
 }
