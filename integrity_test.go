@@ -20,6 +20,7 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/race"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 )
@@ -107,7 +108,9 @@ func TestAbsurdCountsOpen(t *testing.T) {
 			start := time.Now()
 			_, err := k3.Open(dir)
 			require.Error(t, err)
-			assert.Less(t, time.Since(start), 100*time.Millisecond)
+			if !race.Enabled {
+				assert.Less(t, time.Since(start), 100*time.Millisecond)
+			}
 			if tc.want != nil {
 				assert.ErrorIs(t, err, tc.want)
 			} else {
@@ -133,6 +136,9 @@ func TestAbsurdCountsOpenRSS(t *testing.T) {
 	}
 	if testing.Short() {
 		t.Skip("spawns child processes")
+	}
+	if race.Enabled {
+		t.Skip("the race runtime's own memory and speed are not the figures measured")
 	}
 	for _, tc := range []struct {
 		key string
