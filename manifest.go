@@ -9,11 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/k3-project/k3/internal/regfile"
-	"github.com/k3-project/k3/internal/strictjson"
 	"github.com/k3-project/k3/safetensors"
 )
 
@@ -26,22 +24,24 @@ var (
 	ErrManifestMismatch = errors.New("k3: checkpoint differs from its manifest")
 )
 
-// MaxManifestSize bounds a manifest file (K3 has about 100 files).
-const MaxManifestSize = 16 << 20
+// MaxManifestSize bounds a manifest file (a K3 manifest is under 10 KB).
+const MaxManifestSize = 1 << 20
 
-// Manifest lists a checkpoint directory's files with their sizes and
-// SHA-256 digests, so a download can be verified once, completely, before
-// the first run. WriteManifest creates one; VerifyManifest checks a
-// directory against it.
+// Manifest lists the SHA-256 digests of a checkpoint directory's files, so
+// a download can be verified once, completely, before the first run. Its
+// text form is sha256sum's ("<64 lower-case hex>  <file name>" per line),
+// so `sha256sum -c` reads it too. It covers config.json, the index and the
+// tokenizer files (tiktoken.model, tokenizer_config.json) when present, and
+// every shard (those the index names, or every *.safetensors file without
+// an index).
 type Manifest struct {
-	Files []ManifestFile // sorted by Name
+	Files []ManifestFile
 }
 
-// ManifestFile is one entry: a file name relative to the checkpoint
-// directory, its size and the lower-case hex SHA-256 of its bytes.
+// ManifestFile is one entry: a plain file name and its lower-case hex
+// SHA-256.
 type ManifestFile struct {
 	Name   string
-	Size   int64
 	SHA256 string
 }
 
@@ -49,26 +49,45 @@ type ManifestFile struct {
 // it and its size. It may be nil.
 type Progress func(file string, done, size int64)
 
-// manifestNames lists what a manifest covers: config.json, the index and
-// every shard (the files Open reads), in byte-wise order.
+// manifestNames lists the files a manifest covers, in manifest order.
 func manifestNames(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
 	var names []string
-	for _, e := range ents {
-		n := e.Name()
-		if n == "config.json" || n == safetensors.IndexFileName || strings.HasSuffix(n, ".safetensors") {
-			names = append(names, n)
+	for _, f := range []string{"config.json", safetensors.IndexFileName, "tiktoken.model", "tokenizer_config.json"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err == nil && st.Mode().IsRegular() {
+			names = append(names, f)
 		}
 	}
-	slices.Sort(names)
-	return names, nil
+	var shards []string
+	if raw, err := regfile.ReadFile(filepath.Join(dir, safetensors.IndexFileName), safetensors.MaxIndexSize); err == nil {
+		wm, _, err := safetensors.ParseIndex(raw)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		for _, s := range wm {
+			if !seen[s] {
+				seen[s] = true
+				shards = append(shards, s)
+			}
+		}
+	} else if errors.Is(err, os.ErrNotExist) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".safetensors") {
+				shards = append(shards, e.Name())
+			}
+		}
+	} else {
+		return nil, err
+	}
+	slices.Sort(shards)
+	return append(names, shards...), nil
 }
 
-// BuildManifest hashes the checkpoint files of dir (config.json,
-// model.safetensors.index.json and every *.safetensors file).
+// BuildManifest hashes the checkpoint files of dir.
 func BuildManifest(dir string, progress Progress) (*Manifest, error) {
 	names, err := manifestNames(dir)
 	if err != nil {
@@ -76,17 +95,16 @@ func BuildManifest(dir string, progress Progress) (*Manifest, error) {
 	}
 	m := &Manifest{}
 	for _, n := range names {
-		size, sum, err := hashFile(filepath.Join(dir, n), progress)
+		sum, err := hashFile(filepath.Join(dir, n), progress)
 		if err != nil {
 			return nil, fmt.Errorf("k3: manifest of %s: %w", dir, err)
 		}
-		m.Files = append(m.Files, ManifestFile{Name: n, Size: size, SHA256: sum})
+		m.Files = append(m.Files, ManifestFile{Name: n, SHA256: sum})
 	}
 	return m, nil
 }
 
-// WriteManifest hashes dir's checkpoint files and writes the manifest to w
-// as JSON: {"files": [{"name": …, "size": …, "sha256": …}, …]}.
+// WriteManifest hashes dir's checkpoint files and writes the manifest to w.
 func WriteManifest(dir string, w io.Writer, progress Progress) error {
 	m, err := BuildManifest(dir, progress)
 	if err != nil {
@@ -96,62 +114,52 @@ func WriteManifest(dir string, w io.Writer, progress Progress) error {
 	return err
 }
 
-// Marshal encodes m deterministically (ReadManifest reads it back).
+// Marshal encodes m in sha256sum format (ReadManifest reads it back).
 func (m *Manifest) Marshal() []byte {
-	b := []byte("{\n  \"files\": [")
-	for i, f := range m.Files {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, "\n    {\"name\": "...)
-		b = strictjson.AppendQuote(b, f.Name)
-		b = append(b, ", \"size\": "...)
-		b = strconv.AppendInt(b, f.Size, 10)
-		b = append(b, ", \"sha256\": "...)
-		b = strictjson.AppendQuote(b, f.SHA256)
-		b = append(b, '}')
+	var b []byte
+	for _, f := range m.Files {
+		b = append(append(append(append(b, f.SHA256...), "  "...), f.Name...), '\n')
 	}
-	return append(b, "\n  ]\n}\n"...)
+	return b
 }
 
-// ReadManifest parses a manifest (strict JSON, at most MaxManifestSize
-// bytes; plain file names, unique; non-negative sizes; 64 hex digits).
+// ReadManifest parses a manifest strictly: at most MaxManifestSize bytes,
+// one "<64 lower-case hex><two spaces or space-asterisk><plain file name>"
+// per line, no name twice, at least one line.
 func ReadManifest(r io.Reader) (*Manifest, error) {
-	root, err := strictjson.ParseReader(r, strictjson.Limits{MaxBytes: MaxManifestSize})
+	b, err := io.ReadAll(io.LimitReader(r, MaxManifestSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrManifest, err)
 	}
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrManifest, fmt.Sprintf(format, a...))
-	}
-	files := root.Get("files")
-	if files == nil || files.Kind() != strictjson.Array {
-		return nil, bad("no files array")
+	if len(b) > MaxManifestSize {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrManifest, MaxManifestSize)
 	}
 	m := &Manifest{}
 	seen := map[string]bool{}
-	for i, it := range files.Items() {
-		nv, sv, zv := it.Get("name"), it.Get("sha256"), it.Get("size")
-		if nv == nil || sv == nil || zv == nil || it.Len() != 3 {
-			return nil, bad("files[%d]: want exactly name, size and sha256", i)
+	text := string(b)
+	for n := 1; text != ""; n++ {
+		line, rest, _ := strings.Cut(text, "\n")
+		text = rest
+		bad := func(why string) error { return fmt.Errorf("%w: line %d: %s", ErrManifest, n, why) }
+		if len(line) < 67 {
+			return nil, bad(`expected "<sha256 hex>  <file name>"`)
 		}
-		name, err1 := nv.Str()
-		sum, err2 := sv.Str()
-		size, err3 := zv.Int64()
+		sum, sep, name := line[:64], line[64:66], line[66:]
 		switch {
-		case err1 != nil || err2 != nil || err3 != nil:
-			return nil, bad("files[%d]: want exactly name (string), size (integer) and sha256 (string)", i)
-		case name == "" || name != filepath.Base(name) || name == "." || name == "..":
-			return nil, bad("files[%d]: %q is not a plain file name", i, name)
+		case !isHex(sum) || strings.ToLower(sum) != sum:
+			return nil, bad("the digest is not 64 lower-case hex digits")
+		case sep != "  " && sep != " *":
+			return nil, bad(`the digest must be followed by two spaces or " *"`)
+		case name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, "/\\\r"):
+			return nil, bad(fmt.Sprintf("%q is not a plain file name", name))
 		case seen[name]:
-			return nil, bad("files[%d]: %q listed twice", i, name)
-		case size < 0:
-			return nil, bad("files[%d]: negative size", i)
-		case len(sum) != 64 || strings.ToLower(sum) != sum || !isHex(sum):
-			return nil, bad("files[%d]: sha256 is not 64 lower-case hex digits", i)
+			return nil, bad(name + " is listed twice")
 		}
 		seen[name] = true
-		m.Files = append(m.Files, ManifestFile{Name: name, Size: size, SHA256: sum})
+		m.Files = append(m.Files, ManifestFile{Name: name, SHA256: sum})
+	}
+	if len(m.Files) == 0 {
+		return nil, fmt.Errorf("%w: no files listed", ErrManifest)
 	}
 	return m, nil
 }
@@ -175,47 +183,54 @@ func (e *ManifestError) Error() string {
 // Unwrap makes errors.Is(err, ErrManifestMismatch) true.
 func (e *ManifestError) Unwrap() error { return ErrManifestMismatch }
 
-// VerifyManifest checks every file the manifest lists: present, a regular
-// file, of the listed size (checked for every file first, so a truncated
-// shard is reported without hashing terabytes), and of the listed SHA-256.
-// Checkpoint files in dir that the manifest does not list are problems too.
-// All differences are collected in one *ManifestError.
+// VerifyManifest checks dir against m. It first validates the checkpoint's
+// structure without reading tensor data (safetensors.Open: headers, sizes
+// against headers, the index), so a truncated shard is named at once and
+// not hashed; then it hashes every other file. Files m lists that are
+// missing, covered files m does not list, and digest differences are all
+// collected in one *ManifestError.
 func VerifyManifest(dir string, m *Manifest, progress Progress) error {
 	e := &ManifestError{Dir: dir}
-	listed := map[string]bool{}
-	var sizeOK []ManifestFile
-	for _, f := range m.Files {
-		listed[f.Name] = true
-		st, err := os.Stat(filepath.Join(dir, f.Name))
-		switch {
-		case err != nil:
-			e.Problems = append(e.Problems, f.Name+": "+err.Error())
-		case !st.Mode().IsRegular():
-			e.Problems = append(e.Problems, f.Name+": not a regular file")
-		case st.Size() != f.Size:
-			e.Problems = append(e.Problems, fmt.Sprintf("%s: %d bytes, manifest says %d", f.Name, st.Size(), f.Size))
-		default:
-			sizeOK = append(sizeOK, f)
+	skip := map[string]bool{}
+	if ck, err := safetensors.Open(dir); err != nil {
+		var se *safetensors.Error
+		if errors.As(err, &se) && se.File != "" {
+			skip[filepath.Base(se.File)] = true
+			e.Problems = append(e.Problems, filepath.Base(se.File)+": "+err.Error())
+		} else {
+			e.Problems = append(e.Problems, "checkpoint: "+err.Error())
 		}
+	} else {
+		ck.Close()
 	}
 	names, err := manifestNames(dir)
 	if err != nil {
 		return fmt.Errorf("k3: verify %s: %w", dir, err)
 	}
+	covered := map[string]bool{}
 	for _, n := range names {
-		if !listed[n] {
-			e.Problems = append(e.Problems, n+": not in the manifest")
+		covered[n] = true
+	}
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		listed[f.Name] = true
+		switch {
+		case skip[f.Name]:
+		case !covered[f.Name]:
+			e.Problems = append(e.Problems, f.Name+": listed in the manifest but not part of the checkpoint (missing or not named by the index)")
+		default:
+			sum, err := hashFile(filepath.Join(dir, f.Name), progress)
+			switch {
+			case err != nil:
+				e.Problems = append(e.Problems, f.Name+": "+err.Error())
+			case sum != f.SHA256:
+				e.Problems = append(e.Problems, fmt.Sprintf("%s: sha256 %s, the manifest says %s", f.Name, sum, f.SHA256))
+			}
 		}
 	}
-	for _, f := range sizeOK {
-		size, sum, err := hashFile(filepath.Join(dir, f.Name), progress)
-		switch {
-		case err != nil:
-			e.Problems = append(e.Problems, f.Name+": "+err.Error())
-		case size != f.Size:
-			e.Problems = append(e.Problems, fmt.Sprintf("%s: changed size while hashed (%d bytes)", f.Name, size))
-		case sum != f.SHA256:
-			e.Problems = append(e.Problems, fmt.Sprintf("%s: sha256 %s, manifest says %s", f.Name, sum, f.SHA256))
+	for _, n := range names {
+		if !listed[n] {
+			e.Problems = append(e.Problems, n+": not listed in the manifest")
 		}
 	}
 	if len(e.Problems) > 0 {
@@ -227,11 +242,11 @@ func VerifyManifest(dir string, m *Manifest, progress Progress) error {
 // hashChunk is the read size of hashFile.
 const hashChunk = 8 << 20
 
-// hashFile returns the size and hex SHA-256 of a regular file.
-func hashFile(path string, progress Progress) (int64, string, error) {
+// hashFile returns the hex SHA-256 of a regular file.
+func hashFile(path string, progress Progress) (string, error) {
 	f, size, err := regfile.Open(path)
 	if err != nil {
-		return 0, "", err
+		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
@@ -248,8 +263,8 @@ func hashFile(path string, progress Progress) (int64, string, error) {
 			break
 		}
 		if err != nil {
-			return 0, "", err
+			return "", err
 		}
 	}
-	return done, hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -22,12 +22,21 @@ func TestManifest(t *testing.T) {
 	m, err := k3.ReadManifest(bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
 	assert.Len(t, m.Files, 5) // config, index, three shards
+	assert.Equal(t, "config.json", m.Files[0].Name)
+	assert.Contains(t, buf.String(), "  model-00001-of-00003.safetensors\n") // sha256sum format
 	assert.Equal(t, buf.Bytes(), m.Marshal())
+	// Tokenizer files are covered when present; strays outside the index are not.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tiktoken.model"), []byte("x"), 0o644))
+	err = k3.VerifyManifest(dir, m, nil)
+	assert.ErrorContains(t, err, "tiktoken.model: not listed in the manifest")
+	require.NoError(t, os.Remove(filepath.Join(dir, "tiktoken.model")))
 	require.NoError(t, k3.VerifyManifest(dir, m, nil))
 
 	// A changed byte and a truncated shard are both named.
 	s1, s3 := shardPath(dir, 1), shardPath(dir, 3)
-	flip(t, s1, 1000)
+	st1, err := os.Stat(s1)
+	require.NoError(t, err)
+	flip(t, s1, st1.Size()-100) // in tensor data: only the digest can tell
 	st, err := os.Stat(s3)
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(s3, st.Size()-1))
@@ -37,20 +46,20 @@ func TestManifest(t *testing.T) {
 	assert.ErrorIs(t, err, k3.ErrManifestMismatch)
 	require.Len(t, me.Problems, 2)
 	assert.Contains(t, err.Error(), filepath.Base(s1)+": sha256")
-	assert.Contains(t, err.Error(), filepath.Base(s3)+": ")
+	assert.Contains(t, err.Error(), filepath.Base(s3)+": safetensors:") // named by the structure check, not hashed
 
-	for _, bad := range []string{`{}`, `{"files": [{"name": "../x", "size": 1, "sha256": "` + strings.Repeat("0", 64) + `"}]}`,
-		`{"files": [{"name": "a", "size": -1, "sha256": "` + strings.Repeat("0", 64) + `"}]}`,
-		`{"files": [{"name": "a", "size": 1, "sha256": "00"}]}`, `{"files": [1]}`, `{"files": [{"name": "a"}]}`} {
+	z := strings.Repeat("0", 64)
+	for _, bad := range []string{``, z + "  ../x\n", z + " x\n", strings.Repeat("0", 63) + "   x\n", strings.ToUpper(strings.Repeat("a", 64)) + "  x\n",
+		z + "  a\n" + z + "  a\n", "junk\n"} {
 		_, err := k3.ReadManifest(strings.NewReader(bad))
 		assert.ErrorIs(t, err, k3.ErrManifest, bad)
 	}
 }
 
 func FuzzReadManifest(f *testing.F) {
-	f.Add([]byte(`{"files": [{"name": "a", "size": 1, "sha256": "` + strings.Repeat("ab", 32) + `"}]}`))
-	f.Add([]byte(`{"files": []}`))
-	f.Add([]byte(`{"files": [{}]}`))
+	f.Add([]byte(strings.Repeat("ab", 32) + "  config.json\n"))
+	f.Add([]byte(strings.Repeat("ab", 32) + " *a\n" + strings.Repeat("cd", 32) + "  b"))
+	f.Add([]byte("\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := k3.ReadManifest(bytes.NewReader(data))
 		if err != nil {
@@ -59,6 +68,11 @@ func FuzzReadManifest(f *testing.F) {
 		back, err := k3.ReadManifest(bytes.NewReader(m.Marshal()))
 		if err != nil || len(back.Files) != len(m.Files) {
 			t.Fatalf("round trip: %v", err)
+		}
+		for i := range m.Files {
+			if back.Files[i] != m.Files[i] {
+				t.Fatalf("entry %d: %v vs %v", i, back.Files[i], m.Files[i])
+			}
 		}
 	})
 }
