@@ -38,6 +38,7 @@ type options struct {
 
 	configPath string // "" : dir/config.json
 	layers     int    // 0: all
+	integrity  integrityOptions
 }
 
 // WithThreads sets the number of goroutines used for mat-vec rows, heads and positions (n ≥ 1;
@@ -248,6 +249,7 @@ type Model struct {
 	nlayers int
 	skipped int // tensors of layers left out by WithLayers
 	info    Info
+	integ   IntegrityReport
 	mu      sync.RWMutex // guards closed against in-flight forwards
 	closed  bool
 }
@@ -352,6 +354,10 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, eps: float32(cfg.RMSEps), tracer: o.tracer, nlayers: cfg.NumLayers}
 	if o.layers > 0 {
 		m.nlayers = o.layers
+	}
+	if err := m.preflight(o.integrity); err != nil {
+		m.Close()
+		return nil, nil, err
 	}
 	m.plan = Plan{Mapped: true, Packed: o.packedDir}
 	d := &prepared{opts: o}

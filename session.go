@@ -172,6 +172,22 @@ func (m *Model) Forward(ctx context.Context, ids []int) ([][]float32, error) {
 	return m.NewSession().PrefillAll(ctx, ids)
 }
 
+// guard runs fn, turning a memory fault on a mapped shard (a file truncated under the model) into
+// an error naming the shard instead of a crash. Without mapped weights it just runs fn.
+func (m *Model) guard(fn func() error) error {
+	if !m.mapsWeights() {
+		return fn()
+	}
+	var err error
+	if gerr := m.ck.Guard(func() { err = fn() }); gerr != nil {
+		return gerr
+	}
+	return err
+}
+
+// mapsWeights reports whether any weights are read through shard mappings.
+func (m *Model) mapsWeights() bool { return m.store == nil || m.experts == nil }
+
 // weightsErr returns the trunk store's recorded read failure, if any.
 func (m *Model) weightsErr() error {
 	if m.store == nil {
@@ -227,8 +243,13 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	T, E, V := len(ids), c.Hidden, c.Vocab
 	h := make([]float32, T*E)
 	rd := m.embed.(quant.RowDecoder) // checked at bind time
-	for t, id := range ids {
-		rd.DecodeRow(h[t*E:(t+1)*E], id)
+	if err := m.guard(func() error {
+		for t, id := range ids {
+			rd.DecodeRow(h[t*E:(t+1)*E], id)
+		}
+		return nil
+	}); err != nil {
+		return nil, &ForwardError{Layer: -1, Err: err} // nothing was computed: the state is intact
 	}
 	fail := func(l int, err error) error {
 		err = &ForwardError{Layer: l, Err: err}
@@ -251,7 +272,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		if m.tracer != nil {
 			t0 = time.Now()
 		}
-		if err := m.layers[l].res.ForwardWith(st, s.attn[l], s.ffn[l], m.threads, s.nnWS); err != nil {
+		if err := m.guard(func() error { return m.layers[l].res.ForwardWith(st, s.attn[l], s.ffn[l], m.threads, s.nnWS) }); err != nil {
 			if werr := m.weightsErr(); werr != nil {
 				err = werr // the NaN rows of unread weights made the layer fail: report the cause
 			}
@@ -280,7 +301,9 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	case logitsAll:
 		nn.RMSNormRows(out, out, m.norm, m.eps)
 		logits = make([]float32, T*V)
-		quant.MatMulParallel(m.lmHead, logits, V, out, T, m.threads)
+		if err := m.guard(func() error { quant.MatMulParallel(m.lmHead, logits, V, out, T, m.threads); return nil }); err != nil {
+			return nil, fail(-1, err)
+		}
 		if m.weightsErr() == nil {
 			s.logits = append([]float32(nil), logits[(T-1)*V:]...) // callers may write to their rows
 		}
@@ -288,12 +311,22 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		last := out[(T-1)*E:]
 		nn.RMSNormRows(last, last, m.norm, m.eps)
 		logits = make([]float32, V)
-		quant.MatVecParallel(m.lmHead, logits, last, m.threads)
+		if err := m.guard(func() error { quant.MatVecParallel(m.lmHead, logits, last, m.threads); return nil }); err != nil {
+			return nil, fail(-1, err)
+		}
 		s.logits = logits
 	}
 	if err := m.weightsErr(); err != nil {
 		s.logits = nil
 		return nil, fail(-1, err)
+	}
+	if m.mapsWeights() {
+		// A shard that shrank under its mapping by less than a page reads zeros instead of
+		// faulting: re-check the sizes before reporting anything computed from it.
+		if err := m.ck.CheckSizes(); err != nil {
+			s.logits = nil
+			return nil, fail(-1, err)
+		}
 	}
 	s.pos += T
 	return logits, nil

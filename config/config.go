@@ -3,20 +3,33 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
+	"github.com/k3-project/k3/internal/regfile"
 	"github.com/k3-project/k3/internal/strictjson"
 )
 
-// MaxFileSize is the largest config.json accepted (SPEC §2.4).
-const MaxFileSize = 256 << 20
+// MaxFileSize is the largest config.json accepted. SPEC §2.4 allows up to
+// 256 MiB; the library refuses far less, because a released config is a few
+// kilobytes and every byte of JSON may become a parsed value: a 157 MB file
+// of list entries cost 2.8 GB before this limit. 1 MiB still holds a layer
+// list for MaxLayers layers hundreds of times over.
+const MaxFileSize = 1 << 20
 
 // MaxDim is the library's limit on every size in the configuration (widths,
 // counts, the number of layers). It keeps products of tensor dimensions far
 // from int64 overflow; K3's largest size is the vocabulary, 163,840.
 const MaxDim = 1 << 24
+
+// MaxLayers and MaxExperts bound num_hidden_layers and num_experts by what
+// is plausible (K3: 93 layers, 896 experts). Both are multiplied into
+// per-layer and per-expert allocations by every binder, so a config that
+// declares 2^24 layers must fail here, in microseconds, rather than in the
+// allocator. CheckAgainst bounds them again by the checkpoint at hand.
+const (
+	MaxLayers  = 1 << 12
+	MaxExperts = 1 << 16
+)
 
 // MaxTopK is the library's limit on experts per token: routing uses
 // fixed-size buffers (SPEC §2.5 rule 5).
@@ -103,23 +116,22 @@ var (
 	// strictjson error gives the byte offset and key path).
 	ErrInvalidJSON = errors.New("config: not strict JSON")
 	// ErrTooLarge: the file exceeds MaxFileSize.
-	ErrTooLarge = errors.New("config: file larger than 256 MiB")
+	ErrTooLarge = errors.New("config: file larger than 1 MiB")
+	// ErrTooFewTensors: the checkpoint holds fewer tensors than the
+	// configuration needs (CheckAgainst), so it cannot describe it.
+	ErrTooFewTensors = errors.New("config: checkpoint holds fewer tensors than the configuration needs")
 )
 
-// Load reads and parses the config file at path.
+// Load reads and parses the config file at path. A path that is not a
+// regular file (a FIFO would block forever) is refused with an error
+// wrapping regfile.ErrNotRegular.
 func Load(path string) (*Config, error) {
-	f, err := os.Open(path)
+	data, err := regfile.ReadFile(path, MaxFileSize)
+	if errors.Is(err, regfile.ErrTooLarge) {
+		return nil, fmt.Errorf("config: %w: %w", ErrTooLarge, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("config: %s: %w (%d bytes)", path, ErrTooLarge, st.Size())
-	}
-	// The limit also holds for files that grow or are not regular.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("config: reading %s: %w", path, err)
 	}
 	c, err := Parse(data)
 	if err != nil {

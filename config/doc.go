@@ -16,7 +16,11 @@
 // in a missing layer map would run a plausible-looking but wrong model.
 //
 // The file itself must be strict JSON (internal/strictjson: no duplicate
-// keys, no NaN, valid UTF-8) and at most 256 MiB.
+// keys, no NaN, valid UTF-8) and at most MaxFileSize (1 MiB, stricter than
+// SPEC's 256 MiB). num_hidden_layers and num_experts are bounded by what is
+// plausible (MaxLayers, MaxExperts) and, through CheckAgainst, by the number
+// of tensors the checkpoint actually holds: a binder calls it before it
+// allocates anything per layer or per expert.
 //
 // Layer numbers: Config.FullAttn and Config.KDALayers are one-based, exactly
 // as written in the file; every method taking a layer (IsMLA, IsKDA, IsDense,
@@ -27,7 +31,8 @@
 // synthetic checkpoint generator uses them, and K3 returns the real model's
 // values.
 //
-// This package imports only the standard library and internal/strictjson; it
+// This package imports only the standard library, internal/strictjson and
+// internal/regfile; it
 // must never import the model packages (attention, moe, the module root) or
 // safetensors, quant and tokenizer.
 package config

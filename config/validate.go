@@ -54,6 +54,12 @@ func (c *Config) violations() []string {
 			add("%s = %d exceeds the library limit %d", s.name, s.v, MaxDim)
 		}
 	}
+	if c.NumLayers > MaxLayers {
+		add("num_hidden_layers = %d exceeds the library limit %d", c.NumLayers, MaxLayers)
+	}
+	if c.NumExperts > MaxExperts {
+		add("num_experts = %d exceeds the library limit %d", c.NumExperts, MaxExperts)
+	}
 	if c.FirstDense < 0 || c.FirstDense > c.NumLayers {
 		add("first_k_dense_replace = %d is outside 0..%d (num_hidden_layers)", c.FirstDense, c.NumLayers)
 	}
@@ -100,8 +106,9 @@ func (c *Config) violations() []string {
 		add("full_attn_layers has %d entries for %d layers: at least one layer must be KDA", len(c.FullAttn), c.NumLayers)
 	}
 
-	// Rule 4: kda_layers, when given, must be the complement exactly.
-	if c.KDALayers != nil {
+	// Rule 4: kda_layers, when given, must be the complement exactly. The
+	// comparison walks every layer, so it waits for a plausible layer count.
+	if c.KDALayers != nil && c.NumLayers <= MaxLayers {
 		if msg := c.checkKDALayers(first); msg != "" {
 			add("%s", msg)
 		}

@@ -86,7 +86,7 @@ func randomConfig(r *rand.Rand) *Config {
 		Hidden: size(), NumLayers: n, Vocab: size(), RMSEps: f(),
 		KDAHeads: size(), KDAHeadDim: size(), ConvK: size(), GateLB: -f(),
 		MLAHeads: size(), QLoRA: size(), KVLoRA: size(), QKNope: size(), QKRope: r.IntN(200), VHead: size(),
-		MLAOutGate: r.IntN(2) == 0, NumExperts: size(), NumShared: r.IntN(4), Latent: size(), MoEInter: size(),
+		MLAOutGate: r.IntN(2) == 0, NumExperts: 1 + r.IntN(MaxExperts), NumShared: r.IntN(4), Latent: size(), MoEInter: size(),
 		RoutedScale: f(), MoERenorm: r.IntN(2) == 0, LatentNorm: r.IntN(2) == 0,
 		FirstDense: r.IntN(n + 1), DenseInter: size(), AttnResBlock: 1 + r.IntN(n+3),
 		SiTUBeta: f(), SiTULinearBeta: f(),

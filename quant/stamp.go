@@ -1,13 +1,11 @@
 package quant
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/k3-project/k3/internal/strictjson"
 )
 
 // StampKey is the safetensors __metadata__ key holding the format stamps
@@ -50,79 +48,49 @@ func (e *StampConflictError) Error() string {
 // Unwrap makes errors.Is(err, ErrStamp) true.
 func (e *StampConflictError) Unwrap() error { return ErrStamp }
 
+// MaxStampBytes bounds the stamp text of one shard: MaxStampEntries entries
+// of long tensor names fit many times over, and the parse tree it becomes is
+// bounded with it.
+const MaxStampBytes = 4 << 20
+
 // ParseStamp parses the value of StampKey from one shard. Format names are
 // not checked here (an unknown name is refused per tensor by Resolve, naming
-// the tensor). It refuses, naming the shard: text that is not exactly one
-// JSON object (or is not UTF-8), an entry whose value is not a string, a key
-// that occurs twice, and more than MaxStampEntries entries.
+// the tensor). The text is read by internal/strictjson, so it must be
+// exactly one strict JSON object: valid UTF-8, no lone surrogate escapes
+// (which a lenient decoder maps to U+FFFD, letting distinct names collide),
+// no duplicate keys, nothing after the object. It also refuses, naming the
+// shard, an entry whose value is not a string, more than MaxStampEntries
+// entries and more than MaxStampBytes bytes.
 func ParseStamp(shard, text string) (map[string]string, error) {
 	bad := func(format string, a ...any) error {
 		return &StampError{Shard: shard, Reason: fmt.Sprintf(format, a...)}
 	}
-	if !utf8.ValidString(text) {
-		return nil, bad("value is not valid UTF-8")
+	if len(text) > MaxStampBytes {
+		return nil, bad("%d bytes, more than %d", len(text), MaxStampBytes)
 	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	tok, err := dec.Token()
+	root, err := strictjson.ParseLimits([]byte(text), strictjson.Limits{MaxBytes: MaxStampBytes})
 	if err != nil {
-		return nil, bad("not a JSON object: %v", err)
+		var se *strictjson.Error
+		if errors.Is(err, strictjson.ErrDuplicateKey) && errors.As(err, &se) {
+			return nil, bad("a tensor appears twice: %v", err)
+		}
+		return nil, bad("not strict JSON: %v", err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, bad("not a JSON object (starts with %v)", tok)
+	if root.Kind() != strictjson.Object {
+		return nil, bad("not a JSON object (%s)", root.Kind())
 	}
-	out := make(map[string]string)
-	for dec.More() {
-		tok, err := dec.Token()
+	if root.Len() > MaxStampEntries {
+		return nil, bad("more than %d entries", MaxStampEntries)
+	}
+	out := make(map[string]string, root.Len())
+	for _, m := range root.Members() {
+		val, err := m.Value.Str()
 		if err != nil {
-			return nil, bad("malformed JSON: %v", err)
+			return nil, bad("tensor %q: value is %s, not a string", m.Key, m.Value.Kind())
 		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, bad("malformed JSON: key %v", tok)
-		}
-		if _, dup := out[key]; dup {
-			return nil, bad("tensor %q appears twice", key)
-		}
-		if len(out) == MaxStampEntries {
-			return nil, bad("more than %d entries", MaxStampEntries)
-		}
-		tok, err = dec.Token()
-		if err != nil {
-			return nil, bad("malformed JSON: %v", err)
-		}
-		val, ok := tok.(string)
-		if !ok {
-			return nil, bad("tensor %q: value is %s, not a string", key, jsonKind(tok))
-		}
-		out[key] = val
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, bad("malformed JSON: %v", err)
-	}
-	if tok, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, bad("malformed JSON after the object: %v", err)
-		}
-		return nil, bad("data after the object (%v)", tok)
+		out[m.Key] = val
 	}
 	return out, nil
-}
-
-func jsonKind(tok json.Token) string {
-	switch t := tok.(type) {
-	case json.Delim:
-		if t == '[' {
-			return "an array"
-		}
-		return "an object"
-	case bool:
-		return "a boolean"
-	case float64, json.Number:
-		return "a number"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", tok)
 }
 
 type stampEntry struct{ format, shard string }

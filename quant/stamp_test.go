@@ -35,6 +35,10 @@ func TestParseStamp(t *testing.T) {
 		"unterminated":    `{"a":"mxfp4"`,
 		"trailing comma":  `{"a":"mxfp4",}`,
 		"invalid utf8":    "{\"a\xff\":\"mxfp4\"}",
+		"lone surrogate":  `{"a\ud800":"mxfp4"}`,
+		"lone low half":   `{"a":"mx\udc00fp4"}`,
+		"escaped dup":     `{"a":"mxfp4","\u0061":"mxfp4"}`,
+		"NaN value":       `{"a":NaN}`,
 	}
 	for name, text := range bad {
 		_, err := ParseStamp("model-00002-of-00003.safetensors", text)

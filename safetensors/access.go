@@ -9,14 +9,18 @@ import (
 // mapping of its shard: no copy and no Go-heap memory. The view is valid
 // until Close; writing to it faults. When the shard was opened through a
 // custom opener (WithOpener) that is not an *os.File, Bytes returns a fresh
-// heap copy instead. As with any mapping, truncating the file while the
-// view is in use makes the access fault (SIGBUS); use ReadAt for files that
-// may change underneath.
+// heap copy instead. The shard's size is re-checked when it is mapped (the
+// first Bytes call on it), so a shard that shrank since Open is refused
+// (ErrShortRead) rather than mapped with a zero-filled tail. As with any mapping, truncating the file while the view
+// is in use makes the access fault (SIGBUS): read views inside Guard, which
+// turns the fault into ErrFault, and call CheckSizes before trusting
+// results computed from them.
 func (c *Checkpoint) Bytes(t *Tensor) ([]byte, error) {
 	s, err := c.shardOf(t)
 	if err != nil {
 		return nil, err
 	}
+
 	if t.Size == 0 {
 		return []byte{}, nil
 	}
@@ -29,10 +33,16 @@ func (c *Checkpoint) Bytes(t *Tensor) ([]byte, error) {
 		return buf, nil
 	}
 	s.mapOnce.Do(func() {
+		if s.mapErr = s.checkSize(); s.mapErr != nil {
+			return
+		}
 		s.mapped, s.mapErr = mapFile(f, s.size)
 		s.isMapped.Store(s.mapErr == nil)
 	})
 	if s.mapErr != nil {
+		if e, ok := s.mapErr.(*Error); ok {
+			return nil, &Error{File: e.File, Tensor: t.Name, Pos: -1, Err: e.Err, Detail: e.Detail}
+		}
 		return nil, &Error{File: s.path, Tensor: t.Name, Pos: -1, Err: s.mapErr, Detail: "mmap"}
 	}
 	return s.mapped[t.Offset : t.Offset+t.Size : t.Offset+t.Size], nil
@@ -62,7 +72,10 @@ func (c *Checkpoint) Read(t *Tensor) ([]byte, error) {
 		return nil, err
 	}
 	buf := make([]byte, t.Size)
-	return buf, c.ReadAt(t, buf, 0)
+	if err := c.ReadAt(t, buf, 0); err != nil {
+		return nil, err // never hand out a partly filled buffer
+	}
+	return buf, nil
 }
 
 // ReadF32 reads the tensor and widens it exactly to float32 (SPEC §5.1,

@@ -53,6 +53,8 @@ type shard struct {
 
 	directOnce sync.Once
 	direct     *DirectReader
+
+	sums checksums // ChecksumKey, parsed on first use
 }
 
 // Open opens a single .safetensors file or a checkpoint directory. A
@@ -204,6 +206,9 @@ func readHeader(path string, f File, seed maphash.Seed, dedupe bool) (*parsed, i
 	st, err := f.Stat()
 	if err != nil {
 		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, newErr(path, "", -1, ErrNotRegular, "mode "+st.Mode().Type().String())
 	}
 	size := st.Size()
 	if size < 8 {
@@ -371,6 +376,12 @@ func (c *Checkpoint) Tensors() []*Tensor {
 
 // Len returns the number of tensors.
 func (c *Checkpoint) Len() int { return len(c.all) }
+
+// Listed returns the number of tensors the checkpoint accounts for: Len
+// plus, when opened WithIncomplete, the tensors its index lists that are
+// absent. Binders bound what a configuration may ask for by it, so a
+// partial download still gets its complete list of missing tensors.
+func (c *Checkpoint) Listed() int { return len(c.all) + len(c.expected) }
 
 // Shards returns the paths of the open shard files, in open order.
 func (c *Checkpoint) Shards() []string {

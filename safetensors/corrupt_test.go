@@ -154,7 +154,7 @@ func TestCorruptShards(t *testing.T) {
 			rewriteHeader(t, p1(d), replaceOnce(t, `[2, 2, 2, 2]`, `[2, 2, 2, 2,]`), nil)
 		}, ErrBadShape, st1, "rank4.u8"},
 		{"garbage after object", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), func(s string) string { return s + "  \n" }, nil)
+			rewriteHeader(t, p1(d), func(s string) string { return s + "  \n\f" }, nil)
 		}, ErrTrailingGarbage, st1, ""},
 		{"invalid UTF-8", func(t *testing.T, d string) {
 			rewriteHeader(t, p1(d), replaceOnce(t, `"scalar.f32"`, "\"scalar\xff.f32\""), nil)

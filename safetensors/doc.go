@@ -22,6 +22,15 @@
 // ReadF32 and the standalone converters (BF16ToF32, F16ToF32, ...) widen
 // elements to float32 exactly.
 //
+// Files that change or fail underneath: shard paths that are not regular
+// files (a FIFO would block forever) are refused with ErrNotRegular without
+// blocking; pread-based reads report a file that ends early as ErrShortRead
+// and never return a partly filled buffer; a shard is re-checked for size
+// when it is first mapped, CheckSizes re-checks every shard on demand, and
+// Guard turns the SIGBUS of a view into a truncated mapping into ErrFault
+// naming the shard. After the header's closing brace any JSON white space
+// is accepted as padding, as the reference reader does.
+//
 // WriteFile and WriteSharded produce deterministic files that pass the same
 // validation; tensors without data become sparse holes, and Fill streams a
 // tensor's bytes from a callback.

@@ -20,7 +20,7 @@ var (
 	ErrInvalidUTF8     = errors.New("safetensors: header is not valid UTF-8")
 	ErrSyntax          = errors.New("safetensors: header is not strict JSON")
 	ErrNotObject       = errors.New("safetensors: header does not start with '{'")
-	ErrTrailingGarbage = errors.New("safetensors: non-space bytes after the header object")
+	ErrTrailingGarbage = errors.New("safetensors: non-white-space bytes after the header object")
 	ErrDuplicateKey    = errors.New("safetensors: duplicate JSON key")
 	ErrInvalidEscape   = errors.New("safetensors: invalid string escape")
 	ErrLoneSurrogate   = errors.New("safetensors: lone UTF-16 surrogate in string escape")
@@ -71,6 +71,12 @@ var (
 	ErrNotWidenable  = errors.New("safetensors: dtype cannot be widened to float32")
 	ErrUnaligned     = errors.New("safetensors: direct-I/O buffer not 4096-aligned or too small")
 	ErrLength        = errors.New("safetensors: source and destination lengths disagree")
+	// ErrNotRegular: a shard or index path is a FIFO, device, socket or
+	// directory; opening or reading it could block forever.
+	ErrNotRegular = errors.New("safetensors: not a regular file")
+	// ErrFault: a mapped read faulted (SIGBUS), almost always because the
+	// shard was truncated while mapped. Guard returns it.
+	ErrFault = errors.New("safetensors: fault reading mapped tensor data")
 
 	// Writer.
 	ErrInvalidName = errors.New("safetensors: tensor name is empty, not UTF-8 or reserved")

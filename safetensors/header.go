@@ -555,6 +555,11 @@ func sweep(file string, entries []entry, nm *names, dataLen int64) ([]int32, err
 	for _, j := range order {
 		e := &entries[j]
 		if e.begin < cur {
+			// A name given twice with the same span overlaps itself; the
+			// duplicate is the fault to report, so look for one first.
+			if err := dedupeEntries(file, entries, nm); err != nil {
+				return nil, err
+			}
 			return nil, newErr(file, nm.of(e), int64(e.pos), ErrOverlap,
 				"span ["+strconv.FormatInt(e.begin, 10)+", "+strconv.FormatInt(e.end, 10)+") overlaps "+strconv.Quote(prev)+" ending at "+strconv.FormatInt(cur, 10))
 		}

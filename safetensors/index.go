@@ -227,10 +227,11 @@ func (c *Checkpoint) checkTotal(x *index, sum int64) error {
 // readIndex maps the index file rather than reading it: the K3 index is
 // ~60 MB that is needed only until verification.
 func readIndex(path string, seed maphash.Seed) (*index, error) {
-	f, err := os.Open(path)
+	ff, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
+	f := ff.(*os.File)
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {

@@ -1,9 +1,12 @@
 package safetensors
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/k3-project/k3/internal/regfile"
 )
 
 // File is what a shard is read through. *os.File implements it; tests and
@@ -31,7 +34,20 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{open: func(p string) (File, error) { return os.Open(p) }, openDirect: openDirectFor}
+	return options{open: openRegular, openDirect: openDirectFor}
+}
+
+// openRegular opens a shard without blocking (a FIFO would block open(2)
+// forever) and refuses anything but a regular file.
+func openRegular(path string) (File, error) {
+	f, _, err := regfile.Open(path)
+	if errors.Is(err, regfile.ErrNotRegular) {
+		return nil, newErr(path, "", -1, ErrNotRegular, err.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // WithOpener makes Open read shards through open instead of os.Open. When

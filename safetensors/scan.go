@@ -474,10 +474,13 @@ func (sc *scanner) next(tensor string) (more, ok bool) {
 	return false, false
 }
 
-// end checks that only spaces follow the top-level object (SPEC §7.3).
+// end checks that only JSON white space (space, TAB, LF, CR) follows the
+// top-level object. SPEC §7.3 names spaces, the padding writers emit; the
+// reference reader has accepted every JSON white-space byte there since
+// 2026 and its test suite requires it, so this reader does too.
 func (sc *scanner) end() bool {
 	for j := sc.i; j < len(sc.b); j++ {
-		if sc.b[j] != ' ' {
+		if c := sc.b[j]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			sc.i = j
 			sc.fail("", ErrTrailingGarbage, "found "+sc.found())
 			return false

@@ -217,10 +217,13 @@ func ShardFileName(i, n int) string {
 // a model.safetensors.index.json whose weight_map (sorted by name) lists
 // every tensor and whose metadata.total_size is the sum of their sizes.
 // metadata goes into every shard's __metadata__. Names must be unique
-// across shards.
+// across shards. dir is created (with parents) if it does not exist.
 func WriteSharded(dir string, shards [][]WriteTensor, metadata map[string]string) error {
 	if len(shards) == 0 {
 		return &Error{File: dir, Pos: -1, Err: ErrNoShards}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	where := make(map[string]int)
 	var total int64

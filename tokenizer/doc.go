@@ -32,6 +32,13 @@
 // matches tiktoken's ids. NewRanks builds a vocabulary from token bytes in
 // code.
 //
+// Loading is bounded by its input: a rank file above MaxRankFileSize or a
+// tokenizer_config.json above MaxConfigFileSize is refused (ErrTooLarge)
+// before it is read, a path that is not a regular file is refused without
+// blocking, and a rank file crafted so that its tokens collide in the
+// lookup table's fixed hash moves the table to a randomly seeded maphash
+// once a probe chain passes 256 slots, so loading stays linear.
+//
 // # Special tokens
 //
 // Encode takes an explicit Mode. The zero value, NoSpecial, treats special

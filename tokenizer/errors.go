@@ -17,6 +17,10 @@ var ErrUnknownID = errors.New("tokenizer: unknown token id")
 // when the text contains a special name that the policy forbids.
 var ErrDisallowedSpecial = errors.New("tokenizer: disallowed special token in text")
 
+// ErrTooLarge is matched when a rank file or tokenizer_config.json exceeds
+// its size limit (MaxRankFileSize, MaxConfigFileSize).
+var ErrTooLarge = errors.New("tokenizer: file larger than the limit")
+
 // ErrRankFile is matched by every *RankFileError.
 var ErrRankFile = errors.New("tokenizer: invalid rank file")
 

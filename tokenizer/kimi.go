@@ -2,10 +2,11 @@ package tokenizer
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
-	"os"
 	"strconv"
 
+	"github.com/k3-project/k3/internal/regfile"
 	"github.com/k3-project/k3/internal/strictjson"
 )
 
@@ -27,6 +28,20 @@ func (r *Ranks) IsKimiReference() bool {
 // Kimi tiktoken.model (see Ranks.IsKimiReference).
 func (e *Encoding) IsKimiReference() bool { return e.ranks.IsKimiReference() }
 
+// MaxConfigFileSize bounds tokenizer_config.json (the released one is tens
+// of kilobytes, most of it the chat template).
+const MaxConfigFileSize = 4 << 20
+
+// readLimited reads a regular file of at most limit bytes; a larger one is
+// refused with ErrTooLarge before it is read.
+func readLimited(path string, limit int64) ([]byte, error) {
+	data, err := regfile.ReadFile(path, limit)
+	if errors.Is(err, regfile.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
+	}
+	return data, err
+}
+
 // LoadKimi loads a Kimi tokenizer from tiktoken.model and
 // tokenizer_config.json (SPEC §10.1–10.2) with the Kimi split rule and the
 // tokenization_kimi.py pipeline. Check Ranks().IsKimiReference() to learn
@@ -36,7 +51,7 @@ func LoadKimi(modelPath, configPath string) (*Encoding, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := os.ReadFile(configPath)
+	cfg, err := readLimited(configPath, MaxConfigFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: reading tokenizer config: %w", err)
 	}
@@ -88,7 +103,10 @@ func parseAddedTokens(data []byte) (map[int]string, error) {
 	fail := func(format string, a ...any) error {
 		return &SpecialsError{"tokenizer_config.json: " + fmt.Sprintf(format, a...)}
 	}
-	root, err := strictjson.Parse(data)
+	if len(data) > MaxConfigFileSize {
+		return nil, fmt.Errorf("%w: tokenizer_config.json of %d bytes, limit %d", ErrTooLarge, len(data), MaxConfigFileSize)
+	}
+	root, err := strictjson.ParseLimits(data, strictjson.Limits{MaxBytes: MaxConfigFileSize})
 	if err != nil {
 		return nil, fail("%v", err)
 	}

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"hash/maphash"
 	"io"
-	"os"
 )
 
 // MaxTokenLen is the longest token a rank file may hold (SPEC §10.1).
@@ -24,6 +24,10 @@ type Ranks struct {
 	maxLen int
 	byte1  [256]uint32 // rank of each single-byte token
 	digest [sha256.Size]byte
+	// seeded switches the table from the fixed hash to maphash under seed,
+	// once a probe chain grew past maxProbe (see hash).
+	seeded bool
+	seed   maphash.Seed
 }
 
 // Len returns N, the number of ranked tokens.
@@ -83,7 +87,7 @@ func (r *Ranks) lookup(s string) (uint32, bool) {
 		return 0, false
 	}
 	k := pack8(s)
-	h := hashString(s, k)
+	h := r.hash(s, k)
 	if f := h >> (64 - filterBits); r.filter[f>>6]&(1<<(f&63)) == 0 {
 		return 0, false
 	}
@@ -124,11 +128,9 @@ func (r *Ranks) insert(rank uint32) (uint32, bool) {
 	// One probe sequence both detects a duplicate and finds the free slot.
 	k := pack8(tok)
 	want := uint64(len(tok)) << 32
-	h := hashString(tok, k)
-	f := h >> (64 - filterBits)
-	r.filter[f>>6] |= 1 << (f & 63)
+	h := r.hash(tok, k)
 	p := h & r.mask
-	for ; r.table[p].meta != 0; p = (p + 1) & r.mask {
+	for probes := 0; r.table[p].meta != 0; p = (p + 1) & r.mask {
 		e := r.table[p]
 		if e.key == k && e.meta&^0xffffffff == want {
 			old := uint32(e.meta) - 1
@@ -137,7 +139,13 @@ func (r *Ranks) insert(rank uint32) (uint32, bool) {
 				return old, true
 			}
 		}
+		if probes++; probes > maxProbe && !r.seeded {
+			r.reseed()
+			return r.insert(rank)
+		}
 	}
+	f := h >> (64 - filterBits)
+	r.filter[f>>6] |= 1 << (f & 63)
 	r.table[p] = slot{k, want | uint64(rank+1)}
 	return 0, false
 }
@@ -160,10 +168,55 @@ func (r *Ranks) initTable(n int) {
 	}
 }
 
-// hashString hashes s, whose first eight bytes are k. Probe lengths depend
-// only on the vocabulary (queries never insert), so a fixed function keeps
-// lookups deterministic without exposing callers to collision attacks beyond
-// what a crafted rank file itself could do.
+// maxProbe bounds the probe chains of the fixed hash. Real vocabularies
+// stay far below it (their longest run of occupied slots is a few dozen);
+// a rank file crafted against the public fixed function exceeds it, and the
+// table is rebuilt once with maphash under a fresh random seed, so loading
+// stays linear (at most maxProbe probes per insert before the switch) and
+// lookups stay short. The fixed hash is kept for every other file because
+// it is about 40% faster per lookup than maphash in the encoder's hot loop.
+const maxProbe = 256
+
+// hash hashes s, whose first eight bytes are k.
+func (r *Ranks) hash(s string, k uint64) uint64 {
+	if r.seeded {
+		return maphash.String(r.seed, s)
+	}
+	return hashString(s, k)
+}
+
+// reseed rebuilds the table and filter with the seeded hash.
+func (r *Ranks) reseed() {
+	old := r.table
+	r.seeded, r.seed = true, maphash.MakeSeed()
+	r.table = make([]slot, len(old))
+	clear(r.filter)
+	for _, e := range old {
+		if e.meta != 0 {
+			r.insert(uint32(e.meta) - 1)
+		}
+	}
+}
+
+// longestRun returns the longest run of occupied slots, which bounds every
+// lookup's probes (a failed lookup walks to the end of its run). Inserts
+// with short probes can still build one long run from consecutive home
+// slots, so ParseRanks checks this too.
+func (r *Ranks) longestRun() int {
+	best, run := 0, 0
+	// The table is at most half full, so two passes cover a run that wraps.
+	for i := range 2 * len(r.table) {
+		if r.table[i&int(r.mask)].meta != 0 {
+			run++
+			best = max(best, run)
+		} else {
+			run = 0
+		}
+	}
+	return min(best, len(r.table))
+}
+
+// hashString is the fixed hash of s, whose first eight bytes are k.
 func hashString(s string, k uint64) uint64 {
 	h := mix64(k ^ uint64(len(s))*0x9E3779B97F4A7C15)
 	for s = s[min(8, len(s)):]; len(s) > 0; s = s[min(8, len(s)):] {
@@ -182,9 +235,15 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-// LoadRanks reads and parses a tiktoken rank file.
+// MaxRankFileSize bounds a rank file (the released Kimi and o200k files
+// are under 4 MB): every byte of it becomes table and arena memory.
+const MaxRankFileSize = 64 << 20
+
+// LoadRanks reads and parses a tiktoken rank file. A path that is not a
+// regular file is refused (regfile.ErrNotRegular), as is a file larger than
+// MaxRankFileSize (ErrTooLarge).
 func LoadRanks(path string) (*Ranks, error) {
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path, MaxRankFileSize)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: reading rank file: %w", err)
 	}
@@ -195,9 +254,10 @@ func LoadRanks(path string) (*Ranks, error) {
 	return r, nil
 }
 
-// ReadRanks parses a tiktoken rank file from rd.
+// ReadRanks parses a tiktoken rank file from rd, reading at most
+// MaxRankFileSize+1 bytes.
 func ReadRanks(rd io.Reader) (*Ranks, error) {
-	data, err := io.ReadAll(rd)
+	data, err := io.ReadAll(io.LimitReader(rd, MaxRankFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: reading rank file: %w", err)
 	}
@@ -209,8 +269,11 @@ func ReadRanks(rd io.Reader) (*Ranks, error) {
 // empty lines skipped, canonical padded base64, tokens of 1..65,535 bytes,
 // ranks dense from 0 with every rank and token exactly once, and all 256
 // single-byte tokens present. Every refusal is a *RankFileError naming the
-// line.
+// line; a file above MaxRankFileSize is refused with ErrTooLarge.
 func ParseRanks(data []byte) (*Ranks, error) {
+	if len(data) > MaxRankFileSize {
+		return nil, fmt.Errorf("%w: rank file of %d bytes or more, limit %d", ErrTooLarge, len(data), MaxRankFileSize)
+	}
 	maxEntries := bytes.Count(data, []byte{'\n'}) + 1
 	r := &Ranks{}
 	r.digest = sha256.Sum256(data)
@@ -276,6 +339,9 @@ func ParseRanks(data []byte) (*Ranks, error) {
 		}
 	}
 	r.start, r.length = start[:n:n], length[:n:n]
+	if !r.seeded && r.longestRun() > maxProbe {
+		r.reseed()
+	}
 	if err := r.finish(); err != nil {
 		return nil, err
 	}

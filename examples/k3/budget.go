@@ -18,6 +18,7 @@ import (
 type budget struct {
 	configPath string // --config
 	layers     int    // --layers (0: all)
+	verify     bool   // --verify
 	trunkDir   string
 	trunkBytes int64 // 0: mapped
 	ring       int
@@ -45,6 +46,7 @@ func parseBudget(a *args, mem func() (memInfo, error)) (budget, error) {
 		}
 		b.configPath = v
 	}
+	_, b.verify = vals["--verify"]
 	if v, ok := vals["--layers"]; ok {
 		if b.layers, err = parseInt("--layers", v, 1, 1<<20); err != nil {
 			return b, err
@@ -213,7 +215,10 @@ func (b budget) options() []k3.Option {
 		o = append(o, k3.WithConfigFile(b.configPath))
 	}
 	if b.layers > 0 {
-		o = append(o, k3.WithLayers(b.layers))
+		o = append(o, k3.WithLayers(b.layers), k3.WithExtraLayers())
+	}
+	if b.verify {
+		o = append(o, k3.WithVerify())
 	}
 	if b.trunkBytes > 0 {
 		o = append(o, k3.WithTrunkBudget(b.trunkBytes))

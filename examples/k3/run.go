@@ -36,7 +36,7 @@ var runCmd = command{name: "run", flags: withGenFlags(flagSpec{
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
 	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
 	"--cache-gb": true, "--preset": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true,
-	"--config": true, "--layers": true,
+	"--config": true, "--layers": true, "--verify": false,
 }), help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
 
 Greedy decoding on the CPU. Flags apply in argv order (later wins).
@@ -67,7 +67,10 @@ Greedy decoding on the CPU. Flags apply in argv order (later wins).
   --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
   --config PATH      read the configuration from PATH (default <model_dir>/config.json)
   --layers N         run only the first N layers (a diagnostic: the output is not the model's;
-                     layers_requested reports N)
+                     layers_requested reports N); layers beyond the configuration are reported,
+                     not refused
+  --verify           check every tensor against its colibri.sha256 digest at open (re-reads
+                     every byte of the checkpoint once)
   --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of SPEC §11.1),
                      floor (the model's trunk floor, no expert cache) or auto (from MemAvailable
                      and the cgroup memory.max); a later --trunk-gb/--cache-gb overrides it
@@ -269,7 +272,8 @@ func openExit(err error) int {
 	if _, ok := errors.AsType[*config.ConfigError](err); ok {
 		return exitUsage
 	}
-	if errors.Is(err, config.ErrInvalidJSON) || errors.Is(err, config.ErrTooLarge) || budgetRefused(err) {
+	if errors.Is(err, config.ErrInvalidJSON) || errors.Is(err, config.ErrTooLarge) || budgetRefused(err) ||
+		errors.Is(err, config.ErrTooFewTensors) || errors.Is(err, k3.ErrExtraLayers) {
 		return exitUsage
 	}
 	return exitRuntime

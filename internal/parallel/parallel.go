@@ -1,6 +1,9 @@
 package parallel
 
-import "sync"
+import (
+	"runtime/debug"
+	"sync"
+)
 
 // MinWork is the fewest multiply-adds (or comparable float operations) a
 // chunk should hold to be worth its own goroutine. Starting one is cheap,
@@ -33,8 +36,13 @@ func GrainFor(unit, minWork int) int {
 // goroutine. With workers <= 1, or n < 2·grain, fn(0, n) runs inline on the
 // calling goroutine. The boundaries depend only on (n, workers, grain). The
 // last chunk runs on the calling goroutine. grain < 1 is treated as 1;
-// n <= 0 calls nothing. A panic in fn on another goroutine is not recovered:
-// like any goroutine panic it ends the program.
+// n <= 0 calls nothing.
+//
+// A panic in fn on another goroutine is carried back and re-raised on the
+// calling goroutine once every chunk has returned, so a caller that recovers
+// (safetensors.Checkpoint.Guard turning a fault on a truncated mapping into an
+// error) sees it; the workers run with debug.SetPanicOnFault so a memory fault
+// there is such a panic, not a crash.
 func For(n, workers, grain int, fn func(lo, hi int)) {
 	k := Chunks(n, workers, grain)
 	switch k {
@@ -45,17 +53,32 @@ func For(n, workers, grain int, fn func(lo, hi int)) {
 		return
 	}
 	var wg sync.WaitGroup
+	var once sync.Once
+	var pv any
 	wg.Add(k - 1)
 	for i := range k - 1 {
 		lo, hi := Bounds(n, k, i)
 		go func() {
 			defer wg.Done()
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					once.Do(func() { pv = r })
+				}
+			}()
 			fn(lo, hi)
 		}()
 	}
 	lo, hi := Bounds(n, k, k-1)
-	fn(lo, hi)
-	wg.Wait()
+	func() {
+		// Wait for the workers even when the caller's own chunk panics, so none outlives the
+		// call and writes into memory the caller has moved on from.
+		defer wg.Wait()
+		fn(lo, hi)
+	}()
+	if pv != nil {
+		panic(pv)
+	}
 }
 
 // Chunks returns the number of chunks For(n, workers, grain, ·) uses: 0 when

@@ -26,7 +26,7 @@ var (
 	// seal.
 	ErrCorrupt = errors.New("cfs1: corrupt record")
 	// ErrTooLarge reports a record declaring more bytes than the caller's
-	// buffer holds.
+	// buffer or limit holds.
 	ErrTooLarge = errors.New("cfs1: record larger than the destination")
 	// ErrMode reports an unknown mode given to Encode.
 	ErrMode = errors.New("cfs1: unknown mode")
@@ -154,11 +154,19 @@ func DecodeInto(dst, record []byte) (int, error) {
 	return n, nil
 }
 
-// Decode returns the decoded bytes of record in a new slice.
-func Decode(record []byte) ([]byte, error) {
+// Decode returns the decoded bytes of record in a new slice of at most
+// maxLen bytes; a record declaring more is refused (ErrTooLarge) before
+// anything is allocated. The limit is the caller's, because the record
+// cannot justify its length: a symbol of frequency 4096 costs no payload
+// bits, so a valid 529-byte record decodes to 4 GiB. Pass the length the
+// tensor's format and shape imply.
+func Decode(record []byte, maxLen int) ([]byte, error) {
 	_, n, err := Header(record)
 	if err != nil {
 		return nil, err
+	}
+	if n > maxLen {
+		return nil, fmt.Errorf("%w: record declares %d bytes, limit %d", ErrTooLarge, n, maxLen)
 	}
 	dst := make([]byte, n)
 	if _, err := DecodeInto(dst, record); err != nil {

@@ -6,7 +6,11 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // skewed returns n bytes whose nibbles (or bytes) follow a peaked
@@ -54,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 				if len(rec) > len(data)+headerLen {
 					t.Fatalf("mode %d %s n=%d: record %d bytes > n+9", mode, kind, n, len(rec))
 				}
-				got, err := Decode(rec)
+				got, err := Decode(rec, len(data))
 				if err != nil || !bytes.Equal(got, data) {
 					t.Fatalf("mode %d %s n=%d: decode %v", mode, kind, n, err)
 				}
@@ -93,7 +97,7 @@ func TestRoundTrip(t *testing.T) {
 func TestHandBuiltRecords(t *testing.T) {
 	// Mode 0.
 	raw := append([]byte("CFS1\x00\x03\x00\x00\x00"), 5, 6, 7)
-	if got, err := Decode(raw); err != nil || !bytes.Equal(got, []byte{5, 6, 7}) {
+	if got, err := Decode(raw, 3); err != nil || !bytes.Equal(got, []byte{5, 6, 7}) {
 		t.Fatalf("raw: %v %v", got, err)
 	}
 	// Mode 2 with a single symbol: freq 4096, states L, empty payload.
@@ -101,7 +105,7 @@ func TestHandBuiltRecords(t *testing.T) {
 	binary.LittleEndian.PutUint16(rec[9+2*0x7a:], 4096)
 	binary.LittleEndian.PutUint32(rec[9+512:], lowBound)
 	binary.LittleEndian.PutUint32(rec[9+516:], lowBound)
-	if got, err := Decode(rec); err != nil || !bytes.Equal(got, []byte{0x7a, 0x7a, 0x7a, 0x7a}) {
+	if got, err := Decode(rec, 4); err != nil || !bytes.Equal(got, []byte{0x7a, 0x7a, 0x7a, 0x7a}) {
 		t.Fatalf("single symbol: %v %v", got, err)
 	}
 	// Mode 1, two nibble symbols 3 and 9 with freq 2048 each; each symbol
@@ -117,7 +121,7 @@ func TestHandBuiltRecords(t *testing.T) {
 	// → xB = 2^24 + 2048.
 	binary.LittleEndian.PutUint32(rec1[9+32:], 1<<24)
 	binary.LittleEndian.PutUint32(rec1[9+36:], 1<<24+2048)
-	if got, err := Decode(rec1); err != nil || !bytes.Equal(got, []byte{0x93}) {
+	if got, err := Decode(rec1, 1); err != nil || !bytes.Equal(got, []byte{0x93}) {
 		t.Fatalf("hand-built mode 1: %x %v", got, err)
 	}
 	if enc, _ := Encode([]byte{0x93}, ModeNibble); enc[4] != ModeRaw {
@@ -227,5 +231,39 @@ func FuzzDecode(f *testing.F) {
 		if n != want {
 			t.Fatalf("decoded %d bytes, header says %d", n, want)
 		}
+		// Decode with a limit agrees with DecodeInto.
+		got, err := Decode(rec, 1<<16)
+		if err != nil || !bytes.Equal(got, dst[:n]) {
+			t.Fatalf("Decode disagrees with DecodeInto: %v", err)
+		}
 	})
+}
+
+// A valid 529-byte record (one byte symbol of frequency 4096, sealed states,
+// no payload) declares 2^32−1 bytes. Decode must refuse it against the
+// caller's limit without allocating, while DecodeInto on a buffer of the
+// declared size would decode it exactly.
+func TestDecodeBoundedByLimit(t *testing.T) {
+	rec := append([]byte("CFS1\x02\xff\xff\xff\xff"), make([]byte, 512+8)...)
+	binary.LittleEndian.PutUint16(rec[9+2*0x42:], 4096)
+	binary.LittleEndian.PutUint32(rec[9+512:], lowBound)
+	binary.LittleEndian.PutUint32(rec[9+516:], lowBound)
+	require.Len(t, rec, 529)
+	_, n, err := Header(rec)
+	require.NoError(t, err)
+	require.Equal(t, 1<<32-1, n)
+
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	_, err = Decode(rec, 1<<20)
+	runtime.ReadMemStats(&ms)
+	assert.ErrorIs(t, err, ErrTooLarge)
+	assert.Less(t, ms.TotalAlloc-before, uint64(1<<16), "bytes allocated refusing the record")
+
+	// The same record shrunk to a 4-byte declaration is valid and decodes.
+	binary.LittleEndian.PutUint32(rec[5:], 4)
+	got, err := Decode(rec, 4)
+	require.NoError(t, err)
+	assert.Equal(t, []byte{0x42, 0x42, 0x42, 0x42}, got)
 }

@@ -10,7 +10,9 @@
 //
 // The decoder is the gate for untrusted bytes: it checks every header field,
 // writes exactly the declared number of bytes into caller memory, never
-// reads past the record, allocates nothing, and accepts a record only if the
+// reads past the record, allocates nothing (DecodeInto; Decode allocates the
+// output only up to the caller's limit, since a payload-free record may
+// legitimately declare 4 GiB), and accepts a record only if the
 // payload is consumed exactly and both final states equal the initial
 // encoder state L (the seal that replaces a checksum). Every truncated prefix
 // of a valid record is refused.

@@ -64,7 +64,7 @@ func TestRealK3Bytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back, err := Decode(rec)
+		back, err := Decode(rec, len(c.data))
 		if err != nil || !bytes.Equal(back, c.data) {
 			t.Fatalf("%s: round trip: %v", c.name, err)
 		}

@@ -1,0 +1,70 @@
+package k3_test
+
+import (
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/k3-project/k3"
+)
+
+// BenchmarkOpenVerifyPerf measures what WithVerify costs on the synthetic
+// "perf" checkpoint (about 1.6 GB) rewritten with colibri.sha256 digests:
+// Open with and without verification in the same run, with the hashing
+// throughput (MB/s) and verification's share of the verified open time.
+// K3_PERF_SUMS names the directory to use; it is created on first use
+// (k3.Synthesize(dir, "perf", 1) plus digests). Page-cache warm: the
+// figures are the hashing cost, not the disk's.
+//
+//	K3_PERF_SUMS=/tmp/perfsums go test -run XX -bench OpenVerifyPerf -benchtime 3x .
+func BenchmarkOpenVerifyPerf(b *testing.B) {
+	dir := os.Getenv("K3_PERF_SUMS")
+	if dir == "" {
+		b.Skip("set K3_PERF_SUMS to a directory for the perf checkpoint with digests")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		if err := k3.Synthesize(dir, "perf", 1); err != nil {
+			b.Fatal(err)
+		}
+		addChecksums(b, dir, 4)
+	}
+	// The machine's bare SHA-256 speed, for the ratio.
+	b.Run("sha256", func(b *testing.B) {
+		buf := make([]byte, 64<<20)
+		b.SetBytes(int64(len(buf)))
+		for b.Loop() {
+			sha256.Sum256(buf)
+		}
+	})
+	for _, verify := range []bool{false, true} {
+		name := "plain"
+		var opts []k3.Option
+		if verify {
+			name, opts = "verify", []k3.Option{k3.WithVerify()}
+		}
+		b.Run(name, func(b *testing.B) {
+			var rep k3.IntegrityReport
+			var open, hashing float64
+			var bytes int64
+			for b.Loop() {
+				start := time.Now()
+				m, err := k3.Open(dir, opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				open += time.Since(start).Seconds()
+				rep = m.Integrity()
+				hashing += rep.VerifySeconds
+				bytes += rep.VerifiedBytes
+				m.Close()
+			}
+			if verify {
+				b.ReportMetric(float64(bytes)/hashing/1e6, "MB/s")
+				b.ReportMetric(hashing/open, "verify-share")
+				b.ReportMetric(float64(rep.VerifiedTensors), "tensors")
+			}
+		})
+	}
+}

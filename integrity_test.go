@@ -1,0 +1,416 @@
+package k3_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/safetensors"
+)
+
+// editJSON rewrites config.json through fn on its decoded text_config.
+func editJSON(t *testing.T, dir string, fn func(tc map[string]any)) {
+	t.Helper()
+	p := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	var root map[string]any
+	require.NoError(t, json.Unmarshal(b, &root))
+	fn(root["text_config"].(map[string]any))
+	b, err = json.Marshal(root)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+}
+
+// rewriteShard rewrites one shard file in place through fn (tensors in file
+// order with their bytes, and the metadata).
+func rewriteShard(t testing.TB, path string, fn func(ts []safetensors.WriteTensor, meta map[string]string) map[string]string) {
+	t.Helper()
+	ck, err := safetensors.Open(path)
+	require.NoError(t, err)
+	var ts []safetensors.WriteTensor
+	for _, tt := range ck.Tensors() {
+		data, err := ck.Read(tt)
+		require.NoError(t, err)
+		ts = append(ts, safetensors.WriteTensor{Name: tt.Name, DType: tt.DType, Shape: tt.Shape, Data: data})
+	}
+	meta := map[string]string{}
+	for _, m := range ck.Metadata() {
+		for k, v := range m {
+			meta[k] = v
+		}
+	}
+	require.NoError(t, ck.Close())
+	meta = fn(ts, meta)
+	require.NoError(t, safetensors.WriteFile(path, ts, meta))
+}
+
+func shardPath(dir string, i int) string {
+	return filepath.Join(dir, safetensors.ShardFileName(i, 3))
+}
+
+// A config with fewer layers than the checkpoint holds used to open and
+// decode wrong tokens; it is refused naming the extra layer, or reported
+// when the caller asks for fewer layers on purpose.
+func TestExtraLayersRefused(t *testing.T) {
+	dir := synthTiny(t, 3)
+	editJSON(t, dir, func(tc map[string]any) {
+		tc["num_hidden_layers"] = 12
+		la := tc["linear_attn_config"].(map[string]any)
+		la["full_attn_layers"] = []int{4, 8, 12}
+	})
+	_, err := k3.Open(dir)
+	var ee *k3.ExtraLayersError
+	require.ErrorAs(t, err, &ee)
+	assert.ErrorIs(t, err, k3.ErrExtraLayers)
+	assert.Equal(t, []int{12}, ee.Layers)
+	assert.Equal(t, 12, ee.Declared)
+
+	m, err := k3.Open(dir, k3.WithExtraLayers())
+	require.NoError(t, err)
+	defer m.Close()
+	assert.Equal(t, []int{12}, m.Integrity().ExtraLayers)
+}
+
+// Absurd counts over a small checkpoint are refused before the binder
+// allocates per layer or per expert: the config limits catch 2^20 experts
+// and 2^24 layers, CheckAgainst the largest plausible counts.
+func TestAbsurdCountsOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name, key string
+		val       int
+		want      error
+	}{
+		{"2^20 experts", "num_experts", 1 << 20, nil},
+		{"2^24 layers", "num_hidden_layers", 1 << 24, nil},
+		{"MaxExperts", "num_experts", config.MaxExperts, config.ErrTooFewTensors},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := synthTiny(t, 4)
+			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
+			start := time.Now()
+			_, err := k3.Open(dir)
+			require.Error(t, err)
+			if !race.Enabled {
+				assert.Less(t, time.Since(start), 100*time.Millisecond)
+			}
+			if tc.want != nil {
+				assert.ErrorIs(t, err, tc.want)
+			} else {
+				var ce *config.ConfigError
+				assert.ErrorAs(t, err, &ce)
+			}
+		})
+	}
+}
+
+// The acceptance bound at the library's entry point, measured on a fresh
+// process: Open of each absurd config is refused under 100 ms and 50 MB of
+// peak RSS.
+func TestAbsurdCountsOpenRSS(t *testing.T) {
+	if dir := os.Getenv("K3_OPEN_CHILD"); dir != "" {
+		start := time.Now()
+		_, err := k3.Open(dir)
+		fmt.Printf("REFUSED %v %v %d\n", time.Since(start).Seconds(), err != nil, peakRSS())
+		if err == nil {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	if race.Enabled {
+		t.Skip("the race runtime's own memory and speed are not the figures measured")
+	}
+	for _, tc := range []struct {
+		key string
+		val int
+	}{{"num_experts", 1 << 20}, {"num_hidden_layers", 1 << 24}, {"num_experts", config.MaxExperts}, {"num_hidden_layers", config.MaxLayers}} {
+		t.Run(fmt.Sprintf("%s=%d", tc.key, tc.val), func(t *testing.T) {
+			dir := synthTiny(t, 5)
+			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
+			cmd := exec.Command(os.Args[0], "-test.run=^TestAbsurdCountsOpenRSS$")
+			cmd.Env = append(os.Environ(), "K3_OPEN_CHILD="+dir)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			var sec float64
+			var refused bool
+			var rss int64
+			_, err = fmt.Sscanf(string(out[bytes.Index(out, []byte("REFUSED")):]), "REFUSED %g %t %d", &sec, &refused, &rss)
+			require.NoError(t, err)
+			if rss < 0 {
+				t.Skip("no /proc/self/status on this system")
+			}
+			t.Logf("refused in %.1f ms, child peak RSS %.1f MB", sec*1e3, float64(rss)/1e6)
+			assert.Less(t, sec, 0.1)
+			assert.Less(t, rss, int64(50e6))
+		})
+	}
+}
+
+// peakRSS returns this process's peak resident set (VmHWM) in bytes, or
+// −1. The child reads it itself: a parent's rusage of a vfork'd child also
+// counts the parent's pages from before the exec.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return -1
+}
+
+// All six bad-stamp kinds of SPEC §6.8 are refused by Open (they used to
+// open without a word); a correct stamp is accepted and counted.
+func TestStampsOnModelPath(t *testing.T) {
+	const embed = "language_model.model.embed_tokens.weight"
+	find := func(t *testing.T, dir string) (int, string) {
+		for i := 1; i <= 3; i++ {
+			ck, err := safetensors.Open(shardPath(dir, i))
+			require.NoError(t, err)
+			tt, ok := ck.Tensor(embed)
+			ck.Close()
+			if ok {
+				return i, strings.ToLower(tt.DType.String())
+			}
+		}
+		t.Fatal("no embedding")
+		return 0, ""
+	}
+	many := func() string {
+		m := map[string]string{}
+		for i := range quant.MaxStampEntries + 1 {
+			m[fmt.Sprintf("t%05d", i)] = "bf16"
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name  string
+		stamp func(dtype string) string
+		other string // stamp for another shard ("" = none)
+		ok    bool
+	}{
+		{"correct", func(d string) string { return `{"` + embed + `":"` + d + `"}` }, "", true},
+		{"not an object", func(string) string { return `["bf16"]` }, "", false},
+		{"non-string entry", func(string) string { return `{"` + embed + `":16}` }, "", false},
+		{"too many entries", func(string) string { return many() }, "", false},
+		{"conflicting shards", func(d string) string { return `{"` + embed + `":"` + d + `"}` }, `{"` + embed + `":"f32"}`, false},
+		{"unknown format", func(string) string { return `{"` + embed + `":"bf17"}` }, "", false},
+		{"mismatching format", func(d string) string {
+			if d == "bf16" {
+				return `{"` + embed + `":"f16"}`
+			}
+			return `{"` + embed + `":"bf16"}`
+		}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := synthTiny(t, 6)
+			i, dtype := find(t, dir)
+			rewriteShard(t, shardPath(dir, i), func(_ []safetensors.WriteTensor, meta map[string]string) map[string]string {
+				meta[quant.StampKey] = tc.stamp(dtype)
+				return meta
+			})
+			if tc.other != "" {
+				j := i%3 + 1
+				rewriteShard(t, shardPath(dir, j), func(_ []safetensors.WriteTensor, meta map[string]string) map[string]string {
+					meta[quant.StampKey] = tc.other
+					return meta
+				})
+			}
+			m, err := k3.Open(dir)
+			if tc.ok {
+				require.NoError(t, err)
+				assert.Equal(t, 1, m.Integrity().StampedTensors)
+				m.Close()
+				return
+			}
+			require.ErrorIs(t, err, quant.ErrStamp)
+		})
+	}
+}
+
+// A BF16 matrix relabelled F16 (or an F16 matrix labelled BF16) is refused;
+// the same values honestly converted to F16 are accepted.
+func TestRelabelledDType(t *testing.T) {
+	const name = "language_model.model.layers.1.self_attn.q_proj.weight"
+	for _, tc := range []struct {
+		name string
+		edit func(tt *safetensors.WriteTensor)
+		ok   bool
+	}{
+		{"BF16 labelled F16", func(tt *safetensors.WriteTensor) { tt.DType = safetensors.F16 }, false},
+		{"F16 labelled BF16", func(tt *safetensors.WriteTensor) { toF16(tt.Data) }, false},
+		{"honest F16", func(tt *safetensors.WriteTensor) { toF16(tt.Data); tt.DType = safetensors.F16 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := synthTiny(t, 7)
+			found := false
+			for i := 1; i <= 3 && !found; i++ {
+				ck, err := safetensors.Open(shardPath(dir, i))
+				require.NoError(t, err)
+				tt, ok := ck.Tensor(name)
+				ck.Close()
+				if !ok {
+					continue
+				}
+				require.Equal(t, safetensors.BF16, tt.DType)
+				found = true
+				rewriteShard(t, shardPath(dir, i), func(ts []safetensors.WriteTensor, meta map[string]string) map[string]string {
+					for k := range ts {
+						if ts[k].Name == name {
+							tc.edit(&ts[k])
+						}
+					}
+					return meta
+				})
+			}
+			require.True(t, found)
+			m, err := k3.Open(dir)
+			if tc.ok {
+				require.NoError(t, err)
+				m.Close()
+				return
+			}
+			require.ErrorIs(t, err, k3.ErrRelabelled)
+			assert.Contains(t, err.Error(), name)
+		})
+	}
+}
+
+// toF16 converts BF16 values in place to the nearest F16 (round to nearest
+// even through float32, which is exact for these magnitudes).
+func toF16(b []byte) {
+	for i := 0; i+1 < len(b); i += 2 {
+		f := math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[i:])) << 16)
+		binary.LittleEndian.PutUint16(b[i:], f32ToF16(f))
+	}
+}
+
+func f32ToF16(f float32) uint16 {
+	bits := math.Float32bits(f)
+	sign := uint16(bits>>16) & 0x8000
+	a := math.Abs(float64(f))
+	switch {
+	case a == 0:
+		return sign
+	case a < 0x1p-14: // subnormal
+		return sign | uint16(math.RoundToEven(a*0x1p24))
+	case a >= 65520:
+		return sign | 0x7c00
+	}
+	e := math.Floor(math.Log2(a))
+	m := math.RoundToEven((a/math.Exp2(e) - 1) * 1024)
+	if m == 1024 {
+		m, e = 0, e+1
+	}
+	return sign | uint16(e+15)<<10 | uint16(m)
+}
+
+// addChecksums rewrites every shard of dir with colibri.sha256 digests of
+// its tensors.
+func addChecksums(t testing.TB, dir string, shards int) {
+	for i := 1; i <= shards; i++ {
+		p := filepath.Join(dir, safetensors.ShardFileName(i, shards))
+		rewriteShard(t, p, func(ts []safetensors.WriteTensor, meta map[string]string) map[string]string {
+			sums, err := safetensors.ChecksumMetadata(ts)
+			require.NoError(t, err)
+			meta[safetensors.ChecksumKey] = sums
+			return meta
+		})
+	}
+}
+
+func copyDir(t *testing.T, src string) string {
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.MkdirAll(dst, 0o755))
+	ents, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644))
+	}
+	return dst
+}
+
+// Acceptance: with verification on, a flipped bit in ANY tensor of the
+// models/tiny fixture is detected (one tensor at a time, the bit in the
+// middle of its data) and the error names the tensor; without it the same
+// model opens.
+func TestVerifyDetectsEveryFlippedBit(t *testing.T) {
+	src := filepath.Join(fixtures.Dir(t), "models", "tiny")
+	if _, err := os.Stat(src); err != nil {
+		if fixtures.InCI() {
+			t.Fatalf("fixture missing: %v", err)
+		}
+		t.Skip("models/tiny fixture not found")
+	}
+	dir := copyDir(t, src)
+	addChecksums(t, dir, 3)
+	m, err := k3.Open(dir, k3.WithVerify())
+	require.NoError(t, err)
+	rep := m.Integrity()
+	m.Close()
+	assert.Zero(t, rep.UncheckedTensors)
+	t.Logf("verified %d tensors, %d bytes in %.1f ms", rep.VerifiedTensors, rep.VerifiedBytes, rep.VerifySeconds*1e3)
+
+	ck, err := safetensors.Open(dir)
+	require.NoError(t, err)
+	tensors := ck.Tensors()
+	ck.Close()
+	require.Equal(t, rep.VerifiedTensors, len(tensors))
+	for _, tt := range tensors {
+		if tt.Size == 0 {
+			continue
+		}
+		at := tt.Offset + tt.Size/2
+		flip(t, tt.File, at)
+		_, err := k3.Open(dir, k3.WithVerify())
+		flip(t, tt.File, at)
+		if !assert.ErrorIs(t, err, safetensors.ErrChecksum, tt.Name) {
+			continue
+		}
+		assert.Contains(t, err.Error(), `"`+tt.Name+`"`)
+	}
+	// Restored: opens again.
+	m, err = k3.Open(dir, k3.WithVerify())
+	require.NoError(t, err)
+	m.Close()
+}
+
+func flip(t *testing.T, path string, at int64) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	b := []byte{0}
+	_, err = f.ReadAt(b, at)
+	require.NoError(t, err)
+	b[0] ^= 0x10
+	_, err = f.WriteAt(b, at)
+	require.NoError(t, err)
+}

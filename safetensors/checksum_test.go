@@ -1,0 +1,92 @@
+package safetensors
+
+import (
+	"encoding/hex"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3/internal/faultfs"
+)
+
+func TestVerifyTensor(t *testing.T) {
+	ts := []WriteTensor{
+		{Name: "a", DType: U8, Shape: []int64{10 << 20}, Data: make([]byte, 10<<20)}, // > one chunk
+		{Name: "b", DType: F32, Shape: []int64{3}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+		{Name: "c", DType: U8, Shape: []int64{0}},
+	}
+	ts[0].Data[5<<20] = 9
+	sums, err := ChecksumMetadata(ts)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.safetensors")
+	require.NoError(t, WriteFile(path, ts, map[string]string{ChecksumKey: sums}))
+
+	ck, err := Open(path)
+	require.NoError(t, err)
+	for _, tt := range ck.Tensors() {
+		checked, err := ck.VerifyTensor(tt)
+		assert.True(t, checked, tt.Name)
+		assert.NoError(t, err, tt.Name)
+	}
+	ck.Close()
+
+	// Every flipped bit in a's or b's data is caught, naming the tensor.
+	for _, tc := range []struct {
+		name string
+		at   int64
+	}{{"a", 0}, {"a", 9 << 20}, {"b", 11}} {
+		x := faultfs.New()
+		ck := openFaulty(t, path, x)
+		tt, _ := ck.Tensor(tc.name)
+		x.Flip("m.safetensors", tt.Offset+tc.at, 6)
+		checked, err := ck.VerifyTensor(tt)
+		assert.True(t, checked)
+		require.ErrorIs(t, err, ErrChecksum)
+		assert.Contains(t, err.Error(), `"`+tc.name+`"`)
+	}
+
+	// Without the key nothing is checked; a malformed key is refused.
+	require.NoError(t, WriteFile(path, ts, nil))
+	ck, err = Open(path)
+	require.NoError(t, err)
+	tt, _ := ck.Tensor("b")
+	checked, err := ck.VerifyTensor(tt)
+	assert.False(t, checked)
+	assert.NoError(t, err)
+	ck.Close()
+	for _, bad := range []string{`[]`, `{"b":"00"}`, `{"b":1}`, `{"b":"` + string(make([]byte, 64)) + `"}`,
+		`{"b":"ABCDEF0000000000000000000000000000000000000000000000000000000000"}`, `{"b":"x","b":"y"}`} {
+		require.NoError(t, WriteFile(path, ts, map[string]string{ChecksumKey: bad}))
+		ck, err = Open(path)
+		require.NoError(t, err)
+		tt, _ := ck.Tensor("b")
+		_, err = ck.VerifyTensor(tt)
+		assert.ErrorIs(t, err, ErrChecksumFormat, bad)
+		ck.Close()
+	}
+}
+
+// FuzzChecksums: any colibri.sha256 text either parses into digests that
+// re-encode to 64 lower-case hex digits each, or is refused; never a panic.
+func FuzzChecksums(f *testing.F) {
+	f.Add(`{"a":"` + strings.Repeat("0f", 32) + `"}`)
+	f.Add(`{}`)
+	f.Add(`{"a":"` + strings.Repeat("0F", 32) + `"}`)
+	f.Add(`{"a\ud800":"` + strings.Repeat("00", 32) + `"}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, text string) {
+		m, err := parseChecksums(text)
+		if err != nil {
+			return
+		}
+		for k, v := range m {
+			if s := hex.EncodeToString(v[:]); !strings.Contains(text, s) {
+				t.Fatalf("entry %q: digest %s not in the text", k, s)
+			}
+		}
+	})
+}

@@ -1,0 +1,224 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3/internal/race"
+)
+
+// The rank loader's former hash: a fixed splitmix64 finalizer over the
+// first eight bytes and the length. It is a bijection on 8-byte tokens, so
+// anyone can invert it and choose tokens whose hashes share their low bits:
+// every insert then walks the same probe chain and loading is quadratic.
+func fixedHash8(k uint64) uint64 { return splitmix(k ^ lenMix8) }
+
+// lenMix8 is 8·0x9E3779B97F4A7C15 mod 2^64, the former length term.
+var lenMix8 = func() uint64 { g := uint64(0x9E3779B97F4A7C15); return 8 * g }()
+
+func splitmix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// inverse returns the multiplicative inverse of odd a modulo 2^64 (Newton).
+func inverse(a uint64) uint64 {
+	x := a
+	for range 6 {
+		x *= 2 - a*x
+	}
+	return x
+}
+
+func unsplitmix(x uint64) uint64 {
+	x ^= x>>31 ^ x>>62
+	x *= inverse(0x94d049bb133111eb)
+	x ^= x>>27 ^ x>>54
+	x *= inverse(0xbf58476d1ce4e5b9)
+	x ^= x>>30 ^ x>>60
+	return x
+}
+
+// collisionFile returns a valid rank file: the 256 single bytes, then n
+// 8-byte tokens whose fixed hashes all end in the same 32 bits (chain) or
+// whose home slots are consecutive (run: every insert probes once, yet the
+// table holds one run of n occupied slots that failed lookups walk).
+func collisionFile(t testing.TB, n int, chain bool) []byte {
+	var buf bytes.Buffer
+	rank := 0
+	add := func(tok []byte) {
+		buf.WriteString(encodeBase64(tok))
+		buf.WriteByte(' ')
+		buf.WriteString(itoa(rank))
+		buf.WriteByte('\n')
+		rank++
+	}
+	for b := range 256 {
+		add([]byte{byte(b)})
+	}
+	var tok [8]byte
+	for j := range n {
+		h := uint64(j+1)<<32 | 0x5a5a5a5a
+		if !chain {
+			h = uint64(j+1)<<40 | uint64(j)
+		}
+		k := unsplitmix(h) ^ lenMix8
+		require.Equal(t, h, fixedHash8(k))
+		binary.LittleEndian.PutUint64(tok[:], k)
+		add(tok[:])
+	}
+	return buf.Bytes()
+}
+
+func itoa(v int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// Acceptance: 100k colliding tokens load in under 0.2 s (7.2 s with the
+// fixed hash) and every one of them is found again.
+func TestRankLoadCollisions(t *testing.T) {
+	const n = 100_000
+	for _, chain := range []bool{true, false} {
+		data := collisionFile(t, n, chain)
+		start := time.Now()
+		r, err := ParseRanks(data)
+		elapsed := time.Since(start)
+		require.NoError(t, err)
+		t.Logf("chain=%v: %d colliding tokens (%d bytes) loaded in %v", chain, n, len(data), elapsed)
+		if !race.Enabled {
+			assert.Less(t, elapsed, 200*time.Millisecond)
+		}
+		assert.True(t, r.seeded, "the crafted file must move the table to the seeded hash")
+		assert.LessOrEqual(t, r.longestRun(), maxProbe)
+		require.Equal(t, n+256, r.Len())
+		// Failed lookups of tokens crafted the same way stay short too.
+		miss := collisionFile(t, 2*n, chain)
+		missRanks, _ := ParseRanks(miss)
+		start = time.Now()
+		for i := 256 + n; i < missRanks.Len(); i += 7 {
+			tok, _ := missRanks.Token(i)
+			_, ok := r.Rank(tok)
+			require.False(t, ok)
+		}
+		if !race.Enabled {
+			assert.Less(t, time.Since(start), 200*time.Millisecond)
+		}
+		for i := 256; i < r.Len(); i += 997 {
+			tok, _ := r.Token(i)
+			got, ok := r.Rank(tok)
+			assert.True(t, ok)
+			assert.Equal(t, i, got)
+		}
+	}
+}
+
+// Real vocabularies keep the fixed hash (the faster lookup) and short runs.
+func TestRankFixedHashKeptForRealFiles(t *testing.T) {
+	for _, fe := range loadFixtures(t).encs {
+		r := fe.enc.Ranks()
+		assert.False(t, r.seeded, fe.name)
+		assert.Less(t, r.longestRun(), maxProbe/2, fe.name)
+		t.Logf("%s: %d tokens, longest run %d", fe.name, r.Len(), r.longestRun())
+	}
+}
+
+// BenchmarkRankLookup looks every token of the fixture vocabularies up once
+// per iteration (the encoder's hot lookup: lengths 1..maxLen).
+func BenchmarkRankLookup(b *testing.B) {
+	for _, fe := range loadFixtures(b).encs {
+		r := fe.enc.Ranks()
+		toks := make([][]byte, r.Len())
+		for i := range toks {
+			toks[i], _ = r.Token(i)
+		}
+		b.Run(fe.name, func(b *testing.B) {
+			for b.Loop() {
+				for _, tk := range toks {
+					if _, ok := r.Rank(tk); !ok {
+						b.Fatal("lost token")
+					}
+				}
+			}
+		})
+	}
+}
+
+// FuzzParseRanksAdversarial: the fuzzer picks where the former fixed hash of
+// each 8-byte token lands (a base slot, a stride and a count), so it steers
+// toward probe chains and runs; loading stays correct and the table's runs
+// stay short, whichever hash the loader ends up using.
+func FuzzParseRanksAdversarial(f *testing.F) {
+	f.Add(uint64(0x5a5a5a5a), uint64(1)<<32, uint16(2000), uint8(0))
+	f.Add(uint64(0), uint64(1), uint16(4000), uint8(1))
+	f.Add(uint64(7), uint64(1<<12), uint16(3000), uint8(2))
+	f.Fuzz(func(t *testing.T, base, stride uint64, count uint16, extra uint8) {
+		n := int(count%6000) + 1
+		var buf bytes.Buffer
+		rank := 0
+		add := func(tok []byte) {
+			buf.WriteString(encodeBase64(tok))
+			buf.WriteByte(' ')
+			buf.WriteString(itoa(rank))
+			buf.WriteByte('\n')
+			rank++
+		}
+		for b := range 256 {
+			add([]byte{byte(b)})
+		}
+		seen := map[uint64]bool{}
+		var tok [8]byte
+		for j := range n {
+			k := unsplitmix(base+uint64(j)*stride) ^ lenMix8
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			binary.LittleEndian.PutUint64(tok[:], k)
+			// extra shortens some tokens to 7 bytes, mixing lengths (and so
+			// hash inputs) into the crafted set.
+			if extra != 0 && j%int(extra) == 0 {
+				add(tok[:7])
+				continue
+			}
+			add(tok[:])
+		}
+		r, err := ParseRanks(buf.Bytes())
+		if err != nil {
+			// 7-byte prefixes can repeat; anything else is a loader bug.
+			var re *RankFileError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), "already has rank") {
+				t.Fatalf("refused a valid file: %v", err)
+			}
+			return
+		}
+		if run := r.longestRun(); run > maxProbe {
+			t.Fatalf("longest run %d > %d (seeded %v)", run, maxProbe, r.seeded)
+		}
+		for i := range r.Len() {
+			tk, _ := r.Token(i)
+			if got, ok := r.Rank(tk); !ok || got != i {
+				t.Fatalf("rank %d lost", i)
+			}
+		}
+	})
+}
