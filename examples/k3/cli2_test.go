@@ -265,3 +265,44 @@ func TestExecDoctor(t *testing.T) {
 	r = execK3(t, "", "", "doctor", dir, "--dir", tmp)
 	assert.Equal(t, exitUsage, r.code)
 }
+
+// TestExecMappedTruncation: a shard truncated under a fully mapped run (the access faults with
+// SIGBUS) ends the run with exit 1, a message naming the shard and the report written — never a
+// runtime fault dump.
+func TestExecMappedTruncation(t *testing.T) {
+	dir := synthDir(t)
+	cwd := t.TempDir()
+	cmd := exec.Command(k3Binary(t), "run", dir, "--ids", "1,2,3", "--gen", "4000", "--no-stop", "--out", "r.json")
+	cmd.Dir = cwd
+	pipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(pipe)
+	truncated := false
+	var lines []string
+	var victim string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if !truncated && strings.HasPrefix(sc.Text(), "step    1 ") {
+			shards, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+			for _, s := range shards {
+				st, err := os.Stat(s)
+				require.NoError(t, err)
+				require.NoError(t, os.Truncate(s, st.Size()/2))
+			}
+			victim = filepath.Base(shards[0])
+			truncated = true
+		}
+	}
+	err = cmd.Wait()
+	out := strings.Join(lines, "\n")
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, "%v\n%s", err, out)
+	require.Equal(t, exitRuntime, ee.ExitCode(), out)
+	assert.NotContains(t, out, "goroutine ", "no runtime fault dump")
+	assert.NotContains(t, out, "SIGBUS")
+	assert.Contains(t, out, ".safetensors", "the message names the shard (e.g. %s)", victim)
+	rep := readReport(t, filepath.Join(cwd, "r.json"))
+	assert.Equal(t, "error", rep["stop_reason"])
+	assert.GreaterOrEqual(t, len(ints(t, rep["generated_ids"])), 2)
+}
