@@ -17,15 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// modelLayers binds every MoE layer of a fixture model twice over the same
-// trunk tensors: once with the mapped experts (moe.MemExperts, the engine's
-// source today) and once with src.
-type modelLayers struct {
-	cfg    *config.Config
-	layers []int
-	mem    []*moe.MoE
-}
-
 func matrix(t testing.TB, ck *safetensors.Checkpoint, name string, rows, cols int) quant.Matrix {
 	t.Helper()
 	tn, err := ck.Require(name)

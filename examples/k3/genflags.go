@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -307,15 +306,4 @@ func (r *genRun) finish(ctx context.Context, generated []int) error {
 	}
 	r.rep.SavedState = &r.g.saveState
 	return nil
-}
-
-// isStateError reports a refused state file (exit 1 with the sentinel's message).
-func isStateError(err error) bool {
-	for _, e := range []error{k3.ErrStateMagic, k3.ErrStateVersion, k3.ErrStateChecksum, k3.ErrStateTruncated,
-		k3.ErrStateModel, k3.ErrStateCacheForm, k3.ErrStateCorrupt} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
 }
