@@ -67,13 +67,12 @@ func TestRealScale(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "k3")
 	out, err := exec.Command("go", "build", "-o", bin, "./examples/k3").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	floorGB := strconv.FormatFloat(float64(plan.Trunk.Floor)/1e9, 'f', -1, 64)
 	ids := "1008,10484,318,15383,387"
 	runs := []struct {
 		name string
 		args []string
 	}{
-		{"floor", []string{"--trunk-gb", floorGB, "--cache-gb", "0"}},
+		{"floor", []string{"--preset", "floor"}}, // trunk floor, expert cache 0
 		{"large", []string{"--trunk-gb", "12", "--cache-gb", "4"}},
 	}
 	reps := make([]cliReport, len(runs))

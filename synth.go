@@ -31,9 +31,15 @@ func Geometries() []GeometryInfo {
 // are a pure function of (geometry, seed). Weights are scaled so that SiTU-GLU caps saturate and the router bias changes
 // expert selections, so the result exercises every part of the forward pass.
 func Synthesize(dir, geometry string, seed int64) error {
+	return SynthesizeProgress(dir, geometry, seed, nil)
+}
+
+// SynthesizeProgress is Synthesize reporting, after each generated tensor, the bytes generated so
+// far and the total (the holes of the sparse geometries take no time and are not counted).
+func SynthesizeProgress(dir, geometry string, seed int64, progress func(done, total int64)) error {
 	g, ok := synth.Lookup(geometry)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownGeometry, geometry)
 	}
-	return synthesize(dir, g, seed)
+	return synthesize(dir, g, seed, progress)
 }

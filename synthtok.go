@@ -53,7 +53,7 @@ func SynthesisStagingDir(dir string) string {
 // synthesize writes the checkpoint and its tokenizer into a staging directory next to dir and
 // renames it into place, so an interrupted run never leaves a half-written dir: the next run
 // finds only its own staging directory, which it removes and rebuilds.
-func synthesize(dir string, g synth.Geometry, seed int64) error {
+func synthesize(dir string, g synth.Geometry, seed int64, progress func(done, total int64)) error {
 	dir = filepath.Clean(dir)
 	if err := checkEmptyTarget(dir); err != nil {
 		return err
@@ -62,7 +62,7 @@ func synthesize(dir string, g synth.Geometry, seed int64) error {
 	if err := os.RemoveAll(staging); err != nil { // a previous run's leftover
 		return fmt.Errorf("k3: synthesize: removing a previous partial output: %w", err)
 	}
-	err := synth.Write(staging, g, seed)
+	err := synth.WriteProgress(staging, g, seed, progress)
 	if err == nil {
 		err = writeSynthTokenizer(staging, g.Config.Vocab)
 	}

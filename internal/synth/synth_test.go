@@ -383,3 +383,21 @@ func TestTinyMatchesFixture(t *testing.T) {
 		t.Errorf("tiny geometry:\n%s\nmodels/tiny:\n%s", got, w)
 	}
 }
+
+func TestWriteProgress(t *testing.T) {
+	g, _ := Lookup("tiny")
+	var calls int
+	var last, total int64
+	if err := WriteProgress(t.TempDir(), g, 1, func(done, tot int64) {
+		calls++
+		if done <= last || done > tot {
+			t.Fatalf("progress %d of %d after %d", done, tot, last)
+		}
+		last, total = done, tot
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 || last != total {
+		t.Fatalf("%d calls, ended at %d of %d", calls, last, total)
+	}
+}

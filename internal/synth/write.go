@@ -24,7 +24,11 @@ var ErrNotEmpty = errors.New("synth: target directory is not empty")
 const blockElems = 1 << 22
 
 // Write generates geometry g with the given seed into dir (created if needed; must be empty).
-func Write(dir string, g Geometry, seed int64) error {
+func Write(dir string, g Geometry, seed int64) error { return WriteProgress(dir, g, seed, nil) }
+
+// WriteProgress is Write reporting, after each tensor whose data is generated, the bytes
+// generated so far and the total to generate (holes of sparse geometries are not counted).
+func WriteProgress(dir string, g Geometry, seed int64, progress func(done, total int64)) error {
 	cfg := g.Config
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("synth: geometry %s: %w", g.Name, err)
@@ -100,6 +104,31 @@ func Write(dir string, g Geometry, seed int64) error {
 				}
 			}
 			ws[i][j] = wt
+		}
+	}
+	if progress != nil {
+		var total, done int64
+		for i := range ws {
+			for j := range ws[i] {
+				if ws[i][j].Fill != nil {
+					total += shards[i][j].bytes()
+				}
+			}
+		}
+		for i := range ws {
+			for j := range ws[i] {
+				wt := &ws[i][j]
+				if fill, n := wt.Fill, shards[i][j].bytes(); fill != nil {
+					wt.Fill = func(w io.Writer) error {
+						err := fill(w)
+						if err == nil {
+							done += n
+							progress(done, total)
+						}
+						return err
+					}
+				}
+			}
 		}
 	}
 	meta := map[string]string{"format": "pt", "generator": "k3 synth", "geometry": g.Name, "seed": fmt.Sprint(seed)}
