@@ -86,3 +86,34 @@ func TestParseIntMessages(t *testing.T) {
 		t.Errorf("-5 in [-10, 10]: %d %v", v, err)
 	}
 }
+
+// FuzzParseArgs: any command line is either parsed or refused with a usage error (or the help
+// request); it never panics, and every flag it returns is one of the command's.
+func FuzzParseArgs(f *testing.F) {
+	for _, s := range []string{"m --ids 1,2 --gen 3", "--help", "m --stop a --stop=b --", "m -gen 3", "m --trunk-gb=0.5 --preset floor --cache-gb 0", "m --ids", "--=x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		argv := strings.Fields(line)
+		if len(argv) > 64 {
+			return
+		}
+		a, err := parseArgs(argv, runCmd.flags)
+		if err != nil {
+			if _, ok := errors.AsType[*usageError](err); !ok && !errors.Is(err, errHelp) {
+				t.Fatalf("%q: error %v is neither a usage error nor help", line, err)
+			}
+			return
+		}
+		for name := range a.vals {
+			if _, ok := runCmd.flags[name]; !ok {
+				t.Fatalf("%q: returned unknown flag %q", line, name)
+			}
+		}
+		if _, err := parseRun(a); err != nil {
+			if _, ok := errors.AsType[*usageError](err); !ok {
+				t.Fatalf("%q: parseRun error %v is not a usage error", line, err)
+			}
+		}
+	})
+}
