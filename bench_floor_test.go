@@ -71,24 +71,9 @@ func (d floorDecode) ratio() float64 {
 
 func measureDecode(b *testing.B, dir string, threads int, prompt []int, buf []byte, sink *uint64) floorDecode {
 	b.Helper()
-	m, err := k3.Open(dir, k3.WithThreads(threads))
-	if err != nil {
-		b.Fatal(err)
-	}
+	m, s, next, snap := decodeReady(b, dir, threads, prompt)
 	defer m.Close()
 	ctx := context.Background()
-	s := m.NewSession()
-	if err := s.Prefill(ctx, prompt); err != nil {
-		b.Fatal(err)
-	}
-	next, err := s.Next()
-	if err != nil {
-		b.Fatal(err)
-	}
-	snap, err := s.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
 	var d floorDecode
 	for i := range floorReps + 2 {
 		if err := s.Restore(snap); err != nil {

@@ -22,28 +22,39 @@ func tokenBytes(m *k3.Model) int {
 	return int(in.Trunk.Bytes + lmHead + int64(moeLayers*c.TopK)*perExpert)
 }
 
-// benchDecode measures one incremental step after the prompt (restoring the post-prompt snapshot
-// before each step, so every iteration decodes at the same context length), paired with a plain
-// read of as many bytes as the step's weights ("x-read" = decode bandwidth / read bandwidth).
-func benchDecode(b *testing.B, dir string, prompt []int, threads int) {
+// decodeReady opens dir, prefills prompt and returns the model (the caller closes it), the
+// session, the greedy next id and the post-prompt snapshot every timed step restores.
+func decodeReady(b *testing.B, dir string, threads int, prompt []int) (*k3.Model, *k3.Session, int, *k3.Snapshot) {
+	b.Helper()
 	m, err := k3.Open(dir, k3.WithThreads(threads))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.Close()
-	ctx := context.Background()
 	s := m.NewSession()
-	if err := s.Prefill(ctx, prompt); err != nil {
+	if err := s.Prefill(context.Background(), prompt); err != nil {
+		m.Close()
 		b.Fatal(err)
 	}
 	next, err := s.Next()
 	if err != nil {
+		m.Close()
 		b.Fatal(err)
 	}
 	snap, err := s.Snapshot()
 	if err != nil {
+		m.Close()
 		b.Fatal(err)
 	}
+	return m, s, next, snap
+}
+
+// benchDecode measures one incremental step after the prompt (restoring the post-prompt snapshot
+// before each step, so every iteration decodes at the same context length), paired with a plain
+// read of as many bytes as the step's weights ("x-read" = decode bandwidth / read bandwidth).
+func benchDecode(b *testing.B, dir string, prompt []int, threads int) {
+	m, s, next, snap := decodeReady(b, dir, threads, prompt)
+	defer m.Close()
+	ctx := context.Background()
 	buf := benchutil.Filled(tokenBytes(m))
 	benchutil.Paired(b, buf, threads, func() {
 		if err := s.Restore(snap); err != nil {
