@@ -148,7 +148,7 @@ func measureKernel(cols int, sink *uint64) (bw, xread float64) {
 // BenchmarkFloor measures, in one run on the synthetic perf checkpoint, how far decode and prefill
 // are from what the memory system allows:
 //
-//	K3_PERF_DIR=/tmp/k3perf go test -run '^$' -bench Floor -benchtime 1x .
+//	K3_PERF_DIR=<dir> go test -run '^$' -bench Floor -benchtime 1x .
 //
 // A decode token must read floorTokenBytes of weights; the floor is that many bytes over the
 // measured read bandwidth (benchutil.SumParallel on as many goroutines as decode threads). Each

@@ -44,7 +44,7 @@ func corpusFiles(b *testing.B) ([]string, map[string]string) {
 // MB per second of the thread's CPU time ("cpu-MB/s", Linux), the per-core
 // figure that survives other jobs on a shared machine.
 //
-//	K3_TOKENIZER_CORPUS=/tmp/k3corpus go test -run '^$' -bench Corpus ./tokenizer
+//	K3_TOKENIZER_CORPUS=<dir> go test -run '^$' -bench Corpus ./tokenizer
 func BenchmarkCorpus(b *testing.B) {
 	names, texts := corpusFiles(b)
 	for _, fe := range loadFixtures(b).encs {
