@@ -179,10 +179,9 @@ func (b *binder) matrixOf(name string, rows, cols int, c class, whole bool) quan
 // countExperts counts one MoE layer's routed experts for Info when the expert store, not the
 // binder, located them (the store checked every shape).
 func (b *binder) countExperts(c *config.Config) {
-	per := int64(c.MoEInter) * int64(c.Latent)
 	n := int64(c.NumExperts)
-	b.params[classExperts] += 3 * per * n
-	b.bytes[classExperts] += 3 * (per/2 + per/32) * n
+	b.params[classExperts] += 3 * int64(c.MoEInter) * int64(c.Latent) * n
+	b.bytes[classExperts] += expertBytes(c) * n
 	b.tensors[classExperts] += 6 * c.NumExperts
 }
 

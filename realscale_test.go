@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,7 +106,7 @@ func TestRealScale(t *testing.T) {
 		prompt = append(prompt, strconv.Itoa(1000+997*i))
 	}
 	js := filepath.Join(td, "route.json")
-	o, err := exec.Command(bin, "run", dir, "--ids", join(prompt), "--gen", "1", "--no-stop", "--trunk-gb", "12", "--cache-gb", "4",
+	o, err := exec.Command(bin, "run", dir, "--ids", strings.Join(prompt, ","), "--gen", "1", "--no-stop", "--trunk-gb", "12", "--cache-gb", "4",
 		"--dump-cache-trace", td, "--out", js).CombinedOutput()
 	require.NoError(t, err, "%s", o)
 	tr, err := os.ReadFile(filepath.Join(td, "expert_trace.bin"))
@@ -126,17 +127,6 @@ func TestRealScale(t *testing.T) {
 	// --gen 1 takes its token from the prefill's logits: the trace is the 16 positions' union.
 	fmt.Printf("ROUTING: per token %d experts (%d MoE layers × top-%d, distinct within a layer); the 16-token prompt touched %d distinct (layer, expert) pairs of at most %d (%.1f%%)\n",
 		moe*cfg.TopK, moe, cfg.TopK, len(seen), 16*moe*cfg.TopK, 100*float64(len(seen))/float64(16*moe*cfg.TopK))
-}
-
-func join(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += v
-	}
-	return out
 }
 
 func du(t *testing.T, dir string) string {

@@ -172,6 +172,33 @@ func (m *Model) Forward(ctx context.Context, ids []int) ([][]float32, error) {
 	return m.NewSession().PrefillAll(ctx, ids)
 }
 
+// layer runs decoder layer l of a forward pass over st.
+func (s *Session) layer(ctx context.Context, l int, st *nn.Stream) error {
+	m := s.m
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var t0 time.Time
+	if m.tracer != nil {
+		t0 = time.Now()
+	}
+	if err := m.layers[l].res.ForwardWith(st, s.attn[l], s.ffn[l], m.threads, s.nnWS); err != nil {
+		if werr := m.weightsErr(); werr != nil {
+			err = werr // the NaN rows of unread weights made the layer fail: report the cause
+		}
+		return err
+	}
+	// A streamed matrix that could not read its bytes leaves NaN and records the error: whatever
+	// this layer computed is discarded with the session's consistency.
+	if err := m.weightsErr(); err != nil {
+		return err
+	}
+	if m.tracer != nil {
+		m.tracer.LayerDone(l, time.Since(t0))
+	}
+	return nil
+}
+
 // guard runs fn, turning a memory fault on a mapped shard (a file truncated under the model) into
 // an error naming the shard instead of a crash. Without mapped weights it just runs fn.
 func (m *Model) guard(fn func() error) error {
@@ -264,28 +291,23 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	if err != nil {
 		return nil, fmt.Errorf("k3: forward: %w", err)
 	}
-	for l := range m.layers {
-		if err := ctx.Err(); err != nil {
-			return nil, fail(l, err)
-		}
-		var t0 time.Time
-		if m.tracer != nil {
-			t0 = time.Now()
-		}
-		if err := m.guard(func() error { return m.layers[l].res.ForwardWith(st, s.attn[l], s.ffn[l], m.threads, s.nnWS) }); err != nil {
-			if werr := m.weightsErr(); werr != nil {
-				err = werr // the NaN rows of unread weights made the layer fail: report the cause
+	// One guard for the whole walk (its workers re-raise faults on this goroutine), not one
+	// closure per layer: at is the layer running when a mapped read faults.
+	var lerr error
+	at := -1
+	if err := m.guard(func() error {
+		for l := range m.layers {
+			at = l
+			if lerr = s.layer(ctx, l, st); lerr != nil {
+				break
 			}
-			return nil, fail(l, err)
 		}
-		// A streamed matrix that could not read its bytes leaves NaN and records the error:
-		// whatever this layer computed is discarded with the session's consistency.
-		if err := m.weightsErr(); err != nil {
-			return nil, fail(l, err)
-		}
-		if m.tracer != nil {
-			m.tracer.LayerDone(l, time.Since(t0))
-		}
+		return nil
+	}); err != nil {
+		return nil, fail(at, err)
+	}
+	if lerr != nil {
+		return nil, fail(at, lerr)
 	}
 	if mode == logitsNone {
 		s.pos += T

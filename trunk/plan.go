@@ -321,6 +321,5 @@ func (p *Plan) pinnedItem(id int) bool {
 	if id == Head {
 		return p.HeadPinned
 	}
-	_, ok := slices.BinarySearch(p.Pinned, id)
-	return ok || slices.Contains(p.Pinned, id)
+	return slices.Contains(p.Pinned, id) // only at Open; a caller's Plan need not be sorted
 }

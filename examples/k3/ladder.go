@@ -229,12 +229,11 @@ func (r *rung) load(path string) error {
 		return err
 	}
 	var rep struct {
-		GeneratedIDs []int    `json:"generated_ids"`
-		PeakRSS      int64    `json:"peak_rss_bytes"`
-		RSSFile      int64    `json:"rss_file_bytes"`
-		SPT          *float64 `json:"seconds_per_token"`
-		Plan         k3.Plan  `json:"plan"`
-		Trunk        *trunk.Stats
+		GeneratedIDs []int           `json:"generated_ids"`
+		PeakRSS      int64           `json:"peak_rss_bytes"`
+		RSSFile      int64           `json:"rss_file_bytes"`
+		SPT          *float64        `json:"seconds_per_token"`
+		Plan         k3.Plan         `json:"plan"`
 		TrunkRaw     json.RawMessage `json:"trunk_stats"`
 		Error        string          `json:"error"`
 	}
