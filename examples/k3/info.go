@@ -70,8 +70,12 @@ func cmdInfo(argv []string, stdout, stderr io.Writer) int {
 func printPlan(w io.Writer, m *k3.Model, positions int) {
 	in := m.Info()
 	gb := func(b int64) float64 { return float64(b) / 1e9 }
-	fmt.Fprintf(w, "k3: weights %.3f GB mapped (trunk %.3f, experts %.3f, embed+head %.3f); %d parameters\n",
-		gb(in.Bytes), gb(in.Trunk.Bytes), gb(in.Experts.Bytes), gb(in.EmbedHead.Bytes), in.Params)
+	how := "under the memory plan above" // the plan says what is pinned, streamed or cached
+	if p := m.Plan(); p.Mapped && p.Cache == nil {
+		how = "memory-mapped"
+	}
+	fmt.Fprintf(w, "k3: weights %.3f GB %s (trunk %.3f, experts %.3f, embed+head %.3f); %d parameters\n",
+		gb(in.Bytes), how, gb(in.Trunk.Bytes), gb(in.Experts.Bytes), gb(in.EmbedHead.Bytes), in.Params)
 	fmt.Fprintf(w, "k3: session state: KDA %.3f MB, MLA latent cache %d B/position (%.3f MB for %d positions)\n",
 		float64(in.KDAStateBytes)/1e6, in.MLACacheBytesPerPosition,
 		float64(in.MLACacheBytesPerPosition*int64(positions))/1e6, positions)
