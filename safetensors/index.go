@@ -26,7 +26,6 @@ type index struct {
 	shardOf   []uint16
 	pos       []int32 // byte offset of each key, for errors
 	seed      maphash.Seed
-	release   func()
 }
 
 // openIndexed parses the index and, on the same worker pool, every
@@ -67,7 +66,6 @@ func (c *Checkpoint) openIndexed(dir, idxPath string) error {
 	if xerr != nil {
 		return xerr
 	}
-	defer x.release()
 	if lerr != nil {
 		return lerr
 	}
@@ -115,13 +113,13 @@ func (c *Checkpoint) openIndexed(dir, idxPath string) error {
 	if err := c.merge(); err != nil {
 		return err
 	}
-	// Errors may quote names that alias the index mapping, released on
-	// return.
+	// Errors may quote names that alias the index bytes; copying them lets
+	// the bytes go when Open returns.
 	return detach(c.verifyIndex(x))
 }
 
-// detach copies the strings of an *Error that may alias memory about to be
-// unmapped.
+// detach copies the strings of an *Error that may alias the index bytes, so
+// a kept error does not keep the whole file alive.
 func detach(err error) error {
 	if e, ok := err.(*Error); ok {
 		e.Tensor = strings.Clone(e.Tensor)
@@ -224,8 +222,11 @@ func (c *Checkpoint) checkTotal(x *index, sum int64) error {
 	return nil
 }
 
-// readIndex maps the index file rather than reading it: the K3 index is
-// ~60 MB that is needed only until verification.
+// readIndex reads the index file into memory and parses it. It is read, not
+// mapped: the parser's views would otherwise point into a mapping that a
+// concurrent truncation turns into SIGBUS anywhere verification touches a
+// name, and a mapped page costs as much resident memory as a read one. The
+// bytes (about 60 MB for K3) are dropped once the shards are verified.
 func readIndex(path string, seed maphash.Seed) (*index, error) {
 	ff, err := openRegular(path)
 	if err != nil {
@@ -240,27 +241,17 @@ func readIndex(path string, seed maphash.Seed) (*index, error) {
 	if st.Size() > MaxIndexSize {
 		return nil, newErr(path, "", -1, ErrIndexTooLarge, strconv.FormatInt(st.Size(), 10)+" bytes")
 	}
-	b, err := mapFile(f, st.Size())
-	if err != nil {
-		// Some file systems cannot map; read instead.
-		b = make([]byte, st.Size())
-		if err := readFull(f, b, 0); err != nil {
-			return nil, withFile(err, path)
-		}
-		x, err := parseIndex(path, b, seed)
-		if x != nil {
-			x.release = func() {}
-		}
-		return x, err
+	b := make([]byte, st.Size())
+	if err := readFull(f, b, 0); err != nil {
+		return nil, withFile(err, path)
 	}
-	x, err := parseIndex(path, b, seed)
-	if err != nil {
-		err = detach(err)
-		unmap(b)
+	if now, err := f.Stat(); err != nil {
 		return nil, err
+	} else if now.Size() != st.Size() {
+		return nil, newErr(path, "", -1, ErrShortRead,
+			"index changed size while being read ("+strconv.FormatInt(st.Size(), 10)+" → "+strconv.FormatInt(now.Size(), 10)+" bytes)")
 	}
-	x.release = func() { unmap(b) }
-	return x, nil
+	return parseIndex(path, b, seed)
 }
 
 // ParseIndex validates the bytes of a model.safetensors.index.json and

@@ -20,6 +20,7 @@ type Ranks struct {
 	table  []slot   // open addressing over all tokens except 2-byte ones
 	pair2  []uint32 // rank of each 2-byte token, indexed by its bytes; noRank if none
 	filter []uint64 // one bit per hash (high bits): most failed lookups stop here, in cache
+	fshift uint     // 64 − log2 of the filter's bits
 	mask   uint64
 	maxLen int
 	byte1  [256]uint32 // rank of each single-byte token
@@ -80,6 +81,9 @@ func pack8(s string) uint64 {
 // lookup finds the rank of token s.
 func (r *Ranks) lookup(s string) (uint32, bool) {
 	if len(s) == 2 {
+		if r.pair2 == nil {
+			return 0, false
+		}
 		v := r.pair2[uint16(s[0])|uint16(s[1])<<8]
 		return v, v != noRank
 	}
@@ -88,7 +92,7 @@ func (r *Ranks) lookup(s string) (uint32, bool) {
 	}
 	k := pack8(s)
 	h := r.hash(s, k)
-	if f := h >> (64 - filterBits); r.filter[f>>6]&(1<<(f&63)) == 0 {
+	if f := h >> r.fshift; r.filter[f>>6]&(1<<(f&63)) == 0 {
 		return 0, false
 	}
 	want := uint64(len(s)) << 32
@@ -118,6 +122,14 @@ func (r *Ranks) insert(rank uint32) (uint32, bool) {
 		r.maxLen = len(tok)
 	}
 	if len(tok) == 2 {
+		if r.pair2 == nil {
+			// Allocated on the first 2-byte token: a small file (a test, a
+			// fuzz input, a byte-level vocabulary) need not pay for 256 KiB.
+			r.pair2 = make([]uint32, 1<<16)
+			for i := range r.pair2 {
+				r.pair2[i] = noRank
+			}
+		}
 		i := uint16(tok[0]) | uint16(tok[1])<<8
 		if old := r.pair2[i]; old != noRank {
 			return old, true
@@ -144,15 +156,17 @@ func (r *Ranks) insert(rank uint32) (uint32, bool) {
 			return r.insert(rank)
 		}
 	}
-	f := h >> (64 - filterBits)
+	f := h >> r.fshift
 	r.filter[f>>6] |= 1 << (f & 63)
 	r.table[p] = slot{k, want | uint64(rank+1)}
 	return 0, false
 }
 
-// filterBits sizes the lookup filter: 2^22 bits (512 KiB) keep false
+// maxFilterBits caps the lookup filter: 2^22 bits (512 KiB) keep false
 // positives near 5% for a 200k vocabulary while staying cache-resident.
-const filterBits = 22
+// Smaller vocabularies get 16 bits per entry (at least 2^9), the same
+// density or sparser, so a small file does not pay for 512 KiB.
+const maxFilterBits = 22
 
 func (r *Ranks) initTable(n int) {
 	size := 1
@@ -161,11 +175,12 @@ func (r *Ranks) initTable(n int) {
 	}
 	r.table = make([]slot, size)
 	r.mask = uint64(size - 1)
-	r.filter = make([]uint64, 1<<filterBits/64)
-	r.pair2 = make([]uint32, 1<<16)
-	for i := range r.pair2 {
-		r.pair2[i] = noRank
+	bits := uint(9)
+	for bits < maxFilterBits && 1<<bits < 16*n {
+		bits++
 	}
+	r.filter = make([]uint64, 1<<bits/64)
+	r.fshift = 64 - bits
 }
 
 // maxProbe bounds the probe chains of the fixed hash. Real vocabularies
