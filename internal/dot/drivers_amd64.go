@@ -73,12 +73,13 @@ func matVecRows(f *asmFormat, dst []float32, w []byte, x []float32, s []float64,
 	rb := f.size * len(x)
 	r := r0
 	if f.rows4 != nil {
+		pf := rowsPrefetch(rb)
 		for ; r+3 < r1; r += 4 {
 			w0 := w[r*rb : (r+1)*rb]
 			w1 := w[(r+1)*rb : (r+2)*rb]
 			w2 := w[(r+2)*rb : (r+3)*rb]
 			w3 := w[(r+3)*rb : (r+4)*rb]
-			f.rows4(&w0[0], &w1[0], &w2[0], &w3[0], &s[0], m, a)
+			f.rows4(&w0[0], &w1[0], &w2[0], &w3[0], &s[0], m, a, pf)
 			dst[r] = float32(f.tail(a[0], w0, x, m))
 			dst[r+1] = float32(f.tail(a[1], w1, x, m))
 			dst[r+2] = float32(f.tail(a[2], w2, x, m))
@@ -96,6 +97,23 @@ func matVecRows(f *asmFormat, dst []float32, w []byte, x []float32, s []float64,
 		w0 := w[r*rb : (r+1)*rb]
 		dst[r] = float32(f.tail(f.rows1(&w0[0], &s[0], m), w0, x, m))
 	}
+}
+
+// rowsPrefetch is how far ahead of each of its four row pointers the four-row
+// kernel prefetches, for rows of rb bytes. The rows of a block are adjacent,
+// so a fixed 2 KiB lands, half way along a 4 KiB row, in the next row of the
+// same block, which another pointer is already reading; the next block then
+// starts cold, one page per row, where the hardware streamer does not
+// follow. From 2 KiB rows on, the kernel prefetches the same offset in the
+// next block (4·rb ahead): on 800 MB of 2048-column bf16 matrices that
+// measured 11.3 → 14.8 GB/s on 4 KiB pages and 13.1 → 15.6 on huge pages,
+// 1024 columns 10.6 → 12.4; narrower rows did better with the fixed
+// distance (512 columns: 12.3 against 10.4).
+func rowsPrefetch(rb int) int {
+	if rb >= 2048 {
+		return 4 * rb
+	}
+	return 2048
 }
 
 // matMulBlockBytes is the weight bytes processed per row block in asmMatMul:

@@ -3,7 +3,10 @@
 package dot
 
 // AVX-512 kernels (kernels512_amd64.s), same contract as the AVX2 ones in
-// kernels_amd64.go. The four-way forms write their results to r.
+// kernels_amd64.go. The four-way forms write their results to r. The bf16
+// four-row kernel prefetches pf bytes ahead of each row pointer (see
+// rowsPrefetch); the f32 and f16 ones take pf for the shared signature and
+// keep a fixed distance. Prefetching never changes a result.
 
 //go:noescape
 func bf16Rows1x512(w *byte, x *float64, m int) float64
@@ -12,7 +15,7 @@ func bf16Rows1x512(w *byte, x *float64, m int) float64
 func bf16Rows2x512(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
 
 //go:noescape
-func bf16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+func bf16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64, pf int)
 
 //go:noescape
 func bf16Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
@@ -27,7 +30,7 @@ func f32Rows1x512(w *byte, x *float64, m int) float64
 func f32Rows2x512(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
 
 //go:noescape
-func f32Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+func f32Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64, pf int)
 
 //go:noescape
 func f32Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
@@ -42,7 +45,7 @@ func f16Rows1x512(w *byte, x *float64, m int) float64
 func f16Rows2x512(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
 
 //go:noescape
-func f16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+func f16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64, pf int)
 
 //go:noescape
 func f16Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)

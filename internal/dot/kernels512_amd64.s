@@ -146,22 +146,23 @@ b5r2loop:
 	VZEROUPPER
 	RET
 
-// func bf16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
-TEXT ·bf16Rows4x512(SB), NOSPLIT, $0-56
+// func bf16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64, pf int)
+TEXT ·bf16Rows4x512(SB), NOSPLIT, $0-64
 	MOVQ w0+0(FP), SI
 	MOVQ w1+8(FP), DI
 	MOVQ w2+16(FP), R8
 	MOVQ w3+24(FP), R9
 	MOVQ x+32(FP), DX
 	MOVQ m+40(FP), CX
+	MOVQ pf+56(FP), R10
 	ZERO512
 	BF16_MASK
 
 b5r4loop:
-	PREFETCHT0 PFDIST(SI)
-	PREFETCHT0 PFDIST(DI)
-	PREFETCHT0 PFDIST(R8)
-	PREFETCHT0 PFDIST(R9)
+	PREFETCHT0 (SI)(R10*1)
+	PREFETCHT0 (DI)(R10*1)
+	PREFETCHT0 (R8)(R10*1)
+	PREFETCHT0 (R9)(R10*1)
 	VMOVUPD 0(DX), Z12
 	VMOVUPD 64(DX), Z13
 	LOAD512_BF16(0, SI, Y8, Z8, Y9, Z9)
@@ -330,8 +331,8 @@ f325r2loop:
 	VZEROUPPER
 	RET
 
-// func f32Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
-TEXT ·f32Rows4x512(SB), NOSPLIT, $0-56
+// func f32Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64, pf int)
+TEXT ·f32Rows4x512(SB), NOSPLIT, $0-64
 	MOVQ w0+0(FP), SI
 	MOVQ w1+8(FP), DI
 	MOVQ w2+16(FP), R8
@@ -513,8 +514,8 @@ f165r2loop:
 	VZEROUPPER
 	RET
 
-// func f16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
-TEXT ·f16Rows4x512(SB), NOSPLIT, $0-56
+// func f16Rows4x512(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64, pf int)
+TEXT ·f16Rows4x512(SB), NOSPLIT, $0-64
 	MOVQ w0+0(FP), SI
 	MOVQ w1+8(FP), DI
 	MOVQ w2+16(FP), R8
@@ -636,3 +637,4 @@ f165x4loop:
 	VMOVSD X6, 24(AX)
 	VZEROUPPER
 	RET
+

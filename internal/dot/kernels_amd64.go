@@ -49,7 +49,7 @@ type asmFormat struct {
 	rows1  func(w *byte, x *float64, m int) float64
 	rows2  func(w0, w1 *byte, x *float64, m int) (float64, float64)
 	xs2    func(w *byte, x0, x1 *float64, m int) (float64, float64)
-	rows4  func(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64)
+	rows4  func(w0, w1, w2, w3 *byte, x *float64, m int, r *[4]float64, pf int)
 	xs4    func(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
 	tail   func(acc float64, w []byte, x []float32, from int) float64
 	dot    func(w []byte, x []float32) float32 // pure-Go twin, for cols < 16

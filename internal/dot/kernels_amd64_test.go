@@ -126,7 +126,7 @@ func TestAsmKernelsBitwise(t *testing.T) {
 				check("xs2[1]", g1, want01)
 				if k.af.rows4 != nil {
 					var a [4]float64
-					k.af.rows4(&w0[0], &w1[0], &w2[0], &w3[0], &sa[0], m, &a)
+					k.af.rows4(&w0[0], &w1[0], &w2[0], &w3[0], &sa[0], m, &a, rowsPrefetch(len(w0)))
 					check("rows4[0]", a[0], want00)
 					check("rows4[1]", a[1], want10)
 					check("rows4[2]", a[2], k.head(w2, xa))
