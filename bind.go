@@ -3,6 +3,7 @@ package k3
 import (
 	"errors"
 	"fmt"
+	"github.com/k3-project/k3/internal/parallel"
 	"strconv"
 	"strings"
 
@@ -55,7 +56,8 @@ type binder struct {
 	// cachedExperts: the expert store (cache.Store) locates and checks the routed experts,
 	// which may be entropy-coded, so neither pass maps them.
 	cachedExperts bool
-	packed        *packedTrunk // per-layer tensors come from trunk.bin when set
+	packed        *packedTrunk   // per-layer tensors come from trunk.bin when set
+	pool          *parallel.Pool // runs the split mat-vecs of mapped matrices (nil: goroutines per call)
 }
 
 func (b *binder) err(dir string) error {
@@ -173,7 +175,7 @@ func (b *binder) matrixOf(name string, rows, cols int, c class, whole bool) quan
 		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
 		return nil
 	}
-	return m
+	return pooled(m, b.pool)
 }
 
 // countExperts counts one MoE layer's routed experts for Info when the expert store, not the

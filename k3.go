@@ -2,6 +2,7 @@ package k3
 
 import (
 	"fmt"
+	"github.com/k3-project/k3/internal/parallel"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -232,8 +233,9 @@ type Model struct {
 	cfg     config.Config
 	threads int
 	ck      *safetensors.Checkpoint
-	store   *trunk.Store // nil: mapped
-	experts *cache.Store // nil: mapped experts
+	store   *trunk.Store   // nil: mapped
+	pool    *parallel.Pool // persistent workers for the mapped matrices' split mat-vecs (nil: threads ≤ 1 or a store)
+	experts *cache.Store   // nil: mapped experts
 	packed  *packedTrunk
 	plan    Plan
 	tracer  Tracer
@@ -311,7 +313,10 @@ func Open(dir string, opts ...Option) (*Model, error) {
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	b := &binder{ck: m.ck, store: m.store, packed: m.packed, cachedExperts: m.experts != nil}
+	if m.store == nil {
+		m.pool = parallel.NewPool(m.threads)
+	}
+	b := &binder{ck: m.ck, store: m.store, packed: m.packed, cachedExperts: m.experts != nil, pool: m.pool}
 	if err := m.bind(b); err != nil {
 		m.Close()
 		return nil, err
@@ -443,6 +448,7 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
+	m.pool.Close()
 	var first error
 	if m.store != nil {
 		first = m.store.Close()

@@ -1,0 +1,178 @@
+package parallel
+
+import (
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Pool is a fixed set of helper goroutines that stay awake between calls.
+//
+// For starts its goroutines per call, and the cost that matters is not the
+// start but the wake-up of the parked thread that runs one: 50–100 µs on the
+// small VMs the engine runs on, paid by every split mat-vec, a hundred and
+// more per decode step. A Pool's helpers poll for the next call for
+// SpinWindow after each one (yielding the processor as they poll) and only
+// then park, so back-to-back calls, as in a forward pass, start their chunks
+// within a microsecond or two.
+//
+// Pool.For splits work exactly as For does, with the same chunk boundaries
+// for the same (n, workers, grain); chunks are claimed by whichever of the
+// caller and the helpers is free, so which goroutine runs a chunk depends on
+// timing, but what each chunk computes does not. A Pool runs one call at a
+// time: a call made while another is in flight (two sessions of one model
+// on two goroutines) runs through For instead.
+//
+// The zero Pool is not usable; a nil *Pool runs every call through For.
+type Pool struct {
+	helpers int
+	busy    sync.Mutex // held by the call in flight
+	job     atomic.Pointer[poolJob]
+	wake    chan struct{}
+	quit    chan struct{}
+	done    sync.WaitGroup
+}
+
+// SpinWindow is how long a helper keeps polling for the next call before it
+// parks. It bounds the processor time an idle pool burns after each call.
+const SpinWindow = 100 * time.Microsecond
+
+// poolJob is one call: chunk i of k is [Bounds(n, k, i)).
+type poolJob struct {
+	n, k  int
+	fn    func(lo, hi int)
+	next  atomic.Int64 // next chunk to claim
+	left  atomic.Int64 // chunks not yet finished
+	once  sync.Once
+	panic any
+}
+
+// NewPool starts workers−1 helpers (the caller of For is the last worker).
+// workers ≤ 1 returns nil, which runs everything inline or through For.
+func NewPool(workers int) *Pool {
+	if workers <= 1 {
+		return nil
+	}
+	p := &Pool{
+		helpers: workers - 1,
+		wake:    make(chan struct{}, workers-1),
+		quit:    make(chan struct{}),
+	}
+	p.done.Add(p.helpers)
+	for range p.helpers {
+		go p.helper()
+	}
+	return p
+}
+
+// Workers returns how many goroutines a call can use (helpers and caller).
+func (p *Pool) Workers() int {
+	if p == nil {
+		return 1
+	}
+	return p.helpers + 1
+}
+
+// Close stops the helpers and waits for them. Calls must not overlap Close.
+func (p *Pool) Close() {
+	if p == nil {
+		return
+	}
+	close(p.quit)
+	p.done.Wait()
+}
+
+func (p *Pool) helper() {
+	defer p.done.Done()
+	// Mapped weights fault on a truncated file: make that a panic For's
+	// caller can recover (see For), not a crash. Helpers live for the pool,
+	// so this is set once.
+	debug.SetPanicOnFault(true)
+	var last *poolJob
+	for {
+		until := time.Now().Add(SpinWindow)
+		for {
+			if j := p.job.Load(); j != nil && j != last {
+				last = j
+				j.work()
+				until = time.Now().Add(SpinWindow)
+				continue
+			}
+			if time.Now().After(until) {
+				break
+			}
+			runtime.Gosched()
+		}
+		select {
+		case <-p.wake:
+		case <-p.quit:
+			return
+		}
+	}
+}
+
+// work claims and runs chunks until none are left.
+func (j *poolJob) work() {
+	for {
+		i := int(j.next.Add(1)) - 1
+		if i >= j.k {
+			return
+		}
+		lo, hi := Bounds(j.n, j.k, i)
+		j.run(lo, hi)
+		j.left.Add(-1)
+	}
+}
+
+func (j *poolJob) run(lo, hi int) {
+	defer func() {
+		if r := recover(); r != nil {
+			j.once.Do(func() { j.panic = r })
+		}
+	}()
+	j.fn(lo, hi)
+}
+
+// For is For(n, workers, grain, fn) on the pool: the same chunks, at most
+// min(workers, p.Workers()) of them, run by the caller and the helpers. A
+// panic in any chunk is re-raised on the caller after every chunk has
+// returned.
+func (p *Pool) For(n, workers, grain int, fn func(lo, hi int)) {
+	if p == nil {
+		For(n, workers, grain, fn)
+		return
+	}
+	k := Chunks(n, min(workers, p.Workers()), grain)
+	if k <= 1 {
+		if k == 1 {
+			fn(0, n)
+		}
+		return
+	}
+	if !p.busy.TryLock() {
+		For(n, workers, grain, fn)
+		return
+	}
+	defer p.busy.Unlock()
+	j := &poolJob{n: n, k: k, fn: fn}
+	j.left.Store(int64(k))
+	p.job.Store(j)
+	for range p.helpers {
+		select {
+		case p.wake <- struct{}{}:
+		default: // the helper is awake (or already has a token)
+		}
+	}
+	j.work()
+	// The helpers hold the last chunks: they are running, so wait for them
+	// without parking (parking would bring the wake-up cost back).
+	for j.left.Load() > 0 {
+		runtime.Gosched()
+	}
+	p.job.CompareAndSwap(j, nil)
+	if j.panic != nil {
+		panic(j.panic)
+	}
+}
