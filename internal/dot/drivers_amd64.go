@@ -130,9 +130,10 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		genericMatMul(f.dot, f.size, dst, stride, w, x, n, rows, cols)
 		return
 	}
-	sp := getScratch(n*m + 4)
+	sp := getScratch(n*m + 8)
 	s := (*sp)[:n*m]
 	a := (*[4]float64)((*sp)[n*m:])
+	a8 := (*[8]float64)((*sp)[n*m:])
 	for t := range n {
 		widen(f, s[t*m:(t+1)*m], x[t*cols:(t+1)*cols])
 	}
@@ -144,7 +145,20 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		if f.xs4 != nil {
 			for ; t+3 < n; t += 4 {
 				s0, s1, s2, s3 := &s[t*m], &s[(t+1)*m], &s[(t+2)*m], &s[(t+3)*m]
-				for r := r0; r < r1; r++ {
+				r := r0
+				if f.r2xs4 != nil {
+					for ; r+1 < r1; r += 2 {
+						wr := w[r*rb : (r+1)*rb]
+						wq := w[(r+1)*rb : (r+2)*rb]
+						f.r2xs4(&wr[0], &wq[0], s0, s1, s2, s3, m, a8)
+						for j := range 4 {
+							xj := x[(t+j)*cols : (t+j+1)*cols]
+							dst[(t+j)*stride+r] = float32(f.tail(a8[j], wr, xj, m))
+							dst[(t+j)*stride+r+1] = float32(f.tail(a8[4+j], wq, xj, m))
+						}
+					}
+				}
+				for ; r < r1; r++ {
 					wr := w[r*rb : (r+1)*rb]
 					f.xs4(&wr[0], s0, s1, s2, s3, m, a)
 					for j := range 4 {

@@ -52,3 +52,9 @@ func f16Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
 
 //go:noescape
 func f16Xs4x512(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
+
+// bf16R2Xs4x512 writes to r[4i+t] the head of weight row i (w0, w1) against
+// activation row t (x0..x3).
+//
+//go:noescape
+func bf16R2Xs4x512(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, r *[8]float64)

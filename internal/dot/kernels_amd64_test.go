@@ -3,6 +3,7 @@
 package dot
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -136,6 +137,15 @@ func TestAsmKernelsBitwise(t *testing.T) {
 					check("xs4[1]", a[1], want01)
 					check("xs4[2]", a[2], k.head(w0, xc))
 					check("xs4[3]", a[3], k.head(w0, xd))
+				}
+				if k.af.r2xs4 != nil {
+					var a [8]float64
+					k.af.r2xs4(&w0[0], &w1[0], &sa[0], &sb[0], &sc[0], &sd[0], m, &a)
+					for i, wi := range [][]byte{w0, w1} {
+						for j, xj := range [][]float32{xa, xb, xc, xd} {
+							check(fmt.Sprintf("r2xs4[%d][%d]", i, j), a[4*i+j], k.head(wi, xj))
+						}
+					}
 				}
 			}
 		}
