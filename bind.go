@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/poolmat"
 	"strconv"
 	"strings"
 
@@ -175,7 +176,7 @@ func (b *binder) matrixOf(name string, rows, cols int, c class, whole bool) quan
 		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
 		return nil
 	}
-	return pooled(m, b.pool)
+	return poolmat.Wrap(m, b.pool)
 }
 
 // countExperts counts one MoE layer's routed experts for Info when the expert store, not the

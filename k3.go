@@ -234,7 +234,7 @@ type Model struct {
 	threads int
 	ck      *safetensors.Checkpoint
 	store   *trunk.Store   // nil: mapped
-	pool    *parallel.Pool // persistent workers for the mapped matrices' split mat-vecs (nil: threads ≤ 1 or a store)
+	pool    *parallel.Pool // persistent workers for the dense matrices' split mat-vecs (nil: one thread)
 	experts *cache.Store   // nil: mapped experts
 	packed  *packedTrunk
 	plan    Plan
@@ -275,8 +275,9 @@ func Open(dir string, opts ...Option) (*Model, error) {
 		return nil, err
 	}
 	o := d.opts
+	m.pool = parallel.NewPool(m.threads)
 	if m.plan.Trunk != nil {
-		to := trunk.Options{Open: o.trunkOpen}
+		to := trunk.Options{Open: o.trunkOpen, Pool: m.pool}
 		if m.packed != nil && !o.noVerify {
 			to.Verify = m.packed.layout.Checksums(m.packed.bin)
 		}
@@ -312,9 +313,6 @@ func Open(dir string, opts ...Option) (*Model, error) {
 			m.Close()
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
-	}
-	if m.store == nil {
-		m.pool = parallel.NewPool(m.threads)
 	}
 	b := &binder{ck: m.ck, store: m.store, packed: m.packed, cachedExperts: m.experts != nil, pool: m.pool}
 	if err := m.bind(b); err != nil {
