@@ -194,16 +194,16 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	}
 }
 
-func TestNormalise(t *testing.T) {
+func TestSpecFrequencies(t *testing.T) {
 	// 3 symbols with counts 1, 1, 4094·k: the rare ones are raised to 1 and
 	// the difference goes to the most frequent.
 	data := append(bytes.Repeat([]byte{9}, 10000), 1, 2)
-	f, ok := normalise(data, ModeByte, len(data))
+	f, ok := SpecFrequencies(data, ModeByte)
 	if !ok || f[1] != 1 || f[2] != 1 || f[9] != 4094 {
-		t.Fatalf("normalise: %v %v %v %v", ok, f[1], f[2], f[9])
+		t.Fatalf("SpecFrequencies: %v %v %v %v", ok, f[1], f[2], f[9])
 	}
 	// Ties for the top go to the lowest symbol.
-	f, _ = normalise([]byte{5, 3, 5, 3, 4}, ModeByte, 5)
+	f, _ = SpecFrequencies([]byte{5, 3, 5, 3, 4}, ModeByte)
 	// ⌊2·4096/5⌋ = 1638, ⌊4096/5⌋ = 819; the missing 1 goes to symbol 3.
 	if f[3] != 1639 || f[4] != 819 || f[5] != 1638 {
 		t.Fatalf("tie: %d %d %d", f[3], f[4], f[5])
@@ -266,4 +266,62 @@ func TestDecodeBoundedByLimit(t *testing.T) {
 	got, err := Decode(rec, 4)
 	require.NoError(t, err)
 	assert.Equal(t, []byte{0x42, 0x42, 0x42, 0x42}, got)
+}
+
+func TestDistinct(t *testing.T) {
+	var f [256]uint32
+	f[0], f[1], f[2], f[3], f[4] = 1, 1, 1, 7, 4086
+	d, ok := Distinct(f)
+	require.True(t, ok)
+	require.Equal(t, []uint32{1, 2, 3, 7, 4083}, d[:5])
+	var g [256]uint32
+	g[0], g[1], g[2] = 2048, 1024, 1024
+	d, ok = Distinct(g)
+	require.True(t, ok)
+	require.Equal(t, []uint32{2047, 1024, 1025}, d[:3])
+	var h [256]uint32
+	h[0], h[1] = 2048, 2048
+	_, ok = Distinct(h)
+	require.False(t, ok, "two symbols of 2048 cannot be untied")
+}
+
+// TestEncodeUntiesNibbleTables: Encode codes nibble records with pairwise distinct frequencies
+// whenever Distinct can make them so, and byte records with the SPEC table.
+func TestEncodeUntiesNibbleTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	tied := 0
+	for n := 1; n < 400; n++ {
+		data := skewed(rng, n, ModeNibble)
+		spec, ok := SpecFrequencies(data, ModeNibble)
+		if !ok {
+			continue
+		}
+		want, untied := Distinct(spec)
+		if want != spec {
+			tied++
+		}
+		got, _ := Frequencies(data, ModeNibble)
+		require.Equal(t, want, got)
+		if untied {
+			seen := map[uint32]bool{}
+			for _, f := range got[:16] {
+				if f > 0 {
+					require.False(t, seen[f], "n=%d: frequency %d repeats", n, f)
+					seen[f] = true
+				}
+			}
+		}
+		rec, err := Encode(data, ModeNibble)
+		require.NoError(t, err)
+		if rec[4] == ModeNibble {
+			for s := range 16 {
+				require.EqualValues(t, got[s], binary.LittleEndian.Uint16(rec[headerLen+2*s:]))
+			}
+		}
+		bdata := skewed(rng, n, ModeByte)
+		bs, _ := SpecFrequencies(bdata, ModeByte)
+		bf, _ := Frequencies(bdata, ModeByte)
+		require.Equal(t, bs, bf)
+	}
+	require.Positive(t, tied, "no input had a tied table")
 }

@@ -3,10 +3,12 @@ package cfs1
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // Encode returns the CFS1 record of data coded in mode (ModeNibble or
-// ModeByte), or a raw (mode 0) record when the model cannot be normalised or
+// ModeByte) with the frequencies of Frequencies, or a raw (mode 0) record
+// when the model cannot be normalised or
 // the coded record would not be shorter than the raw one, so the output
 // never exceeds the input by more than 9 bytes. The output is a function of
 // (data, mode) only. Every record is decoded again and compared with data
@@ -45,9 +47,17 @@ func symbolAt(data []byte, mode byte, j int) uint8 {
 	return data[j>>1] >> (4 * (j & 1)) & 15
 }
 
-// normalise returns frequencies summing to 4096 (SPEC §6.9.1), or false when
-// the most frequent symbol would fall below 1.
-func normalise(data []byte, mode byte, m int) (freq [256]uint32, ok bool) {
+// SpecFrequencies returns SPEC §6.9.1's frequency table for data coded in
+// mode (summing to 4096), or false when the most frequent symbol would fall
+// below 1. Encode does not use it as is for nibble records: see Frequencies.
+func SpecFrequencies(data []byte, mode byte) (freq [256]uint32, ok bool) {
+	m := len(data)
+	if mode == ModeNibble {
+		m = 2 * len(data)
+	}
+	if m == 0 {
+		return freq, false
+	}
 	var count [256]int
 	for j := range m {
 		count[symbolAt(data, mode, j)]++
@@ -70,10 +80,7 @@ func normalise(data []byte, mode byte, m int) (freq [256]uint32, ok bool) {
 		if c == 0 {
 			continue
 		}
-		f := c * probScale / m
-		if f < 1 {
-			f = 1
-		}
+		f := max(c*probScale/m, 1)
 		freq[s] = uint32(f)
 		sum += f
 	}
@@ -83,6 +90,61 @@ func normalise(data []byte, mode byte, m int) (freq [256]uint32, ok bool) {
 	}
 	freq[top] = uint32(adj)
 	return freq, true
+}
+
+// Frequencies is the table Encode codes with: SPEC §6.9.1's, with ties
+// broken in nibble records (see Distinct). Where two symbols share a
+// frequency, a bit flip that moves a slot to the same offset in the other
+// symbol's range leaves the decoder state unchanged, so the seal cannot see
+// it; on the released MXFP4 sample such flips exist with the tied table and
+// none remain without ties, at a cost below 0.001 bits per weight. Byte
+// records keep the SPEC table: with 256 symbols the ties cannot all be
+// broken within a total of 4096. Any CFS1 decoder reads either.
+func Frequencies(data []byte, mode byte) (freq [256]uint32, ok bool) {
+	freq, ok = SpecFrequencies(data, mode)
+	if ok && mode == ModeNibble {
+		if d, ok := Distinct(freq); ok {
+			freq = d
+		}
+	}
+	return freq, ok
+}
+
+// Distinct makes the present symbols' frequencies pairwise different with
+// the smallest changes: in ascending order of (frequency, symbol) each one
+// is raised to one above its predecessor if needed, and the most frequent
+// symbol (the last) gives back the total raised. It returns freq and false
+// when that would not keep the last one strictly largest.
+func Distinct(freq [256]uint32) ([256]uint32, bool) {
+	var syms []int
+	for s, f := range freq {
+		if f > 0 {
+			syms = append(syms, s)
+		}
+	}
+	if len(syms) < 2 {
+		return freq, true
+	}
+	slices.SortFunc(syms, func(a, b int) int {
+		if freq[a] != freq[b] {
+			return int(freq[a]) - int(freq[b])
+		}
+		return a - b
+	})
+	out := freq
+	var raised uint32
+	for i := 1; i < len(syms)-1; i++ {
+		if p := out[syms[i-1]]; out[syms[i]] <= p {
+			raised += p + 1 - out[syms[i]]
+			out[syms[i]] = p + 1
+		}
+	}
+	last := syms[len(syms)-1]
+	if out[last] <= raised || out[last]-raised <= out[syms[len(syms)-2]] {
+		return freq, false
+	}
+	out[last] -= raised
+	return out, true
 }
 
 // encodeCoded returns the coded record or nil when normalisation fails.
@@ -95,7 +157,7 @@ func encodeCoded(data []byte, mode byte) []byte {
 	if mode == ModeNibble {
 		m = 2 * n
 	}
-	freq, ok := normalise(data, mode, m)
+	freq, ok := Frequencies(data, mode)
 	if !ok {
 		return nil
 	}

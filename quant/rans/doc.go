@@ -8,7 +8,7 @@
 // The codec: Encode codes weight bytes (falling back to a raw record where
 // coding would not shrink them) with a frequency table whose entries are
 // pairwise distinct, which closes the one blind spot of the seal (see
-// Encode). Decoder.DecodeInto decodes a record into caller memory of
+// cfs1.Frequencies); its records are cfs1.Encode's. Decoder.DecodeInto decodes a record into caller memory of
 // exactly the decoded size, branch-free while four payload bytes remain,
 // allocating nothing; it never reads past the record or writes past the
 // destination, and refuses every truncation and every corruption the seal
