@@ -1,0 +1,73 @@
+package poolmat
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/quant"
+	"github.com/stretchr/testify/require"
+)
+
+// randBF16 returns rows×cols bf16 weights with exponents that keep the products finite.
+func randBF16(rng *rand.Rand, rows, cols int) []byte {
+	w := make([]byte, 2*rows*cols)
+	for i := 0; i < len(w); i += 2 {
+		f := float32(rng.NormFloat64())
+		binary.LittleEndian.PutUint16(w[i:], uint16(math.Float32bits(f)>>16))
+	}
+	return w
+}
+
+// TestSameBitsAsQuant: on the pool, mat-vecs and mat-muls give quant's bits, whatever the
+// number of workers, and through the wrapper as well.
+func TestSameBitsAsQuant(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := parallel.NewPool(3)
+	defer p.Close()
+	for _, shape := range [][2]int{{1, 16}, {37, 64}, {300, 1024}, {1024, 2048}} {
+		rows, cols := shape[0], shape[1]
+		m, err := quant.NewBF16(rows, cols, randBF16(rng, rows, cols))
+		require.NoError(t, err)
+		x := make([]float32, 5*cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		want := make([]float32, rows)
+		m.MatVec(want, x[:cols])
+		wantMM := make([]float32, 5*rows)
+		m.MatMul(wantMM, rows, x, 5)
+		for _, workers := range []int{1, 2, 3, 8} {
+			got := make([]float32, rows)
+			MatVec(p, m, got, x[:cols], workers)
+			require.Equal(t, want, got, "%dx%d workers %d", rows, cols, workers)
+			quant.MatVecParallel(Wrap(m, p), got, x[:cols], workers)
+			require.Equal(t, want, got, "wrapped %dx%d workers %d", rows, cols, workers)
+			gotMM := make([]float32, 5*rows)
+			MatMul(p, m, gotMM, rows, x, 5, workers)
+			require.Equal(t, wantMM, gotMM, "mat-mul %dx%d workers %d", rows, cols, workers)
+			MatMul(nil, m, gotMM, rows, x, 5, workers)
+			require.Equal(t, wantMM, gotMM, "nil pool %dx%d workers %d", rows, cols, workers)
+		}
+	}
+}
+
+// TestWrapKeepsRows: the wrapper still decodes rows, and nil pools or matrices pass through.
+func TestWrapKeepsRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m, err := quant.NewBF16(8, 32, randBF16(rng, 8, 32))
+	require.NoError(t, err)
+	p := parallel.NewPool(2)
+	defer p.Close()
+	w := Wrap(m, p)
+	rd, ok := w.(quant.RowDecoder)
+	require.True(t, ok)
+	got, want := make([]float32, 32), make([]float32, 32)
+	rd.DecodeRow(got, 5)
+	m.(quant.RowDecoder).DecodeRow(want, 5)
+	require.Equal(t, want, got)
+	require.Equal(t, m, Wrap(m, nil))
+	require.Nil(t, Wrap(nil, p))
+}
