@@ -2,8 +2,6 @@ package parallel
 
 import (
 	"fmt"
-	"sort"
-	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -14,23 +12,7 @@ type span struct{ lo, hi int }
 // checks they tile [0, n) exactly once.
 func record(t *testing.T, n, workers, grain int) []span {
 	t.Helper()
-	var mu sync.Mutex
-	var got []span
-	hits := make([]int32, max(n, 0))
-	For(n, workers, grain, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			atomic.AddInt32(&hits[i], 1)
-		}
-		mu.Lock()
-		got = append(got, span{lo, hi})
-		mu.Unlock()
-	})
-	for i, h := range hits {
-		if h != 1 {
-			t.Fatalf("For(%d,%d,%d): index %d visited %d times", n, workers, grain, i, h)
-		}
-	}
-	sort.Slice(got, func(i, j int) bool { return got[i].lo < got[j].lo })
+	got := spans(t, max(n, 0), func(fn func(lo, hi int)) { For(n, workers, grain, fn) })
 	for i, s := range got {
 		if s.lo >= s.hi {
 			t.Fatalf("For(%d,%d,%d): empty chunk %v", n, workers, grain, s)
