@@ -31,11 +31,15 @@ type Session struct {
 
 	// Scratch memory and the per-layer mixers that use it, built once so a decode step
 	// allocates no closures and no layer scratch.
-	nnWS   *nn.Workspace
-	attnWS *attention.Workspace
-	moeWS  *moe.Workspace
-	attn   []nn.Mixer // by layer
-	ffn    []nn.Mixer // by layer
+	nnWS *nn.Workspace
+	// Per-pass buffers kept for the next pass when small (nn.MaxReused elements): a decode step
+	// then allocates nothing for its embeddings, stream, output rows or logits.
+	stream            nn.Stream
+	hbuf, out, logbuf []float32
+	attnWS            *attention.Workspace
+	moeWS             *moe.Workspace
+	attn              []nn.Mixer // by layer
+	ffn               []nn.Mixer // by layer
 }
 
 // NewSession returns a session with no positions.
@@ -223,6 +227,18 @@ func (m *Model) weightsErr() error {
 	return m.store.Err()
 }
 
+// reuse returns buf resized to n, reallocating when it is too small; buffers over nn.MaxReused
+// elements are not kept, so a long prefill leaves no large buffer behind in the session.
+func reuse(buf *[]float32, n int) []float32 {
+	if n > nn.MaxReused {
+		return make([]float32, n)
+	}
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	return (*buf)[:n]
+}
+
 func splitRows(flat []float32, t, v int) [][]float32 {
 	rows := make([][]float32, t)
 	for i := range rows {
@@ -268,7 +284,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		m.experts.BeginStep()
 	}
 	T, E, V := len(ids), c.Hidden, c.Vocab
-	h := make([]float32, T*E)
+	h := reuse(&s.hbuf, T*E)
 	rd := m.embed.(quant.RowDecoder) // checked at bind time
 	if err := m.guard(func() error {
 		for t, id := range ids {
@@ -287,8 +303,8 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		// Nothing was computed yet, but the embedding could not be read: the state is intact.
 		return nil, &ForwardError{Layer: -1, Err: err}
 	}
-	st, err := nn.NewStream(h, T, E)
-	if err != nil {
+	st := &s.stream
+	if err := st.Reset(h, T, E); err != nil {
 		return nil, fmt.Errorf("k3: forward: %w", err)
 	}
 	// One guard for the whole walk (its workers re-raise faults on this goroutine), not one
@@ -314,7 +330,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		s.logits = nil
 		return nil, nil
 	}
-	out := make([]float32, T*E)
+	out := reuse(&s.out, T*E)
 	if err := st.AggregateWith(out, m.outAgg, m.threads, s.nnWS); err != nil {
 		return nil, fail(-1, err)
 	}
@@ -332,7 +348,11 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	default:
 		last := out[(T-1)*E:]
 		nn.RMSNormRows(last, last, m.norm, m.eps)
-		logits = make([]float32, V)
+		// s.logits is private (Logits and Snapshot copy it), so the last pass's buffer is reused.
+		if cap(s.logbuf) < V {
+			s.logbuf = make([]float32, V)
+		}
+		logits = s.logbuf[:V]
 		if err := m.guard(func() error { quant.MatVecParallel(m.lmHead, logits, last, m.threads); return nil }); err != nil {
 			return nil, fail(-1, err)
 		}

@@ -58,7 +58,8 @@ func (s *Session) Restore(sn *Snapshot) error {
 	}
 	s.pos, s.broken = sn.pos, nil
 	s.ids = append(s.ids[:0], sn.ids...)
-	s.logits = append([]float32(nil), sn.logits...)
+	s.logbuf = append(s.logbuf[:0], sn.logits...) // s.logits is private: reuse its buffer
+	s.logits = s.logbuf
 	if sn.logits == nil {
 		s.logits = nil
 	}

@@ -83,13 +83,13 @@ func (c *Checkpoint) CheckSizes() error {
 }
 
 func (s *shard) checkSize() error {
-	st, err := s.f.Stat()
+	size, err := currentSize(s.f)
 	if err != nil {
 		return &Error{File: s.path, Pos: -1, Err: err, Detail: "re-checking the size"}
 	}
-	if st.Size() < s.size {
+	if size < s.size {
 		return &Error{File: s.path, Pos: -1, Err: ErrShortRead,
-			Detail: "file shrank from " + strconv.FormatInt(s.size, 10) + " to " + strconv.FormatInt(st.Size(), 10) + " bytes since open"}
+			Detail: "file shrank from " + strconv.FormatInt(s.size, 10) + " to " + strconv.FormatInt(size, 10) + " bytes since open"}
 	}
 	return nil
 }

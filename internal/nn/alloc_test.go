@@ -78,3 +78,23 @@ func TestResidualStepAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamReset: Reset validates like NewStream and keeps the block list's capacity.
+func TestStreamReset(t *testing.T) {
+	s, err := NewStream(make([]float32, 8), 2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Blocks = append(s.Blocks, make([]float32, 8), make([]float32, 8))
+	c := cap(s.Blocks)
+	h := make([]float32, 4)
+	if err := s.Reset(h, 1, 4); err != nil {
+		t.Fatal(err)
+	}
+	if s.T != 1 || s.E != 4 || &s.H[0] != &h[0] || len(s.Blocks) != 0 || cap(s.Blocks) != c {
+		t.Fatalf("Reset: T=%d E=%d len(Blocks)=%d cap %d (want cap %d)", s.T, s.E, len(s.Blocks), cap(s.Blocks), c)
+	}
+	if err := s.Reset(h, 2, 4); err == nil {
+		t.Fatal("Reset accepted 4 elements for 2×4")
+	}
+}

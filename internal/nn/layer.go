@@ -32,6 +32,17 @@ func NewStream(h []float32, T, E int) (*Stream, error) {
 	return &Stream{T: T, E: E, H: h}, nil
 }
 
+// Reset restarts s from the embeddings h ([T][E]) as NewStream would, keeping the capacity of
+// its block list so that a stream reused pass after pass does not allocate.
+func (s *Stream) Reset(h []float32, T, E int) error {
+	if T <= 0 || E <= 0 || len(h) != T*E {
+		return fmt.Errorf("nn: stream: len(h)=%d, want T·E = %d·%d", len(h), T, E)
+	}
+	clear(s.Blocks)
+	*s = Stream{T: T, E: E, H: h, Blocks: s.Blocks[:0]}
+	return nil
+}
+
 // Aggregate applies agg over Blocks ++ [H] at every position into dst
 // ([T][E]); the model's output aggregation (SPEC §4.2 step 4).
 func (s *Stream) Aggregate(dst []float32, agg *AttnRes, workers int) error {
@@ -64,6 +75,26 @@ func (s *Stream) AggregateWith(dst []float32, agg *AttnRes, workers int, ws *Wor
 type Workspace struct {
 	x, a, f       []float32
 	rows, scratch [][]float32
+	blocks        [][]float32 // partial sums by block index, reused pass after pass
+}
+
+// MaxReused is the largest buffer, in elements, a Workspace keeps from one pass to the next:
+// decode and short verify passes reuse theirs, while a long prefill's go to the collector, so a
+// session does not hold prefill-sized memory for its lifetime.
+const MaxReused = 1 << 16
+
+// block returns a zeroed buffer of n elements for the partial sum of block i. A stream's blocks
+// have distinct indices, and the previous pass's stream is dead when the next one starts.
+func (w *Workspace) block(i, n int) []float32 {
+	if n > MaxReused {
+		return make([]float32, n)
+	}
+	for len(w.blocks) <= i {
+		w.blocks = append(w.blocks, nil)
+	}
+	b := grow(&w.blocks[i], n)
+	clear(b)
+	return b
 }
 
 // NewWorkspace returns an empty workspace.
@@ -166,7 +197,9 @@ func (r *Residual) Forward(s *Stream, attn, ffn Mixer, workers int) error {
 
 // ForwardWith is Forward using the caller's scratch memory (nil: allocate).
 // The buffers passed to attn and ffn belong to ws and are only valid during
-// those calls.
+// those calls. The partial sums a boundary layer starts (up to MaxReused
+// elements) also live in ws: the stream's blocks stay valid until another
+// stream passes through ws.
 func (r *Residual) ForwardWith(s *Stream, attn, ffn Mixer, workers int, ws *Workspace) error {
 	T, E := s.T, s.E
 	if err := r.Validate(E); err != nil {
@@ -192,7 +225,7 @@ func (r *Residual) ForwardWith(s *Stream, attn, ffn Mixer, workers int, ws *Work
 	if r.Boundary {
 		s.Blocks = append(s.Blocks, s.H)
 		p = nil
-		a = make([]float32, n) // becomes the new partial sum, owned by the stream
+		a = ws.block(len(s.Blocks), n) // becomes the new partial sum, owned by the stream for the pass
 	} else {
 		a = grow(&ws.a, n)
 		clear(a)

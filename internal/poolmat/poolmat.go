@@ -23,7 +23,12 @@ func MatVec(p *parallel.Pool, m quant.Matrix, dst, x []float32, workers int) {
 		quant.MatVecParallel(m, dst, x, workers)
 		return
 	}
-	p.For(m.Rows(), workers, max(minRows, parallel.Grain(m.Cols())), func(lo, hi int) {
+	grain := max(minRows, parallel.Grain(m.Cols()))
+	if parallel.Chunks(m.Rows(), min(workers, p.Workers()), grain) <= 1 {
+		m.MatVec(dst, x) // inline, without the closure and the row view a split costs
+		return
+	}
+	p.For(m.Rows(), workers, grain, func(lo, hi int) {
 		m.Slice(lo, hi).MatVec(dst[lo:hi], x)
 	})
 }
@@ -35,7 +40,12 @@ func MatMul(p *parallel.Pool, m quant.Matrix, dst []float32, stride int, x []flo
 		quant.MatMulParallel(m, dst, stride, x, n, workers)
 		return
 	}
-	p.For(m.Rows(), workers, max(minRows, parallel.Grain(m.Cols()*n)), func(lo, hi int) {
+	grain := max(minRows, parallel.Grain(m.Cols()*n))
+	if parallel.Chunks(m.Rows(), min(workers, p.Workers()), grain) <= 1 {
+		m.MatMul(dst, stride, x, n)
+		return
+	}
+	p.For(m.Rows(), workers, grain, func(lo, hi int) {
 		m.Slice(lo, hi).MatMul(dst[lo:], stride, x, n)
 	})
 }

@@ -1,0 +1,59 @@
+package k3_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/race"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDecodeStepAllocatesNothing: a decode step at a fixed context length (each run restores the
+// same snapshot, as BenchmarkFloor does) allocates nothing on one thread — mapped, under a trunk
+// budget and with the expert cache — and nothing on two threads where every mat-vec is too small
+// to split (the fixture models). What a growing context adds is amortized: the MLA cache and the
+// id list grow by doubling. A split mat-vec on two threads still allocates its chunks' views and
+// the pool call (see internal/poolmat), and an expert-cache miss its matrix views.
+func TestDecodeStepAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, dir := range fixtures.Models(t) {
+		for _, c := range []struct {
+			name    string
+			threads int
+			opts    []k3.Option
+		}{
+			{"mapped", 1, nil},
+			{"mapped-2-threads", 2, nil},
+			{"trunk-pinned", 1, []k3.Option{k3.WithTrunkBudget(1 << 30)}},
+			{"cache", 1, []k3.Option{k3.WithCacheBudget(1 << 30)}},
+		} {
+			t.Run(fmt.Sprintf("%s/%s", filepath.Base(dir), c.name), func(t *testing.T) {
+				m, err := k3.Open(dir, append(c.opts, k3.WithThreads(c.threads))...)
+				require.NoError(t, err)
+				defer m.Close()
+				s := m.NewSession()
+				ctx := context.Background()
+				require.NoError(t, s.Prefill(ctx, []int{1, 2, 3}))
+				snap, err := s.Snapshot()
+				require.NoError(t, err)
+				require.NoError(t, s.Step(ctx, 4)) // buffers reach their decode size, experts are cached
+				allocs := testing.AllocsPerRun(20, func() {
+					if err := s.Restore(snap); err != nil {
+						t.Fatal(err)
+					}
+					if err := s.Step(ctx, 4); err != nil {
+						t.Fatal(err)
+					}
+				})
+				assert.Zero(t, allocs, "allocations per decode step")
+			})
+		}
+	}
+}
