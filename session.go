@@ -307,6 +307,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	if err := st.Reset(h, T, E); err != nil {
 		return nil, fmt.Errorf("k3: forward: %w", err)
 	}
+	defer st.Drop()
 	// One guard for the whole walk (its workers re-raise faults on this goroutine), not one
 	// closure per layer: at is the layer running when a mapped read faults.
 	var lerr error

@@ -38,9 +38,16 @@ func (s *Stream) Reset(h []float32, T, E int) error {
 	if T <= 0 || E <= 0 || len(h) != T*E {
 		return fmt.Errorf("nn: stream: len(h)=%d, want T·E = %d·%d", len(h), T, E)
 	}
-	clear(s.Blocks)
-	*s = Stream{T: T, E: E, H: h, Blocks: s.Blocks[:0]}
+	s.Drop()
+	s.T, s.E, s.H = T, E, h
 	return nil
+}
+
+// Drop lets go of the stream's buffers, keeping its block list's capacity for Reset, so that a
+// stream kept between passes does not hold a long prefill's memory.
+func (s *Stream) Drop() {
+	clear(s.Blocks)
+	*s = Stream{Blocks: s.Blocks[:0]}
 }
 
 // Aggregate applies agg over Blocks ++ [H] at every position into dst
