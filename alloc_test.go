@@ -17,8 +17,9 @@ import (
 // same snapshot, as BenchmarkFloor does) allocates nothing on one thread — mapped, under a trunk
 // budget and with the expert cache — and nothing on two threads where every mat-vec is too small
 // to split (the fixture models). What a growing context adds is amortized: the MLA cache and the
-// id list grow by doubling. A split mat-vec on two threads still allocates its chunks' views and
-// the pool call (see internal/poolmat), and an expert-cache miss its matrix views.
+// id list grow by doubling. On two threads a split mat-vec allocates nothing either (the pool's
+// job, a recycled task and row ranges without views); the parallel loops of KDA, MoE, MLA and the
+// short convolution still start goroutines per call, and an expert-cache miss builds its views.
 func TestDecodeStepAllocatesNothing(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")

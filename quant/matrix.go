@@ -53,6 +53,17 @@ type Scheduler interface {
 	MatMulWorkers(dst []float32, stride int, x []float32, n, workers int)
 }
 
+// RowRanger is implemented by matrices that multiply a range of their rows without building a
+// view: Slice returns a new Matrix, which allocates, and a scheduler that splits every mat-vec of
+// a decode step into chunks would otherwise allocate per chunk. The results are those of
+// Slice(lo, hi).MatVec and Slice(lo, hi).MatMul, bit for bit.
+type RowRanger interface {
+	MatVecRows(dst, x []float32, lo, hi int)
+	MatMulRows(dst []float32, stride int, x []float32, n, lo, hi int)
+}
+
+var _ RowRanger = (*plain)(nil)
+
 // minRowGrain is a floor on the rows of a chunk, whatever the width.
 const minRowGrain = 16
 

@@ -105,6 +105,25 @@ func (m *plain) Slice(lo, hi int) Matrix {
 	return &plain{f: m.f, rows: hi - lo, cols: m.cols, esize: m.esize, data: m.data[lo*rb : hi*rb : hi*rb]}
 }
 
+// MatVecRows implements RowRanger: Slice(lo, hi).MatVec without the view.
+func (m *plain) MatVecRows(dst, x []float32, lo, hi int) {
+	v := m.rowsView(lo, hi)
+	v.MatVec(dst, x)
+}
+
+// MatMulRows implements RowRanger: Slice(lo, hi).MatMul without the view.
+func (m *plain) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi int) {
+	v := m.rowsView(lo, hi)
+	v.MatMul(dst, stride, x, n)
+}
+
+// rowsView is Slice(lo, hi) as a value, which stays on the caller's stack.
+func (m *plain) rowsView(lo, hi int) plain {
+	checkSlice(m.f.String(), m.rows, lo, hi)
+	rb := m.cols * m.esize
+	return plain{f: m.f, rows: hi - lo, cols: m.cols, esize: m.esize, data: m.data[lo*rb : hi*rb : hi*rb]}
+}
+
 func (m *plain) DecodeRow(dst []float32, r int) {
 	checkRow(m.f.String(), m.rows, m.cols, r, len(dst))
 	rb := m.cols * m.esize

@@ -29,24 +29,41 @@ import (
 type Pool struct {
 	helpers int
 	busy    sync.Mutex // held by the call in flight
-	job     atomic.Pointer[poolJob]
-	wake    chan struct{}
-	quit    chan struct{}
-	done    sync.WaitGroup
+	// gen is odd while job is published. The caller rewrites job only when no helper is
+	// inside it; a helper enters only if gen still holds the value it saw, so a late one
+	// never reads a job being rewritten.
+	gen    atomic.Uint64
+	inside atomic.Int32
+	job    poolJob
+	wake   chan struct{}
+	quit   chan struct{}
+	done   sync.WaitGroup
 }
 
 // SpinWindow is how long a helper keeps polling for the next call before it
 // parks. It bounds the processor time an idle pool burns after each call.
 const SpinWindow = 100 * time.Microsecond
 
+// Task is work over index ranges; Pool.Run calls Run(lo, hi) once per chunk, from several
+// goroutines at once. A pointer to a reused struct makes a call that allocates nothing, which a
+// func literal capturing its arguments cannot.
+type Task interface {
+	Run(lo, hi int)
+}
+
+// funcTask adapts a func to Task; a func value fits an interface without allocating.
+type funcTask func(lo, hi int)
+
+func (f funcTask) Run(lo, hi int) { f(lo, hi) }
+
 // poolJob is one call: chunk i of k is [Bounds(n, k, i)).
 type poolJob struct {
-	n, k  int
-	fn    func(lo, hi int)
-	next  atomic.Int64 // next chunk to claim
-	left  atomic.Int64 // chunks not yet finished
-	once  sync.Once
-	panic any
+	n, k     int
+	task     Task
+	next     atomic.Int64 // next chunk to claim
+	left     atomic.Int64 // chunks not yet finished
+	panicked atomic.Bool
+	panic    any
 }
 
 // NewPool starts workers−1 helpers (the caller of For is the last worker).
@@ -90,14 +107,18 @@ func (p *Pool) helper() {
 	// caller can recover (see For), not a crash. Helpers live for the pool,
 	// so this is set once.
 	debug.SetPanicOnFault(true)
-	var last *poolJob
+	var last uint64
 	for {
 		until := time.Now().Add(SpinWindow)
 		for {
-			if j := p.job.Load(); j != nil && j != last {
-				last = j
-				j.work()
-				until = time.Now().Add(SpinWindow)
+			if g := p.gen.Load(); g&1 == 1 && g != last {
+				p.inside.Add(1)
+				if p.gen.Load() == g {
+					last = g
+					p.job.work()
+					until = time.Now().Add(SpinWindow)
+				}
+				p.inside.Add(-1)
 				continue
 			}
 			if time.Now().After(until) {
@@ -128,11 +149,11 @@ func (j *poolJob) work() {
 
 func (j *poolJob) run(lo, hi int) {
 	defer func() {
-		if r := recover(); r != nil {
-			j.once.Do(func() { j.panic = r })
+		if r := recover(); r != nil && j.panicked.CompareAndSwap(false, true) {
+			j.panic = r
 		}
 	}()
-	j.fn(lo, hi)
+	j.task.Run(lo, hi)
 }
 
 // For is For(n, workers, grain, fn) on the pool: the same chunks, at most
@@ -140,25 +161,37 @@ func (j *poolJob) run(lo, hi int) {
 // panic in any chunk is re-raised on the caller after every chunk has
 // returned.
 func (p *Pool) For(n, workers, grain int, fn func(lo, hi int)) {
+	p.Run(n, workers, grain, funcTask(fn))
+}
+
+// Run is For with the work given as a Task. A call that the pool runs allocates nothing.
+func (p *Pool) Run(n, workers, grain int, t Task) {
 	if p == nil {
-		For(n, workers, grain, fn)
+		For(n, workers, grain, t.Run)
 		return
 	}
 	k := Chunks(n, min(workers, p.Workers()), grain)
 	if k <= 1 {
 		if k == 1 {
-			fn(0, n)
+			t.Run(0, n)
 		}
 		return
 	}
 	if !p.busy.TryLock() {
-		For(n, workers, grain, fn)
+		For(n, workers, grain, t.Run)
 		return
 	}
 	defer p.busy.Unlock()
-	j := &poolJob{n: n, k: k, fn: fn}
+	// A helper may still be leaving the previous call's job.
+	for p.inside.Load() != 0 {
+		runtime.Gosched()
+	}
+	j := &p.job
+	j.n, j.k, j.task, j.panic = n, k, t, nil
+	j.next.Store(0)
 	j.left.Store(int64(k))
-	p.job.Store(j)
+	j.panicked.Store(false)
+	p.gen.Add(1) // publish
 	for range p.helpers {
 		select {
 		case p.wake <- struct{}{}:
@@ -171,8 +204,10 @@ func (p *Pool) For(n, workers, grain int, fn func(lo, hi int)) {
 	for j.left.Load() > 0 {
 		runtime.Gosched()
 	}
-	p.job.CompareAndSwap(j, nil)
-	if j.panic != nil {
-		panic(j.panic)
+	p.gen.Add(1) // withdraw
+	pv := j.panic
+	j.task, j.panic = nil, nil // hold no references between calls
+	if pv != nil {
+		panic(pv)
 	}
 }

@@ -8,6 +8,8 @@
 package poolmat
 
 import (
+	"sync"
+
 	"github.com/k3-project/k3/internal/parallel"
 	"github.com/k3-project/k3/quant"
 )
@@ -28,9 +30,9 @@ func MatVec(p *parallel.Pool, m quant.Matrix, dst, x []float32, workers int) {
 		m.MatVec(dst, x) // inline, without the closure and the row view a split costs
 		return
 	}
-	p.For(m.Rows(), workers, grain, func(lo, hi int) {
-		m.Slice(lo, hi).MatVec(dst[lo:hi], x)
-	})
+	t := getTask(m, dst, x, 0, 0)
+	p.Run(m.Rows(), workers, grain, t)
+	putTask(t)
 }
 
 // MatMul is quant.MatMulParallel(m, dst, stride, x, n, workers) with the chunks run on p (nil
@@ -45,14 +47,51 @@ func MatMul(p *parallel.Pool, m quant.Matrix, dst []float32, stride int, x []flo
 		m.MatMul(dst, stride, x, n)
 		return
 	}
-	p.For(m.Rows(), workers, grain, func(lo, hi int) {
-		m.Slice(lo, hi).MatMul(dst[lo:], stride, x, n)
-	})
+	t := getTask(m, dst, x, stride, n)
+	p.Run(m.Rows(), workers, grain, t)
+	putTask(t)
+}
+
+// task is one split call. Tasks are recycled through a sync.Pool (like the kernels' scratch,
+// it holds nothing a caller can observe): a closure capturing the arguments would be allocated
+// on every call, and so would a view per chunk where the matrix is not a quant.RowRanger.
+type task struct {
+	m         quant.Matrix
+	dst, x    []float32
+	stride, n int // n == 0: a mat-vec
+}
+
+var tasks = sync.Pool{New: func() any { return new(task) }}
+
+func getTask(m quant.Matrix, dst, x []float32, stride, n int) *task {
+	t := tasks.Get().(*task)
+	*t = task{m: m, dst: dst, x: x, stride: stride, n: n}
+	return t
+}
+
+func putTask(t *task) {
+	*t = task{}
+	tasks.Put(t)
+}
+
+// Run implements parallel.Task.
+func (t *task) Run(lo, hi int) {
+	rr, ranged := t.m.(quant.RowRanger)
+	switch {
+	case t.n == 0 && ranged:
+		rr.MatVecRows(t.dst[lo:hi], t.x, lo, hi)
+	case t.n == 0:
+		t.m.Slice(lo, hi).MatVec(t.dst[lo:hi], t.x)
+	case ranged:
+		rr.MatMulRows(t.dst[lo:], t.stride, t.x, t.n, lo, hi)
+	default:
+		t.m.Slice(lo, hi).MatMul(t.dst[lo:], t.stride, t.x, t.n)
+	}
 }
 
 // Matrix is a resident matrix whose quant.MatVecParallel and MatMulParallel calls run on Pool
 // (it implements quant.Scheduler). Build it once, at bind time: boxing one per call would
-// allocate on every mat-vec.
+// allocate on every mat-vec. A split call on a quant.RowRanger allocates nothing.
 type Matrix struct {
 	quant.Matrix
 	Pool *parallel.Pool

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/race"
 	"github.com/k3-project/k3/quant"
 	"github.com/stretchr/testify/require"
 )
@@ -70,4 +71,23 @@ func TestWrapKeepsRows(t *testing.T) {
 	require.Equal(t, want, got)
 	require.Equal(t, m, Wrap(m, nil))
 	require.Nil(t, Wrap(nil, p))
+}
+
+// TestSplitAllocatesNothing: a split mat-vec and mat-mul on the pool allocate nothing once
+// warm (the pool's job is reused, the task recycled, rows taken without views).
+func TestSplitAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, err := quant.NewBF16(1024, 2048, randBF16(rng, 1024, 2048))
+	require.NoError(t, err)
+	p := parallel.NewPool(2)
+	defer p.Close()
+	x := make([]float32, 2*2048)
+	dst := make([]float32, 2*1024)
+	require.Greater(t, parallel.Chunks(1024, 2, max(minRows, parallel.Grain(2048))), 1, "the call must split")
+	MatVec(p, m, dst[:1024], x[:2048], 2)
+	require.Zero(t, testing.AllocsPerRun(50, func() { MatVec(p, m, dst[:1024], x[:2048], 2) }))
+	require.Zero(t, testing.AllocsPerRun(50, func() { MatMul(p, m, dst, 1024, x, 2, 2) }))
 }
