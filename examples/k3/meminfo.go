@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -108,7 +109,7 @@ func meminfoField(b []byte, name string) (int64, error) {
 			return 0, fmt.Errorf("meminfo: %s: malformed line %q", name, sc.Text())
 		}
 		n, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil || n < 0 || n > 1<<53 {
+		if err != nil || n < 0 || n > math.MaxInt64/1024 { // the byte count must fit an int64
 			return 0, fmt.Errorf("meminfo: %s: malformed value %q", name, f[0])
 		}
 		return n * 1024, nil

@@ -172,3 +172,15 @@ func TestParseManifest(t *testing.T) {
 		assert.Error(t, err, strconv.Itoa(i))
 	}
 }
+
+// TestMeminfoFieldOverflow: a value whose byte count does not fit an int64 is refused (the
+// fuzzer found 2^53 kB wrapping to −2^63).
+func TestMeminfoFieldOverflow(t *testing.T) {
+	v, err := meminfoField([]byte("MemAvailable: 9007199254740991 kB\n"), "MemAvailable")
+	if err != nil || v != 9007199254740991*1024 {
+		t.Fatalf("2^53−1 kB: %d, %v", v, err)
+	}
+	if v, err := meminfoField([]byte("MemAvailable: 9007199254740992 kB\n"), "MemAvailable"); err == nil {
+		t.Fatalf("2^53 kB accepted as %d", v)
+	}
+}
