@@ -18,19 +18,11 @@ import (
 // first eight bytes and the length. It is a bijection on 8-byte tokens, so
 // anyone can invert it and choose tokens whose hashes share their low bits:
 // every insert then walks the same probe chain and loading is quadratic.
-func fixedHash8(k uint64) uint64 { return splitmix(k ^ lenMix8) }
+func fixedHash8(k uint64) uint64 { return mix64(k ^ lenMix8) }
 
 // lenMix8 is 8·0x9E3779B97F4A7C15 mod 2^64, the former length term.
 var lenMix8 = func() uint64 { g := uint64(0x9E3779B97F4A7C15); return 8 * g }()
 
-func splitmix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
 
 // inverse returns the multiplicative inverse of odd a modulo 2^64 (Newton).
 func inverse(a uint64) uint64 {
