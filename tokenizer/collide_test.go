@@ -23,7 +23,6 @@ func fixedHash8(k uint64) uint64 { return mix64(k ^ lenMix8) }
 // lenMix8 is 8·0x9E3779B97F4A7C15 mod 2^64, the former length term.
 var lenMix8 = func() uint64 { g := uint64(0x9E3779B97F4A7C15); return 8 * g }()
 
-
 // inverse returns the multiplicative inverse of odd a modulo 2^64 (Newton).
 func inverse(a uint64) uint64 {
 	x := a
