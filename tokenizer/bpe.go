@@ -19,7 +19,7 @@ func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 	}
 	if len(piece) > memoMaxPiece {
 		if len(piece) < heapThreshold {
-			return r.bpeSmall(dst, piece, sc)
+			return r.bpeArray(dst, piece, sc)
 		}
 		return r.bpeHeap(dst, piece, sc, nil)
 	}
@@ -30,9 +30,22 @@ func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 		return dst
 	}
 	from := len(dst)
-	dst = r.bpeSmall(dst, piece, sc)
+	dst = r.bpeArray(dst, piece, sc)
 	sc.remember(piece, dst[from:])
 	return dst
+}
+
+// bpeArray merges a piece short enough for the array algorithms, by
+// characters if it has any outside ASCII.
+func (r *Ranks) bpeArray(dst []int, piece string, sc *scratch) []int {
+	if sc.chars != nil {
+		for i := 0; i < len(piece); i++ {
+			if piece[i] >= 0x80 {
+				return r.bpeChars(dst, piece, sc)
+			}
+		}
+	}
+	return r.bpeSmall(dst, piece, sc)
 }
 
 // The merges of a piece depend on nothing but its bytes, and real text
@@ -71,14 +84,18 @@ func (sc *scratch) remember(piece string, ids []int) {
 
 // scratch holds buffers reused across the pieces of one Encode call.
 type scratch struct {
-	char3   *char3Table // the encoding's 3-byte token ranks; nil: none
-	starts  []int32     // bpeSmall: start of each part, then the piece's end
-	ranks   []uint32    // bpeSmall: rank of the pair starting at each part
-	parts   []heapPart
-	heap    mergeHeap
-	memo    map[string]memoSpan
-	memoIDs []int32
-	merged  int // pieces merged while there is no memo
+	char3  *char3Table // the encoding's 3-byte token ranks; nil: none
+	chars  *charTable  // the encoding's bpeChars table; nil: none
+	starts []int32     // bpeSmall: start of each part, then the piece's end
+	ranks  []uint32    // bpeSmall: rank of the pair starting at each part
+	toks   []uint32    // bpeChars: token of each part
+	// charStats, if set (tests only), counts bpeChars' decisions.
+	charStats *charStats
+	parts     []heapPart
+	heap      mergeHeap
+	memo      map[string]memoSpan
+	memoIDs   []int32
+	merged    int // pieces merged while there is no memo
 }
 
 // char3Table holds, for every code point U+0800..U+FFFF, the rank of its

@@ -61,6 +61,7 @@ type Encoding struct {
 	maxID    int
 	kimiCuts bool
 	char3    *char3Table
+	chars    *charTable
 }
 
 // New validates spec and builds an encoding.
@@ -103,8 +104,9 @@ func New(spec Spec) (*Encoding, error) {
 	for i := range all {
 		all[i] = true
 	}
+	char3 := newChar3Table(spec.Ranks)
 	return &Encoding{name: spec.Name, ranks: spec.Ranks, split: spec.Split, specials: set, byID: byID, allowAll: all, maxID: maxID, kimiCuts: spec.KimiCuts,
-		char3: newChar3Table(spec.Ranks)}, nil
+		char3: char3, chars: newCharTable(spec.Ranks, char3)}, nil
 }
 
 // Name returns the encoding's name.
@@ -253,7 +255,7 @@ func (e *Encoding) EncodeBatch(texts []string, mode Mode, workers int) ([][]int,
 	work := func() {
 		// One scratch per worker: its memo then serves all of the worker's
 		// texts, and ids never depend on which worker encoded a text.
-		sc := &scratch{char3: e.char3}
+		sc := e.newScratch()
 		for {
 			i := int(next.Add(1) - 1)
 			if i >= len(texts) {
@@ -276,8 +278,11 @@ func (e *Encoding) EncodeBatch(texts []string, mode Mode, workers int) ([][]int,
 	return out, nil
 }
 
+// newScratch returns buffers for one Encode call or one EncodeBatch worker.
+func (e *Encoding) newScratch() *scratch { return &scratch{char3: e.char3, chars: e.chars} }
+
 func (e *Encoding) encode(text string, p policy) ([]int, error) {
-	return e.encodeScratch(text, p, &scratch{char3: e.char3})
+	return e.encodeScratch(text, p, e.newScratch())
 }
 
 // encodeScratch is encode with the caller's scratch.

@@ -71,11 +71,21 @@ func pack8(s string) uint64 {
 		return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 	}
-	var t uint64
-	for i := 0; i < len(s); i++ {
-		t |= uint64(s[i]) << (8 * i)
+	// Two overlapping loads cover 2..7 bytes without a loop; the bytes
+	// they share land in the same place in both.
+	switch n := len(s); {
+	case n >= 4:
+		lo := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
+		hi := uint64(s[n-4]) | uint64(s[n-3])<<8 | uint64(s[n-2])<<16 | uint64(s[n-1])<<24
+		return lo | hi<<(8*(n-4))
+	case n >= 2:
+		lo := uint64(s[0]) | uint64(s[1])<<8
+		hi := uint64(s[n-2]) | uint64(s[n-1])<<8
+		return lo | hi<<(8*(n-2))
+	case n == 1:
+		return uint64(s[0])
 	}
-	return t
+	return 0
 }
 
 // lookup finds the rank of token s.

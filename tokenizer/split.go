@@ -93,6 +93,20 @@ func decodeAt(tab []uint8, s string, i int) (rune, int, uint8) {
 	if b < utf8.RuneSelf {
 		return rune(b), 1, tab[b]
 	}
+	// Most of a non-Latin text is 2- and 3-byte characters whose lead byte
+	// allows every continuation byte; utf8.DecodeRuneInString is not
+	// inlined, so decode those here and leave the rest to it.
+	if i+1 < len(s) && b >= 0xc2 && b < 0xe0 {
+		if c1 := s[i+1]; c1&0xc0 == 0x80 {
+			c := rune(b&0x1f)<<6 | rune(c1&0x3f)
+			return c, 2, classOf(tab, c)
+		}
+	} else if i+2 < len(s) && b > 0xe0 && b < 0xf0 && b != 0xed {
+		if c1, c2 := s[i+1], s[i+2]; c1&0xc0 == 0x80 && c2&0xc0 == 0x80 {
+			c := rune(b&0x0f)<<12 | rune(c1&0x3f)<<6 | rune(c2&0x3f)
+			return c, 3, classOf(tab, c)
+		}
+	}
 	c, sz := utf8.DecodeRuneInString(s[i:])
 	return c, sz, classOf(tab, c)
 }
