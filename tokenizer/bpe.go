@@ -11,27 +11,51 @@ const noRank = math.MaxUint32
 // bpe appends the ranks of piece (SPEC §10.5): the piece's own rank if it is
 // a token, else the result of lowest-rank-first, leftmost-on-ties merging.
 func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
-	if len(piece) == 1 {
+	switch len(piece) {
+	case 1:
 		return append(dst, int(r.byte1[piece[0]]))
-	}
-	if rk, ok := r.lookup(piece); ok {
-		return append(dst, int(rk))
+	case 2:
+		if rk, ok := r.lookup(piece); ok {
+			return append(dst, int(rk))
+		}
+		return append(dst, int(r.byte1[piece[0]]), int(r.byte1[piece[1]]))
 	}
 	if len(piece) > memoMaxPiece {
+		if rk, ok := r.lookup(piece); ok {
+			return append(dst, int(rk))
+		}
 		if len(piece) < heapThreshold {
 			return r.bpeArray(dst, piece, sc)
 		}
 		return r.bpeHeap(dst, piece, sc, nil)
 	}
-	if sp, ok := sc.memo[piece]; ok {
-		for _, id := range sc.memoIDs[sp.off : sp.off+sp.n] {
-			dst = append(dst, int(id))
+	// One hash serves the rank table and the memo.
+	k := pack8(piece)
+	h := r.hash(piece, k)
+	if rk, ok := r.probe(piece, k, h); ok {
+		return append(dst, int(rk))
+	}
+	var slot *memoSlot
+	if sc.memo != nil {
+		slot = &sc.memo[h>>(64-memoBits)]
+		if slot.n > 0 && slot.piece == piece {
+			for _, id := range slot.ids[:slot.n] {
+				dst = append(dst, int(id))
+			}
+			return dst
 		}
-		return dst
+	} else if sc.merged++; sc.merged == memoAfter {
+		// A short text never pays for the memo.
+		sc.memo = new([1 << memoBits]memoSlot)
 	}
 	from := len(dst)
 	dst = r.bpeArray(dst, piece, sc)
-	sc.remember(piece, dst[from:])
+	if ids := dst[from:]; slot != nil && len(ids) <= len(slot.ids) {
+		slot.piece, slot.n = piece, uint32(len(ids))
+		for i, id := range ids {
+			slot.ids[i] = uint32(id)
+		}
+	}
 	return dst
 }
 
@@ -50,36 +74,24 @@ func (r *Ranks) bpeArray(dst []int, piece string, sc *scratch) []int {
 
 // The merges of a piece depend on nothing but its bytes, and real text
 // repeats its words: a piece that is not itself a token costs tens of rank
-// lookups to merge (about a microsecond for a run of CJK), a repeated one a
-// single map probe. The memo lives in the scratch of one Encode call (or of
-// one EncodeBatch worker), so it holds no state between calls, and it is
-// bounded so that no input makes it grow without limit.
+// lookups to merge, a repeated one a probe of the memo, a direct-mapped
+// cache indexed by the hash already computed to look the piece up. A piece
+// that maps to a taken slot replaces its occupant, so the memo never grows:
+// the common words of a text in a word-based script stay in it, and the
+// rarely repeating runs of CJK text pass through it for the price of a
+// store. It lives in the scratch of one Encode call (or of one EncodeBatch
+// worker) and holds no state between calls.
 const (
-	memoMaxPiece   = 64      // longest piece remembered, in bytes
-	memoMaxEntries = 1 << 16 // pieces remembered per scratch
-	memoMaxIDs     = 1 << 20 // ids remembered per scratch
-	memoAfter      = 32      // merged pieces seen before a memo is made
+	memoMaxPiece = 64 // longest piece remembered, in bytes
+	memoBits     = 12 // log2 of the memo's slots (192 KiB)
+	memoAfter    = 32 // pieces merged before the memo is made
 )
 
-// memoSpan locates a remembered piece's ids in scratch.memoIDs.
-type memoSpan struct{ off, n int32 }
-
-// remember records the ids of piece, unless the memo is full.
-func (sc *scratch) remember(piece string, ids []int) {
-	if len(sc.memo) >= memoMaxEntries || len(sc.memoIDs)+len(ids) > memoMaxIDs {
-		return
-	}
-	if sc.memo == nil {
-		// A short text never pays for the map.
-		if sc.merged++; sc.merged < memoAfter {
-			return
-		}
-		sc.memo = make(map[string]memoSpan, 256)
-	}
-	sc.memo[piece] = memoSpan{int32(len(sc.memoIDs)), int32(len(ids))}
-	for _, id := range ids {
-		sc.memoIDs = append(sc.memoIDs, int32(id))
-	}
+// memoSlot remembers the ids of one piece; n = 0 marks it empty.
+type memoSlot struct {
+	piece string
+	n     uint32
+	ids   [7]uint32
 }
 
 // scratch holds buffers reused across the pieces of one Encode call.
@@ -89,13 +101,12 @@ type scratch struct {
 	starts []int32     // bpeSmall: start of each part, then the piece's end
 	ranks  []uint32    // bpeSmall: rank of the pair starting at each part
 	toks   []uint32    // bpeChars: token of each part
+	parts  []heapPart
+	heap   mergeHeap
+	memo   *[1 << memoBits]memoSlot
+	merged int // pieces merged while there is no memo
 	// charStats, if set (tests only), counts bpeChars' decisions.
 	charStats *charStats
-	parts     []heapPart
-	heap      mergeHeap
-	memo      map[string]memoSpan
-	memoIDs   []int32
-	merged    int // pieces merged while there is no memo
 }
 
 // char3Table holds, for every code point U+0800..U+FFFF, the rank of its

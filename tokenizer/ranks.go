@@ -101,7 +101,12 @@ func (r *Ranks) lookup(s string) (uint32, bool) {
 		return 0, false
 	}
 	k := pack8(s)
-	h := r.hash(s, k)
+	return r.probe(s, k, r.hash(s, k))
+}
+
+// probe is lookup for a string of 3..maxLen bytes with k = pack8(s) and
+// h = r.hash(s, k).
+func (r *Ranks) probe(s string, k, h uint64) (uint32, bool) {
 	if f := h >> r.fshift; r.filter[f>>6]&(1<<(f&63)) == 0 {
 		return 0, false
 	}
