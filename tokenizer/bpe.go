@@ -6,6 +6,10 @@ import "math"
 // it the quadratic scan over a small array is faster.
 const heapThreshold = 100
 
+// charsHeapThreshold is heapThreshold for pieces with bytes outside ASCII,
+// which bpeChars merges in about a third as many parts.
+const charsHeapThreshold = 256
+
 const noRank = math.MaxUint32
 
 // bpe appends the ranks of piece (SPEC §10.5): the piece's own rank if it is
@@ -24,7 +28,7 @@ func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 		if rk, ok := r.lookup(piece); ok {
 			return append(dst, int(rk))
 		}
-		if len(piece) < heapThreshold {
+		if len(piece) < heapThreshold || (len(piece) < charsHeapThreshold && sc.chars != nil && !ascii(piece)) {
 			return r.bpeArray(dst, piece, sc)
 		}
 		return r.bpeHeap(dst, piece, sc, nil)
@@ -37,16 +41,17 @@ func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 	}
 	var slot *memoSlot
 	if sc.memo != nil {
-		slot = &sc.memo[h>>(64-memoBits)]
+		slot = &sc.memo[h>>(64-sc.memoBits)]
 		if slot.n > 0 && slot.piece == piece {
 			for _, id := range slot.ids[:slot.n] {
 				dst = append(dst, int(id))
 			}
 			return dst
 		}
-	} else if sc.merged++; sc.merged == memoAfter {
-		// A short text never pays for the memo.
-		sc.memo = new([1 << memoBits]memoSlot)
+	}
+	if sc.merged++; sc.merged >= memoAfter && sc.memoBits < memoMaxBits && sc.merged > memoGrow*len(sc.memo) {
+		sc.growMemo()
+		slot = nil
 	}
 	from := len(dst)
 	dst = r.bpeArray(dst, piece, sc)
@@ -62,14 +67,19 @@ func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 // bpeArray merges a piece short enough for the array algorithms, by
 // characters if it has any outside ASCII.
 func (r *Ranks) bpeArray(dst []int, piece string, sc *scratch) []int {
-	if sc.chars != nil {
-		for i := 0; i < len(piece); i++ {
-			if piece[i] >= 0x80 {
-				return r.bpeChars(dst, piece, sc)
-			}
-		}
+	if sc.chars != nil && !ascii(piece) {
+		return r.bpeChars(dst, piece, sc)
 	}
 	return r.bpeSmall(dst, piece, sc)
+}
+
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // The merges of a piece depend on nothing but its bytes, and real text
@@ -81,11 +91,30 @@ func (r *Ranks) bpeArray(dst []int, piece string, sc *scratch) []int {
 // rarely repeating runs of CJK text pass through it for the price of a
 // store. It lives in the scratch of one Encode call (or of one EncodeBatch
 // worker) and holds no state between calls.
+//
+// A short text never pays for the memo, and a long one gets a large memo
+// only once it has merged pieces enough to fill it many times over: the
+// memo starts at memoMinBits after memoAfter merged pieces and grows by
+// four times (dropping what it holds) each time the pieces merged since
+// it was sized reach memoGrow per slot, up to memoMaxBits (768 KiB).
 const (
 	memoMaxPiece = 64 // longest piece remembered, in bytes
-	memoBits     = 12 // log2 of the memo's slots (192 KiB)
-	memoAfter    = 32 // pieces merged before the memo is made
+	memoAfter    = 32
+	memoMinBits  = 8
+	memoMaxBits  = 14
+	memoGrow     = 4
 )
+
+// growMemo makes the memo memoMinBits or four times larger.
+func (sc *scratch) growMemo() {
+	if sc.memo == nil {
+		sc.memoBits = memoMinBits
+	} else {
+		sc.memoBits = min(sc.memoBits+2, memoMaxBits)
+	}
+	sc.memo = make([]memoSlot, 1<<sc.memoBits)
+	sc.merged = 0
+}
 
 // memoSlot remembers the ids of one piece; n = 0 marks it empty.
 type memoSlot struct {
@@ -96,15 +125,16 @@ type memoSlot struct {
 
 // scratch holds buffers reused across the pieces of one Encode call.
 type scratch struct {
-	char3  *char3Table // the encoding's 3-byte token ranks; nil: none
-	chars  *charTable  // the encoding's bpeChars table; nil: none
-	starts []int32     // bpeSmall: start of each part, then the piece's end
-	ranks  []uint32    // bpeSmall: rank of the pair starting at each part
-	toks   []uint32    // bpeChars: token of each part
-	parts  []heapPart
-	heap   mergeHeap
-	memo   *[1 << memoBits]memoSlot
-	merged int // pieces merged while there is no memo
+	char3    *char3Table // the encoding's 3-byte token ranks; nil: none
+	chars    *charTable  // the encoding's bpeChars table; nil: none
+	starts   []int32     // bpeSmall: start of each part, then the piece's end
+	ranks    []uint32    // bpeSmall: rank of the pair starting at each part
+	toks     []uint32    // bpeChars: token of each part
+	parts    []heapPart
+	heap     mergeHeap
+	memo     []memoSlot // 1<<memoBits slots, or nil
+	memoBits uint
+	merged   int // pieces merged since the memo was sized
 	// charStats, if set (tests only), counts bpeChars' decisions.
 	charStats *charStats
 }

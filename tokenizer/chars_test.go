@@ -38,7 +38,11 @@ func charPieces(r *Ranks, ct *charTable, rng *rand.Rand, count int) []string {
 	var b strings.Builder
 	for len(pieces) < count {
 		b.Reset()
-		for b.Len() < 2+rng.Intn(90) {
+		size := 2 + rng.Intn(90)
+		if rng.Intn(10) == 0 {
+			size = 2 + rng.Intn(charsHeapThreshold)
+		}
+		for b.Len() < size {
 			switch x := rng.Intn(10); {
 			case x < 2 && len(early) > 0:
 				b.WriteString(early[rng.Intn(len(early))])

@@ -358,10 +358,22 @@ func (e *Encoding) encodePiece(dst []int, tab []uint8, s string, base int, p pol
 func (e *Encoding) encodeOrdinary(dst []int, tab []uint8, s string, sc *scratch) []int {
 	for i := 0; i < len(s); {
 		j := e.split.next(tab, s, i)
+		if cap(dst)-len(dst) < j-i {
+			dst = grow(dst, j-i)
+		}
 		dst = e.ranks.bpe(dst, s[i:j], sc)
 		i = j
 	}
 	return dst
+}
+
+// grow returns dst with room for n more ids. It doubles: append's growth
+// for large slices (about 1.25×) copies the ids of a long text several
+// times over, which costs as much as splitting it.
+func grow(dst []int, n int) []int {
+	d := make([]int, len(dst), max(2*cap(dst), len(dst)+n))
+	copy(d, dst)
+	return d
 }
 
 // CountTokens returns len(Encode(text, mode)).
