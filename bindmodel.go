@@ -126,12 +126,12 @@ func (m *Model) bindLayer(b *binder, l int) error {
 	if c.IsMLA(l) {
 		lay.mla, err = attention.NewMLA(attention.MLAConfig{
 			Hidden: E, Heads: c.MLAHeads, QLoRA: c.QLoRA, KVLoRA: c.KVLoRA, NoPE: c.QKNope, Rope: c.QKRope,
-			VHead: c.VHead, OutGate: c.MLAOutGate, RMSEps: m.eps, Workers: m.threads,
+			VHead: c.VHead, OutGate: c.MLAOutGate, RMSEps: m.eps, Workers: m.threads, Pool: m.pool,
 		}, mw)
 	} else {
 		lay.kda, err = attention.NewKDA(attention.KDAConfig{
 			Hidden: E, Heads: c.KDAHeads, HeadDim: c.KDAHeadDim, ConvK: c.ConvK, GateLB: float32(c.GateLB),
-			RMSEps: m.eps, Workers: m.threads,
+			RMSEps: m.eps, Workers: m.threads, Pool: m.pool,
 		}, kw)
 	}
 	if err != nil {

@@ -77,7 +77,7 @@ func (m *Model) bindFFN(b *binder, l int) func() (ffn, error) {
 		gate := b.matrix(p+"gate_proj.weight", c.DenseInter, E, classTrunk)
 		up := b.matrix(p+"up_proj.weight", c.DenseInter, E, classTrunk)
 		down := b.matrix(p+"down_proj.weight", E, c.DenseInter, classTrunk)
-		return func() (ffn, error) { return moe.NewDense(gate, up, down, beta1, beta2, m.threads) }
+		return func() (ffn, error) { return moe.NewDensePool(gate, up, down, beta1, beta2, m.threads, m.pool) }
 	}
 	p := lp + "block_sparse_moe."
 	SI := c.NumShared * c.MoEInter
@@ -120,7 +120,7 @@ func (m *Model) bindFFN(b *binder, l int) func() (ffn, error) {
 	cfg := moe.Config{
 		Layer: l, Hidden: E, Latent: c.Latent, Inter: c.MoEInter, TopK: c.TopK,
 		RoutedScale: float32(c.RoutedScale), Renorm: c.MoERenorm, LatentNorm: c.LatentNorm,
-		Beta1: beta1, Beta2: beta2, RMSEps: m.eps, Workers: m.threads,
+		Beta1: beta1, Beta2: beta2, RMSEps: m.eps, Workers: m.threads, Pool: m.pool,
 	}
 	return func() (ffn, error) {
 		mo, err := moe.New(cfg, w, src)

@@ -36,14 +36,19 @@ func TestOutputDigests(t *testing.T) {
 	chunks := []int{9, 1, 1, 5, 1, 1, 1, 2}
 	// These layers are too small for the heads to be split by default, so
 	// the runs with minWork 1 force the split the large layers take.
-	for _, run := range []struct{ workers, minWork int }{{1, parallel.MinWork}, {2, parallel.MinWork}, {3, parallel.MinWork}, {2, 1}, {3, 1}} {
+	// The runs with a pool split on its helpers (a pool of 2 under 3 workers
+	// caps the split at 2 chunks).
+	for _, run := range []struct{ workers, minWork, pool int }{{1, parallel.MinWork, 0}, {2, parallel.MinWork, 0}, {3, parallel.MinWork, 0},
+		{2, 1, 0}, {3, 1, 0}, {2, 1, 2}, {3, 1, 2}, {3, 1, 3}} {
 		workers := run.workers
-		k, err := NewKDA(KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K, GateLB: -5, RMSEps: 1e-5, Workers: workers}, kw)
+		pool := parallel.NewPool(run.pool)
+		defer pool.Close()
+		k, err := NewKDA(KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K, GateLB: -5, RMSEps: 1e-5, Workers: workers, Pool: pool}, kw)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m, err := NewMLA(MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
-			OutGate: true, RMSEps: 1e-5, Workers: workers}, mw)
+			OutGate: true, RMSEps: 1e-5, Workers: workers, Pool: pool}, mw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +71,7 @@ func TestOutputDigests(t *testing.T) {
 		}
 		for name, want := range digestRecords {
 			if got[name] != want {
-				t.Errorf("workers=%d minWork=%d: %s digest %#x, recorded %#x", workers, run.minWork, name, got[name], want)
+				t.Errorf("workers=%d minWork=%d pool=%d: %s digest %#x, recorded %#x", workers, run.minWork, run.pool, name, got[name], want)
 			}
 		}
 	}

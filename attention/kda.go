@@ -23,6 +23,9 @@ type KDAConfig struct {
 	// Workers bounds the goroutines used for mat-mul rows and heads; ≤ 1 runs
 	// serially. Results never depend on it.
 	Workers int
+	// Pool, when set, runs the splits of heads and channels (the mat-muls
+	// split as their matrices do); nil starts goroutines per call.
+	Pool *parallel.Pool
 }
 
 // KDAWeights are the tensors of one KDA layer (`self_attn.` names of SPEC
@@ -214,7 +217,7 @@ func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) 
 	if err := k.checkState(st); err != nil {
 		return err
 	}
-	wk := c.Workers
+	wk := c.Pool.Limit(c.Workers)
 	ws.f32.Reset(6*T*p + T*d + T*h + h*d)
 	kc := &ws.kda
 	*kc = kdaCall{k: k, st: st, T: T,
@@ -230,9 +233,9 @@ func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) 
 	quant.MatMulParallel(k.w.B, kc.b, h, x, T, wk)
 
 	// Shapes were checked above, so the convolutions cannot fail.
-	_ = k.convQ.ForwardParallel(kc.q, kc.q, st.ConvQ, T, wk)
-	_ = k.convK.ForwardParallel(kc.kk, kc.kk, st.ConvK, T, wk)
-	_ = k.convV.ForwardParallel(kc.v, kc.v, st.ConvV, T, wk)
+	_ = k.convQ.ForwardPool(kc.q, kc.q, st.ConvQ, T, wk, c.Pool, &ws.conv)
+	_ = k.convK.ForwardPool(kc.kk, kc.kk, st.ConvK, T, wk, c.Pool, &ws.conv)
+	_ = k.convV.ForwardPool(kc.v, kc.v, st.ConvV, T, wk, c.Pool, &ws.conv)
 
 	// The splits below only take chunks worth a goroutine, so the small
 	// fixture models run inline. A (position, head) pair of prepare or gate
@@ -243,23 +246,11 @@ func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) 
 
 	// Per position and head (independent): normalise q and k, scale q, β,
 	// and the decay α (written over z).
-	if parallel.Chunks(T*h, wk, pairGrain) > 1 {
-		parallel.For(T*h, wk, pairGrain, func(lo, hi int) { kc.prepare(lo, hi) })
-	} else {
-		kc.prepare(0, T*h)
-	}
+	c.Pool.Run(T*h, wk, pairGrain, (*kdaPrepare)(kc))
 	// The recurrence is sequential in t and independent across heads.
-	if parallel.Chunks(h, wk, headGrain) > 1 {
-		parallel.For(h, wk, headGrain, func(lo, hi int) { kc.recur(lo, hi) })
-	} else {
-		kc.recur(0, h)
-	}
+	c.Pool.Run(h, wk, headGrain, (*kdaRecur)(kc))
 	// Head-wise RMSNorm (eps = RMSEps), then the sigmoid gate, then o_proj.
-	if parallel.Chunks(T*h, wk, pairGrain) > 1 {
-		parallel.For(T*h, wk, pairGrain, func(lo, hi int) { kc.gate(lo, hi) })
-	} else {
-		kc.gate(0, T*h)
-	}
+	c.Pool.Run(T*h, wk, pairGrain, (*kdaGate)(kc))
 	quant.MatMulParallel(k.w.O, dst, e, kc.o, T, wk)
 	*kc = kdaCall{} // drop references to the caller's data
 	return nil
@@ -272,6 +263,18 @@ type kdaCall struct {
 	T                           int
 	q, kk, v, g, z, o, fa, b, u []float32
 }
+
+// The three splits of a call as parallel.Tasks: views of the call that
+// reaches Pool.Run as a pointer it already has, so no split allocates.
+type (
+	kdaPrepare kdaCall
+	kdaRecur   kdaCall
+	kdaGate    kdaCall
+)
+
+func (t *kdaPrepare) Run(lo, hi int) { (*kdaCall)(t).prepare(lo, hi) }
+func (t *kdaRecur) Run(lo, hi int)   { (*kdaCall)(t).recur(lo, hi) }
+func (t *kdaGate) Run(lo, hi int)    { (*kdaCall)(t).gate(lo, hi) }
 
 // prepare normalises q and k, scales q, and computes β and α (over z) for
 // the (position, head) pairs [lo, hi).

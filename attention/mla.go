@@ -25,6 +25,9 @@ type MLAConfig struct {
 	// Workers bounds the goroutines used for mat-mul rows and heads; ≤ 1 runs
 	// serially. Results never depend on it.
 	Workers int
+	// Pool, when set, runs the split of the heads (the mat-muls split as
+	// their matrices do); nil starts goroutines per call.
+	Pool *parallel.Pool
 }
 
 // MLAWeights are the tensors of one MLA layer (`self_attn.` names of SPEC
@@ -231,7 +234,7 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 	if c == nil || c.KVLoRA != rkv || c.Rope != dr || len(c.KV)%(rkv+dr) != 0 {
 		return fmt.Errorf("attention: mla: cache does not match the layer (kv_lora=%d rope=%d)", rkv, dr)
 	}
-	wk := cfg.Workers
+	wk := cfg.Pool.Limit(cfg.Workers)
 	p0 := c.Len()
 	kw := rkv + dr
 	n := p0 + T
@@ -274,11 +277,7 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 		s.acc, s.coef = ws.f64.Take(T*rkv), ws.f64.Take(max(dn, 4))
 	}
 	*k = mlaCall{m: m, kv: c.KV, T: T, p0: p0, q: q, a: a, sc: sc}
-	if chunks > 1 {
-		parallel.For(hm, wk, grain, func(lo, hi int) { k.heads(lo, hi) })
-	} else {
-		k.heads(0, hm)
-	}
+	cfg.Pool.Run(hm, wk, grain, (*mlaHeads)(k))
 	*k = mlaCall{sc: sc} // drop references to the caller's data
 
 	if cfg.OutGate {
@@ -309,6 +308,11 @@ type mlaScratch struct {
 	acc  []float64   // [T][Rkv] f64 accumulators of q' and of the mix
 	coef []float64   // axpy coefficients
 }
+
+// mlaHeads is the head split of a call as a parallel.Task.
+type mlaHeads mlaCall
+
+func (t *mlaHeads) Run(lo, hi int) { (*mlaCall)(t).heads(lo, hi) }
 
 // heads runs heads [lo, hi) (see Forward for the evaluation order).
 func (k *mlaCall) heads(lo, hi int) {

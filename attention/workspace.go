@@ -1,6 +1,9 @@
 package attention
 
-import "github.com/k3-project/k3/internal/arena"
+import (
+	"github.com/k3-project/k3/internal/arena"
+	"github.com/k3-project/k3/internal/nn"
+)
 
 // Workspace holds the scratch memory of KDA and MLA Forward calls, so that a
 // steady decode loop allocates nothing. Buffers grow on demand to the
@@ -12,10 +15,11 @@ import "github.com/k3-project/k3/internal/arena"
 // that a later call reads. Layers themselves stay immutable; Forward without
 // a workspace borrows one from a pool owned by the layer.
 type Workspace struct {
-	f32 arena.Arena[float32]
-	f64 arena.Arena[float64]
-	mla mlaCall
-	kda kdaCall
+	f32  arena.Arena[float32]
+	f64  arena.Arena[float64]
+	mla  mlaCall
+	kda  kdaCall
+	conv nn.ConvCall
 }
 
 // NewWorkspace returns an empty workspace.

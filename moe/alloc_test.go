@@ -4,17 +4,31 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/parallel"
 	"github.com/k3-project/k3/internal/race"
 	"github.com/k3-project/k3/quant"
 )
 
-// With a reused Workspace a decode step allocates nothing in this package
-// (one worker; quant's f32 matrices and MemExperts, which fills the
-// workspace's expert slice, allocate nothing either).
+// With a reused Workspace a decode step allocates nothing in this package,
+// on one worker and with the experts and the activation split on a pool
+// (quant's f32 matrices and MemExperts, which fills the workspace's expert
+// slice, allocate nothing either).
 func TestDecodeStepAllocations(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
+	pool := parallel.NewPool(2)
+	defer pool.Close()
+	for _, run := range []struct {
+		name    string
+		workers int
+		pool    *parallel.Pool
+	}{{"one worker", 1, nil}, {"split on a pool", 2, pool}} {
+		t.Run(run.name, func(t *testing.T) { decodeStepAllocations(t, run.workers, run.pool) })
+	}
+}
+
+func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {
 	r := rand.New(rand.NewPCG(3, 4))
 	nm := func(rows, cols int) quant.Matrix {
 		w := make([]float32, rows*cols)
@@ -23,22 +37,25 @@ func TestDecodeStepAllocations(t *testing.T) {
 		}
 		return f32Mat(t, rows, cols, w)
 	}
-	const E, L, I, NE, K, SI = 32, 16, 24, 6, 2, 20
+	const E, L, I, NE, K, SI = 32, 16, 24, 6, 2, 2048 // SI: the activation splits
 	var all []Expert
 	for range NE {
 		all = append(all, Expert{W1: nm(I, L), W3: nm(I, L), W2: nm(L, I)})
 	}
 	src := NewMemExperts(map[int][]Expert{1: all})
 	m, err := New(Config{Layer: 1, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 1, Renorm: true,
-		LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5, Workers: 1},
+		LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5, Workers: workers, Pool: pool},
 		Weights{Gate: nm(NE, E), Down: nm(L, E), Up: nm(E, L), Norm: make([]float32, L),
 			SharedGate: nm(SI, E), SharedUp: nm(SI, E), SharedDown: nm(E, SI)}, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewDense(nm(SI, E), nm(SI, E), nm(E, SI), 4, 25, 1)
+	d, err := NewDensePool(nm(SI, E), nm(SI, E), nm(E, SI), 4, 25, workers, pool)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if pool != nil {
+		m.minWork = 1 // split the experts even on this small layer
 	}
 	x, out, ids := make([]float32, E), make([]float32, E), make([]int, K)
 	for i := range x {

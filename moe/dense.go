@@ -16,13 +16,20 @@ type Dense struct {
 	gate, up, down quant.Matrix
 	beta1, beta2   float32
 	workers        int
-	pool           sync.Pool // *Workspace for calls that bring none
+	splits         *parallel.Pool // runs the activation's split; nil: goroutines per call
+	pool           sync.Pool      // *Workspace for calls that bring none
 }
 
 // NewDense binds a gated MLP: gate and up are [I, E], down is [E, I].
 // beta1/beta2 are f32(situ_beta) and f32(situ_linear_beta); workers bounds
 // the goroutines of the row-parallel mat-muls (results never depend on it).
 func NewDense(gate, up, down quant.Matrix, beta1, beta2 float32, workers int) (*Dense, error) {
+	return NewDensePool(gate, up, down, beta1, beta2, workers, nil)
+}
+
+// NewDensePool is NewDense with the split of the activation run on pool
+// (the mat-muls split as their matrices do).
+func NewDensePool(gate, up, down quant.Matrix, beta1, beta2 float32, workers int, pool *parallel.Pool) (*Dense, error) {
 	if gate == nil || up == nil || down == nil {
 		return nil, fmt.Errorf("moe: dense: gate, up and down are required")
 	}
@@ -34,7 +41,7 @@ func NewDense(gate, up, down quant.Matrix, beta1, beta2 float32, workers int) (*
 	if !(beta1 > 0) || !(beta2 > 0) {
 		return nil, fmt.Errorf("moe: dense: SiTU betas %v, %v must be > 0", beta1, beta2)
 	}
-	return &Dense{gate: gate, up: up, down: down, beta1: beta1, beta2: beta2, workers: workers}, nil
+	return &Dense{gate: gate, up: up, down: down, beta1: beta1, beta2: beta2, workers: workers, splits: pool}, nil
 }
 
 // Width returns the model width E.
@@ -67,24 +74,40 @@ func (d *Dense) ForwardWith(dst, x []float32, T int, ws *Workspace) error {
 	}
 	i := d.gate.Rows()
 	ws.f32.Reset(2 * T * i)
-	gatedMLP(dst, x, T, d.gate, d.up, d.down, d.beta1, d.beta2, d.workers, ws.f32.Take(T*i), ws.f32.Take(T*i))
+	gatedMLP(dst, x, T, d.gate, d.up, d.down, d.beta1, d.beta2, d.workers, d.splits, &ws.glu, ws.f32.Take(T*i), ws.f32.Take(T*i))
 	return nil
 }
 
 // gatedMLP computes W2·SiTU-GLU(W1 x, W3 x) for n rows of x; g and u are
 // scratch of n·I floats each. Shapes are the caller's responsibility.
-func gatedMLP(dst, x []float32, n int, w1, w3, w2 quant.Matrix, b1, b2 float32, workers int, g, u []float32) {
+//
+// The activation is split on pool (nil: goroutines per call) with its
+// arguments parked in glu, so a caller that keeps one allocates nothing; nil
+// takes a new one when the activation splits.
+func gatedMLP(dst, x []float32, n int, w1, w3, w2 quant.Matrix, b1, b2 float32, workers int, pool *parallel.Pool, glu *gluSplit, g, u []float32) {
 	i := w1.Rows()
 	g, u = g[:n*i], u[:n*i]
 	quant.MatMulParallel(w1, g, i, x, n, workers)
 	quant.MatMulParallel(w3, u, i, x, n, workers)
 	// Elementwise, so splitting it over workers cannot change a bit.
-	if parallel.Chunks(n*i, workers, 1024) > 1 {
-		parallel.For(n*i, workers, 1024, func(lo, hi int) {
-			nn.SiTUGLU(g[lo:hi], g[lo:hi], u[lo:hi], b1, b2)
-		})
+	if parallel.Chunks(n*i, pool.Limit(workers), 1024) > 1 {
+		if glu == nil {
+			glu = new(gluSplit)
+		}
+		*glu = gluSplit{g: g, u: u, b1: b1, b2: b2}
+		pool.Run(n*i, workers, 1024, glu)
+		*glu = gluSplit{} // hold no references to the caller's data
 	} else {
 		nn.SiTUGLU(g, g, u, b1, b2)
 	}
 	quant.MatMulParallel(w2, dst, w2.Rows(), g, n, workers)
 }
+
+// gluSplit is the activation of gatedMLP split over index ranges, as a
+// parallel.Task.
+type gluSplit struct {
+	g, u   []float32
+	b1, b2 float32
+}
+
+func (t *gluSplit) Run(lo, hi int) { nn.SiTUGLU(t.g[lo:hi], t.g[lo:hi], t.u[lo:hi], t.b1, t.b2) }

@@ -75,15 +75,20 @@ func TestOutputDigests(t *testing.T) {
 	chunks := []int{6, 1, 1, 3}
 	// The experts are too small to be split by default, so the runs with
 	// minWork 1 force the split the large layers take.
-	for _, run := range []struct{ workers, minWork int }{{1, parallel.MinWork}, {2, parallel.MinWork}, {3, parallel.MinWork}, {2, 1}, {3, 1}} {
+	// The runs with a pool split on its helpers (a pool of 2 under 3 workers
+	// caps the split at 2 chunks).
+	for _, run := range []struct{ workers, minWork, pool int }{{1, parallel.MinWork, 0}, {2, parallel.MinWork, 0}, {3, parallel.MinWork, 0},
+		{2, 1, 0}, {3, 1, 0}, {2, 1, 2}, {3, 1, 2}, {3, 1, 3}} {
 		workers := run.workers
+		pool := parallel.NewPool(run.pool)
+		defer pool.Close()
 		m, err := New(Config{Layer: 2, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 2.5, Renorm: true,
-			LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5, Workers: workers}, w, NewMemExperts(map[int][]Expert{2: experts}))
+			LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5, Workers: workers, Pool: pool}, w, NewMemExperts(map[int][]Expert{2: experts}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.minWork = run.minWork
-		d, err := NewDense(dg, du, dd, 4, 25, workers)
+		d, err := NewDensePool(dg, du, dd, 4, 25, workers, pool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +106,7 @@ func TestOutputDigests(t *testing.T) {
 		got := map[string]uint64{"moe": digest(mo), "dense": digest(do)}
 		for name, want := range digestRecords {
 			if got[name] != want {
-				t.Errorf("workers=%d minWork=%d: %s digest %#x, recorded %#x", workers, run.minWork, name, got[name], want)
+				t.Errorf("workers=%d minWork=%d pool=%d: %s digest %#x, recorded %#x", workers, run.minWork, run.pool, name, got[name], want)
 			}
 		}
 	}

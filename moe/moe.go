@@ -27,6 +27,10 @@ type Config struct {
 	// Workers bounds the goroutines of the row-parallel mat-muls; ≤ 1 runs
 	// serially. Results never depend on it.
 	Workers int
+	// Pool, when set, runs the splits of the experts and of the shared
+	// expert's activation (the mat-muls split as their matrices do); nil
+	// starts goroutines per call.
+	Pool *parallel.Pool
 }
 
 // Weights are the trunk tensors of one MoE layer (`block_sparse_moe.` names
@@ -94,7 +98,7 @@ func New(cfg Config, w Weights, src ExpertSource) (*MoE, error) {
 		m.norm = w.Norm
 	}
 	if w.SharedGate != nil || w.SharedUp != nil || w.SharedDown != nil {
-		if m.shared, err = NewDense(w.SharedGate, w.SharedUp, w.SharedDown, cfg.Beta1, cfg.Beta2, cfg.Workers); err != nil {
+		if m.shared, err = NewDensePool(w.SharedGate, w.SharedUp, w.SharedDown, cfg.Beta1, cfg.Beta2, cfg.Workers, cfg.Pool); err != nil {
 			return nil, fmt.Errorf("moe: layer %d: shared expert: %w", cfg.Layer, err)
 		}
 		if m.shared.Width() != e {
@@ -166,7 +170,8 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 	// it, T·k/uniqMax positions at least on average: split the experts only
 	// into chunks worth a goroutine (the small fixture models run inline).
 	grain := parallel.GrainFor(3*ni*l*max(1, T*k/uniqMax), m.minWork)
-	chunks := parallel.Chunks(uniqMax, c.Workers, grain)
+	wk := c.Pool.Limit(c.Workers)
+	chunks := parallel.Chunks(uniqMax, wk, grain)
 	si := 0
 	if m.shared != nil {
 		si = m.shared.Inter()
@@ -225,7 +230,7 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 			wave = mb
 		}
 	}
-	chunks = parallel.Chunks(wave, c.Workers, grain)
+	chunks = parallel.Chunks(wave, wk, grain)
 	if cap(ws.parts) < chunks {
 		ws.parts = make([]expertPart, chunks)
 	}
@@ -259,7 +264,7 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 	if m.shared != nil {
 		sh := ws.f32.Take(T * e)
 		d := m.shared
-		gatedMLP(sh, x, T, d.gate, d.up, d.down, c.Beta1, c.Beta2, c.Workers, ws.f32.Take(T*si), ws.f32.Take(T*si))
+		gatedMLP(sh, x, T, d.gate, d.up, d.down, c.Beta1, c.Beta2, c.Workers, c.Pool, &ws.glu, ws.f32.Take(T*si), ws.f32.Take(T*si))
 		nn.Add(dst, dst, sh)
 	}
 	return nil
@@ -296,12 +301,12 @@ func (m *MoE) runWave(ws *Workspace, uniq, start, slots []int, z, y []float32, g
 	}
 	r := &ws.run
 	*r = expertRun{m: m, experts: experts, start: start, slots: slots, z: z, y: y}
-	chunks := parallel.Chunks(nu, c.Workers, grain)
+	wk := c.Pool.Limit(c.Workers)
+	chunks := parallel.Chunks(nu, wk, grain)
 	r.parts = ws.parts[:chunks]
-	switch {
-	case chunks > 1:
-		parallel.For(nu, c.Workers, grain, func(lo, hi int) { r.run(lo, hi, 1) })
-	default:
+	if chunks > 1 {
+		c.Pool.Run(nu, wk, grain, (*expertSplit)(r))
+	} else {
 		r.run(0, nu, c.Workers)
 	}
 	*r = expertRun{} // drop references to the caller's data
@@ -321,8 +326,17 @@ type expertRun struct {
 	parts   []expertPart // per worker chunk
 }
 
+// expertSplit is the expert split of a wave as a parallel.Task: each chunk
+// runs its experts' mat-muls on one goroutine.
+type expertSplit expertRun
+
+func (t *expertSplit) Run(lo, hi int) { (*expertRun)(t).run(lo, hi, 1) }
+
 // expertPart is one worker's scratch.
-type expertPart struct{ zin, yout, g, u []float32 }
+type expertPart struct {
+	zin, yout, g, u []float32
+	glu             gluSplit
+}
 
 // run runs unique experts [lo, hi), each as one mat-mul chain over the
 // positions that picked it, on workers goroutines per mat-mul.
@@ -343,7 +357,7 @@ func (r *expertRun) run(lo, hi, workers int) {
 			copy(p.zin[i*l:(i+1)*l], r.z[t*l:(t+1)*l])
 		}
 		cnt := len(sl)
-		gatedMLP(p.yout[:cnt*l], p.zin[:cnt*l], cnt, ex.W1, ex.W3, ex.W2, c.Beta1, c.Beta2, workers, p.g, p.u)
+		gatedMLP(p.yout[:cnt*l], p.zin[:cnt*l], cnt, ex.W1, ex.W3, ex.W2, c.Beta1, c.Beta2, workers, c.Pool, &p.glu, p.g, p.u)
 		for i, s := range sl {
 			copy(r.y[s*l:(s+1)*l], p.yout[i*l:(i+1)*l])
 		}

@@ -16,6 +16,7 @@ type Workspace struct {
 	ints  arena.Arena[int]
 	run   expertRun
 	parts []expertPart
+	glu   gluSplit
 	// experts is handed to ExpertSource.Experts as its destination.
 	experts []Expert
 }

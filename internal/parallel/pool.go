@@ -92,6 +92,17 @@ func (p *Pool) Workers() int {
 	return p.helpers + 1
 }
 
+// Limit returns how many goroutines Run(n, workers, …) can use: workers,
+// capped at Workers for a pool (a nil Pool runs through For, uncapped).
+// Callers that keep scratch per chunk size it with Limit, since that, with
+// n and grain, fixes the chunks (Chunks(n, p.Limit(workers), grain)).
+func (p *Pool) Limit(workers int) int {
+	if p == nil {
+		return workers
+	}
+	return min(workers, p.helpers+1)
+}
+
 // Close stops the helpers and waits for them. Calls must not overlap Close.
 func (p *Pool) Close() {
 	if p == nil {
@@ -164,21 +175,23 @@ func (p *Pool) For(n, workers, grain int, fn func(lo, hi int)) {
 	p.Run(n, workers, grain, funcTask(fn))
 }
 
-// Run is For with the work given as a Task. A call that the pool runs allocates nothing.
+// Run is For with the work given as a Task. A call that the pool runs, or that runs inline
+// (a single chunk), allocates nothing.
 func (p *Pool) Run(n, workers, grain int, t Task) {
+	workers = p.Limit(workers)
+	k := Chunks(n, workers, grain)
+	if k <= 1 {
+		if k == 1 {
+			t.Run(0, n) // inline, and without allocating, with or without a pool
+		}
+		return
+	}
 	if p == nil {
 		For(n, workers, grain, t.Run)
 		return
 	}
-	k := Chunks(n, min(workers, p.Workers()), grain)
-	if k <= 1 {
-		if k == 1 {
-			t.Run(0, n)
-		}
-		return
-	}
 	if !p.busy.TryLock() {
-		For(n, workers, grain, t.Run)
+		For(n, workers, grain, t.Run) // the same chunks
 		return
 	}
 	defer p.busy.Unlock()
