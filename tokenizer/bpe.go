@@ -40,18 +40,25 @@ func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 		return append(dst, int(rk))
 	}
 	var slot *memoSlot
-	if sc.memo != nil {
-		slot = &sc.memo[h>>(64-sc.memoBits)]
-		if slot.n > 0 && slot.piece == piece {
-			for _, id := range slot.ids[:slot.n] {
-				dst = append(dst, int(id))
+	if cl := memoClass(piece); !sc.memoOff[cl] {
+		if sc.memo != nil {
+			slot = &sc.memo[h>>(64-sc.memoBits)]
+			if slot.n > 0 && slot.piece == piece {
+				sc.memoHits[cl]++
+				for _, id := range slot.ids[:slot.n] {
+					dst = append(dst, int(id))
+				}
+				return dst
 			}
-			return dst
+			if sc.memoMiss[cl]++; sc.memoMiss[cl] == memoJudge && sc.memoHits[cl] < memoJudge/memoWorth {
+				sc.memoOff[cl] = true
+				slot = nil
+			}
 		}
-	}
-	if sc.merged++; sc.merged >= memoAfter && sc.memoBits < memoMaxBits && sc.merged > memoGrow*len(sc.memo) {
-		sc.growMemo()
-		slot = nil
+		if sc.merged++; sc.merged >= memoAfter && sc.memoBits < memoMaxBits && sc.merged > memoGrow*len(sc.memo) {
+			sc.growMemo()
+			slot = nil
+		}
 	}
 	from := len(dst)
 	dst = r.bpeArray(dst, piece, sc)
@@ -105,6 +112,31 @@ const (
 	memoGrow     = 4
 )
 
+// The memo pays for itself only when pieces repeat: runs of Han characters
+// (the pieces of Chinese text) repeat several times less often than words
+// do, and probing and filling the memo for them costs more than the merges
+// it saves. So the memo counts its hits and misses separately for pieces
+// that start with a CJK character and for the others, and after memoJudge
+// misses of a class stops serving it if it had fewer than one hit per
+// memoWorth misses.
+const (
+	memoJudge = 4096
+	memoWorth = 4
+)
+
+// memoClass is 1 for a piece that starts (after at most a space) with a
+// 3-byte character of the CJK blocks U+3000..U+9FFF, else 0.
+func memoClass(piece string) int {
+	c := piece[0]
+	if c == ' ' {
+		c = piece[1]
+	}
+	if c >= 0xe3 && c <= 0xe9 {
+		return 1
+	}
+	return 0
+}
+
 // growMemo makes the memo memoMinBits or four times larger.
 func (sc *scratch) growMemo() {
 	if sc.memo == nil {
@@ -134,7 +166,11 @@ type scratch struct {
 	heap     mergeHeap
 	memo     []memoSlot // 1<<memoBits slots, or nil
 	memoBits uint
-	merged   int // pieces merged since the memo was sized
+	merged   int // pieces of served classes merged since the memo was sized
+	// memoHits and memoMiss count the probes of each memoClass until
+	// memoJudge misses; memoOff is set for a class the memo stops serving.
+	memoHits, memoMiss [2]int
+	memoOff            [2]bool
 	// charStats, if set (tests only), counts bpeChars' decisions.
 	charStats *charStats
 }
