@@ -15,6 +15,14 @@
 // approximation for |x| < 0.625 and the exp identity elsewhere. Both agree
 // with correctly rounded results to within one ulp.
 //
-// This package imports only math (for bit manipulation and constants); it
-// must never import anything model-specific.
+// Exp64s, Sigmoid32s and SiLU32s are the slice forms; on amd64 with
+// AVX-512 (F and DQ) Exp64s runs eight lanes at a time through a kernel
+// that performs Exp64's operations in the same order with the same
+// roundings, and gives its bits (the tests compare every path on the same
+// inputs; the purego build tag and GODEBUG=cpu.avx512f=off select the
+// scalar one).
+//
+// This package imports only math (for bit manipulation and constants) and
+// golang.org/x/sys/cpu (to detect the kernel's instructions); it must never
+// import anything model-specific.
 package fmath

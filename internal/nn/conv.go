@@ -88,6 +88,10 @@ func (s *ShortConv) ForwardPool(dst, x, tail []float32, T, workers int, pool *pa
 	return nil
 }
 
+// channels convolves channels [lo, hi): first every acc (the recurrence
+// runs on the inputs, never on y), written over dst, then y = acc ⊗ σ(acc)
+// per position over the run of channels, through the vector exp. dst may
+// alias x: each acc lands where its own input was read.
 func (s *ShortConv) channels(dst, x, tail []float32, T, lo, hi int) {
 	c, k := s.c, s.k
 	m := k - 1
@@ -100,11 +104,15 @@ func (s *ShortConv) channels(dst, x, tail []float32, T, lo, hi int) {
 			for j, h := range hist {
 				acc = acc + float32(w[j]*h)
 			}
-			dst[t*c+ch] = acc * fmath.Sigmoid32(acc)
+			dst[t*c+ch] = acc
 			if m > 0 {
 				copy(hist, hist[1:])
 				hist[m-1] = xt
 			}
 		}
+	}
+	for t := range T {
+		row := dst[t*c+lo : t*c+hi]
+		fmath.SiLU32s(row, row)
 	}
 }

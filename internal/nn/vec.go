@@ -16,7 +16,16 @@ func Add(dst, a, b []float32) {
 func MulSigmoid(dst, x, g []float32) {
 	g = g[:len(x)]
 	dst = dst[:len(x)]
-	for i, v := range x {
-		dst[i] = v * fmath.Sigmoid32(g[i])
+	var s [sigChunk]float32 // σ(g) of a chunk, from the vector exp
+	for lo := 0; lo < len(x); lo += sigChunk {
+		hi := min(lo+sigChunk, len(x))
+		fmath.Sigmoid32s(s[:hi-lo], g[lo:hi])
+		for i, v := range x[lo:hi] {
+			dst[lo+i] = v * s[i]
+		}
 	}
 }
+
+// sigChunk is the run of sigmoids the elementwise functions take from
+// fmath's slice forms at a time (a buffer on the stack).
+const sigChunk = 64

@@ -1,0 +1,54 @@
+package fmath
+
+// Exp64s sets dst[i] = Exp64(x[i]) for every i < len(x); dst must be at
+// least as long as x and may be x. On amd64 with AVX-512 eight lanes at a
+// time go through a kernel that performs the operations of Exp64 in the
+// same order with the same roundings (no fused multiply-add), so the bits
+// are Exp64's; a block holding an argument outside the kernel's range
+// (NaN, |x| < 2^−28 except ±0, |x| > 708, where Exp64 takes a special
+// path) is computed by Exp64 itself.
+func Exp64s(dst, x []float64) {
+	dst = dst[:len(x)]
+	i := expBlocks(dst, x)
+	for ; i < len(x); i++ {
+		dst[i] = Exp64(x[i])
+	}
+}
+
+// expChunk is how many arguments the slice functions below convert at a
+// time, into a buffer on the stack.
+const expChunk = 64
+
+// Sigmoid32s sets dst[i] = Sigmoid32(x[i]); dst may be x.
+func Sigmoid32s(dst, x []float32) {
+	dst = dst[:len(x)]
+	var b [expChunk]float64
+	for lo := 0; lo < len(x); lo += expChunk {
+		xs := x[lo:min(lo+expChunk, len(x))]
+		e := b[:len(xs)]
+		for i, v := range xs {
+			e[i] = -float64(v)
+		}
+		Exp64s(e, e)
+		for i := range xs {
+			dst[lo+i] = 1 / (1 + float32(e[i]))
+		}
+	}
+}
+
+// SiLU32s sets dst[i] = SiLU32(x[i]); dst may be x.
+func SiLU32s(dst, x []float32) {
+	dst = dst[:len(x)]
+	var b [expChunk]float64
+	for lo := 0; lo < len(x); lo += expChunk {
+		xs := x[lo:min(lo+expChunk, len(x))]
+		e := b[:len(xs)]
+		for i, v := range xs {
+			e[i] = -float64(v)
+		}
+		Exp64s(e, e)
+		for i, v := range xs {
+			dst[lo+i] = v * (1 / (1 + float32(e[i])))
+		}
+	}
+}

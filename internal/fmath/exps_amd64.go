@@ -1,0 +1,38 @@
+//go:build amd64 && !purego
+
+package fmath
+
+import "golang.org/x/sys/cpu"
+
+// useAVX512 selects the eight-lane exp kernel (AVX512F for the arithmetic,
+// DQ for the float64↔int64 conversions and the logical ops on doubles).
+// Tests clear it to run the scalar path on the same machine.
+var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
+// exp64AVX512 sets dst[i] = Exp64(x[i]) for whole blocks of eight from the
+// start of x (n elements, a multiple of 8), stopping before the first block
+// with an argument outside the kernel's range; it returns how many elements
+// it did.
+//
+//go:noescape
+func exp64AVX512(dst, x *float64, n int) int
+
+// expBlocks runs the kernel over the whole blocks of x, doing a block it
+// refuses with Exp64, and returns how many elements are done.
+func expBlocks(dst, x []float64) int {
+	if !useAVX512 {
+		return 0
+	}
+	n := len(x) &^ 7
+	i := 0
+	for i < n {
+		i += exp64AVX512(&dst[i], &x[i], n-i)
+		if i < n {
+			for j := i; j < i+8; j++ {
+				dst[j] = Exp64(x[j])
+			}
+			i += 8
+		}
+	}
+	return n
+}

@@ -1,0 +1,110 @@
+package fmath
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// expInputs returns arguments covering every path of Exp64: the kernel's
+// range and both sides of each of its edges, zeros, subnormals, infinities,
+// NaN, and random bit patterns, in an order that puts special arguments
+// inside otherwise ordinary blocks of eight.
+func expInputs(r *rand.Rand) []float64 {
+	edges := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -0.5, math.Ln2 / 2, -math.Ln2 / 2,
+		tiny, -tiny, math.Nextafter(tiny, 0), -math.Nextafter(tiny, 0), math.Nextafter(tiny, 1),
+		708, -708, math.Nextafter(708, 1000), math.Nextafter(-708, -1000), 709.5, -709.5,
+		expMax, math.Nextafter(expMax, 1000), expMin, math.Nextafter(expMin, -1000), -740,
+		math.Inf(1), math.Inf(-1), math.NaN(), 5e-324, -5e-324, 1e-300, -1e-300, 2.2250738585072014e-308}
+	var xs []float64
+	for range 20000 {
+		xs = append(xs, (r.Float64()-0.5)*1500, (r.Float64()-0.5)*60, r.NormFloat64(),
+			math.Float64frombits(r.Uint64()), (r.Float64()-0.5)*1e-7)
+	}
+	for i, e := range edges {
+		xs[(i*37)%len(xs)] = e
+	}
+	return append(xs, edges...)
+}
+
+// Exp64s gives Exp64's bits for every argument, on the kernel (where the
+// CPU has it) and on the scalar path, at every offset and length.
+func TestExp64sMatchesExp64(t *testing.T) {
+	xs := expInputs(rand.New(rand.NewPCG(1, 2)))
+	want := make([]float64, len(xs))
+	for i, x := range xs {
+		want[i] = Exp64(x)
+	}
+	for _, kernel := range kernelSettings(t) {
+		setKernel(kernel)
+		for _, off := range []int{0, 1, 5, 8} {
+			for _, n := range []int{len(xs) - off, 7, 9, 63, 1000} {
+				got := make([]float64, n)
+				Exp64s(got, xs[off:off+n])
+				for i := range got {
+					if math.Float64bits(got[i]) != math.Float64bits(want[off+i]) {
+						t.Fatalf("kernel=%v: Exp64s(%v) = %v (%#x), Exp64 gives %v (%#x)", kernel, xs[off+i],
+							got[i], math.Float64bits(got[i]), want[off+i], math.Float64bits(want[off+i]))
+					}
+				}
+			}
+		}
+		// In place.
+		in := append([]float64(nil), xs...)
+		Exp64s(in, in)
+		for i := range in {
+			if math.Float64bits(in[i]) != math.Float64bits(want[i]) {
+				t.Fatalf("kernel=%v: in place: element %d differs", kernel, i)
+			}
+		}
+	}
+	setKernel(true)
+}
+
+// Sigmoid32s and SiLU32s give the bits of their scalar forms.
+func TestSigmoidSlices(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var xs []float32
+	for range 50000 {
+		xs = append(xs, float32(r.NormFloat64()*8), float32((r.Float64()-0.5)*2000), math.Float32frombits(r.Uint32()))
+	}
+	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-30, -1e-30, 88, -88, 104, -104)
+	for _, kernel := range kernelSettings(t) {
+		setKernel(kernel)
+		s, l := make([]float32, len(xs)), make([]float32, len(xs))
+		Sigmoid32s(s, xs)
+		SiLU32s(l, xs)
+		for i, x := range xs {
+			if ws := Sigmoid32(x); math.Float32bits(s[i]) != math.Float32bits(ws) {
+				t.Fatalf("kernel=%v: Sigmoid32s(%v) = %v, Sigmoid32 gives %v", kernel, x, s[i], ws)
+			}
+			if wl := SiLU32(x); math.Float32bits(l[i]) != math.Float32bits(wl) {
+				t.Fatalf("kernel=%v: SiLU32s(%v) = %v, SiLU32 gives %v", kernel, x, l[i], wl)
+			}
+		}
+	}
+	setKernel(true)
+}
+
+func BenchmarkExp64s(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	xs := make([]float64, 4096)
+	for i := range xs {
+		xs[i] = r.NormFloat64() * 4
+	}
+	dst := make([]float64, len(xs))
+	for _, kernel := range kernelSettings(b) {
+		setKernel(kernel)
+		name := "scalar"
+		if kernel {
+			name = "kernel"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(8 * len(xs)))
+			for b.Loop() {
+				Exp64s(dst, xs)
+			}
+		})
+	}
+	setKernel(true)
+}
