@@ -1,6 +1,7 @@
 package fmath
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -107,4 +108,29 @@ func BenchmarkExp64s(b *testing.B) {
 		})
 	}
 	setKernel(true)
+}
+
+// FuzzExp64s: for any float64 arguments (the bytes read as little-endian
+// words), Exp64s gives Exp64's bits on every path.
+func FuzzExp64s(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f})
+	f.Add(make([]byte, 64))
+	f.Add([]byte("\x00\x00\x00\x00\x00\x20\x86\x40\x01\x00\x00\x00\x00\x20\x86\x40\x00\x00\x00\x00\x00\x00\x30\x3e\xff\xff\xff\xff\xff\xff\x2f\x3e"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		xs := make([]float64, len(data)/8)
+		for i := range xs {
+			xs[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
+		}
+		got := make([]float64, len(xs))
+		for _, kernel := range kernelSettings(t) {
+			setKernel(kernel)
+			Exp64s(got, xs)
+			for i, x := range xs {
+				if w := Exp64(x); math.Float64bits(got[i]) != math.Float64bits(w) {
+					t.Fatalf("kernel=%v: Exp64s(%v) = %v, Exp64 gives %v", kernel, x, got[i], w)
+				}
+			}
+		}
+		setKernel(true)
+	})
 }
