@@ -292,9 +292,17 @@ func (kc *kdaCall) prepare(lo, hi int) {
 		}
 		nn.L2Norm(kk[o:o+d], kk[o:o+d])
 		rate, dt := kc.k.rate[hh], kc.k.w.DtBias[hh*d:hh*d+d]
-		for i := range d {
-			z[o+i] = fmath.Exp32(decayLog(z[o+i], dt[i], rate, c.GateLB))
+		// α = exp32(decayLog(z, dt)) in stages over the head, so that the
+		// sigmoid and the exp run through the vector forms.
+		zh := z[o : o+d]
+		for i := range zh {
+			zh[i] = rate * (zh[i] + dt[i])
 		}
+		fmath.Sigmoid32s(zh, zh)
+		for i := range zh {
+			zh[i] = c.GateLB * zh[i]
+		}
+		fmath.Exp32s(zh, zh)
 		b[th] = fmath.Sigmoid32(b[th])
 	}
 }
@@ -330,7 +338,8 @@ func (kc *kdaCall) gate(lo, hi int) {
 
 // decayLog returns the log-decay g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) ∈ [GateLB, 0]
 // of one channel (SPEC §5.3); α = exp32(g). σ may underflow to 0, making
-// α = 1 exactly, which is legitimate.
+// α = 1 exactly, which is legitimate. prepare evaluates the same
+// statements over a head at a time; the tests hold it to this one.
 func decayLog(z, dt, rate, lb float32) float32 {
 	return lb * fmath.Sigmoid32(rate*(z+dt))
 }

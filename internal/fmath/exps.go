@@ -52,3 +52,20 @@ func SiLU32s(dst, x []float32) {
 		}
 	}
 }
+
+// Exp32s sets dst[i] = Exp32(x[i]); dst may be x.
+func Exp32s(dst, x []float32) {
+	dst = dst[:len(x)]
+	var b [expChunk]float64
+	for lo := 0; lo < len(x); lo += expChunk {
+		xs := x[lo:min(lo+expChunk, len(x))]
+		e := b[:len(xs)]
+		for i, v := range xs {
+			e[i] = float64(v)
+		}
+		Exp64s(e, e)
+		for i := range xs {
+			dst[lo+i] = float32(e[i])
+		}
+	}
+}

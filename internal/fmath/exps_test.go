@@ -62,7 +62,7 @@ func TestExp64sMatchesExp64(t *testing.T) {
 	setKernel(true)
 }
 
-// Sigmoid32s and SiLU32s give the bits of their scalar forms.
+// Sigmoid32s, SiLU32s and Exp32s give the bits of their scalar forms.
 func TestSigmoidSlices(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var xs []float32
@@ -72,10 +72,14 @@ func TestSigmoidSlices(t *testing.T) {
 	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-30, -1e-30, 88, -88, 104, -104)
 	for _, kernel := range kernelSettings(t) {
 		setKernel(kernel)
-		s, l := make([]float32, len(xs)), make([]float32, len(xs))
+		s, l, e := make([]float32, len(xs)), make([]float32, len(xs)), make([]float32, len(xs))
 		Sigmoid32s(s, xs)
 		SiLU32s(l, xs)
+		Exp32s(e, xs)
 		for i, x := range xs {
+			if we := Exp32(x); math.Float32bits(e[i]) != math.Float32bits(we) {
+				t.Fatalf("kernel=%v: Exp32s(%v) = %v, Exp32 gives %v", kernel, x, e[i], we)
+			}
 			if ws := Sigmoid32(x); math.Float32bits(s[i]) != math.Float32bits(ws) {
 				t.Fatalf("kernel=%v: Sigmoid32s(%v) = %v, Sigmoid32 gives %v", kernel, x, s[i], ws)
 			}
