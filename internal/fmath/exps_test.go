@@ -83,7 +83,9 @@ func TestSigmoidSlices(t *testing.T) {
 			if ws := Sigmoid32(x); math.Float32bits(s[i]) != math.Float32bits(ws) {
 				t.Fatalf("kernel=%v: Sigmoid32s(%v) = %v, Sigmoid32 gives %v", kernel, x, s[i], ws)
 			}
-			if wl := SiLU32(x); math.Float32bits(l[i]) != math.Float32bits(wl) {
+			// x ⊗ σ(x) for x = NaN multiplies two NaNs, and which payload
+			// survives depends on the operand order the compiler picks.
+			if wl := SiLU32(x); math.Float32bits(l[i]) != math.Float32bits(wl) && !(l[i] != l[i] && wl != wl) {
 				t.Fatalf("kernel=%v: SiLU32s(%v) = %v, SiLU32 gives %v", kernel, x, l[i], wl)
 			}
 		}
