@@ -36,3 +36,21 @@ func expBlocks(dst, x []float64) int {
 	}
 	return n
 }
+
+// tanh64AVX512 sets dst[i] = Tanh64(x[i]) for i < n, a multiple of 8.
+//
+//go:noescape
+func tanh64AVX512(dst, x *float64, n int)
+
+// tanhBlocks runs the kernel over the whole blocks of x and returns how many
+// elements are done.
+func tanhBlocks(dst, x []float64) int {
+	if !useAVX512 {
+		return 0
+	}
+	n := len(x) &^ 7
+	if n > 0 {
+		tanh64AVX512(&dst[0], &x[0], n)
+	}
+	return n
+}

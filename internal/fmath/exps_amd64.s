@@ -40,15 +40,50 @@ GLOBL expZero<>(SB), RODATA|NOPTR, $8
 DATA expBias<>+0(SB)/8, $1023
 GLOBL expBias<>(SB), RODATA|NOPTR, $8
 
-// func exp64AVX512(dst, x *float64, n int) int
-//
-// Eight lanes of Exp64 for arguments in range, each step the same IEEE
-// operation as the scalar code: t = log2e·x; k = trunc(t ± 0.5) (the half
-// carrying x's sign, as Exp64 adds −0.5 for x < 0; for x = −0 it gives
+// EXPCORE sets Z14 = Exp64(Z0) lane by lane for arguments in the kernel's
+// range, with Z30 = 1 and Z31 = 2; it clobbers Z2–Z13. Each step is the same
+// IEEE operation as the scalar code: t = log2e·x; k = trunc(t ± 0.5) (the
+// half carrying x's sign, as Exp64 adds −0.5 for x < 0; for x = −0 it gives
 // k = 0 as well); hi = x − fk·ln2Hi; lo = fk·ln2Lo; then expReduced: r = hi
 // − lo, t = r·r, Horner with a multiply then an add (never fused), c = r −
 // t·p, y = 1 − ((lo − (r·c)/(2 − c)) − hi), and y·2^k with 2^k built from its
-// exponent bits (k ∈ [−1021, 1021] here, scale2's plain case).
+// exponent bits (k ∈ [−1021, 1021] in range, scale2's plain case).
+#define EXPCORE \
+	VMULPD.BCST    expLog2e<>(SB), Z0, Z2 \
+	VANDPD.BCST    expSign<>(SB), Z0, Z3 \
+	VORPD.BCST     expHalf<>(SB), Z3, Z3 \
+	VADDPD         Z3, Z2, Z2 \
+	VCVTTPD2QQ     Z2, Z4 \
+	VCVTQQ2PD      Z4, Z5 \
+	VMULPD.BCST    expLn2Hi<>(SB), Z5, Z6 \
+	VSUBPD         Z6, Z0, Z6 \
+	VMULPD.BCST    expLn2Lo<>(SB), Z5, Z7 \
+	VSUBPD         Z7, Z6, Z8 \
+	VMULPD         Z8, Z8, Z9 \
+	VBROADCASTSD   expP5<>(SB), Z10 \
+	VMULPD         Z10, Z9, Z10 \
+	VADDPD.BCST    expP4<>(SB), Z10, Z10 \
+	VMULPD         Z10, Z9, Z10 \
+	VADDPD.BCST    expP3<>(SB), Z10, Z10 \
+	VMULPD         Z10, Z9, Z10 \
+	VADDPD.BCST    expP2<>(SB), Z10, Z10 \
+	VMULPD         Z10, Z9, Z10 \
+	VADDPD.BCST    expP1<>(SB), Z10, Z10 \
+	VMULPD         Z10, Z9, Z10 \
+	VSUBPD         Z10, Z8, Z11 \
+	VMULPD         Z11, Z8, Z12 \
+	VSUBPD         Z11, Z31, Z13 \
+	VDIVPD         Z13, Z12, Z12 \
+	VSUBPD         Z12, Z7, Z12 \
+	VSUBPD         Z6, Z12, Z12 \
+	VSUBPD         Z12, Z30, Z14 \
+	VPADDQ.BCST    expBias<>(SB), Z4, Z4 \
+	VPSLLQ         $52, Z4, Z4 \
+	VMULPD         Z4, Z14, Z14
+
+// func exp64AVX512(dst, x *float64, n int) int
+//
+// Eight lanes of Exp64 at a time while every lane is in range.
 TEXT ·exp64AVX512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
@@ -72,42 +107,128 @@ loop:
 	CMPL           BX, $0xff
 	JNE            done
 
-	VMULPD.BCST    expLog2e<>(SB), Z0, Z2
-	VANDPD.BCST    expSign<>(SB), Z0, Z3
-	VORPD.BCST     expHalf<>(SB), Z3, Z3
-	VADDPD         Z3, Z2, Z2
-	VCVTTPD2QQ     Z2, Z4
-	VCVTQQ2PD      Z4, Z5
-	VMULPD.BCST    expLn2Hi<>(SB), Z5, Z6
-	VSUBPD         Z6, Z0, Z6 // hi
-	VMULPD.BCST    expLn2Lo<>(SB), Z5, Z7 // lo
-	VSUBPD         Z7, Z6, Z8 // r
-	VMULPD         Z8, Z8, Z9 // t
-	VBROADCASTSD   expP5<>(SB), Z10
-	VMULPD         Z10, Z9, Z10
-	VADDPD.BCST    expP4<>(SB), Z10, Z10
-	VMULPD         Z10, Z9, Z10
-	VADDPD.BCST    expP3<>(SB), Z10, Z10
-	VMULPD         Z10, Z9, Z10
-	VADDPD.BCST    expP2<>(SB), Z10, Z10
-	VMULPD         Z10, Z9, Z10
-	VADDPD.BCST    expP1<>(SB), Z10, Z10
-	VMULPD         Z10, Z9, Z10 // t·p
-	VSUBPD         Z10, Z8, Z11 // c
-	VMULPD         Z11, Z8, Z12 // r·c
-	VSUBPD         Z11, Z31, Z13 // 2 − c
-	VDIVPD         Z13, Z12, Z12
-	VSUBPD         Z12, Z7, Z12 // lo − r·c/(2−c)
-	VSUBPD         Z6, Z12, Z12 // … − hi
-	VSUBPD         Z12, Z30, Z14 // y
-	VPADDQ.BCST    expBias<>(SB), Z4, Z4
-	VPSLLQ         $52, Z4, Z4
-	VMULPD         Z4, Z14, Z14
+	EXPCORE
 	VMOVUPD        Z14, (DI)(AX*8)
 	ADDQ           $8, AX
 	JMP            loop
 
 done:
 	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// The constants of Tanh64 (tanh.go).
+DATA tanhP0<>+0(SB)/8, $0xbfeedc5baafd6f4b
+GLOBL tanhP0<>(SB), RODATA|NOPTR, $8
+DATA tanhP1<>+0(SB)/8, $0xc058d26a0e26682d
+GLOBL tanhP1<>(SB), RODATA|NOPTR, $8
+DATA tanhP2<>+0(SB)/8, $0xc0993ac030580563
+GLOBL tanhP2<>(SB), RODATA|NOPTR, $8
+DATA tanhQ0<>+0(SB)/8, $0x405c33f28a581b86
+GLOBL tanhQ0<>(SB), RODATA|NOPTR, $8
+DATA tanhQ1<>+0(SB)/8, $0x40a176fa0e5535fa
+GLOBL tanhQ1<>(SB), RODATA|NOPTR, $8
+DATA tanhQ2<>+0(SB)/8, $0x40b2ec102442040c
+GLOBL tanhQ2<>(SB), RODATA|NOPTR, $8
+DATA tanhSmall<>+0(SB)/8, $0x3fe4000000000000
+GLOBL tanhSmall<>(SB), RODATA|NOPTR, $8
+DATA tanhSat<>+0(SB)/8, $0x404601e678fc457b
+GLOBL tanhSat<>(SB), RODATA|NOPTR, $8
+DATA tanhSplit<>+0(SB)/8, $0x41a0000002000000
+GLOBL tanhSplit<>(SB), RODATA|NOPTR, $8
+
+// func tanh64AVX512(dst, x *float64, n int)
+//
+// Eight lanes of Tanh64 at a time (n a multiple of 8), every path computed
+// and the lane's chosen by masks in the scalar code's order: NaN → x;
+// |x| > tanhSat → ±1; |x| ≥ 0.625 → ±tanhMid(|x|); x = ±0 → x; else the
+// rational form. tanhMid's exp argument −2|x| is in EXPCORE's range for
+// every lane that uses it; the other lanes' values are discarded. Each step
+// is the scalar statement's IEEE operation (Fast2Sum, Dekker's split and
+// product with separate multiplies and adds).
+TEXT ·tanh64AVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	VBROADCASTSD expOne<>(SB), Z30
+	VBROADCASTSD expTwo<>(SB), Z31
+
+tloop:
+	CMPQ AX, CX
+	JGE  tdone
+	VMOVUPD (SI)(AX*8), Z15
+	VANDPD.BCST expAbs<>(SB), Z15, Z16 // a
+	VANDPD.BCST expSign<>(SB), Z15, Z24 // x's sign bit
+	VCMPPD      $0x03, Z15, Z15, K1 // NaN
+	VCMPPD.BCST $0x1e, tanhSat<>(SB), Z16, K2 // a > sat
+	VCMPPD.BCST $0x1d, tanhSmall<>(SB), Z16, K3 // a ≥ 0.625
+	VCMPPD.BCST $0x00, expZero<>(SB), Z15, K4 // x = ±0
+
+	// m = Exp64(−(a + a)).
+	VADDPD      Z16, Z16, Z0
+	VXORPD.BCST expSign<>(SB), Z0, Z0
+	EXPCORE
+
+	// tanhMid(a) = q + corr.
+	VSUBPD      Z14, Z30, Z17 // n = 1 − m
+	VSUBPD      Z17, Z30, Z18
+	VSUBPD      Z14, Z18, Z18 // nlo = (1 − n) − m
+	VADDPD      Z14, Z30, Z19 // d = 1 + m
+	VSUBPD      Z30, Z19, Z20
+	VSUBPD      Z20, Z14, Z20 // dlo = m − (d − 1)
+	VDIVPD      Z19, Z17, Z21 // q = n / d
+	VMULPD      Z19, Z21, Z22 // ph = q·d
+	VMULPD.BCST tanhSplit<>(SB), Z21, Z23
+	VSUBPD      Z21, Z23, Z25
+	VSUBPD      Z25, Z23, Z25 // qh
+	VSUBPD      Z25, Z21, Z26 // ql = q − qh
+	VMULPD.BCST tanhSplit<>(SB), Z19, Z23
+	VSUBPD      Z19, Z23, Z27
+	VSUBPD      Z27, Z23, Z27 // dh
+	VSUBPD      Z27, Z19, Z28 // dl = d − dh
+	VMULPD      Z27, Z25, Z29
+	VSUBPD      Z22, Z29, Z29 // e = qh·dh − ph
+	VMULPD      Z28, Z25, Z23
+	VADDPD      Z23, Z29, Z29 // e += qh·dl
+	VMULPD      Z27, Z26, Z23
+	VADDPD      Z23, Z29, Z29 // e += ql·dh
+	VMULPD      Z28, Z26, Z23
+	VADDPD      Z23, Z29, Z29 // e += ql·dl: pl
+	VSUBPD      Z22, Z17, Z23
+	VSUBPD      Z29, Z23, Z23 // r = (n − ph) − pl
+	VADDPD      Z18, Z23, Z23 // r + nlo
+	VMULPD      Z20, Z21, Z25
+	VSUBPD      Z25, Z23, Z23 // … − q·dlo
+	VDIVPD      Z19, Z23, Z23 // corr
+	VADDPD      Z23, Z21, Z23 // q + corr
+	VORPD       Z24, Z23, Z23 // with x's sign (it is positive)
+
+	// The rational form: x + ((x·s)·num)/den, s = x².
+	VMULPD      Z15, Z15, Z25 // s
+	VMULPD.BCST tanhP0<>(SB), Z25, Z26
+	VADDPD.BCST tanhP1<>(SB), Z26, Z26
+	VMULPD      Z25, Z26, Z26
+	VADDPD.BCST tanhP2<>(SB), Z26, Z26 // num
+	VADDPD.BCST tanhQ0<>(SB), Z25, Z27
+	VMULPD      Z25, Z27, Z27
+	VADDPD.BCST tanhQ1<>(SB), Z27, Z27
+	VMULPD      Z25, Z27, Z27
+	VADDPD.BCST tanhQ2<>(SB), Z27, Z27 // den
+	VMULPD      Z25, Z15, Z28
+	VMULPD      Z26, Z28, Z28
+	VDIVPD      Z27, Z28, Z28
+	VADDPD      Z28, Z15, Z28
+
+	VMOVAPD     Z23, K3, Z28 // mid
+	VORPD       Z24, Z30, Z23
+	VMOVAPD     Z23, K2, Z28 // ±1
+	KORW        K1, K4, K1
+	VMOVAPD     Z15, K1, Z28 // NaN, ±0: x
+	VMOVUPD     Z28, (DI)(AX*8)
+	ADDQ        $8, AX
+	JMP         tloop
+
+tdone:
 	VZEROUPPER
 	RET

@@ -4,3 +4,6 @@ package fmath
 
 // expBlocks computes no block: Exp64s does every element with Exp64.
 func expBlocks(dst, x []float64) int { return 0 }
+
+// tanhBlocks computes no block: Tanh64s does every element with Tanh64.
+func tanhBlocks(dst, x []float64) int { return 0 }

@@ -140,3 +140,80 @@ func FuzzExp64s(f *testing.F) {
 		setKernel(true)
 	})
 }
+
+// Tanh64s gives Tanh64's bits for every argument, on every path.
+func TestTanh64sMatchesTanh64(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	edges := []float64{0, math.Copysign(0, -1), tanhSmall, -tanhSmall, math.Nextafter(tanhSmall, 0), math.Nextafter(tanhSmall, 1),
+		tanhSat, -tanhSat, math.Nextafter(tanhSat, 100), math.Nextafter(tanhSat, 0), 1e-300, -1e-300, 5e-324, tiny, 0.63, -0.63,
+		math.Inf(1), math.Inf(-1), math.NaN(), 1e308, -1e308, 354, 400}
+	var xs []float64
+	for range 40000 {
+		xs = append(xs, r.NormFloat64(), (r.Float64()-0.5)*100, (r.Float64()-0.5)*2, math.Float64frombits(r.Uint64()), r.NormFloat64()*1e-9)
+	}
+	for i, e := range edges {
+		xs[(i*41)%len(xs)] = e
+	}
+	xs = append(xs, edges...)
+	for _, kernel := range kernelSettings(t) {
+		setKernel(kernel)
+		for _, off := range []int{0, 3} {
+			got := make([]float64, len(xs)-off)
+			Tanh64s(got, xs[off:])
+			for i, x := range xs[off:] {
+				if w := Tanh64(x); math.Float64bits(got[i]) != math.Float64bits(w) {
+					t.Fatalf("kernel=%v: Tanh64s(%v) = %v (%#x), Tanh64 gives %v (%#x)", kernel, x, got[i], math.Float64bits(got[i]), w, math.Float64bits(w))
+				}
+			}
+		}
+	}
+	setKernel(true)
+}
+
+func BenchmarkTanh64s(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	xs := make([]float64, 4096)
+	for i := range xs {
+		xs[i] = r.NormFloat64()
+	}
+	dst := make([]float64, len(xs))
+	for _, kernel := range kernelSettings(b) {
+		setKernel(kernel)
+		name := "scalar"
+		if kernel {
+			name = "kernel"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(8 * len(xs)))
+			for b.Loop() {
+				Tanh64s(dst, xs)
+			}
+		})
+	}
+	setKernel(true)
+}
+
+// FuzzTanh64s: for any float64 arguments, Tanh64s gives Tanh64's bits on
+// every path.
+func FuzzTanh64s(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0xe4, 0x3f})
+	f.Add(make([]byte, 64))
+	f.Add([]byte("\x7b\x45\xfc\x78\xe6\x01\x46\x40\x00\x00\x00\x00\x00\x00\xe4\xbf\x00\x00\x00\x00\x00\x00\xf8\x7f\x00\x00\x00\x00\x00\x00\x00\x80"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		xs := make([]float64, len(data)/8)
+		for i := range xs {
+			xs[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[8*i:]))
+		}
+		got := make([]float64, len(xs))
+		for _, kernel := range kernelSettings(t) {
+			setKernel(kernel)
+			Tanh64s(got, xs)
+			for i, x := range xs {
+				if w := Tanh64(x); math.Float64bits(got[i]) != math.Float64bits(w) {
+					t.Fatalf("kernel=%v: Tanh64s(%v) = %v, Tanh64 gives %v", kernel, x, got[i], w)
+				}
+			}
+		}
+		setKernel(true)
+	})
+}
