@@ -3,6 +3,7 @@ package k3_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -18,8 +19,9 @@ import (
 // budget and with the expert cache — and nothing on two threads where every mat-vec is too small
 // to split (the fixture models). What a growing context adds is amortized: the MLA cache and the
 // id list grow by doubling. On two threads a split mat-vec allocates nothing either (the pool's
-// job, a recycled task and row ranges without views); the parallel loops of KDA, MoE, MLA and the
-// short convolution still start goroutines per call, and an expert-cache miss builds its views.
+// job, a recycled task and row ranges without views), nor do the splits of heads, channels and
+// experts (tasks kept in the workspaces); an expert-cache miss builds its views.
+// TestDecodeStepAllocatesNothingPerf checks the splits where they happen, at the perf geometry.
 func TestDecodeStepAllocatesNothing(t *testing.T) {
 	if race.Enabled {
 		t.Skip("the race detector allocates")
@@ -56,5 +58,44 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 				assert.Zero(t, allocs, "allocations per decode step")
 			})
 		}
+	}
+}
+
+// TestDecodeStepAllocatesNothingPerf is TestDecodeStepAllocatesNothing on the synthetic perf
+// checkpoint, whose layers are wide enough for every split to run on 2 threads (the fixture
+// models run them inline). It needs K3_PERF_DIR naming a synthesized perf checkpoint (the FLOOR
+// benchmark makes one) and skips without it.
+func TestDecodeStepAllocatesNothingPerf(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	dir := os.Getenv("K3_PERF_DIR")
+	if dir == "" {
+		t.Skip("set K3_PERF_DIR to a perf checkpoint (see BenchmarkFloor)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		t.Skipf("no perf checkpoint in %s: %v", dir, err)
+	}
+	for _, threads := range []int{1, 2} {
+		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
+			m, err := k3.Open(dir, k3.WithThreads(threads))
+			require.NoError(t, err)
+			defer m.Close()
+			s := m.NewSession()
+			ctx := context.Background()
+			require.NoError(t, s.Prefill(ctx, []int{1, 100, 2000}))
+			snap, err := s.Snapshot()
+			require.NoError(t, err)
+			require.NoError(t, s.Step(ctx, 4))
+			allocs := testing.AllocsPerRun(10, func() {
+				if err := s.Restore(snap); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Step(ctx, 4); err != nil {
+					t.Fatal(err)
+				}
+			})
+			assert.Zero(t, allocs, "allocations per decode step")
+		})
 	}
 }
