@@ -16,6 +16,8 @@ const noRank = math.MaxUint32
 // a token, else the result of lowest-rank-first, leftmost-on-ties merging.
 func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 	switch len(piece) {
+	case 0:
+		return dst
 	case 1:
 		return append(dst, int(r.byte1[piece[0]]))
 	case 2:
