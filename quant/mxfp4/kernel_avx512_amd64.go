@@ -10,7 +10,7 @@ import "golang.org/x/sys/cpu"
 // tested on (they come with AVX512F on all server cores since Skylake).
 var haveAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasPOPCNT
 
-var avx512Kernel = kernel{widen: widenBlocked, align: blockGroups * GroupSize, rows: rowsAVX512, rows2: rows2AVX512}
+var avx512Kernel = kernel{widen: widenBlocked, align: blockGroups * GroupSize, rows: rowsAVX512, rows2: rows2AVX512, rows4: rows4AVX512}
 
 // blockGroups is the number of groups the AVX-512 kernel multiplies at once
 // (one per float64 lane of a ZMM register).
@@ -83,4 +83,31 @@ func rows2AVX512(dst0, dst1 []float32, packed, scales []byte, xw0, xw1 []float64
 	_ = xw0[n-1]
 	_ = xw1[n-1]
 	return rows2AVX512asm(&dst0[0], &dst1[0], len(dst0), &packed[0], &scales[0], &xw0[0], &xw1[0], groups)
+}
+
+// rows4AVX512asm is rowsAVX512asm for four activation rows sharing each
+// decoded weight, at xw + p·xstride, their outputs at dst + p·dstride; it
+// counts skipped groups once.
+//
+//go:noescape
+func rows4AVX512asm(dst *float32, dstride, rows int, packed, scales *byte, xw *float64, xstride, groups int) int
+
+func rows4AVX512(dst []float32, dstride, rows int, packed, scales []byte, xw []float64, xstride int) int {
+	if rows == 0 {
+		return 0
+	}
+	groups := len(scales) / rows
+	if groups == 0 {
+		for p := range 4 {
+			clear(dst[p*dstride : p*dstride+rows])
+		}
+		return 0
+	}
+	n := (groups + blockGroups - 1) / blockGroups * blockGroups * GroupSize
+	// Bounds the assembly relies on.
+	_ = packed[rows*groups*16-1]
+	_ = scales[rows*groups-1]
+	_ = dst[3*dstride+rows-1]
+	_ = xw[3*xstride+n-1]
+	return rows4AVX512asm(&dst[0], dstride, rows, &packed[0], &scales[0], &xw[0], xstride, groups)
 }
