@@ -3,7 +3,9 @@ package mxfp4
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -81,6 +83,15 @@ func FuzzMatVec(f *testing.F) {
 			}
 			requireSameBits(t, name+" matmul row 0", batch[:r], dst)
 			requireSameBits(t, name+" matmul row 1", batch[r:], dst2)
+			// Four rows (x, x2, x2, x), so MatMul runs its four-row kernel
+			// where the activations fit it.
+			batch = make([]float32, 4*r)
+			if st4 := matMul(k, batch, r, packed, scales, slices.Concat(x, x2, x2, x), 4, r, cols); st4 != st {
+				t.Fatalf("%s: MatMul stats %+v, want %+v", name, st4, st)
+			}
+			for i, want := range [][]float32{dst, dst2, dst2, dst} {
+				requireSameBits(t, fmt.Sprintf("%s matmul of 4, row %d", name, i), batch[i*r:(i+1)*r], want)
+			}
 		}
 		if _, err := MatMul(make([]float32, 2*r), r, packed, scales, append(x, x...), 2, r, cols); err != nil {
 			t.Fatalf("MatMul on valid geometry: %v", err)
