@@ -10,9 +10,9 @@ package tokenizer
 // The argument. Run the merges of one character C on its own bytes (its
 // "own run") and let M(C) be the highest rank among them. While the real
 // run has not finished C's own merges, a merge that joins a fragment of C
-// to something outside C makes a token that is not valid UTF-8 (it starts
-// inside a character or ends inside one) and that contains the two bytes on
-// either side of C's edge. If every such token ranks above M(C), no such
+// to something outside C makes a token that is not a sequence of whole
+// characters (it starts inside one or ends inside one; see structural) and
+// that contains the two bytes on either side of C's edge. If every such token ranks above M(C), no such
 // merge can be the lowest-ranked candidate while C still has a merge of its
 // own pending (that merge ranks at most M(C)), so C's bytes merge exactly as
 // in its own run, unaffected by the rest of the piece, and nothing else
@@ -20,7 +20,11 @@ package tokenizer
 // candidate, the real run is the same as one in which C is a single part
 // whose own run happens in one step ranked M(C): that step is taken at the
 // first moment every other candidate ranks above M(C), which is when the
-// real run takes C's last own merge. A character that fails the test, and
+// real run takes C's last own merge. If moreover M(C) ranks below every
+// longer token that contains C's bytes (ext below), C may start complete
+// ("eager"): every candidate that involves the complete C then ranks above
+// M(C), and until C's step every merge taken ranks below M(C), so having C
+// complete earlier changes no choice. A character that fails the test, and
 // every byte outside 2- and 3-byte characters, starts as single-byte parts
 // and merges as in bpeSmall; the test of one character does not depend on
 // how its neighbours start.
@@ -45,7 +49,7 @@ const (
 
 	ownShift = 30
 	// ownEager marks a whole character that may also start complete
-	// (see bpeChars).
+	// (M below ext; see the argument above).
 	ownEager = 1 << 29
 	ownMask  = ownEager - 1
 )
