@@ -95,11 +95,10 @@ func ascii(s string) bool {
 // repeats its words: a piece that is not itself a token costs tens of rank
 // lookups to merge, a repeated one a probe of the memo, a direct-mapped
 // cache indexed by the hash already computed to look the piece up. A piece
-// that maps to a taken slot replaces its occupant, so the memo never grows:
-// the common words of a text in a word-based script stay in it, and the
-// rarely repeating runs of CJK text pass through it for the price of a
-// store. It lives in the scratch of one Encode call (or of one EncodeBatch
-// worker) and holds no state between calls.
+// that maps to a taken slot replaces its occupant (a piece of more than
+// seven ids is not remembered), so storing never grows the memo, and the
+// common words of a text stay in it. It lives in the scratch of one Encode
+// call (or of one EncodeBatch worker) and holds no state between calls.
 //
 // A short text never pays for the memo, and a long one gets a large memo
 // only once it has merged pieces enough to fill it many times over: the
