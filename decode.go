@@ -103,6 +103,24 @@ func (g *genRun) emit(id int) bool {
 	return true
 }
 
+// accept emits id and then makes the checks both generation loops make before feeding it
+// back: ctx done, and ctxLen (the ids the model has seen, id not among them) at MaxContext.
+// It returns false when generation ends (the reason recorded).
+func (g *genRun) accept(ctx context.Context, id, ctxLen int) bool {
+	if !g.emit(id) {
+		return false
+	}
+	if err := ctx.Err(); err != nil {
+		g.fail(err)
+		return false
+	}
+	if g.o.MaxContext > 0 && ctxLen >= g.o.MaxContext {
+		g.res.Reason = StopContext
+		return false
+	}
+	return true
+}
+
 func (g *genRun) fail(err error) {
 	g.res.Reason, g.res.Err = StopError, err
 	g.yield(-1, err)
@@ -150,15 +168,7 @@ func (s *Session) generate(ctx context.Context, o GenerateOptions, yield func(in
 				return
 			}
 		}
-		if !g.emit(id) {
-			return
-		}
-		if err := ctx.Err(); err != nil {
-			g.fail(err)
-			return
-		}
-		if o.MaxContext > 0 && s.Len() >= o.MaxContext {
-			g.res.Reason = StopContext
+		if !g.accept(ctx, id, s.Len()) {
 			return
 		}
 		if spec != nil {
@@ -200,15 +210,7 @@ func (m *Model) generateFull(ctx context.Context, prompt []int, o GenerateOption
 			g.fail(err)
 			return
 		}
-		if !g.emit(id) {
-			return
-		}
-		if err := ctx.Err(); err != nil {
-			g.fail(err)
-			return
-		}
-		if o.MaxContext > 0 && len(g.hist)-1 >= o.MaxContext {
-			g.res.Reason = StopContext
+		if !g.accept(ctx, id, len(g.hist)) {
 			return
 		}
 	}
