@@ -15,7 +15,7 @@ import (
 const corpusEnv = "K3_TOKENIZER_CORPUS"
 
 // corpusFiles returns the corpus texts by file name (without .txt), sorted.
-func corpusFiles(b *testing.B) ([]string, map[string]string) {
+func corpusFiles(b testing.TB) ([]string, map[string]string) {
 	dir := os.Getenv(corpusEnv)
 	if dir == "" {
 		b.Skipf("set %s to a directory of *.txt files of real text", corpusEnv)
@@ -99,5 +99,30 @@ func BenchmarkCorpusBatch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestCorpusAgreement encodes each corpus file (K3_TOKENIZER_CORPUS, as for
+// BenchmarkCorpus; skipped without it) with every fixture encoding and
+// checks the ids against the plain merge: no memo, no character tables,
+// every piece merged byte by byte.
+//
+//	K3_TOKENIZER_CORPUS=<dir> go test -run CorpusAgreement ./tokenizer
+func TestCorpusAgreement(t *testing.T) {
+	if os.Getenv(corpusEnv) == "" {
+		t.Skipf("set %s to a directory of *.txt files of real text", corpusEnv)
+	}
+	names, texts := corpusFiles(t)
+	for _, fe := range loadFixtures(t).encs {
+		for _, name := range names {
+			got, err := fe.enc.EncodeOrdinary(texts[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := plainEncode(t, fe.enc, texts[name])
+			if i, ok := equalInts(got, want); !ok || len(got) != len(want) {
+				t.Fatalf("%s/%s: ids differ from the plain merge at %d (%d and %d ids)", fe.name, name, i, len(got), len(want))
+			}
+		}
 	}
 }
