@@ -30,7 +30,7 @@ func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 		if rk, ok := r.lookup(piece); ok {
 			return append(dst, int(rk))
 		}
-		if len(piece) < heapThreshold || (len(piece) < charsHeapThreshold && sc.chars != nil && !ascii(piece)) {
+		if len(piece) < heapThreshold || (len(piece) < charsHeapThreshold && !ascii(piece) && sc.charTable() != nil) {
 			return r.bpeArray(dst, piece, sc)
 		}
 		return r.bpeHeap(dst, piece, sc, nil)
@@ -73,10 +73,19 @@ func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 	return dst
 }
 
+// charTable returns the bpeChars table, fetching it from the encoding the
+// first time (nil: merge byte by byte).
+func (sc *scratch) charTable() *charTable {
+	if sc.chars == nil && sc.enc != nil {
+		sc.chars = sc.enc.charTable()
+	}
+	return sc.chars
+}
+
 // bpeArray merges a piece short enough for the array algorithms, by
 // characters if it has any outside ASCII.
 func (r *Ranks) bpeArray(dst []int, piece string, sc *scratch) []int {
-	if sc.chars != nil && !ascii(piece) {
+	if !ascii(piece) && sc.charTable() != nil {
 		return r.bpeChars(dst, piece, sc)
 	}
 	return r.bpeSmall(dst, piece, sc)
@@ -159,7 +168,8 @@ type memoSlot struct {
 // scratch holds buffers reused across the pieces of one Encode call.
 type scratch struct {
 	char3    *char3Table // the encoding's 3-byte token ranks; nil: none
-	chars    *charTable  // the encoding's bpeChars table; nil: none
+	enc      *Encoding   // whose bpeChars table charTable fetches; nil: none
+	chars    *charTable  // the table, once fetched
 	starts   []int32     // bpeSmall: start of each part, then the piece's end
 	ranks    []uint32    // bpeSmall: rank of the pair starting at each part
 	toks     []uint32    // bpeChars: token of each part

@@ -167,7 +167,7 @@ func structural(b []byte) bool {
 // candidate is M.
 func (r *Ranks) bpeChars(dst []int, piece string, sc *scratch) []int {
 	n := len(piece)
-	ct := sc.chars
+	ct := sc.charTable()
 	if cap(sc.starts) < n+1 {
 		c := max(n+1, min(memoMaxPiece, heapThreshold)+1)
 		sc.starts = make([]int32, c)

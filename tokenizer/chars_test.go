@@ -73,12 +73,12 @@ func TestBPECharsAgreement(t *testing.T) {
 	for _, fe := range loadFixtures(t).encs {
 		t.Run(fe.name, func(t *testing.T) {
 			r := fe.enc.Ranks()
-			require.NotNil(t, fe.enc.chars, "no char table")
+			require.NotNil(t, fe.enc.charTable(), "no char table")
 			rng := rand.New(rand.NewSource(11))
 			var st charStats
 			sc := fe.enc.newScratch()
 			sc.charStats = &st
-			pieces := charPieces(r, fe.enc.chars, rng, 4000)
+			pieces := charPieces(r, fe.enc.charTable(), rng, 4000)
 			pieces = append(pieces, strings.Repeat("中", 30), strings.Repeat("中国", 20), strings.Repeat("ab中", 15), "\u4e00\u4e00\u4e00\xe4")
 			for _, p := range pieces {
 				got := r.bpeChars(nil, p, sc)
@@ -103,7 +103,7 @@ func TestBPECharsAgreement(t *testing.T) {
 func TestCharTable(t *testing.T) {
 	for _, fe := range loadFixtures(t).encs {
 		t.Run(fe.name, func(t *testing.T) {
-			r, ct := fe.enc.Ranks(), fe.enc.chars
+			r, ct := fe.enc.Ranks(), fe.enc.charTable()
 			for cp := rune(0x80); cp < 0x10000; cp++ {
 				if cp >= 0xd800 && cp < 0xe000 {
 					continue // not encodable with utf8; covered by the byte rule
@@ -247,4 +247,21 @@ func FuzzBPEChars(f *testing.F) {
 			t.Fatalf("bpe %v, naive %v", got, want)
 		}
 	})
+}
+
+// The character tables are built on the first piece outside ASCII, once.
+func TestCharTableLazy(t *testing.T) {
+	fe := fixtureByName(t, "o200k")
+	enc, err := New(Spec{Name: "lazy", Ranks: fe.enc.Ranks(), Split: SplitO200K})
+	require.NoError(t, err)
+	_, err = enc.EncodeOrdinary("plain ASCII text, encoded without them")
+	require.NoError(t, err)
+	require.Nil(t, enc.chars, "ASCII text built the character tables")
+	_, err = enc.EncodeOrdinary("中文的文本")
+	require.NoError(t, err)
+	ct := enc.chars
+	require.NotNil(t, ct)
+	_, err = enc.EncodeOrdinary("再来一次")
+	require.NoError(t, err)
+	require.Same(t, ct, enc.chars)
 }

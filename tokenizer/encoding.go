@@ -61,7 +61,10 @@ type Encoding struct {
 	maxID    int
 	kimiCuts bool
 	char3    *char3Table
-	chars    *charTable
+	// chars is built on the first piece outside ASCII (see charTable), so
+	// that encoding ASCII text never pays for it.
+	charsOnce sync.Once
+	chars     *charTable
 }
 
 // New validates spec and builds an encoding.
@@ -104,9 +107,8 @@ func New(spec Spec) (*Encoding, error) {
 	for i := range all {
 		all[i] = true
 	}
-	char3 := newChar3Table(spec.Ranks)
 	return &Encoding{name: spec.Name, ranks: spec.Ranks, split: spec.Split, specials: set, byID: byID, allowAll: all, maxID: maxID, kimiCuts: spec.KimiCuts,
-		char3: char3, chars: newCharTable(spec.Ranks, char3)}, nil
+		char3: newChar3Table(spec.Ranks)}, nil
 }
 
 // Name returns the encoding's name.
@@ -279,7 +281,15 @@ func (e *Encoding) EncodeBatch(texts []string, mode Mode, workers int) ([][]int,
 }
 
 // newScratch returns buffers for one Encode call or one EncodeBatch worker.
-func (e *Encoding) newScratch() *scratch { return &scratch{char3: e.char3, chars: e.chars} }
+func (e *Encoding) newScratch() *scratch { return &scratch{char3: e.char3, enc: e} }
+
+// charTable returns the encoding's bpeChars table (nil if the ranks do not
+// fit its packing), building it on first use: a few milliseconds for a
+// 200,000-token vocabulary.
+func (e *Encoding) charTable() *charTable {
+	e.charsOnce.Do(func() { e.chars = newCharTable(e.ranks, e.char3) })
+	return e.chars
+}
 
 func (e *Encoding) encode(text string, p policy) ([]int, error) {
 	return e.encodeScratch(text, p, e.newScratch())
