@@ -75,7 +75,8 @@
 //
 // Pieces outside ASCII merge by characters: a 2- or 3-byte character whose
 // own merges the vocabulary proves cannot interact with its neighbours
-// (tables New builds from the ranks; see chars.go for the argument) enters
+// (tables built from the ranks on the first piece outside ASCII, a few
+// milliseconds; see chars.go for the argument) enters
 // the merge as one part that completes in one step, or starts complete, so
 // a run of k CJK characters merges in about k parts instead of 3k. The
 // result is the byte-level merge's, id for id (tested against a direct
