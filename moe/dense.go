@@ -82,8 +82,8 @@ func (d *Dense) ForwardWith(dst, x []float32, T int, ws *Workspace) error {
 // scratch of n·I floats each. Shapes are the caller's responsibility.
 //
 // The activation is split on pool (nil: goroutines per call) with its
-// arguments parked in glu, so a caller that keeps one allocates nothing; nil
-// takes a new one when the activation splits.
+// arguments parked in glu, which the caller keeps, so the split allocates
+// nothing.
 func gatedMLP(dst, x []float32, n int, w1, w3, w2 quant.Matrix, b1, b2 float32, workers int, pool *parallel.Pool, glu *gluSplit, g, u []float32) {
 	i := w1.Rows()
 	g, u = g[:n*i], u[:n*i]
@@ -91,9 +91,6 @@ func gatedMLP(dst, x []float32, n int, w1, w3, w2 quant.Matrix, b1, b2 float32, 
 	quant.MatMulParallel(w3, u, i, x, n, workers)
 	// Elementwise, so splitting it over workers cannot change a bit.
 	if parallel.Chunks(n*i, pool.Limit(workers), 1024) > 1 {
-		if glu == nil {
-			glu = new(gluSplit)
-		}
 		*glu = gluSplit{g: g, u: u, b1: b1, b2: b2}
 		pool.Run(n*i, workers, 1024, glu)
 		*glu = gluSplit{} // hold no references to the caller's data

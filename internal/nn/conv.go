@@ -54,7 +54,7 @@ func (s *ShortConv) Forward(dst, x, tail []float32, T int) error {
 // goroutines (channels are independent, so the result does not depend on
 // workers).
 func (s *ShortConv) ForwardParallel(dst, x, tail []float32, T, workers int) error {
-	return s.ForwardPool(dst, x, tail, T, workers, nil, new(ConvCall))
+	return s.ForwardPool(dst, x, tail, T, workers, nil, nil)
 }
 
 // ConvCall holds the arguments of one split convolution while its chunks
@@ -71,16 +71,19 @@ func (c *ConvCall) Run(lo, hi int) { c.s.channels(c.dst, c.x, c.tail, c.T, lo, h
 
 // ForwardPool is ForwardParallel with the split run on pool (nil: goroutines
 // per call), its arguments parked in call, which must not be in use by
-// another call.
+// another call (nil: a new one, taken only when the channels split).
 func (s *ShortConv) ForwardPool(dst, x, tail []float32, T, workers int, pool *parallel.Pool, call *ConvCall) error {
 	c, k := s.c, s.k
 	if T < 0 || len(x) < T*c || len(dst) < T*c || len(tail) != c*(k-1) {
 		return fmt.Errorf("nn: short conv: len(x)=%d len(dst)=%d for T=%d C=%d, len(tail)=%d want %d",
 			len(x), len(dst), T, c, len(tail), c*(k-1))
 	}
-	if parallel.Chunks(c, workers, 256) <= 1 {
+	if parallel.Chunks(c, pool.Limit(workers), 256) <= 1 {
 		s.channels(dst, x, tail, T, 0, c)
 		return nil
+	}
+	if call == nil {
+		call = new(ConvCall)
 	}
 	*call = ConvCall{s: s, dst: dst, x: x, tail: tail, T: T}
 	pool.Run(c, workers, 256, call)

@@ -57,3 +57,19 @@ func TestShortConvPool(t *testing.T) {
 		t.Errorf("split decode step: %v allocations", n)
 	}
 }
+
+// Forward, which takes no ConvCall, allocates nothing on a layer too narrow
+// to split.
+func TestShortConvForwardAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation counts are not exact under the race detector")
+	}
+	s, err := NewShortConv(64, 4, make([]float32, 64*4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, tail := make([]float32, 64), make([]float32, s.TailLen())
+	if n := testing.AllocsPerRun(20, func() { _ = s.Forward(x, x, tail, 1) }); n != 0 {
+		t.Errorf("Forward: %v allocations", n)
+	}
+}

@@ -26,7 +26,7 @@ func MatVec(p *parallel.Pool, m quant.Matrix, dst, x []float32, workers int) {
 		return
 	}
 	grain := max(minRows, parallel.Grain(m.Cols()))
-	if parallel.Chunks(m.Rows(), min(workers, p.Workers()), grain) <= 1 {
+	if parallel.Chunks(m.Rows(), p.Limit(workers), grain) <= 1 {
 		m.MatVec(dst, x) // inline, without the closure and the row view a split costs
 		return
 	}
@@ -43,7 +43,7 @@ func MatMul(p *parallel.Pool, m quant.Matrix, dst []float32, stride int, x []flo
 		return
 	}
 	grain := max(minRows, parallel.Grain(m.Cols()*n))
-	if parallel.Chunks(m.Rows(), min(workers, p.Workers()), grain) <= 1 {
+	if parallel.Chunks(m.Rows(), p.Limit(workers), grain) <= 1 {
 		m.MatMul(dst, stride, x, n)
 		return
 	}
