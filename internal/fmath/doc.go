@@ -15,7 +15,7 @@
 // approximation for |x| < 0.625 and the exp identity elsewhere. Both agree
 // with correctly rounded results to within one ulp.
 //
-// Exp64s, Sigmoid32s and SiLU32s are the slice forms; on amd64 with
+// Exp64s, Tanh64s, Sigmoid32s and Exp32s are the slice forms; on amd64 with
 // AVX-512 (F and DQ) Exp64s runs eight lanes at a time through a kernel
 // that performs Exp64's operations in the same order with the same
 // roundings, and gives its bits (the tests compare every path on the same

@@ -27,57 +27,39 @@ func Tanh64s(dst, x []float64) {
 	}
 }
 
-// expChunk is how many arguments the slice functions below convert at a
-// time, into a buffer on the stack.
+// expChunk is how many arguments the float32 slice forms convert at a time,
+// into a buffer on the stack.
 const expChunk = 64
 
 // Sigmoid32s sets dst[i] = Sigmoid32(x[i]); dst may be x.
-func Sigmoid32s(dst, x []float32) {
-	dst = dst[:len(x)]
-	var b [expChunk]float64
-	for lo := 0; lo < len(x); lo += expChunk {
-		xs := x[lo:min(lo+expChunk, len(x))]
-		e := b[:len(xs)]
-		for i, v := range xs {
-			e[i] = -float64(v)
-		}
-		Exp64s(e, e)
-		for i := range xs {
-			dst[lo+i] = 1 / (1 + float32(e[i]))
-		}
-	}
-}
-
-// SiLU32s sets dst[i] = SiLU32(x[i]); dst may be x.
-func SiLU32s(dst, x []float32) {
-	dst = dst[:len(x)]
-	var b [expChunk]float64
-	for lo := 0; lo < len(x); lo += expChunk {
-		xs := x[lo:min(lo+expChunk, len(x))]
-		e := b[:len(xs)]
-		for i, v := range xs {
-			e[i] = -float64(v)
-		}
-		Exp64s(e, e)
-		for i, v := range xs {
-			dst[lo+i] = v * (1 / (1 + float32(e[i])))
-		}
-	}
-}
+func Sigmoid32s(dst, x []float32) { exp32s(dst, x, true) }
 
 // Exp32s sets dst[i] = Exp32(x[i]); dst may be x.
-func Exp32s(dst, x []float32) {
+func Exp32s(dst, x []float32) { exp32s(dst, x, false) }
+
+// exp32s runs Exp64s over a chunk of x widened to float64 (negated for the
+// sigmoid) and finishes each element in float32: Sigmoid32's 1 ⊘ (1 ⊕ e)
+// or Exp32's rounding.
+func exp32s(dst, x []float32, sigmoid bool) {
 	dst = dst[:len(x)]
 	var b [expChunk]float64
 	for lo := 0; lo < len(x); lo += expChunk {
 		xs := x[lo:min(lo+expChunk, len(x))]
 		e := b[:len(xs)]
 		for i, v := range xs {
-			e[i] = float64(v)
+			if sigmoid {
+				e[i] = -float64(v)
+			} else {
+				e[i] = float64(v)
+			}
 		}
 		Exp64s(e, e)
 		for i := range xs {
-			dst[lo+i] = float32(e[i])
+			if sigmoid {
+				dst[lo+i] = 1 / (1 + float32(e[i]))
+			} else {
+				dst[lo+i] = float32(e[i])
+			}
 		}
 	}
 }

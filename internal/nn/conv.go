@@ -3,7 +3,6 @@ package nn
 import (
 	"fmt"
 
-	"github.com/k3-project/k3/internal/fmath"
 	"github.com/k3-project/k3/internal/parallel"
 )
 
@@ -116,6 +115,6 @@ func (s *ShortConv) channels(dst, x, tail []float32, T, lo, hi int) {
 	}
 	for t := range T {
 		row := dst[t*c+lo : t*c+hi]
-		fmath.SiLU32s(row, row)
+		MulSigmoid(row, row, row) // acc ⊗ σ(acc)
 	}
 }
