@@ -14,10 +14,19 @@ func naiveBPE(r *Ranks, piece string) []int {
 	if rk, ok := r.Rank([]byte(piece)); ok {
 		return []int{rk}
 	}
+	ids, _ := naiveMerge(r, piece)
+	return ids
+}
+
+// naiveMerge merges piece from single bytes (without naiveBPE's whole-piece
+// lookup) and returns the parts' ranks and the highest rank it merged (0 if
+// none).
+func naiveMerge(r *Ranks, piece string) ([]int, uint32) {
 	parts := make([]string, len(piece))
 	for i := range parts {
 		parts[i] = piece[i : i+1]
 	}
+	var top uint32
 	for {
 		best, at := -1, -1
 		for i := 0; i+1 < len(parts); i++ {
@@ -28,6 +37,7 @@ func naiveBPE(r *Ranks, piece string) []int {
 		if at < 0 {
 			break
 		}
+		top = max(top, uint32(best))
 		parts[at] += parts[at+1]
 		parts = append(parts[:at+1], parts[at+2:]...)
 	}
@@ -35,7 +45,7 @@ func naiveBPE(r *Ranks, piece string) []int {
 	for i, p := range parts {
 		out[i], _ = r.Rank([]byte(p))
 	}
-	return out
+	return out, top
 }
 
 // TestBPEAgreement runs the array merge, the heap merge and naiveBPE on

@@ -262,11 +262,11 @@ func (r *Ranks) bpeChars(dst []int, piece string, sc *scratch) []int {
 				case ownWhole:
 					toks[mi] = sc.char3[cp]
 				case ownLeft:
-					starts, cand, toks = split(starts, cand, toks, mi, int32(s+2))
+					starts, cand, toks = splitPart(starts, cand, toks, mi, int32(s+2))
 					toks[mi], toks[mi+1] = r.pair2[uint16(b0)|uint16(b1)<<8], r.byte1[b2]
 					last = mi + 1
 				default:
-					starts, cand, toks = split(starts, cand, toks, mi, int32(s+1))
+					starts, cand, toks = splitPart(starts, cand, toks, mi, int32(s+1))
 					toks[mi], toks[mi+1] = r.byte1[b0], r.pair2[uint16(b1)|uint16(b2)<<8]
 					last = mi + 1
 				}
@@ -307,9 +307,9 @@ type charStats struct {
 	refused int    // 2- and 3-byte characters that started as bytes
 }
 
-// split makes part i two parts, the second starting at byte at. The slices
+// splitPart makes part i two parts, the second starting at byte at. The slices
 // have room: there are never more parts than bytes.
-func split(starts []int32, cand, toks []uint32, i int, at int32) ([]int32, []uint32, []uint32) {
+func splitPart(starts []int32, cand, toks []uint32, i int, at int32) ([]int32, []uint32, []uint32) {
 	starts = append(starts, 0)
 	cand = append(cand, 0)
 	toks = append(toks, 0)
