@@ -292,8 +292,9 @@ func (kc *kdaCall) prepare(lo, hi int) {
 		}
 		nn.L2Norm(kk[o:o+d], kk[o:o+d])
 		rate, dt := kc.k.rate[hh], kc.k.w.DtBias[hh*d:hh*d+d]
-		// α = exp32(decayLog(z, dt)) in stages over the head, so that the
-		// sigmoid and the exp run through the vector forms.
+		// α = exp32(g), g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) ∈ [GateLB, 0] (SPEC §5.3;
+		// σ may underflow to 0, making α = 1 exactly), in stages over the head
+		// so that the sigmoid and the exp run through the vector forms.
 		zh := z[o : o+d]
 		for i := range zh {
 			zh[i] = rate * (zh[i] + dt[i])
@@ -336,13 +337,6 @@ func (kc *kdaCall) gate(lo, hi int) {
 	}
 }
 
-// decayLog returns the log-decay g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) ∈ [GateLB, 0]
-// of one channel (SPEC §5.3); α = exp32(g). σ may underflow to 0, making
-// α = 1 exactly, which is legitimate. prepare evaluates the same
-// statements over a head at a time; the tests hold it to this one.
-func decayLog(z, dt, rate, lb float32) float32 {
-	return lb * fmath.Sigmoid32(rate*(z+dt))
-}
 
 // kdaStep advances one head's state S ([D][D]) by one position and writes
 // the head output o ([D]); u is scratch of length D. Evaluation (SPEC §5.3),

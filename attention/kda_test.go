@@ -207,3 +207,10 @@ func TestKDADecayExtremes(t *testing.T) {
 		t.Errorf("lower bound: g = %v, want −5", g)
 	}
 }
+
+// decayLog is the scalar statement of the log-decay of one channel,
+// g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) (SPEC §5.3); prepare evaluates it over a
+// head at a time through the vector forms, and these tests hold it to this.
+func decayLog(z, dt, rate, lb float32) float32 {
+	return lb * fmath.Sigmoid32(rate*(z+dt))
+}
