@@ -42,21 +42,7 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 				m, err := k3.Open(dir, append(c.opts, k3.WithThreads(c.threads))...)
 				require.NoError(t, err)
 				defer m.Close()
-				s := m.NewSession()
-				ctx := context.Background()
-				require.NoError(t, s.Prefill(ctx, []int{1, 2, 3}))
-				snap, err := s.Snapshot()
-				require.NoError(t, err)
-				require.NoError(t, s.Step(ctx, 4)) // buffers reach their decode size, experts are cached
-				allocs := testing.AllocsPerRun(20, func() {
-					if err := s.Restore(snap); err != nil {
-						t.Fatal(err)
-					}
-					if err := s.Step(ctx, 4); err != nil {
-						t.Fatal(err)
-					}
-				})
-				assert.Zero(t, allocs, "allocations per decode step")
+				assert.Zero(t, stepAllocs(t, m, []int{1, 2, 3}, 20), "allocations per decode step")
 			})
 		}
 	}
@@ -82,25 +68,32 @@ func TestDecodeStepAllocatesNothingPerf(t *testing.T) {
 			m, err := k3.Open(dir, k3.WithThreads(threads))
 			require.NoError(t, err)
 			defer m.Close()
-			s := m.NewSession()
-			ctx := context.Background()
-			require.NoError(t, s.Prefill(ctx, []int{1, 100, 2000}))
-			snap, err := s.Snapshot()
-			require.NoError(t, err)
-			require.NoError(t, s.Step(ctx, 4))
-			// Open and the prompt leave garbage whose collection would empty the sync.Pool that
-			// recycles the split mat-vecs' tasks mid-measurement; a decode loop that allocates
-			// nothing never starts a collection of its own.
-			runtime.GC()
-			allocs := testing.AllocsPerRun(10, func() {
-				if err := s.Restore(snap); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Step(ctx, 4); err != nil {
-					t.Fatal(err)
-				}
-			})
-			assert.Zero(t, allocs, "allocations per decode step")
+			assert.Zero(t, stepAllocs(t, m, []int{1, 100, 2000}, 10), "allocations per decode step")
 		})
 	}
+}
+
+// stepAllocs prefills prompt, takes one step (buffers reach their decode size, experts are
+// cached) and returns the allocations of a step at that same context length, each run
+// restoring the snapshot taken after the prompt, as BenchmarkFloor does.
+func stepAllocs(t *testing.T, m *k3.Model, prompt []int, runs int) float64 {
+	t.Helper()
+	s := m.NewSession()
+	ctx := context.Background()
+	require.NoError(t, s.Prefill(ctx, prompt))
+	snap, err := s.Snapshot()
+	require.NoError(t, err)
+	require.NoError(t, s.Step(ctx, 4))
+	// Open and the prompt leave garbage whose collection would empty the sync.Pool that recycles
+	// the split mat-vecs' tasks mid-measurement; a decode loop that allocates nothing never
+	// starts a collection of its own.
+	runtime.GC()
+	return testing.AllocsPerRun(runs, func() {
+		if err := s.Restore(snap); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Step(ctx, 4); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
