@@ -2,6 +2,7 @@ package mxfp4
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -180,19 +181,35 @@ func BenchmarkMatVecGeneric(b *testing.B) {
 
 // BenchmarkMatMul multiplies 8 activation rows (a prefill chunk) by w1 with
 // each kernel.
+// BenchmarkMatMul: the batched product per kernel and shape: 3072×3584
+// over 8 rows, and the perf checkpoint's expert shapes over 32 rows (its
+// 256-token prefill sends about 32 positions to each expert). For the
+// AVX-512 kernel, "avx512-2row" is the same kernel without the four-row
+// variant, so the two in one run give the four-row kernel's gain (or, once
+// four widened rows no longer fit in L1, show that MatMul does not use it).
 func BenchmarkMatMul(b *testing.B) {
-	rows, cols, n := 3072, 3584, 8
-	rng := rand.New(rand.NewPCG(3, 4))
-	packed, scales := randMatrix(rng, rows, cols, 119, 123, false)
-	x := randVec(rng, n*cols)
-	dst := make([]float32, n*rows)
-	size := int64(n * (len(packed) + len(scales)))
-	for _, name := range benchKernels() {
-		k := benchKernel(name)
-		b.Run("kernel="+name, func(b *testing.B) {
-			b.SetBytes(size)
-			cpuTimed(b, true, size, func() { matMul(k, dst, rows, packed, scales, x, n, rows, cols) })
-		})
+	for _, sh := range [][3]int{{3072, 3584, 8}, {512, 1024, 32}, {1024, 512, 32}, {512, 2048, 32}} {
+		rows, cols, n := sh[0], sh[1], sh[2]
+		rng := rand.New(rand.NewPCG(3, 4))
+		packed, scales := randMatrix(rng, rows, cols, 119, 123, false)
+		x := randVec(rng, n*cols)
+		dst := make([]float32, n*rows)
+		size := int64(n * (len(packed) + len(scales)))
+		kernels := map[string]kernel{}
+		for _, name := range benchKernels() {
+			kernels[name] = benchKernel(name)
+		}
+		if k, ok := kernels["avx512"]; ok {
+			k.rows4 = nil
+			kernels["avx512-2row"] = k
+		}
+		for _, name := range slices.Sorted(maps.Keys(kernels)) {
+			k := kernels[name]
+			b.Run(fmt.Sprintf("%dx%d/n%d/kernel=%s", rows, cols, n, name), func(b *testing.B) {
+				b.SetBytes(size)
+				cpuTimed(b, true, size, func() { matMul(k, dst, rows, packed, scales, x, n, rows, cols) })
+			})
+		}
 	}
 }
 

@@ -99,10 +99,10 @@ func matVec(k kernel, dst []float32, packed, scales []byte, xw []float64) Stats 
 // rows4Bytes bounds the widened activations of four rows for the
 // four-row kernel: every weight row reads all of them again, and while they
 // stay in L1 decoding each weight once for four rows pays (a 512×1024 or
-// 1024×512 matrix over 32 rows, the perf geometry's experts, takes 14% less
-// time than with the two-row kernel), but from L2 it loses (11–16% more at
-// 2048 and 3584 columns): go test -bench MatMul ./quant/mxfp4 with those
-// shapes.
+// 1024×512 matrix over 32 rows, the perf geometry's experts, takes 11–14%
+// less time than with the two-row kernel: BenchmarkMatMul's kernel=avx512
+// against avx512-2row), but from L2 it loses (11–16% more at 2048 and 3584
+// columns, measured with this bound removed).
 const rows4Bytes = 32 << 10
 
 // blockBytes bounds the packed bytes of the rows that MatMul multiplies by
