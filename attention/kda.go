@@ -337,7 +337,6 @@ func (kc *kdaCall) gate(lo, hi int) {
 	}
 }
 
-
 // kdaStep advances one head's state S ([D][D]) by one position and writes
 // the head output o ([D]); u is scratch of length D. Evaluation (SPEC §5.3),
 // all in f32 with separate roundings:
