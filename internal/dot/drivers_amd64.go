@@ -130,6 +130,10 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		genericMatMul(f.dot, f.size, dst, stride, w, x, n, rows, cols)
 		return
 	}
+	if f.panel != nil && n >= gemmMinRows {
+		gemmMatMul(f, dst, stride, w, x, n, rows, cols)
+		return
+	}
 	sp := getScratch(n*m + 8)
 	s := (*sp)[:n*m]
 	a := (*[4]float64)((*sp)[n*m:])

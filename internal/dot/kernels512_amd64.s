@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "reduce_amd64.h"
 
 // R16 kernels for AVX-512 (F, BW, DQ, VL). Same contract as the AVX2 kernels
 // in kernels_amd64.s: m > 0 is a multiple of 16, x is pre-widened to float64
@@ -20,44 +21,6 @@
 // quarters the AVX2 reduction macros expect.
 
 #define PFDIST 2048
-
-// (A+B)+(C+D) lane-wise, then two hadds: see kernels_amd64.s.
-#define REDUCE_NAT(YA, XA, YB, YC, YD, XT) \
-	VADDPD YB, YA, YA; \
-	VADDPD YD, YC, YC; \
-	VADDPD YC, YA, YA; \
-	VEXTRACTF128 $1, YA, XT; \
-	VHADDPD XT, XA, XA; \
-	VHADDPD XA, XA, XA
-
-#define REDUCE_BF16(YA, XA, YB, XB, YC, XC, YD, XD, XT) \
-	VEXTRACTF128 $1, YA, XT; \
-	VADDPD XT, XA, XA; \
-	VEXTRACTF128 $1, YC, XT; \
-	VADDPD XT, XC, XC; \
-	VADDPD XC, XA, XA; \
-	VEXTRACTF128 $1, YB, XT; \
-	VADDPD XT, XB, XB; \
-	VEXTRACTF128 $1, YD, XT; \
-	VADDPD XT, XD, XD; \
-	VADDPD XD, XB, XB; \
-	VADDPD XB, XA, XA; \
-	VHADDPD XA, XA, XA
-
-// Natural layout: ZL = a0..a7, ZH = a8..a15. The ymm halves are
-// A = a0..3 (low ZL), B = a4..7, C = a8..11 (low ZH), D = a12..15.
-#define REDUCE512_NAT(ZL, YL, XL, ZH, YH, YB, YD, XT) \
-	VEXTRACTF64X4 $1, ZL, YB; \
-	VEXTRACTF64X4 $1, ZH, YD; \
-	REDUCE_NAT(YL, XL, YB, YH, YD, XT)
-
-// BF16 layout: ZE = a0,a2,..,a14, ZO = a1,..,a15. The ymm halves are
-// A = a0,a2,a4,a6 (low ZE), C = a8,..,a14 (high ZE), B = a1,..,a7 (low ZO),
-// D = a9,..,a15 (high ZO): the AVX2 bf16 layout.
-#define REDUCE512_BF16(ZE, YE, XE, ZO, YO, XO, YC, XC, YD, XD, XT) \
-	VEXTRACTF64X4 $1, ZE, YC; \
-	VEXTRACTF64X4 $1, ZO, YD; \
-	REDUCE_BF16(YE, XE, YO, XO, YC, XC, YD, XD, XT)
 
 // Sixteen bf16 at off(P) -> even elements as f64 in ZE, odd ones in ZO.
 // Y15 holds 0xffff0000 in every dword.

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "reduce_amd64.h"
 
 // R16 kernels for AVX2+FMA (F16 also needs F16C). Each kernel covers the
 // first m elements of a row (m > 0, a multiple of 16) and returns the f64
@@ -27,33 +28,6 @@
 // were best). Prefetching past the end of the weights is harmless: a
 // prefetch never faults.
 #define PFDIST 2048
-
-// Natural layout: lane-wise (A+B)+(C+D) gives c0..c3 in A; then
-// hadd gives (c0+c1, c2+c3) and a second hadd the total in the low lane.
-#define REDUCE_NAT(YA, XA, YB, YC, YD, XT) \
-	VADDPD YB, YA, YA; \
-	VADDPD YD, YC, YC; \
-	VADDPD YC, YA, YA; \
-	VEXTRACTF128 $1, YA, XT; \
-	VHADDPD XT, XA, XA; \
-	VHADDPD XA, XA, XA
-
-// BF16 layout: low+high halves of A give (a0+a4, a2+a6), of C (a8+a12,
-// a10+a14); their sum is (c0, c2). B and D likewise give (c1, c3). Adding
-// the two vectors gives (c0+c1, c2+c3); a final hadd the total.
-#define REDUCE_BF16(YA, XA, YB, XB, YC, XC, YD, XD, XT) \
-	VEXTRACTF128 $1, YA, XT; \
-	VADDPD XT, XA, XA; \
-	VEXTRACTF128 $1, YC, XT; \
-	VADDPD XT, XC, XC; \
-	VADDPD XC, XA, XA; \
-	VEXTRACTF128 $1, YB, XT; \
-	VADDPD XT, XB, XB; \
-	VEXTRACTF128 $1, YD, XT; \
-	VADDPD XT, XD, XD; \
-	VADDPD XD, XB, XB; \
-	VADDPD XB, XA, XA; \
-	VHADDPD XA, XA, XA
 
 // Eight bf16 at off(P) -> even elements as f64 in YE, odd ones in YO.
 // X15 holds 0xffff0000 in every dword.

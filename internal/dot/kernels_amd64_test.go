@@ -263,3 +263,49 @@ func TestWidenPermBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmMatchesGeneric runs the packed mat-mul (gemmMatMul, which the
+// driver picks from gemmMinRows activation rows on) against the pure-Go
+// driver: position counts that leave every remainder of six, row counts
+// that leave every remainder of four and span several panel groups, column
+// counts with and without a tail and over several chunks, near-cancelling
+// rows, and a dst stride wider than rows whose gaps must stay untouched.
+func TestGemmMatchesGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	shapes := [][3]int{ // rows, cols, n
+		{1, 16, 32}, {3, 31, 33}, {4, 512, 34}, {5, 528, 35}, {7, 1037, 36},
+		{37, 100, 37}, {70, 1100, 40}, {150, 1037, 45}, {9, 2064, 64},
+	}
+	for _, k := range kernelSets() {
+		if !k.ok || k.af.panel == nil {
+			continue
+		}
+		for i, sh := range shapes {
+			rows, cols, n := sh[0], sh[1], sh[2]
+			special := i%3 == 2
+			w := randW(r, k.f, rows, cols, i%4, special)
+			x := randX(r, n*cols, special)
+			if !special {
+				rb := cols * k.f.size
+				for tt := range n {
+					row := tt % rows
+					cancel(k.f, w[row*rb:(row+1)*rb], x[tt*cols:(tt+1)*cols])
+				}
+			}
+			stride := rows + 3
+			got := make([]float32, n*stride)
+			want := make([]float32, n*stride)
+			for i := range got {
+				got[i], want[i] = -7, -7
+			}
+			gemmMatMul(k.af, got, stride, w, x, n, rows, cols)
+			genericMatMul(k.f.gen, k.f.size, want, stride, w, x, n, rows, cols)
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Fatalf("%s rows=%d cols=%d n=%d: position %d row %d: %g, generic %g",
+						k.af.name, rows, cols, n, i/stride, i%stride, got[i], want[i])
+				}
+			}
+		}
+	}
+}

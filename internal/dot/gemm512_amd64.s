@@ -1,0 +1,274 @@
+//go:build !purego
+
+#include "textflag.h"
+#include "reduce_amd64.h"
+
+// The packed (GEMM-style) AVX-512 mat-mul: see gemm_amd64.go for the panel
+// and state layouts and the argument that it keeps R16 bit for bit.
+
+// One step: four panel vectors against six activation vectors, 24 FMAs.
+#define GSTEP \
+	VMOVUPD 0(SI), Z24; \
+	VMOVUPD 64(SI), Z25; \
+	VMOVUPD 128(SI), Z26; \
+	VMOVUPD 192(SI), Z27; \
+	VMOVUPD (DX), Z28; \
+	VFMADD231PD Z28, Z24, Z0; \
+	VFMADD231PD Z28, Z25, Z1; \
+	VFMADD231PD Z28, Z26, Z2; \
+	VFMADD231PD Z28, Z27, Z3; \
+	VMOVUPD (DX)(BX*1), Z29; \
+	VFMADD231PD Z29, Z24, Z4; \
+	VFMADD231PD Z29, Z25, Z5; \
+	VFMADD231PD Z29, Z26, Z6; \
+	VFMADD231PD Z29, Z27, Z7; \
+	VMOVUPD (DX)(BX*2), Z30; \
+	VFMADD231PD Z30, Z24, Z8; \
+	VFMADD231PD Z30, Z25, Z9; \
+	VFMADD231PD Z30, Z26, Z10; \
+	VFMADD231PD Z30, Z27, Z11; \
+	VMOVUPD (R8), Z31; \
+	VFMADD231PD Z31, Z24, Z12; \
+	VFMADD231PD Z31, Z25, Z13; \
+	VFMADD231PD Z31, Z26, Z14; \
+	VFMADD231PD Z31, Z27, Z15; \
+	VMOVUPD (R8)(BX*1), Z28; \
+	VFMADD231PD Z28, Z24, Z16; \
+	VFMADD231PD Z28, Z25, Z17; \
+	VFMADD231PD Z28, Z26, Z18; \
+	VFMADD231PD Z28, Z27, Z19; \
+	VMOVUPD (R8)(BX*2), Z29; \
+	VFMADD231PD Z29, Z24, Z20; \
+	VFMADD231PD Z29, Z25, Z21; \
+	VFMADD231PD Z29, Z26, Z22; \
+	VFMADD231PD Z29, Z27, Z23; \
+	ADDQ $256, SI; \
+	ADDQ $64, DX; \
+	ADDQ $64, R8
+
+// func gemm4x6(w *float64, wstride int, x *float64, xstride int, steps int, st *float64, blocks int, first bool)
+//
+// For each of blocks row blocks (w advancing by wstride bytes, st by 1536):
+// the 24 accumulators Z0–Z23 (position t, row r in Z(4t+r)) are zeroed when
+// first is set and loaded from st otherwise, then steps times the four
+// panel vectors at w (rows 0–3) are fused-multiplied into them against the
+// vector at x + t·xstride for the six positions t, w advancing by 256 bytes
+// and x by 64, and they are stored back to st.
+TEXT ·gemm4x6(SB), NOSPLIT, $0-57
+	MOVQ w+0(FP), DI
+	MOVQ wstride+8(FP), R11
+	MOVQ x+16(FP), R12
+	MOVQ xstride+24(FP), BX
+	MOVQ steps+32(FP), R13
+	MOVQ st+40(FP), AX
+	MOVQ blocks+48(FP), R9
+
+gblock:
+	MOVQ DI, SI
+	MOVQ R12, DX
+	LEAQ (DX)(BX*2), R8
+	ADDQ BX, R8
+	CMPB first+56(FP), $0
+	JNE  gzero
+	VMOVUPD 0(AX), Z0
+	VMOVUPD 64(AX), Z1
+	VMOVUPD 128(AX), Z2
+	VMOVUPD 192(AX), Z3
+	VMOVUPD 256(AX), Z4
+	VMOVUPD 320(AX), Z5
+	VMOVUPD 384(AX), Z6
+	VMOVUPD 448(AX), Z7
+	VMOVUPD 512(AX), Z8
+	VMOVUPD 576(AX), Z9
+	VMOVUPD 640(AX), Z10
+	VMOVUPD 704(AX), Z11
+	VMOVUPD 768(AX), Z12
+	VMOVUPD 832(AX), Z13
+	VMOVUPD 896(AX), Z14
+	VMOVUPD 960(AX), Z15
+	VMOVUPD 1024(AX), Z16
+	VMOVUPD 1088(AX), Z17
+	VMOVUPD 1152(AX), Z18
+	VMOVUPD 1216(AX), Z19
+	VMOVUPD 1280(AX), Z20
+	VMOVUPD 1344(AX), Z21
+	VMOVUPD 1408(AX), Z22
+	VMOVUPD 1472(AX), Z23
+	JMP  grun
+
+gzero:
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+	VPXORQ Z8, Z8, Z8
+	VPXORQ Z9, Z9, Z9
+	VPXORQ Z10, Z10, Z10
+	VPXORQ Z11, Z11, Z11
+	VPXORQ Z12, Z12, Z12
+	VPXORQ Z13, Z13, Z13
+	VPXORQ Z14, Z14, Z14
+	VPXORQ Z15, Z15, Z15
+	VPXORQ Z16, Z16, Z16
+	VPXORQ Z17, Z17, Z17
+	VPXORQ Z18, Z18, Z18
+	VPXORQ Z19, Z19, Z19
+	VPXORQ Z20, Z20, Z20
+	VPXORQ Z21, Z21, Z21
+	VPXORQ Z22, Z22, Z22
+	VPXORQ Z23, Z23, Z23
+
+grun:
+	MOVQ R13, CX
+
+gstep:
+	GSTEP
+	DECQ CX
+	JNZ  gstep
+
+	VMOVUPD Z0, 0(AX)
+	VMOVUPD Z1, 64(AX)
+	VMOVUPD Z2, 128(AX)
+	VMOVUPD Z3, 192(AX)
+	VMOVUPD Z4, 256(AX)
+	VMOVUPD Z5, 320(AX)
+	VMOVUPD Z6, 384(AX)
+	VMOVUPD Z7, 448(AX)
+	VMOVUPD Z8, 512(AX)
+	VMOVUPD Z9, 576(AX)
+	VMOVUPD Z10, 640(AX)
+	VMOVUPD Z11, 704(AX)
+	VMOVUPD Z12, 768(AX)
+	VMOVUPD Z13, 832(AX)
+	VMOVUPD Z14, 896(AX)
+	VMOVUPD Z15, 960(AX)
+	VMOVUPD Z16, 1024(AX)
+	VMOVUPD Z17, 1088(AX)
+	VMOVUPD Z18, 1152(AX)
+	VMOVUPD Z19, 1216(AX)
+	VMOVUPD Z20, 1280(AX)
+	VMOVUPD Z21, 1344(AX)
+	VMOVUPD Z22, 1408(AX)
+	VMOVUPD Z23, 1472(AX)
+	ADDQ $1536, AX
+	ADDQ R11, DI
+	DECQ R9
+	JNZ  gblock
+	VZEROUPPER
+	RET
+
+// The panel writers widen m (a multiple of 16) elements of one weight row
+// into the R16 halves of its panel slot: per block of sixteen, half 0 at dst
+// and half 1 hi bytes further, dst advancing by 256 bytes (four rows'
+// vectors interleave there). The halves are those of the format's
+// activation layout.
+
+// func bf16Panel512(dst *float64, w *byte, m, hi int)
+TEXT ·bf16Panel512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ m+16(FP), CX
+	MOVQ hi+24(FP), BX
+	MOVL $0xffff0000, AX
+	VPBROADCASTD AX, Y15
+
+bpanel:
+	VMOVDQU 0(SI), Y9
+	VPSLLD  $16, Y9, Y8
+	VPAND   Y15, Y9, Y9
+	VCVTPS2PD Y8, Z8
+	VCVTPS2PD Y9, Z9
+	VMOVUPD Z8, 0(DI)
+	VMOVUPD Z9, (DI)(BX*1)
+	ADDQ $32, SI
+	ADDQ $256, DI
+	SUBQ $16, CX
+	JNZ  bpanel
+	VZEROUPPER
+	RET
+
+// func f32Panel512(dst *float64, w *byte, m, hi int)
+TEXT ·f32Panel512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ m+16(FP), CX
+	MOVQ hi+24(FP), BX
+
+fpanel:
+	VCVTPS2PD 0(SI), Z8
+	VCVTPS2PD 32(SI), Z9
+	VMOVUPD Z8, 0(DI)
+	VMOVUPD Z9, (DI)(BX*1)
+	ADDQ $64, SI
+	ADDQ $256, DI
+	SUBQ $16, CX
+	JNZ  fpanel
+	VZEROUPPER
+	RET
+
+// func f16Panel512(dst *float64, w *byte, m, hi int)
+TEXT ·f16Panel512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ m+16(FP), CX
+	MOVQ hi+24(FP), BX
+
+hpanel:
+	VCVTPH2PS 0(SI), Y8
+	VCVTPS2PD Y8, Z8
+	VCVTPH2PS 16(SI), Y9
+	VCVTPS2PD Y9, Z9
+	VMOVUPD Z8, 0(DI)
+	VMOVUPD Z9, (DI)(BX*1)
+	ADDQ $32, SI
+	ADDQ $256, DI
+	SUBQ $16, CX
+	JNZ  hpanel
+	VZEROUPPER
+	RET
+
+// The reductions of gemm4x6's state: count outputs, half 0 of output o at
+// st+64·o and half 1 hi bytes further, each reduced with the R16 tree of its
+// layout into out[o].
+
+// func gemmReduceNat(out *float64, st *float64, count, hi int)
+TEXT ·gemmReduceNat(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ st+8(FP), SI
+	MOVQ count+16(FP), CX
+	MOVQ hi+24(FP), BX
+
+rnat:
+	VMOVUPD (SI), Z0
+	VMOVUPD (SI)(BX*1), Z1
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y2, Y3, X4)
+	VMOVSD X0, (DI)
+	ADDQ $64, SI
+	ADDQ $8, DI
+	DECQ CX
+	JNZ  rnat
+	VZEROUPPER
+	RET
+
+// func gemmReduceBF16(out *float64, st *float64, count, hi int)
+TEXT ·gemmReduceBF16(SB), NOSPLIT, $0-32
+	MOVQ out+0(FP), DI
+	MOVQ st+8(FP), SI
+	MOVQ count+16(FP), CX
+	MOVQ hi+24(FP), BX
+
+rbf16:
+	VMOVUPD (SI), Z0
+	VMOVUPD (SI)(BX*1), Z1
+	REDUCE512_BF16(Z0, Y0, X0, Z1, Y1, X1, Y2, X2, Y3, X3, X4)
+	VMOVSD X0, (DI)
+	ADDQ $64, SI
+	ADDQ $8, DI
+	DECQ CX
+	JNZ  rbf16
+	VZEROUPPER
+	RET

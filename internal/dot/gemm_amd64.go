@@ -1,0 +1,146 @@
+//go:build amd64 && !purego
+
+package dot
+
+// The packed mat-mul: for many activation rows the per-pass kernels
+// (xs4, r2xs4) spend as many µops widening each weight vector as they
+// spend multiplying it, because a widened weight serves at most four
+// activation rows. gemmMatMul widens a group of weight rows once into a
+// float64 panel and then runs every group of six activation rows over it,
+// so the widening is paid once per n rows and the kernel is all loads and
+// fused multiply-adds (4 weight and 6 activation vectors feed 24 FMAs).
+//
+// It keeps R16 exactly. An output's sixteen lanes are two vectors (halves)
+// of eight, in the format's activation layout (natural for f32 and f16,
+// evens then odds for bf16, the layout of every other AVX-512 kernel); a
+// pass of gemm4x6 covers one half and a column chunk, and between chunks
+// the accumulators wait in st as stored float64, unrounded. Each lane
+// therefore still adds its elements' exact products in ascending column
+// order from +0, one fused add each, and the lanes are reduced with
+// reduce16 and the tail added exactly as in the one-row path.
+//
+// Layouts, in float64 units, for m = cols &^ 15:
+//   - panel: row block b (rows 4b..4b+3 of the group) starts at 4·m·b; in
+//     it, column block j (columns 16j..16j+15), half h, row r has its eight
+//     lanes at 64j + 32h + 8r.
+//   - s: activation row t at m·t, in the format's layout, then zero rows up
+//     to a multiple of six.
+//   - st: half h, row block b, position t, row r at 8·(24·(nb·h + b) + 4t + r).
+
+//go:noescape
+func gemm4x6(w *float64, wstride int, x *float64, xstride int, steps int, st *float64, blocks int, first bool)
+
+//go:noescape
+func gemmReduceNat(out *float64, st *float64, count, hi int)
+
+//go:noescape
+func gemmReduceBF16(out *float64, st *float64, count, hi int)
+
+//go:noescape
+func bf16Panel512(dst *float64, w *byte, m, hi int)
+
+//go:noescape
+func f32Panel512(dst *float64, w *byte, m, hi int)
+
+//go:noescape
+func f16Panel512(dst *float64, w *byte, m, hi int)
+
+const (
+	// gemmMinRows is the fewest activation rows for which gemmMatMul beats
+	// the per-pass kernels (BenchmarkMatMulLevel).
+	gemmMinRows = 32
+	// gemmChunk is the columns per gemm4x6 pass: six activation rows' half
+	// of a chunk (12 KiB) stay in L1 while every row block of the group
+	// passes over them.
+	gemmChunk = 512
+	// gemmPanelBytes bounds the widened panel, so that it stays in L2 while
+	// every group of six activation rows passes over it.
+	gemmPanelBytes = 1 << 20
+)
+
+func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n, rows, cols int) {
+	m := cols &^ 15
+	np := (n + 5) / 6 * 6
+	group := min(max(4, gemmPanelBytes/(8*m)&^3), (rows+3)&^3)
+	nb := group / 4
+	pitch := m
+	sp := getScratch(np*pitch + group*m + 2*nb*192 + nb*24)
+	buf := *sp
+	s, buf := buf[:np*pitch], buf[np*pitch:]
+	panel, buf := buf[:group*m], buf[group*m:]
+	st, out := buf[:2*nb*192], buf[2*nb*192:]
+	for t := range n {
+		widenHalves(f, s[t*pitch:t*pitch+m], x[t*cols:(t+1)*cols])
+	}
+	clear(s[n*pitch:])
+	reduce := gemmReduceNat
+	if f.layout == layoutBF16x5 {
+		reduce = gemmReduceBF16
+	}
+	rb := f.size * cols
+	for r0 := 0; r0 < rows; r0 += group {
+		r1 := min(rows, r0+group)
+		blocks := (r1 - r0 + 3) / 4
+		if (r1-r0)%4 != 0 {
+			clear(panel[(blocks-1)*4*m : blocks*4*m])
+		}
+		for r := r0; r < r1; r++ {
+			i := r - r0
+			p := panel[i/4*4*m+i%4*8:]
+			for k := 0; k < m; k += gemmChunk {
+				wk := min(gemmChunk, m-k)
+				f.panel(&p[4*k], &w[r*rb+k*f.size], wk, 16*wk)
+			}
+		}
+		for t0 := 0; t0 < n; t0 += 6 {
+			for k := 0; k < m; k += gemmChunk {
+				wk := min(gemmChunk, m-k)
+				for h := range 2 {
+					gemm4x6(&panel[4*k+2*wk*h], 32*m, &s[t0*pitch+k+wk/2*h], 8*pitch, wk/16, &st[h*nb*192], blocks, k == 0)
+				}
+			}
+			reduce(&out[0], &st[0], 24*blocks, 8*8*24*nb)
+			for t := t0; t < min(t0+6, n); t++ {
+				// out holds position t's heads at 24b+4(t-t0)+r for row 4b+r.
+				o := out[4*(t-t0):]
+				d := dst[t*stride+r0 : t*stride+r1]
+				if m == cols {
+					for r := range d {
+						d[r] = float32(o[24*(r/4)+r%4])
+					}
+					continue
+				}
+				xt := x[t*cols : (t+1)*cols]
+				for r := range d {
+					d[r] = float32(f.tail(o[24*(r/4)+r%4], w[(r0+r)*rb:(r0+r+1)*rb], xt, m))
+				}
+			}
+		}
+	}
+	scratchPool.Put(sp)
+}
+
+// widenHalves widens the first len(dst) activations of x (a multiple of 16)
+// into gemm4x6's order: per column chunk, the half-0 vectors of its blocks
+// of sixteen in column order, then their half-1 vectors, each half as in the
+// format's layout (see widen).
+func widenHalves(f *asmFormat, dst []float64, x []float32) {
+	m := len(dst)
+	for k := 0; k < m; k += gemmChunk {
+		wk := min(gemmChunk, m-k)
+		for j := 0; j < wk/16; j++ {
+			xs := x[k+16*j : k+16*j+16 : k+16*j+16]
+			lo := dst[k+8*j : k+8*j+8 : k+8*j+8]
+			hi := dst[k+wk/2+8*j : k+wk/2+8*j+8 : k+wk/2+8*j+8]
+			if f.layout == layoutBF16x5 {
+				for i := range 8 {
+					lo[i], hi[i] = float64(xs[2*i]), float64(xs[2*i+1])
+				}
+				continue
+			}
+			for i := range 8 {
+				lo[i], hi[i] = float64(xs[i]), float64(xs[8+i])
+			}
+		}
+	}
+}

@@ -1,0 +1,46 @@
+// R16 lane-tree reductions shared by the AVX2 and AVX-512 kernels
+// (kernels_amd64.s, kernels512_amd64.s, gemm512_amd64.s). Each leaves the
+// reduced head in the low lane of its first X register.
+
+// Natural layout: lane-wise (A+B)+(C+D) gives c0..c3 in A; then
+// hadd gives (c0+c1, c2+c3) and a second hadd the total in the low lane.
+#define REDUCE_NAT(YA, XA, YB, YC, YD, XT) \
+	VADDPD YB, YA, YA; \
+	VADDPD YD, YC, YC; \
+	VADDPD YC, YA, YA; \
+	VEXTRACTF128 $1, YA, XT; \
+	VHADDPD XT, XA, XA; \
+	VHADDPD XA, XA, XA
+
+// BF16 layout: low+high halves of A give (a0+a4, a2+a6), of C (a8+a12,
+// a10+a14); their sum is (c0, c2). B and D likewise give (c1, c3). Adding
+// the two vectors gives (c0+c1, c2+c3); a final hadd the total.
+#define REDUCE_BF16(YA, XA, YB, XB, YC, XC, YD, XD, XT) \
+	VEXTRACTF128 $1, YA, XT; \
+	VADDPD XT, XA, XA; \
+	VEXTRACTF128 $1, YC, XT; \
+	VADDPD XT, XC, XC; \
+	VADDPD XC, XA, XA; \
+	VEXTRACTF128 $1, YB, XT; \
+	VADDPD XT, XB, XB; \
+	VEXTRACTF128 $1, YD, XT; \
+	VADDPD XT, XD, XD; \
+	VADDPD XD, XB, XB; \
+	VADDPD XB, XA, XA; \
+	VHADDPD XA, XA, XA
+
+// Natural layout: ZL = a0..a7, ZH = a8..a15. The ymm halves are
+// A = a0..3 (low ZL), B = a4..7, C = a8..11 (low ZH), D = a12..15.
+#define REDUCE512_NAT(ZL, YL, XL, ZH, YH, YB, YD, XT) \
+	VEXTRACTF64X4 $1, ZL, YB; \
+	VEXTRACTF64X4 $1, ZH, YD; \
+	REDUCE_NAT(YL, XL, YB, YH, YD, XT)
+
+// BF16 layout: ZE = a0,a2,..,a14, ZO = a1,..,a15. The ymm halves are
+// A = a0,a2,a4,a6 (low ZE), C = a8,..,a14 (high ZE), B = a1,..,a7 (low ZO),
+// D = a9,..,a15 (high ZO): the AVX2 bf16 layout.
+#define REDUCE512_BF16(ZE, YE, XE, ZO, YO, XO, YC, XC, YD, XD, XT) \
+	VEXTRACTF64X4 $1, ZE, YC; \
+	VEXTRACTF64X4 $1, ZO, YD; \
+	REDUCE_BF16(YE, XE, YO, XO, YC, XC, YD, XD, XT)
+
