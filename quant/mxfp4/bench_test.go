@@ -188,7 +188,7 @@ func BenchmarkMatVecGeneric(b *testing.B) {
 // variant, so the two in one run give the four-row kernel's gain (or, once
 // four widened rows no longer fit in L1, show that MatMul does not use it).
 func BenchmarkMatMul(b *testing.B) {
-	for _, sh := range [][3]int{{3072, 3584, 8}, {512, 1024, 32}, {1024, 512, 32}, {512, 2048, 32}} {
+	for _, sh := range [][3]int{{3072, 3584, 8}, {512, 1024, 16}, {512, 1024, 32}, {1024, 512, 32}, {512, 2048, 32}} {
 		rows, cols, n := sh[0], sh[1], sh[2]
 		rng := rand.New(rand.NewPCG(3, 4))
 		packed, scales := randMatrix(rng, rows, cols, 119, 123, false)
@@ -200,6 +200,8 @@ func BenchmarkMatMul(b *testing.B) {
 			kernels[name] = benchKernel(name)
 		}
 		if k, ok := kernels["avx512"]; ok {
+			k.gemm = nil
+			kernels["avx512-4row"] = k
 			k.rows4 = nil
 			kernels["avx512-2row"] = k
 		}

@@ -61,21 +61,26 @@
 //     of the sixteen float64 E2M1 values (VPERMI2PD for the code in bits
 //     0–3 of a lane, VPERMPS for the one in bits 32–35, so one shift serves
 //     two lookups); the activations are stored transposed to match. MatMul
-//     decodes each weight once for two activation rows.
+//     decodes each weight once for four (or two) activation rows; from 24
+//     activation rows on it instead decodes a block of weight rows once
+//     into a float64 panel and puts eight activation rows in the lanes,
+//     three weight rows per pass, with each group's tree, scale and sum
+//     vertical over the eight (gemm_avx512_amd64.go).
 //   - AVX2 (AVX2, FMA and POPCNT): one group at a time; the nibbles are
 //     expanded with VPSHUFB straight into the upper 16 bits of float64
 //     lanes (every E2M1 value is a float64 whose lower 48 bits are zero).
 //   - the pure-Go twin: the reference, and the kernel under the purego
 //     build tag, on other architectures and on CPUs without AVX2.
 //
-// None ever materialises the float matrix or converts a weight from an
-// integer: the activations are widened to float64 once per call (in the
-// order the kernel consumes them) and the weights are read straight from
-// their nibbles. The exact float64 arithmetic costs 32 products per 16
-// bytes, so even the AVX-512 kernel is bound by shuffles and multiply-adds
-// rather than by memory bandwidth: on the development machine it reaches
-// about half of a plain read loop's bandwidth when the weights stream from
-// DRAM, as routed experts do, and about a quarter when they sit in cache
+// None converts a weight from an integer, and only the packed form
+// materialises (unscaled) weights, a block of rows at a time: the
+// activations are widened to float64 once per call (in the order the kernel
+// consumes them) and the weights are read straight from their nibbles.
+// The exact float64 arithmetic costs 32 products per 16 bytes, so even the
+// AVX-512 kernel is bound by shuffles and multiply-adds rather than by
+// memory bandwidth: on the development machine it reaches about half of a
+// plain read loop's bandwidth when the weights stream from DRAM, as routed
+// experts do, and about a quarter when they sit in cache
 // (BenchmarkMatVecCold, BenchmarkMatVec).
 //
 // # Quantiser

@@ -92,6 +92,26 @@ func FuzzMatVec(f *testing.F) {
 			for i, want := range [][]float32{dst, dst2, dst2, dst} {
 				requireSameBits(t, fmt.Sprintf("%s matmul of 4, row %d", name, i), batch[i*r:(i+1)*r], want)
 			}
+			// gemmMinRows+3 rows alternating x and x2 by a pattern of the
+			// input, so MatMul runs its packed form where a kernel has one,
+			// with leftover rows.
+			n := gemmMinRows + 3
+			xs := make([]float32, 0, n*cols)
+			wants := make([][]float32, n)
+			for i := range n {
+				if skew>>(i%8)&1 == 0 {
+					xs, wants[i] = append(xs, x...), dst
+				} else {
+					xs, wants[i] = append(xs, x2...), dst2
+				}
+			}
+			batch = make([]float32, n*r)
+			if stn := matMul(k, batch, r, packed, scales, xs, n, r, cols); stn != st {
+				t.Fatalf("%s: MatMul of %d stats %+v, want %+v", name, n, stn, st)
+			}
+			for i, want := range wants {
+				requireSameBits(t, fmt.Sprintf("%s matmul of %d, row %d", name, n, i), batch[i*r:(i+1)*r], want)
+			}
 		}
 		if _, err := MatMul(make([]float32, 2*r), r, packed, scales, append(x, x...), 2, r, cols); err != nil {
 			t.Fatalf("MatMul on valid geometry: %v", err)

@@ -10,7 +10,7 @@ import "golang.org/x/sys/cpu"
 // tested on (they come with AVX512F on all server cores since Skylake).
 var haveAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasPOPCNT
 
-var avx512Kernel = kernel{widen: widenBlocked, align: blockGroups * GroupSize, rows: rowsAVX512, rows2: rows2AVX512, rows4: rows4AVX512}
+var avx512Kernel = kernel{widen: widenBlocked, align: blockGroups * GroupSize, rows: rowsAVX512, rows2: rows2AVX512, rows4: rows4AVX512, gemm: gemmAVX512}
 
 // blockGroups is the number of groups the AVX-512 kernel multiplies at once
 // (one per float64 lane of a ZMM register).

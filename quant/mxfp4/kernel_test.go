@@ -2,6 +2,7 @@ package mxfp4
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -269,7 +270,13 @@ func TestSummationOrder(t *testing.T) {
 					packed[g*16+j/2] = nib[rng.IntN(len(nib))] << (4 * (j % 2))
 				}
 			}
-			const n = 3 // MatMul's paired activation rows and the odd one
+			// 3: MatMul's paired activation rows and the odd one; 27: three
+			// octets of the packed kernel, its leftover rows and columns.
+			n := 3
+			if iter%4 >= 2 {
+				n, rows = 27, rows+3
+				packed, scales = growRows(rng, packed, scales, rows, cols)
+			}
 			x := make([]float32, n*cols)
 			for i := range x {
 				x[i] = vals[rng.IntN(len(vals))]
@@ -290,6 +297,111 @@ func TestSummationOrder(t *testing.T) {
 			}
 			requireSameBits(t, name, got, want[:rows])
 			requireSameBits(t, name+" matmul", batch, want)
+		}
+	}
+}
+
+// growRows returns the matrix with rows rows: the given ones, then copies of
+// random earlier rows (so their codes keep the shape the caller chose).
+func growRows(rng *rand.Rand, packed, scales []byte, rows, cols int) ([]byte, []byte) {
+	pb, sb := cols/2, cols/GroupSize
+	have := len(scales) / sb
+	for r := have; r < rows; r++ {
+		src := rng.IntN(have)
+		packed = append(packed, packed[src*pb:(src+1)*pb]...)
+		scales = append(scales, scales[src*sb:(src+1)*sb]...)
+	}
+	return packed, scales
+}
+
+// TestMatMulPacked runs the packed mat-mul (from gemmMinRows activation
+// rows on) against MatVec on shapes that leave every remainder of the row
+// triples and the activation octets, span several panel blocks and group
+// chunks, and carry scale-255 groups and non-finite activations.
+func TestMatMulPacked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	shapes := [][3]int{ // rows, cols, n
+		{3, 32, 24}, {4, 64, 25}, {5, 288, 29}, {47, 1024, 24}, {100, 544, 31},
+		{301, 2048, 40}, {2, 256, 33},
+	}
+	for name, k := range kernels() {
+		for i, sh := range shapes {
+			rows, cols, n := sh[0], sh[1], sh[2]
+			packed, scales := randMatrix(rng, rows, cols, 110, 135, i%2 == 0)
+			x := randVec(rng, n*cols)
+			if i%3 == 1 {
+				x = randVecWild(rng, n*cols)
+			}
+			stride := rows + 2
+			dst := make([]float32, (n-1)*stride+rows)
+			for i := range dst {
+				dst[i] = -7
+			}
+			st := matMul(k, dst, stride, packed, scales, x, n, rows, cols)
+			if want := ScanScales(scales); st != want {
+				t.Errorf("%s %v: stats %+v, want %+v", name, sh, st, want)
+			}
+			for ti := range n {
+				want := make([]float32, rows)
+				runMatVec(k, want, packed, scales, x[ti*cols:(ti+1)*cols])
+				requireSameBits(t, fmt.Sprintf("%s %v position %d", name, sh, ti), dst[ti*stride:ti*stride+rows], want)
+				for i := ti*stride + rows; i < min(len(dst), (ti+1)*stride); i++ {
+					if dst[i] != -7 {
+						t.Fatalf("%s %v: gap element %d overwritten", name, sh, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackedAssociation pins the association of every RG sum in MatMul's
+// packed form, where random data rarely shows it: weights are all 1, and
+// activation row p holds 2^40, −2^40 and 2^−20 in three columns of one group
+// (all other columns 0), so the result is 2^−20 or 0 depending on whether the
+// small term met a big one first. The columns run over every ordered triple
+// of distinct lanes (the tree) and over random triples of columns (the
+// order within a lane and across lanes).
+func TestPackedAssociation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const rows, cols = 3, 64
+	var triples [][3]int
+	for a := range 8 {
+		for b := range 8 {
+			for c := range 8 {
+				if a != b && b != c && a != c {
+					triples = append(triples, [3]int{a + 8*rng.IntN(4), b + 8*rng.IntN(4), c + 8*rng.IntN(4)})
+				}
+			}
+		}
+	}
+	for range 200 {
+		p := rng.Perm(32)
+		triples = append(triples, [3]int{p[0], p[1], p[2]})
+	}
+	n := len(triples)
+	packed := make([]byte, rows*cols/2)
+	for i := range packed {
+		packed[i] = 2 | 2<<4 // E2M1 1.0 in both nibbles
+	}
+	scales := make([]byte, rows*cols/GroupSize)
+	for i := range scales {
+		scales[i] = 127
+	}
+	x := make([]float32, n*cols)
+	for p, tr := range triples {
+		g := 32 * (p % 2) // either group of the row
+		x[p*cols+g+tr[0]] = 1 << 40
+		x[p*cols+g+tr[1]] = -(1 << 40)
+		x[p*cols+g+tr[2]] = 1.0 / (1 << 20)
+	}
+	for name, k := range kernels() {
+		dst := make([]float32, n*rows)
+		matMul(k, dst, rows, packed, scales, x, n, rows, cols)
+		for p := range n {
+			want := make([]float32, rows)
+			runMatVec(genericKernel, want, packed, scales, x[p*cols:(p+1)*cols])
+			requireSameBits(t, fmt.Sprintf("%s columns %v", name, triples[p]), dst[p*rows:(p+1)*rows], want)
 		}
 	}
 }

@@ -79,6 +79,9 @@ type kernel struct {
 	// rows4, when not nil, does the same for four activation rows at xw +
 	// p·xstride, their outputs rows long at dst + p·dstride.
 	rows4 func(dst []float32, dstride, rows int, packed, scales []byte, xw []float64, xstride int) int
+	// gemm, when not nil, is matMul for at least gemmMinRows activation
+	// rows.
+	gemm func(k kernel, dst []float32, stride int, packed, scales []byte, x []float32, n, rows, cols int) Stats
 }
 
 // width is the length of the widened form of cols activations. The callers
@@ -105,11 +108,24 @@ func matVec(k kernel, dst []float32, packed, scales []byte, xw []float64) Stats 
 // columns, measured with this bound removed).
 const rows4Bytes = 32 << 10
 
+// gemmMinRows is the fewest activation rows for which matMul uses a
+// kernel's packed form (BenchmarkMatMul).
+const gemmMinRows = 24
+
 // blockBytes bounds the packed bytes of the rows that MatMul multiplies by
 // every activation row before moving on, so they stay in L2.
 const blockBytes = 128 << 10
 
 func matMul(k kernel, dst []float32, stride int, packed, scales []byte, x []float32, n, rows, cols int) Stats {
+	if k.gemm != nil && n >= gemmMinRows && cols > 0 && rows > 0 {
+		return k.gemm(k, dst, stride, packed, scales, x, n, rows, cols)
+	}
+	return matMulPasses(k, dst, stride, packed, scales, x, n, rows, cols)
+}
+
+// matMulPasses is matMul with the per-pass kernels: each block of weight
+// rows is decoded again for every four (two, one) activation rows.
+func matMulPasses(k kernel, dst []float32, stride int, packed, scales []byte, x []float32, n, rows, cols int) Stats {
 	st := Stats{Groups: len(scales)}
 	if n == 0 || rows == 0 {
 		return st

@@ -1,0 +1,283 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The packed MXFP4 mat-mul (gemm_avx512_amd64.go): codes decoded once into a
+// float64 panel, eight activation rows per vector.
+
+// The sixteen E2M1 values, split into the two tables of VPERMI2PD (index
+// bit 3, the sign bit of the code, selects the table).
+DATA gemmlo<>+0(SB)/8, $0x0000000000000000
+DATA gemmlo<>+8(SB)/8, $0x3fe0000000000000
+DATA gemmlo<>+16(SB)/8, $0x3ff0000000000000
+DATA gemmlo<>+24(SB)/8, $0x3ff8000000000000
+DATA gemmlo<>+32(SB)/8, $0x4000000000000000
+DATA gemmlo<>+40(SB)/8, $0x4008000000000000
+DATA gemmlo<>+48(SB)/8, $0x4010000000000000
+DATA gemmlo<>+56(SB)/8, $0x4018000000000000
+GLOBL gemmlo<>(SB), RODATA|NOPTR, $64
+DATA gemmhi<>+0(SB)/8, $0x8000000000000000
+DATA gemmhi<>+8(SB)/8, $0xbfe0000000000000
+DATA gemmhi<>+16(SB)/8, $0xbff0000000000000
+DATA gemmhi<>+24(SB)/8, $0xbff8000000000000
+DATA gemmhi<>+32(SB)/8, $0xc000000000000000
+DATA gemmhi<>+40(SB)/8, $0xc008000000000000
+DATA gemmhi<>+48(SB)/8, $0xc010000000000000
+DATA gemmhi<>+56(SB)/8, $0xc018000000000000
+GLOBL gemmhi<>(SB), RODATA|NOPTR, $64
+
+// The shift that brings nibble l of a broadcast dword to the bottom of lane l.
+DATA nibshift<>+0(SB)/8, $0
+DATA nibshift<>+8(SB)/8, $4
+DATA nibshift<>+16(SB)/8, $8
+DATA nibshift<>+24(SB)/8, $12
+DATA nibshift<>+32(SB)/8, $16
+DATA nibshift<>+40(SB)/8, $20
+DATA nibshift<>+48(SB)/8, $24
+DATA nibshift<>+56(SB)/8, $28
+GLOBL nibshift<>(SB), RODATA|NOPTR, $64
+
+// func decodePanel(dst *float64, packed *byte, n int)
+//
+// dst[i] = E2M1(code i) for the 8n codes in the first 4n bytes of packed
+// (code 2i in the low nibble of byte i), unscaled: the kernel applies the
+// group scales after each group's tree, as the reduction does.
+TEXT ·decodePanel(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ packed+8(FP), SI
+	MOVQ n+16(FP), CX
+	VMOVUPD   gemmlo<>(SB), Z30
+	VMOVUPD   gemmhi<>(SB), Z31
+	VMOVDQU64 nibshift<>(SB), Z29
+
+dloop:
+	VPBROADCASTD (SI), Z0
+	VPSRLVQ      Z29, Z0, Z0
+	VPERMI2PD    Z31, Z30, Z0
+	VMOVUPD      Z0, (DI)
+	ADDQ $4, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  dloop
+	VZEROUPPER
+	RET
+
+// GEMMGROUP is one group of 32 columns for three weight rows (at DI,
+// DI+R11, DI+2·R11, float64s) and eight activation rows (the vector at DX
+// per column): the RG lanes of row r are Z(8r)..Z(8r+7), column j of the
+// group going to lane j mod 8 (multiplied first, then fused-added in
+// ascending j), and each row's lanes are reduced with the RG tree into
+// Z(8r), lane p holding activation row p's group sum.
+#define GEMMGROUP \
+	VMOVUPD 0(DX), Z27; \
+	VMULPD.BCST 0(DI), Z27, Z0; \
+	VMULPD.BCST 0(DI)(R11*1), Z27, Z8; \
+	VMULPD.BCST 0(DI)(R11*2), Z27, Z16; \
+	VMOVUPD 64(DX), Z27; \
+	VMULPD.BCST 8(DI), Z27, Z1; \
+	VMULPD.BCST 8(DI)(R11*1), Z27, Z9; \
+	VMULPD.BCST 8(DI)(R11*2), Z27, Z17; \
+	VMOVUPD 128(DX), Z27; \
+	VMULPD.BCST 16(DI), Z27, Z2; \
+	VMULPD.BCST 16(DI)(R11*1), Z27, Z10; \
+	VMULPD.BCST 16(DI)(R11*2), Z27, Z18; \
+	VMOVUPD 192(DX), Z27; \
+	VMULPD.BCST 24(DI), Z27, Z3; \
+	VMULPD.BCST 24(DI)(R11*1), Z27, Z11; \
+	VMULPD.BCST 24(DI)(R11*2), Z27, Z19; \
+	VMOVUPD 256(DX), Z27; \
+	VMULPD.BCST 32(DI), Z27, Z4; \
+	VMULPD.BCST 32(DI)(R11*1), Z27, Z12; \
+	VMULPD.BCST 32(DI)(R11*2), Z27, Z20; \
+	VMOVUPD 320(DX), Z27; \
+	VMULPD.BCST 40(DI), Z27, Z5; \
+	VMULPD.BCST 40(DI)(R11*1), Z27, Z13; \
+	VMULPD.BCST 40(DI)(R11*2), Z27, Z21; \
+	VMOVUPD 384(DX), Z27; \
+	VMULPD.BCST 48(DI), Z27, Z6; \
+	VMULPD.BCST 48(DI)(R11*1), Z27, Z14; \
+	VMULPD.BCST 48(DI)(R11*2), Z27, Z22; \
+	VMOVUPD 448(DX), Z27; \
+	VMULPD.BCST 56(DI), Z27, Z7; \
+	VMULPD.BCST 56(DI)(R11*1), Z27, Z15; \
+	VMULPD.BCST 56(DI)(R11*2), Z27, Z23; \
+	VMOVUPD 512(DX), Z27; \
+	VFMADD231PD.BCST 64(DI), Z27, Z0; \
+	VFMADD231PD.BCST 64(DI)(R11*1), Z27, Z8; \
+	VFMADD231PD.BCST 64(DI)(R11*2), Z27, Z16; \
+	VMOVUPD 576(DX), Z27; \
+	VFMADD231PD.BCST 72(DI), Z27, Z1; \
+	VFMADD231PD.BCST 72(DI)(R11*1), Z27, Z9; \
+	VFMADD231PD.BCST 72(DI)(R11*2), Z27, Z17; \
+	VMOVUPD 640(DX), Z27; \
+	VFMADD231PD.BCST 80(DI), Z27, Z2; \
+	VFMADD231PD.BCST 80(DI)(R11*1), Z27, Z10; \
+	VFMADD231PD.BCST 80(DI)(R11*2), Z27, Z18; \
+	VMOVUPD 704(DX), Z27; \
+	VFMADD231PD.BCST 88(DI), Z27, Z3; \
+	VFMADD231PD.BCST 88(DI)(R11*1), Z27, Z11; \
+	VFMADD231PD.BCST 88(DI)(R11*2), Z27, Z19; \
+	VMOVUPD 768(DX), Z27; \
+	VFMADD231PD.BCST 96(DI), Z27, Z4; \
+	VFMADD231PD.BCST 96(DI)(R11*1), Z27, Z12; \
+	VFMADD231PD.BCST 96(DI)(R11*2), Z27, Z20; \
+	VMOVUPD 832(DX), Z27; \
+	VFMADD231PD.BCST 104(DI), Z27, Z5; \
+	VFMADD231PD.BCST 104(DI)(R11*1), Z27, Z13; \
+	VFMADD231PD.BCST 104(DI)(R11*2), Z27, Z21; \
+	VMOVUPD 896(DX), Z27; \
+	VFMADD231PD.BCST 112(DI), Z27, Z6; \
+	VFMADD231PD.BCST 112(DI)(R11*1), Z27, Z14; \
+	VFMADD231PD.BCST 112(DI)(R11*2), Z27, Z22; \
+	VMOVUPD 960(DX), Z27; \
+	VFMADD231PD.BCST 120(DI), Z27, Z7; \
+	VFMADD231PD.BCST 120(DI)(R11*1), Z27, Z15; \
+	VFMADD231PD.BCST 120(DI)(R11*2), Z27, Z23; \
+	VMOVUPD 1024(DX), Z27; \
+	VFMADD231PD.BCST 128(DI), Z27, Z0; \
+	VFMADD231PD.BCST 128(DI)(R11*1), Z27, Z8; \
+	VFMADD231PD.BCST 128(DI)(R11*2), Z27, Z16; \
+	VMOVUPD 1088(DX), Z27; \
+	VFMADD231PD.BCST 136(DI), Z27, Z1; \
+	VFMADD231PD.BCST 136(DI)(R11*1), Z27, Z9; \
+	VFMADD231PD.BCST 136(DI)(R11*2), Z27, Z17; \
+	VMOVUPD 1152(DX), Z27; \
+	VFMADD231PD.BCST 144(DI), Z27, Z2; \
+	VFMADD231PD.BCST 144(DI)(R11*1), Z27, Z10; \
+	VFMADD231PD.BCST 144(DI)(R11*2), Z27, Z18; \
+	VMOVUPD 1216(DX), Z27; \
+	VFMADD231PD.BCST 152(DI), Z27, Z3; \
+	VFMADD231PD.BCST 152(DI)(R11*1), Z27, Z11; \
+	VFMADD231PD.BCST 152(DI)(R11*2), Z27, Z19; \
+	VMOVUPD 1280(DX), Z27; \
+	VFMADD231PD.BCST 160(DI), Z27, Z4; \
+	VFMADD231PD.BCST 160(DI)(R11*1), Z27, Z12; \
+	VFMADD231PD.BCST 160(DI)(R11*2), Z27, Z20; \
+	VMOVUPD 1344(DX), Z27; \
+	VFMADD231PD.BCST 168(DI), Z27, Z5; \
+	VFMADD231PD.BCST 168(DI)(R11*1), Z27, Z13; \
+	VFMADD231PD.BCST 168(DI)(R11*2), Z27, Z21; \
+	VMOVUPD 1408(DX), Z27; \
+	VFMADD231PD.BCST 176(DI), Z27, Z6; \
+	VFMADD231PD.BCST 176(DI)(R11*1), Z27, Z14; \
+	VFMADD231PD.BCST 176(DI)(R11*2), Z27, Z22; \
+	VMOVUPD 1472(DX), Z27; \
+	VFMADD231PD.BCST 184(DI), Z27, Z7; \
+	VFMADD231PD.BCST 184(DI)(R11*1), Z27, Z15; \
+	VFMADD231PD.BCST 184(DI)(R11*2), Z27, Z23; \
+	VMOVUPD 1536(DX), Z27; \
+	VFMADD231PD.BCST 192(DI), Z27, Z0; \
+	VFMADD231PD.BCST 192(DI)(R11*1), Z27, Z8; \
+	VFMADD231PD.BCST 192(DI)(R11*2), Z27, Z16; \
+	VMOVUPD 1600(DX), Z27; \
+	VFMADD231PD.BCST 200(DI), Z27, Z1; \
+	VFMADD231PD.BCST 200(DI)(R11*1), Z27, Z9; \
+	VFMADD231PD.BCST 200(DI)(R11*2), Z27, Z17; \
+	VMOVUPD 1664(DX), Z27; \
+	VFMADD231PD.BCST 208(DI), Z27, Z2; \
+	VFMADD231PD.BCST 208(DI)(R11*1), Z27, Z10; \
+	VFMADD231PD.BCST 208(DI)(R11*2), Z27, Z18; \
+	VMOVUPD 1728(DX), Z27; \
+	VFMADD231PD.BCST 216(DI), Z27, Z3; \
+	VFMADD231PD.BCST 216(DI)(R11*1), Z27, Z11; \
+	VFMADD231PD.BCST 216(DI)(R11*2), Z27, Z19; \
+	VMOVUPD 1792(DX), Z27; \
+	VFMADD231PD.BCST 224(DI), Z27, Z4; \
+	VFMADD231PD.BCST 224(DI)(R11*1), Z27, Z12; \
+	VFMADD231PD.BCST 224(DI)(R11*2), Z27, Z20; \
+	VMOVUPD 1856(DX), Z27; \
+	VFMADD231PD.BCST 232(DI), Z27, Z5; \
+	VFMADD231PD.BCST 232(DI)(R11*1), Z27, Z13; \
+	VFMADD231PD.BCST 232(DI)(R11*2), Z27, Z21; \
+	VMOVUPD 1920(DX), Z27; \
+	VFMADD231PD.BCST 240(DI), Z27, Z6; \
+	VFMADD231PD.BCST 240(DI)(R11*1), Z27, Z14; \
+	VFMADD231PD.BCST 240(DI)(R11*2), Z27, Z22; \
+	VMOVUPD 1984(DX), Z27; \
+	VFMADD231PD.BCST 248(DI), Z27, Z7; \
+	VFMADD231PD.BCST 248(DI)(R11*1), Z27, Z15; \
+	VFMADD231PD.BCST 248(DI)(R11*2), Z27, Z23; \
+	VADDPD Z4, Z0, Z0; \
+	VADDPD Z5, Z1, Z1; \
+	VADDPD Z6, Z2, Z2; \
+	VADDPD Z7, Z3, Z3; \
+	VADDPD Z1, Z0, Z0; \
+	VADDPD Z3, Z2, Z2; \
+	VADDPD Z2, Z0, Z0; \
+	VADDPD Z12, Z8, Z8; \
+	VADDPD Z13, Z9, Z9; \
+	VADDPD Z14, Z10, Z10; \
+	VADDPD Z15, Z11, Z11; \
+	VADDPD Z9, Z8, Z8; \
+	VADDPD Z11, Z10, Z10; \
+	VADDPD Z10, Z8, Z8; \
+	VADDPD Z20, Z16, Z16; \
+	VADDPD Z21, Z17, Z17; \
+	VADDPD Z22, Z18, Z18; \
+	VADDPD Z23, Z19, Z19; \
+	VADDPD Z17, Z16, Z16; \
+	VADDPD Z19, Z18, Z18; \
+	VADDPD Z18, Z16, Z16
+
+// SCALEADD adds row r's group sum ZS, times the group's scale, into ZA,
+// unless the scale byte at M is 255 (the group contributes nothing).
+#define SCALEADD(M, ZS, ZA, SKIP) \
+	MOVBLZX M, BX; \
+	CMPL    BX, $255; \
+	JEQ     SKIP; \
+	ADDQ    $896, BX; \
+	SHLQ    $52, BX; \
+	VPBROADCASTQ BX, Z28; \
+	VMULPD  Z28, ZS, ZS; \
+	VADDPD  ZS, ZA, ZA; \
+SKIP:
+
+// func gemm3x8(acc *float64, w *float64, wstride int, x *float64, scales *byte, sstride, groups, triples int)
+//
+// For triples row triples (w advancing by 3·wstride bytes, scales by
+// 3·sstride, acc by 192): loads the three rows' accumulators (eight
+// activation rows each) from acc, adds groups groups (w advancing 256
+// bytes, x 2048, scales 1 per group) and stores them back. The activation
+// chunk at x is the same for every triple.
+TEXT ·gemm3x8(SB), NOSPLIT, $0-64
+	MOVQ acc+0(FP), AX
+	MOVQ w+8(FP), R8
+	MOVQ wstride+16(FP), R11
+	MOVQ x+24(FP), R10
+	MOVQ scales+32(FP), R14
+	MOVQ sstride+40(FP), R12
+	MOVQ groups+48(FP), R13
+	MOVQ triples+56(FP), R9
+
+triple:
+	VMOVUPD 0(AX), Z24
+	VMOVUPD 64(AX), Z25
+	VMOVUPD 128(AX), Z26
+	MOVQ R8, DI
+	MOVQ R10, DX
+	MOVQ R14, SI
+	MOVQ R13, CX
+
+grp:
+	GEMMGROUP
+	SCALEADD((SI), Z0, Z24, skip0)
+	SCALEADD((SI)(R12*1), Z8, Z25, skip1)
+	SCALEADD((SI)(R12*2), Z16, Z26, skip2)
+	ADDQ $256, DI
+	ADDQ $2048, DX
+	INCQ SI
+	DECQ CX
+	JNZ  grp
+
+	VMOVUPD Z24, 0(AX)
+	VMOVUPD Z25, 64(AX)
+	VMOVUPD Z26, 128(AX)
+	ADDQ $192, AX
+	LEAQ (R8)(R11*2), R8
+	ADDQ R11, R8
+	LEAQ (R14)(R12*2), R14
+	ADDQ R12, R14
+	DECQ R9
+	JNZ  triple
+	VZEROUPPER
+	RET
