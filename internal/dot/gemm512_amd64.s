@@ -272,3 +272,135 @@ rbf16:
 	JNZ  rbf16
 	VZEROUPPER
 	RET
+
+// The stores of full row blocks when there is no tail: for positions
+// t < tcount and blocks b < blocks, the heads of rows 4b..4b+3 (outputs
+// 24b+4t+r of st, halves hi bytes apart) are reduced, rounded to float32
+// and stored together at dst + t·dstride + 16b.
+#define STORE4(RED) \
+	MOVQ SI, R8; \
+	MOVQ DI, R9; \
+	MOVQ DX, R10; \
+store4: \
+	VMOVUPD 0(R8), Z0; \
+	VMOVUPD 0(R8)(BX*1), Z1; \
+	VMOVUPD 64(R8), Z2; \
+	VMOVUPD 64(R8)(BX*1), Z3; \
+	VMOVUPD 128(R8), Z4; \
+	VMOVUPD 128(R8)(BX*1), Z5; \
+	VMOVUPD 192(R8), Z6; \
+	VMOVUPD 192(R8)(BX*1), Z7; \
+	RED; \
+	VUNPCKLPD X2, X0, X0; \
+	VUNPCKLPD X6, X4, X4; \
+	VINSERTF128 $1, X4, Y0, Y0; \
+	VCVTPD2PSY Y0, X0; \
+	VMOVUPS X0, (R9); \
+	ADDQ $1536, R8; \
+	ADDQ $16, R9; \
+	DECQ R10; \
+	JNZ  store4
+
+#define RED4NAT \
+	REDUCE512_NAT(Z0, Y0, X0, Z1, Y1, Y8, Y9, X10); \
+	REDUCE512_NAT(Z2, Y2, X2, Z3, Y3, Y8, Y9, X10); \
+	REDUCE512_NAT(Z4, Y4, X4, Z5, Y5, Y8, Y9, X10); \
+	REDUCE512_NAT(Z6, Y6, X6, Z7, Y7, Y8, Y9, X10)
+
+#define RED4BF16 \
+	REDUCE512_BF16(Z0, Y0, X0, Z1, Y1, X1, Y8, X8, Y9, X9, X10); \
+	REDUCE512_BF16(Z2, Y2, X2, Z3, Y3, X3, Y8, X8, Y9, X9, X10); \
+	REDUCE512_BF16(Z4, Y4, X4, Z5, Y5, X5, Y8, X8, Y9, X9, X10); \
+	REDUCE512_BF16(Z6, Y6, X6, Z7, Y7, X7, Y8, X8, Y9, X9, X10)
+
+// func gemmStoreNat(dst *float32, dstride int, st *float64, blocks, tcount, hi int)
+TEXT ·gemmStoreNat(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ dstride+8(FP), R11
+	MOVQ st+16(FP), SI
+	MOVQ blocks+24(FP), DX
+	MOVQ tcount+32(FP), CX
+	MOVQ hi+40(FP), BX
+
+snat:
+	STORE4(RED4NAT)
+	ADDQ $256, SI
+	ADDQ R11, DI
+	DECQ CX
+	JNZ  snat
+	VZEROUPPER
+	RET
+
+// func gemmStoreBF16(dst *float32, dstride int, st *float64, blocks, tcount, hi int)
+TEXT ·gemmStoreBF16(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ dstride+8(FP), R11
+	MOVQ st+16(FP), SI
+	MOVQ blocks+24(FP), DX
+	MOVQ tcount+32(FP), CX
+	MOVQ hi+40(FP), BX
+
+sbf16:
+	STORE4(RED4BF16)
+	ADDQ $256, SI
+	ADDQ R11, DI
+	DECQ CX
+	JNZ  sbf16
+	VZEROUPPER
+	RET
+
+// Indexes gathering the even then the odd elements of sixteen dwords.
+DATA evenodd<>+0(SB)/8, $0x0000000200000000
+DATA evenodd<>+8(SB)/8, $0x0000000600000004
+DATA evenodd<>+16(SB)/8, $0x0000000a00000008
+DATA evenodd<>+24(SB)/8, $0x0000000e0000000c
+DATA evenodd<>+32(SB)/8, $0x0000000300000001
+DATA evenodd<>+40(SB)/8, $0x0000000700000005
+DATA evenodd<>+48(SB)/8, $0x0000000b00000009
+DATA evenodd<>+56(SB)/8, $0x0000000f0000000d
+GLOBL evenodd<>(SB), RODATA|NOPTR, $64
+
+// The activation writers widen m (a multiple of 16) float32s into
+// gemm4x6's halves: per block of sixteen, half 0 at dst and half 1 hi bytes
+// further, dst advancing by 64 bytes.
+
+// func widenHalvesNat(dst *float64, x *float32, m, hi int)
+TEXT ·widenHalvesNat(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ m+16(FP), CX
+	MOVQ hi+24(FP), BX
+
+wnat:
+	VCVTPS2PD 0(SI), Z0
+	VCVTPS2PD 32(SI), Z1
+	VMOVUPD Z0, (DI)
+	VMOVUPD Z1, (DI)(BX*1)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  wnat
+	VZEROUPPER
+	RET
+
+// func widenHalvesBF16(dst *float64, x *float32, m, hi int)
+TEXT ·widenHalvesBF16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ m+16(FP), CX
+	MOVQ hi+24(FP), BX
+	VMOVDQU32 evenodd<>(SB), Z3
+
+wbf16:
+	VPERMPS 0(SI), Z3, Z0
+	VCVTPS2PD Y0, Z1
+	VEXTRACTF64X4 $1, Z0, Y2
+	VCVTPS2PD Y2, Z2
+	VMOVUPD Z1, (DI)
+	VMOVUPD Z2, (DI)(BX*1)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  wbf16
+	VZEROUPPER
+	RET

@@ -37,6 +37,18 @@ func gemmReduceNat(out *float64, st *float64, count, hi int)
 func gemmReduceBF16(out *float64, st *float64, count, hi int)
 
 //go:noescape
+func gemmStoreNat(dst *float32, dstride int, st *float64, blocks, tcount, hi int)
+
+//go:noescape
+func gemmStoreBF16(dst *float32, dstride int, st *float64, blocks, tcount, hi int)
+
+//go:noescape
+func widenHalvesNat(dst *float64, x *float32, m, hi int)
+
+//go:noescape
+func widenHalvesBF16(dst *float64, x *float32, m, hi int)
+
+//go:noescape
 func bf16Panel512(dst *float64, w *byte, m, hi int)
 
 //go:noescape
@@ -73,9 +85,9 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 		widenHalves(f, s[t*pitch:t*pitch+m], x[t*cols:(t+1)*cols])
 	}
 	clear(s[n*pitch:])
-	reduce := gemmReduceNat
+	reduce, store := gemmReduceNat, gemmStoreNat
 	if f.layout == layoutBF16x5 {
-		reduce = gemmReduceBF16
+		reduce, store = gemmReduceBF16, gemmStoreBF16
 	}
 	rb := f.size * cols
 	for r0 := 0; r0 < rows; r0 += group {
@@ -99,20 +111,25 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 					gemm4x6(&panel[4*k+2*wk*h], 32*m, &s[t0*pitch+k+wk/2*h], 8*pitch, wk/16, &st[h*nb*192], blocks, k == 0)
 				}
 			}
-			reduce(&out[0], &st[0], 24*blocks, 8*8*24*nb)
-			for t := t0; t < min(t0+6, n); t++ {
+			tn := min(6, n-t0)
+			hi := 8 * 8 * 24 * nb
+			done := 0 // rows stored by the vector path
+			if m == cols {
+				done = (r1 - r0) &^ 3
+				if done > 0 {
+					store(&dst[t0*stride+r0], 4*stride, &st[0], done/4, tn, hi)
+				}
+			}
+			if done == r1-r0 {
+				continue
+			}
+			reduce(&out[0], &st[0], 24*blocks, hi)
+			for t := t0; t < t0+tn; t++ {
 				// out holds position t's heads at 24b+4(t-t0)+r for row 4b+r.
 				o := out[4*(t-t0):]
-				d := dst[t*stride+r0 : t*stride+r1]
-				if m == cols {
-					for r := range d {
-						d[r] = float32(o[24*(r/4)+r%4])
-					}
-					continue
-				}
 				xt := x[t*cols : (t+1)*cols]
-				for r := range d {
-					d[r] = float32(f.tail(o[24*(r/4)+r%4], w[(r0+r)*rb:(r0+r+1)*rb], xt, m))
+				for r := done; r < r1-r0; r++ {
+					dst[t*stride+r0+r] = float32(f.tail(o[24*(r/4)+r%4], w[(r0+r)*rb:(r0+r+1)*rb], xt, m))
 				}
 			}
 		}
@@ -126,21 +143,13 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 // format's layout (see widen).
 func widenHalves(f *asmFormat, dst []float64, x []float32) {
 	m := len(dst)
+	x = x[:m]
 	for k := 0; k < m; k += gemmChunk {
 		wk := min(gemmChunk, m-k)
-		for j := 0; j < wk/16; j++ {
-			xs := x[k+16*j : k+16*j+16 : k+16*j+16]
-			lo := dst[k+8*j : k+8*j+8 : k+8*j+8]
-			hi := dst[k+wk/2+8*j : k+wk/2+8*j+8 : k+wk/2+8*j+8]
-			if f.layout == layoutBF16x5 {
-				for i := range 8 {
-					lo[i], hi[i] = float64(xs[2*i]), float64(xs[2*i+1])
-				}
-				continue
-			}
-			for i := range 8 {
-				lo[i], hi[i] = float64(xs[i]), float64(xs[8+i])
-			}
+		if f.layout == layoutBF16x5 {
+			widenHalvesBF16(&dst[k], &x[k], wk, 4*wk)
+		} else {
+			widenHalvesNat(&dst[k], &x[k], wk, 4*wk)
 		}
 	}
 }
