@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/k3-project/k3/internal/nn"
 	"github.com/k3-project/k3/internal/parallel"
@@ -305,6 +306,10 @@ func (m *MoE) runWave(ws *Workspace, uniq, start, slots []int, z, y []float32, g
 	chunks := parallel.Chunks(nu, wk, grain)
 	r.parts = ws.parts[:chunks]
 	if chunks > 1 {
+		if cap(ws.order) < nu {
+			ws.order = make([]int, nu)
+		}
+		r.order = largestFirst(ws.order[:nu], start)
 		c.Pool.Run(nu, wk, grain, (*expertSplit)(r))
 	} else {
 		r.run(0, nu, c.Workers)
@@ -324,13 +329,48 @@ type expertRun struct {
 	slots   []int
 	z, y    []float32
 	parts   []expertPart // per worker chunk
+	// order is the split's claiming order (largestFirst) and next the
+	// number of its experts claimed so far.
+	order []int
+	next  int64
 }
 
-// expertSplit is the expert split of a wave as a parallel.Task: each chunk
-// runs its experts' mat-muls on one goroutine.
+// expertSplit is the expert split of a wave as a parallel.Task. The
+// experts' work differs by the positions that picked them (in a prefill,
+// a few to a few dozen), so a fixed half of them per chunk left one worker
+// waiting up to 70 ms per layer on the perf checkpoint: each chunk instead
+// claims the next expert in order (largest first) until none are left, and
+// runs its mat-muls on one goroutine with the chunk's scratch. Which
+// goroutine runs an expert changes no bit: each expert's chain is computed
+// whole, into its own slots.
 type expertSplit expertRun
 
-func (t *expertSplit) Run(lo, hi int) { (*expertRun)(t).run(lo, hi, 1) }
+func (t *expertSplit) Run(lo, _ int) {
+	r := (*expertRun)(t)
+	p := r.part(lo)
+	for {
+		i := int(atomic.AddInt64(&r.next, 1)) - 1
+		if i >= len(r.order) {
+			return
+		}
+		r.one(r.order[i], p, 1)
+	}
+}
+
+// largestFirst fills order with 0..len(order)−1 sorted by descending number
+// of positions (start[n+1] − start[n]), ties by index, and returns it: the
+// longest-processing-first order that keeps the workers' last experts
+// small.
+func largestFirst(order, start []int) []int {
+	size := func(n int) int { return start[n+1] - start[n] }
+	for i := range order {
+		order[i] = i
+		for j := i; j > 0 && size(order[j]) > size(order[j-1]); j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	return order
+}
 
 // expertPart is one worker's scratch.
 type expertPart struct {
@@ -341,26 +381,37 @@ type expertPart struct {
 // run runs unique experts [lo, hi), each as one mat-mul chain over the
 // positions that picked it, on workers goroutines per mat-mul.
 func (r *expertRun) run(lo, hi, workers int) {
-	c := r.m.cfg
-	l, k := c.Latent, c.TopK
-	p := &r.parts[0]
+	p := r.part(lo)
+	for n := lo; n < hi; n++ {
+		r.one(n, p, workers)
+	}
+}
+
+// part returns the scratch of the chunk that starts at expert lo.
+func (r *expertRun) part(lo int) *expertPart {
 	for i := range r.parts {
 		if b, _ := parallel.Bounds(len(r.start)-1, len(r.parts), i); b == lo {
-			p = &r.parts[i]
+			return &r.parts[i]
 		}
 	}
-	for n := lo; n < hi; n++ {
-		ex := r.experts[n]
-		sl := r.slots[r.start[n]:r.start[n+1]]
-		for i, s := range sl {
-			t := s / k
-			copy(p.zin[i*l:(i+1)*l], r.z[t*l:(t+1)*l])
-		}
-		cnt := len(sl)
-		gatedMLP(p.yout[:cnt*l], p.zin[:cnt*l], cnt, ex.W1, ex.W3, ex.W2, c.Beta1, c.Beta2, workers, c.Pool, &p.glu, p.g, p.u)
-		for i, s := range sl {
-			copy(r.y[s*l:(s+1)*l], p.yout[i*l:(i+1)*l])
-		}
+	return &r.parts[0]
+}
+
+// one runs unique expert n over the positions that picked it, with p's
+// scratch, on workers goroutines per mat-mul.
+func (r *expertRun) one(n int, p *expertPart, workers int) {
+	c := r.m.cfg
+	l, k := c.Latent, c.TopK
+	ex := r.experts[n]
+	sl := r.slots[r.start[n]:r.start[n+1]]
+	for i, s := range sl {
+		t := s / k
+		copy(p.zin[i*l:(i+1)*l], r.z[t*l:(t+1)*l])
+	}
+	cnt := len(sl)
+	gatedMLP(p.yout[:cnt*l], p.zin[:cnt*l], cnt, ex.W1, ex.W3, ex.W2, c.Beta1, c.Beta2, workers, c.Pool, &p.glu, p.g, p.u)
+	for i, s := range sl {
+		copy(r.y[s*l:(s+1)*l], p.yout[i*l:(i+1)*l])
 	}
 }
 

@@ -16,6 +16,7 @@ type Workspace struct {
 	ints  arena.Arena[int]
 	run   expertRun
 	parts []expertPart
+	order []int // the expert split's claiming order
 	glu   gluSplit
 	// experts is handed to ExpertSource.Experts as its destination.
 	experts []Expert
