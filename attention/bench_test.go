@@ -109,3 +109,31 @@ func BenchmarkMLAStep(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkKDARecurrence is one head's recurrence over a 256-position
+// prefill (D = 128): "fused" is kdaSteps (one pass over the state per
+// position), "two-pass" the same positions through kdaStep, in one run.
+func BenchmarkKDARecurrence(b *testing.B) {
+	const T, D = 256, 128
+	bw := &benchWeights{rng: rand.New(rand.NewPCG(2, 2))}
+	q, k, v := bw.vec(T*D, 0.1), bw.vec(T*D, 0.1), bw.vec(T*D, 1)
+	alpha, beta := bw.vec(T*D, 0.01), bw.vec(T, 0.1)
+	for i := range alpha {
+		alpha[i] = 0.99 - alpha[i]*alpha[i]
+	}
+	S, o, u, e := make([]float32, D*D), make([]float32, T*D), make([]float32, D), make([]float32, D)
+	b.Run("fused", func(b *testing.B) {
+		b.SetBytes(T * D * D * 4)
+		for b.Loop() {
+			kdaSteps(S, q, k, v, alpha, beta, o, u, e, T, 0, 1)
+		}
+	})
+	b.Run("two-pass", func(b *testing.B) {
+		b.SetBytes(T * D * D * 4)
+		for b.Loop() {
+			for t := range T {
+				kdaStep(S, q[t*D:t*D+D], k[t*D:t*D+D], v[t*D:t*D+D], alpha[t*D:t*D+D], beta[t], o[t*D:t*D+D], u)
+			}
+		}
+	})
+}

@@ -218,12 +218,12 @@ func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) 
 		return err
 	}
 	wk := c.Pool.Limit(c.Workers)
-	ws.f32.Reset(6*T*p + T*d + T*h + h*d)
+	ws.f32.Reset(6*T*p + T*d + T*h + 2*h*d)
 	kc := &ws.kda
 	*kc = kdaCall{k: k, st: st, T: T,
 		q: ws.f32.Take(T * p), kk: ws.f32.Take(T * p), v: ws.f32.Take(T * p), g: ws.f32.Take(T * p),
 		z: ws.f32.Take(T * p), o: ws.f32.Take(T * p), fa: ws.f32.Take(T * d), b: ws.f32.Take(T * h),
-		u: ws.f32.Take(h * d)}
+		u: ws.f32.Take(h * d), e: ws.f32.Take(h * d)}
 	quant.MatMulParallel(k.w.Q, kc.q, p, x, T, wk)
 	quant.MatMulParallel(k.w.K, kc.kk, p, x, T, wk)
 	quant.MatMulParallel(k.w.V, kc.v, p, x, T, wk)
@@ -258,10 +258,10 @@ func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) 
 
 // kdaCall is the state of one ForwardWith call shared by the workers.
 type kdaCall struct {
-	k                           *KDA
-	st                          *KDAState
-	T                           int
-	q, kk, v, g, z, o, fa, b, u []float32
+	k                              *KDA
+	st                             *KDAState
+	T                              int
+	q, kk, v, g, z, o, fa, b, u, e []float32
 }
 
 // The three splits of a call as parallel.Tasks: views of the call that
@@ -312,14 +312,52 @@ func (kc *kdaCall) prepare(lo, hi int) {
 func (kc *kdaCall) recur(lo, hi int) {
 	c := kc.k.cfg
 	h, d := c.Heads, c.HeadDim
-	p := h * d
 	alpha, beta := kc.z, kc.b
 	for hh := lo; hh < hi; hh++ {
 		S := kc.st.S[hh*d*d : (hh+1)*d*d]
-		u := kc.u[hh*d : (hh+1)*d]
-		for t := range kc.T {
-			off := t*p + hh*d
-			kdaStep(S, kc.q[off:off+d], kc.kk[off:off+d], kc.v[off:off+d], alpha[off:off+d], beta[t*h+hh], kc.o[off:off+d], u)
+		u, e := kc.u[hh*d:(hh+1)*d], kc.e[hh*d:(hh+1)*d]
+		if kc.T == 1 {
+			kdaStep(S, kc.q[hh*d:hh*d+d], kc.kk[hh*d:hh*d+d], kc.v[hh*d:hh*d+d], alpha[hh*d:hh*d+d], beta[hh], kc.o[hh*d:hh*d+d], u)
+			continue
+		}
+		kdaSteps(S, kc.q, kc.kk, kc.v, alpha, beta, kc.o, u, e, kc.T, hh, h)
+	}
+}
+
+// kdaSteps is kdaStep for T > 1 positions of head hh (of h, rows of q, k, v,
+// α and o p = h·D apart, β h apart), with one pass over S per position
+// instead of two: position t's write-and-output pass and position t+1's
+// decay-and-read pass touch each state element in turn (writeDecay), so
+// every element and every accumulator (o_t and u_{t+1}, i ascending) sees
+// the same operations in the same order as two kdaStep calls. e is
+// scratch of length D.
+func kdaSteps(S, q, k, v, alpha, beta, o, u, e []float32, T, hh, h int) {
+	d := len(u)
+	p := h * d
+	row := func(a []float32, t int) []float32 { return a[t*p+hh*d : t*p+hh*d+d] }
+	clear(u)
+	k0, a0 := row(k, 0), row(alpha, 0)
+	for i := range d {
+		decayRead(S[i*d:i*d+d], u, a0[i], k0[i])
+	}
+	for t := range T {
+		vt := row(v, t)
+		for j := range e {
+			e[j] = vt[j] - u[j]
+		}
+		ot, qt, kt := row(o, t), row(q, t), row(k, t)
+		b := beta[t*h+hh]
+		clear(ot)
+		if t+1 == T {
+			for i := range d {
+				writeOut(S[i*d:i*d+d], ot, e, kt[i]*b, qt[i])
+			}
+			return
+		}
+		clear(u)
+		kn, an := row(k, t+1), row(alpha, t+1)
+		for i := range d {
+			writeDecay(S[i*d:i*d+d], ot, e, u, kt[i]*b, qt[i], an[i], kn[i])
 		}
 	}
 }

@@ -25,3 +25,17 @@ func writeOutGo(row, o, e []float32, kb, q float32) {
 		o[j] = o[j] + float32(q*s)
 	}
 }
+
+// writeDecayGo is writeOutGo for one position then decayReadGo for the
+// next, element by element: s = row[j] ⊕ (kb ⊗ e[j]); o[j] = o[j] ⊕ (q ⊗ s);
+// s' = a ⊗ s; row[j] = s'; u[j] = u[j] ⊕ (k ⊗ s').
+func writeDecayGo(row, o, e, u []float32, kb, q, a, k float32) {
+	o, e, u = o[:len(row)], e[:len(row)], u[:len(row)]
+	for j, v := range row {
+		s := v + float32(kb*e[j])
+		o[j] = o[j] + float32(q*s)
+		s = a * s
+		row[j] = s
+		u[j] = u[j] + float32(k*s)
+	}
+}

@@ -10,6 +10,9 @@ func decayReadAVX(row, u *float32, a, k float32, n int)
 //go:noescape
 func writeOutAVX(row, o, e *float32, kb, q float32, n int)
 
+//go:noescape
+func writeDecayAVX(row, o, e, u *float32, kb, q, a, k float32, n int)
+
 func decayRead(row, u []float32, a, k float32) {
 	n := len(row)
 	m := n &^ 7
@@ -32,4 +35,16 @@ func writeOut(row, o, e []float32, kb, q float32) {
 	o, e = o[:n], e[:n]
 	writeOutAVX(&row[0], &o[0], &e[0], kb, q, m)
 	writeOutGo(row[m:], o[m:], e[m:], kb, q)
+}
+
+func writeDecay(row, o, e, u []float32, kb, q, a, k float32) {
+	n := len(row)
+	m := n &^ 7
+	if !useAVX2 || m == 0 {
+		writeDecayGo(row, o, e, u, kb, q, a, k)
+		return
+	}
+	o, e, u = o[:n], e[:n], u[:n]
+	writeDecayAVX(&row[0], &o[0], &e[0], &u[0], kb, q, a, k, m)
+	writeDecayGo(row[m:], o[m:], e[m:], u[m:], kb, q, a, k)
 }

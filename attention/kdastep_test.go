@@ -3,6 +3,7 @@ package attention
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -51,6 +52,84 @@ func TestKDARowKernelsMatchGo(t *testing.T) {
 			writeOutGo(r2, o2, e, a, k)
 			same("writeOut row", n, r1, r2)
 			same("writeOut o", n, o1, o2)
+			kb, q := val(), val()
+			r1, o1, u1 = append(r1[:0], row...), append(o1[:0], o...), append(u1[:0], u...)
+			r2, o2, u2 = append(r2[:0], row...), append(o2[:0], o...), append(u2[:0], u...)
+			writeDecay(r1, o1, e, u1, kb, q, a, k)
+			writeDecayGo(r2, o2, e, u2, kb, q, a, k)
+			same("writeDecay row", n, r1, r2)
+			same("writeDecay o", n, o1, o2)
+			same("writeDecay u", n, u1, u2)
+		}
+	}
+}
+
+// TestKDAStepsMatchesSteps holds the fused pass of kdaSteps (write and
+// output of one position with decay and read of the next) to T calls of
+// kdaStep, bit for bit, over head sizes with and without a vector tail, on
+// both the vector and the Go twin of every pass.
+func TestKDAStepsMatchesSteps(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, d := range []int{1, 7, 8, 19, 64, 130} {
+		for _, T := range []int{2, 3, 6} {
+			const h, hh = 3, 1
+			p := h * d
+			rnd := func(n int, lo, hi float32) []float32 {
+				a := make([]float32, n)
+				for i := range a {
+					a[i] = lo + (hi-lo)*r.Float32()
+				}
+				return a
+			}
+			q, k, v := rnd(T*p, -2, 2), rnd(T*p, -2, 2), rnd(T*p, -3, 3)
+			alpha, beta := rnd(T*p, 0.3, 1), rnd(T*h, 0, 1)
+			S0 := rnd(d*d, -1, 1)
+			want, got := slices.Clone(S0), slices.Clone(S0)
+			wantO, gotO := make([]float32, T*p), make([]float32, T*p)
+			u := make([]float32, d)
+			for tt := range T {
+				o := tt*p + hh*d
+				kdaStep(want, q[o:o+d], k[o:o+d], v[o:o+d], alpha[o:o+d], beta[tt*h+hh], wantO[o:o+d], u)
+			}
+			kdaSteps(got, q, k, v, alpha, beta, gotO, make([]float32, d), make([]float32, d), T, hh, h)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("d=%d T=%d: state[%d] = %v, want %v", d, T, i, got[i], want[i])
+				}
+			}
+			for i := range wantO {
+				if math.Float32bits(gotO[i]) != math.Float32bits(wantO[i]) {
+					t.Fatalf("d=%d T=%d: o[%d] = %v, want %v", d, T, i, gotO[i], wantO[i])
+				}
+			}
+		}
+	}
+}
+
+// TestWriteDecayTwin compares writeDecay (the vector pass where the CPU has
+// it) with writeDecayGo and with writeOutGo followed by decayReadGo.
+func TestWriteDecayTwin(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, n := range []int{1, 8, 13, 16, 37, 128} {
+		row := make([]float32, n)
+		o, e, u := make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range n {
+			row[i], o[i], e[i], u[i] = r.Float32()*4-2, r.Float32()*4-2, r.Float32()*4-2, r.Float32()*4-2
+		}
+		kb, q, a, k := r.Float32()*2-1, r.Float32()*2-1, r.Float32(), r.Float32()*2-1
+		r1, o1, u1 := slices.Clone(row), slices.Clone(o), slices.Clone(u)
+		writeDecay(r1, o1, e, u1, kb, q, a, k)
+		r2, o2, u2 := slices.Clone(row), slices.Clone(o), slices.Clone(u)
+		writeDecayGo(r2, o2, e, u2, kb, q, a, k)
+		r3, o3, u3 := slices.Clone(row), slices.Clone(o), slices.Clone(u)
+		writeOutGo(r3, o3, e, kb, q)
+		decayReadGo(r3, u3, a, k)
+		for _, c := range [][2][]float32{{r1, r3}, {o1, o3}, {u1, u3}, {r2, r3}, {o2, o3}, {u2, u3}} {
+			for i := range c[0] {
+				if math.Float32bits(c[0][i]) != math.Float32bits(c[1][i]) {
+					t.Fatalf("n=%d element %d: %v, want %v", n, i, c[0][i], c[1][i])
+				}
+			}
 		}
 	}
 }
