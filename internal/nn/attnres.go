@@ -63,7 +63,16 @@ func (a *AttnRes) Apply(dst []float32, sources [][]float32) error {
 	if len(sources) > maxStackSources {
 		p = make([]float32, 0, len(sources))
 	}
-	for _, v := range sources {
+	// The keys four sources at a time, each score still its own sequential
+	// chain (see sumSquares4), then the rest one by one.
+	s := 0
+	for ; s+4 <= len(sources); s += 4 {
+		v0, v1, v2, v3 := sources[s], sources[s+1], sources[s+2], sources[s+3]
+		s0, s1, s2, s3 := sumSquares4(v0, v1, v2, v3)
+		d := a.scores4(v0, v1, v2, v3, rmsScale(s0, e, a.eps), rmsScale(s1, e, a.eps), rmsScale(s2, e, a.eps), rmsScale(s3, e, a.eps))
+		p = append(p, d[:]...)
+	}
+	for _, v := range sources[s:] {
 		r := RMSScale(v, a.eps)
 		var d float64
 		for i, x := range v {
@@ -80,6 +89,22 @@ func (a *AttnRes) Apply(dst []float32, sources [][]float32) error {
 		}
 	}
 	return nil
+}
+
+// scores4 returns f32(Σ_i f64(x_i ⊗ r) · f64(fold_i)) for four sources x
+// with their key scales r, each sum sequential in index order.
+func (a *AttnRes) scores4(x0, x1, x2, x3 []float32, r0, r1, r2, r3 float32) [4]float32 {
+	f := a.fold
+	x0, x1, x2, x3 = x0[:len(f)], x1[:len(f)], x2[:len(f)], x3[:len(f)]
+	var d0, d1, d2, d3 float64
+	for i, w := range f {
+		fw := float64(w)
+		d0 += float64(x0[i]*r0) * fw
+		d1 += float64(x1[i]*r1) * fw
+		d2 += float64(x2[i]*r2) * fw
+		d3 += float64(x3[i]*r3) * fw
+	}
+	return [4]float32{float32(d0), float32(d1), float32(d2), float32(d3)}
 }
 
 // applyRows is Apply over T positions: source s of position t is

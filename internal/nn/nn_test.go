@@ -202,3 +202,71 @@ func TestResidualValidate(t *testing.T) {
 		t.Error("mis-sized stream accepted")
 	}
 }
+
+// TestFourChainsMatchSequential holds the four-chain forms (RMSNormRows,
+// AttnRes.Apply's keys) to the one-row statements they replace, bit for bit,
+// for every count of rows or sources mod 4.
+func TestFourChainsMatchSequential(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	const e = 131
+	// spread: the exponent range of the values. The AttnRes weights stay
+	// near 1 so that the scores differ by a few units and the softmax weighs
+	// every source (a one-hot softmax would hide a wrong score).
+	vec := func(n int, s float64, spread int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64() * s * math.Exp2(float64(r.IntN(2*spread+1)-spread)))
+		}
+		return v
+	}
+	w := vec(e, 1, 10)
+	a, err := NewAttnRes(vec(e, 0.3, 0), vec(e, 0.3, 0), 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 9; n++ {
+		x := vec(n*e, 1, 10)
+		got := make([]float32, n*e)
+		RMSNormRows(got, x, w, 1e-5)
+		for i := range n {
+			want := make([]float32, e)
+			RMSNorm(want, x[i*e:(i+1)*e], w, 1e-5)
+			for j := range want {
+				if math.Float32bits(got[i*e+j]) != math.Float32bits(want[j]) {
+					t.Fatalf("RMSNormRows of %d rows: row %d [%d] = %v, want %v", n, i, j, got[i*e+j], want[j])
+				}
+			}
+		}
+		src := make([][]float32, n)
+		for i := range src {
+			src[i] = vec(e, 3, 10)
+		}
+		dst := make([]float32, e)
+		if err := a.Apply(dst, src); err != nil {
+			t.Fatal(err)
+		}
+		// The statement: score_s = f32(Σ f64(x ⊗ r_s)·f64(fold)), softmax, then
+		// dst = Σ_s p_s ⊗ x_s in source order.
+		p := make([]float32, n)
+		for s, v := range src {
+			rs := RMSScale(v, 1e-5)
+			var d float64
+			for i, x := range v {
+				d += float64(x*rs) * float64(a.Fold()[i])
+			}
+			p[s] = float32(d)
+		}
+		Softmax(p, p)
+		want := make([]float32, e)
+		for s, v := range src {
+			for i, x := range v {
+				want[i] = want[i] + float32(p[s]*x)
+			}
+		}
+		for i := range want {
+			if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("AttnRes of %d sources [%d] = %v, want %v", n, i, dst[i], want[i])
+			}
+		}
+	}
+}
