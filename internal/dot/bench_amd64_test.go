@@ -89,3 +89,28 @@ func BenchmarkMatMulLevel(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGemmKernel runs the packed mat-mul's inner kernel (gemm4x6) on a
+// panel and activations that stay in L1 and L2, one goroutine: the
+// multiply-add rate the kernel reaches when memory is not in the way, the
+// ceiling for BenchmarkMatMulLevel's packed cases (GMAC/s, float64 FMAs × 8).
+func BenchmarkGemmKernel(b *testing.B) {
+	if !useAVX512 {
+		b.Skip("CPU lacks AVX-512")
+	}
+	const steps, blocks = 32, 16 // a 512-column chunk, 64 weight rows
+	w := make([]float64, blocks*steps*32)
+	x := make([]float64, 6*steps*8)
+	st := make([]float64, blocks*192)
+	for i := range w {
+		w[i] = float64(i%7) - 3
+	}
+	for i := range x {
+		x[i] = float64(i%5) - 2
+	}
+	for b.Loop() {
+		gemm4x6(&w[0], steps*256, &x[0], steps*64, steps, &st[0], blocks, false)
+	}
+	macs := float64(b.N) * blocks * steps * 24 * 8
+	b.ReportMetric(macs/b.Elapsed().Seconds()/1e9, "GMAC/s")
+}
