@@ -182,13 +182,13 @@ func BenchmarkMatVecGeneric(b *testing.B) {
 // BenchmarkMatMul multiplies 8 activation rows (a prefill chunk) by w1 with
 // each kernel.
 // BenchmarkMatMul: the batched product per kernel and shape: 3072×3584
-// over 8 rows, and the perf checkpoint's expert shapes over 32 rows (its
-// 256-token prefill sends about 32 positions to each expert). For the
-// AVX-512 kernel, "avx512-2row" is the same kernel without the four-row
-// variant, so the two in one run give the four-row kernel's gain (or, once
-// four widened rows no longer fit in L1, show that MatMul does not use it).
+// over 8 rows, and the perf checkpoint's expert shapes over 4, 8 and 32
+// rows (its 256-token prefill sends 1 to 135 positions to an expert, 32 on
+// average). For the AVX-512 kernel, "avx512-4row" is the same kernel
+// without the packed form (gemmAVX512) and "avx512-2row" also without the
+// four-row pass, so one run gives each one's gain.
 func BenchmarkMatMul(b *testing.B) {
-	for _, sh := range [][3]int{{3072, 3584, 8}, {512, 1024, 16}, {512, 1024, 32}, {1024, 512, 32}, {512, 2048, 32}} {
+	for _, sh := range [][3]int{{3072, 3584, 8}, {512, 1024, 4}, {512, 1024, 8}, {512, 1024, 32}, {1024, 512, 32}, {512, 2048, 32}} {
 		rows, cols, n := sh[0], sh[1], sh[2]
 		rng := rand.New(rand.NewPCG(3, 4))
 		packed, scales := randMatrix(rng, rows, cols, 119, 123, false)

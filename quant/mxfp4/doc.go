@@ -61,11 +61,11 @@
 //     of the sixteen float64 E2M1 values (VPERMI2PD for the code in bits
 //     0–3 of a lane, VPERMPS for the one in bits 32–35, so one shift serves
 //     two lookups); the activations are stored transposed to match. MatMul
-//     decodes each weight once for four (or two) activation rows; from 24
-//     activation rows on it instead decodes a block of weight rows once
-//     into a float64 panel and puts eight activation rows in the lanes,
-//     three weight rows per pass, with each group's tree, scale and sum
-//     vertical over the eight (gemm_avx512_amd64.go).
+//     decodes each weight once for four (or two) activation rows; from
+//     five activation rows on it instead decodes eight weight rows at a
+//     time into a float64 panel, one row per lane, and passes three
+//     activation rows over it, each group's tree, scale and sum vertical
+//     over the eight rows (gemm_avx512_amd64.go).
 //   - AVX2 (AVX2, FMA and POPCNT): one group at a time; the nibbles are
 //     expanded with VPSHUFB straight into the upper 16 bits of float64
 //     lanes (every E2M1 value is a float64 whose lower 48 bits are zero).

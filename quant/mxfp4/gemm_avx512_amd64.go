@@ -4,99 +4,99 @@ package mxfp4
 
 import (
 	"bytes"
+	"math"
 
 	"github.com/k3-project/k3/internal/scratch"
 )
 
-// The packed mat-mul, for many activation rows (routed experts in a
+// The packed mat-mul, for several activation rows (routed experts in a
 // prefill). The per-pass kernels decode every code again for each group of
-// four activation rows, and spend as many µops on the decode and on the
-// per-group tail (tree, scale, the sequential sum over the groups) as on
-// the multiply-adds. gemmAVX512 decodes a block of weight rows once into a
-// float64 panel (the E2M1 values, unscaled) and puts eight activation rows
-// in the lanes of a vector instead of eight groups: column j of the eight
-// is one 64-byte load, the weight is a broadcast, and each weight row's
-// group tail (tree, scale multiply, add) is vertical over the eight rows.
+// four (two, one) activation rows, and spend as many µops on the decode and
+// on each group's tail (tree, scale, the sequential sum over the groups) as
+// on the multiply-adds. gemmAVX512 decodes eight weight rows once into a
+// float64 panel (the E2M1 values, unscaled) with one weight row per lane of
+// a vector: column j of the eight rows is one 64-byte load, an activation
+// is a broadcast, and each group's tail is vertical over the eight rows,
+// the scale a vector multiply and scale 255 a NaN that masks the add. Three activation rows
+// share each panel load; a matrix's activation rows need no padding beyond
+// a multiple of three, so an expert picked by a handful of positions runs
+// here too.
 //
-// It keeps RG exactly: for every (weight row, activation row) pair, lane p
-// of the accumulators computes what groupDot does (column j of a group in
-// lane j mod 8, the first product multiplied, the rest fused-added in
-// ascending j, the same tree), then multiplies the group sum by the scale
-// and adds it to the row's float64 sum in group order, skipping scale 255;
-// between column chunks the sums wait in memory unrounded.
+// It keeps RG exactly: for every (weight row, activation row) pair, lane r
+// computes what groupDot does (column j of a group in lane j mod 8, the
+// first product multiplied, the rest fused-added in ascending j, the same
+// tree), multiplies the group sum by the scale and adds it to the pair's
+// float64 sum in group order, skipping scale 255, and rounds once.
 //
-// Layouts, in float64 units:
-//   - panel: weight row i of the block at i·cols, column c at +c.
-//   - xt: activation rows 8o..8o+7 (an octet) at 8·cols·o, column c at
-//     +8c, row 8o+p in lane p.
-//   - acc: octet o, weight row r at 8·(rows·o + r).
+// Layouts, in float64 units: the panel of a block of eight weight rows and
+// gemmGroups groups has column c at 8c, row r in lane r; its scales have
+// group g at 8g (NaN for scale byte 255); the activations are widened in
+// their own order, row t at cols·t; the sums of activation rows t..t+2 wait
+// between chunks at 8t.
 
 //go:noescape
-func decodePanel(dst *float64, packed *byte, n int)
+func decodeBlock(dst *float64, packed *byte, offs *[8]int64, n int)
 
 //go:noescape
-func gemm3x8(acc *float64, w *float64, wstride int, x *float64, scales *byte, sstride, groups, triples int)
+func gemm8x3(dst *float32, dstride int, w *float64, x0, x1, x2 *float64, sc *float64, st *float64, groups, np int, first, last bool)
 
-const (
-	// gemmGroups is the groups per gemm3x8 pass: an octet's columns of them
-	// (16 KiB) stay in L1 while every row triple of the block passes.
-	gemmGroups = 8
-	// gemmPanelBytes bounds the decoded panel so it stays in L2 while every
-	// octet passes over it.
-	gemmPanelBytes = 512 << 10
-)
+// gemmGroups is the groups decoded at once: eight rows' columns of them
+// (16 KiB of panel) stay in L1 while every activation row passes. Decoding
+// a whole block of rows first spent more time storing the panel to L2 than
+// the multiply-adds over it took for a few dozen activation rows.
+const gemmGroups = 8
 
-// gemmAVX512 is matMul for n ≥ gemmMinRows on the AVX-512 kernel. Rows past
-// the last multiple of three and activation rows past the last multiple of
-// eight go through the per-pass kernels.
+// gemmAVX512 is matMul for n ≥ gemmMinRows on the AVX-512 kernel. Weight
+// rows past the last multiple of eight go through the per-pass kernels.
 func gemmAVX512(k kernel, dst []float32, stride int, packed, scales []byte, x []float32, n, rows, cols int) Stats {
 	st := Stats{Groups: len(scales), NaNScaleGroups: bytes.Count(scales, []byte{NaNScale})}
-	oct := n / 8
-	rows3 := rows - rows%3
+	rows8 := rows &^ 7
 	ng := cols / GroupSize
-	block := min(max(3, gemmPanelBytes/(8*cols)/3*3), rows3)
-	if rows3 > 0 && oct > 0 {
-		sp := scratch.Get(oct*8*cols + block*cols + oct*8*rows)
+	if rows8 > 0 {
+		trip := (n + 2) / 3
+		sp := scratch.Get(n*cols + 8*gemmGroups*GroupSize + 8*gemmGroups + 24*trip)
 		buf := *sp
-		xt, buf := buf[:oct*8*cols], buf[oct*8*cols:]
-		panel, acc := buf[:block*cols], buf[block*cols:]
-		for o := range oct {
-			xo := xt[o*8*cols : (o+1)*8*cols]
-			for p := range 8 {
-				xp := x[(8*o+p)*cols : (8*o+p+1)*cols]
-				for c, v := range xp {
-					xo[8*c+p] = float64(v)
-				}
-			}
+		xw, buf := buf[:n*cols], buf[n*cols:]
+		panel, buf := buf[:8*gemmGroups*GroupSize], buf[8*gemmGroups*GroupSize:]
+		sc, sums := buf[:8*gemmGroups], buf[8*gemmGroups:8*gemmGroups+24*trip]
+		for i, v := range x[:n*cols] {
+			xw[i] = float64(v)
 		}
-		clear(acc)
-		for r0 := 0; r0 < rows3; r0 += block {
-			r1 := min(rows3, r0+block)
-			decodePanel(&panel[0], &packed[r0*cols/2], (r1-r0)*cols/8)
-			for g := 0; g < ng; g += gemmGroups {
-				gc := min(gemmGroups, ng-g)
-				for o := range oct {
-					gemm3x8(&acc[8*(rows*o+r0)], &panel[g*GroupSize], 8*cols, &xt[8*(o*cols+g*GroupSize)],
-						&scales[r0*ng+g], ng, gc, (r1-r0)/3)
-				}
-			}
+		var offs [8]int64
+		for r := range offs {
+			offs[r] = int64(r * cols / 2)
 		}
-		for o := range oct {
-			for p := range 8 {
-				d := dst[(8*o+p)*stride : (8*o+p)*stride+rows3]
-				a := acc[8*rows*o+p:]
-				for r := range d {
-					d[r] = float32(a[8*r])
+		for r0 := 0; r0 < rows8; r0 += 8 {
+			for g0 := 0; g0 < ng; g0 += gemmGroups {
+				gc := min(gemmGroups, ng-g0)
+				decodeBlock(&panel[0], &packed[r0*cols/2+g0*GroupSize/2], &offs, 2*gc)
+				for g := range gc {
+					for r := range 8 {
+						s := scales[(r0+r)*ng+g0+g]
+						sc[8*g+r] = scale64(s)
+						if s == NaNScale {
+							sc[8*g+r] = math.NaN()
+						}
+					}
+				}
+				c0 := g0 * GroupSize
+				for t := 0; t < n; t += 3 {
+					x0 := &xw[t*cols+c0]
+					x1, x2 := x0, x0
+					if t+1 < n {
+						x1 = &xw[(t+1)*cols+c0]
+					}
+					if t+2 < n {
+						x2 = &xw[(t+2)*cols+c0]
+					}
+					gemm8x3(&dst[t*stride+r0], 4*stride, &panel[0], x0, x1, x2, &sc[0], &sums[8*t], gc, min(3, n-t), g0 == 0, g0+gc == ng)
 				}
 			}
 		}
 		scratch.Put(sp)
 	}
-	if rows3 < rows && oct > 0 {
-		matMulPasses(k, dst[rows3:], stride, packed[rows3*cols/2:], scales[rows3*ng:], x[:8*oct*cols], 8*oct, rows-rows3, cols)
-	}
-	if 8*oct < n {
-		matMulPasses(k, dst[8*oct*stride:], stride, packed, scales, x[8*oct*cols:], n-8*oct, rows, cols)
+	if rows8 < rows {
+		matMulPasses(k, dst[rows8:], stride, packed[rows8*cols/2:], scales[rows8*ng:], x, n, rows-rows8, cols)
 	}
 	return st
 }

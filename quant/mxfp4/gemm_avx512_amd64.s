@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// The packed MXFP4 mat-mul (gemm_avx512_amd64.go): codes decoded once into a
-// float64 panel, eight activation rows per vector.
+// The packed MXFP4 mat-mul (gemm_avx512_amd64.go): codes of eight weight
+// rows decoded once into a float64 panel, one row per lane.
 
 // The sixteen E2M1 values, split into the two tables of VPERMI2PD (index
 // bit 3, the sign bit of the code, selects the table).
@@ -26,177 +26,216 @@ DATA gemmhi<>+48(SB)/8, $0xc010000000000000
 DATA gemmhi<>+56(SB)/8, $0xc018000000000000
 GLOBL gemmhi<>(SB), RODATA|NOPTR, $64
 
-// The shift that brings nibble l of a broadcast dword to the bottom of lane l.
-DATA nibshift<>+0(SB)/8, $0
-DATA nibshift<>+8(SB)/8, $4
-DATA nibshift<>+16(SB)/8, $8
-DATA nibshift<>+24(SB)/8, $12
-DATA nibshift<>+32(SB)/8, $16
-DATA nibshift<>+40(SB)/8, $20
-DATA nibshift<>+48(SB)/8, $24
-DATA nibshift<>+56(SB)/8, $28
-GLOBL nibshift<>(SB), RODATA|NOPTR, $64
-
-// func decodePanel(dst *float64, packed *byte, n int)
+// func decodeBlock(dst *float64, packed *byte, offs *[8]int64, n int)
 //
-// dst[i] = E2M1(code i) for the 8n codes in the first 4n bytes of packed
-// (code 2i in the low nibble of byte i), unscaled: the kernel applies the
-// group scales after each group's tree, as the reduction does.
-TEXT ·decodePanel(SB), NOSPLIT, $0-24
+// For the eight weight rows at packed+offs[r] and their first 16n columns
+// from packed:
+// dst[8c+r] = E2M1(code of row r, column c), unscaled (the kernel applies
+// the group scales after each group's tree, as the reduction does). Eight
+// bytes of every row are gathered at once, one row per lane, and each
+// nibble is brought to the bottom of its lane for the table lookup.
+TEXT ·decodeBlock(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
 	MOVQ packed+8(FP), SI
-	MOVQ n+16(FP), CX
-	VMOVUPD   gemmlo<>(SB), Z30
-	VMOVUPD   gemmhi<>(SB), Z31
-	VMOVDQU64 nibshift<>(SB), Z29
+	MOVQ offs+16(FP), AX
+	MOVQ n+24(FP), CX
+	VMOVDQU64 (AX), Z30
+	VMOVUPD   gemmlo<>(SB), Z28
+	VMOVUPD   gemmhi<>(SB), Z29
 
-dloop:
-	VPBROADCASTD (SI), Z0
-	VPSRLVQ      Z29, Z0, Z0
-	VPERMI2PD    Z31, Z30, Z0
-	VMOVUPD      Z0, (DI)
-	ADDQ $4, SI
-	ADDQ $64, DI
+dblock:
+	KXNORW K1, K1, K1
+	VPGATHERQQ (SI)(Z30*1), K1, Z0
+	VMOVDQA64 Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 0(DI)
+	VPSRLQ $4, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 64(DI)
+	VPSRLQ $8, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 128(DI)
+	VPSRLQ $12, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 192(DI)
+	VPSRLQ $16, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 256(DI)
+	VPSRLQ $20, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 320(DI)
+	VPSRLQ $24, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 384(DI)
+	VPSRLQ $28, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 448(DI)
+	VPSRLQ $32, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 512(DI)
+	VPSRLQ $36, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 576(DI)
+	VPSRLQ $40, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 640(DI)
+	VPSRLQ $44, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 704(DI)
+	VPSRLQ $48, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 768(DI)
+	VPSRLQ $52, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 832(DI)
+	VPSRLQ $56, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 896(DI)
+	VPSRLQ $60, Z0, Z1
+	VPERMI2PD Z29, Z28, Z1
+	VMOVUPD Z1, 960(DI)
+	ADDQ $8, SI
+	ADDQ $1024, DI
 	DECQ CX
-	JNZ  dloop
+	JNZ  dblock
 	VZEROUPPER
 	RET
 
-// GEMMGROUP is one group of 32 columns for three weight rows (at DI,
-// DI+R11, DI+2·R11, float64s) and eight activation rows (the vector at DX
-// per column): the RG lanes of row r are Z(8r)..Z(8r+7), column j of the
-// group going to lane j mod 8 (multiplied first, then fused-added in
-// ascending j), and each row's lanes are reduced with the RG tree into
-// Z(8r), lane p holding activation row p's group sum.
+// GEMMGROUP is one group of 32 columns of eight weight rows (the panel
+// vectors at SI, one row per lane) for three activation rows (float64s at
+// DX, R8, R9): the RG lanes of activation row p are Z(8p)..Z(8p+7), column
+// j of the group going to lane j mod 8 (multiplied first, then fused-added
+// in ascending j), and each activation row's lanes are reduced with the RG
+// tree into Z(8p), lane r holding weight row r's group sum.
 #define GEMMGROUP \
-	VMOVUPD 0(DX), Z27; \
-	VMULPD.BCST 0(DI), Z27, Z0; \
-	VMULPD.BCST 0(DI)(R11*1), Z27, Z8; \
-	VMULPD.BCST 0(DI)(R11*2), Z27, Z16; \
-	VMOVUPD 64(DX), Z27; \
-	VMULPD.BCST 8(DI), Z27, Z1; \
-	VMULPD.BCST 8(DI)(R11*1), Z27, Z9; \
-	VMULPD.BCST 8(DI)(R11*2), Z27, Z17; \
-	VMOVUPD 128(DX), Z27; \
-	VMULPD.BCST 16(DI), Z27, Z2; \
-	VMULPD.BCST 16(DI)(R11*1), Z27, Z10; \
-	VMULPD.BCST 16(DI)(R11*2), Z27, Z18; \
-	VMOVUPD 192(DX), Z27; \
-	VMULPD.BCST 24(DI), Z27, Z3; \
-	VMULPD.BCST 24(DI)(R11*1), Z27, Z11; \
-	VMULPD.BCST 24(DI)(R11*2), Z27, Z19; \
-	VMOVUPD 256(DX), Z27; \
-	VMULPD.BCST 32(DI), Z27, Z4; \
-	VMULPD.BCST 32(DI)(R11*1), Z27, Z12; \
-	VMULPD.BCST 32(DI)(R11*2), Z27, Z20; \
-	VMOVUPD 320(DX), Z27; \
-	VMULPD.BCST 40(DI), Z27, Z5; \
-	VMULPD.BCST 40(DI)(R11*1), Z27, Z13; \
-	VMULPD.BCST 40(DI)(R11*2), Z27, Z21; \
-	VMOVUPD 384(DX), Z27; \
-	VMULPD.BCST 48(DI), Z27, Z6; \
-	VMULPD.BCST 48(DI)(R11*1), Z27, Z14; \
-	VMULPD.BCST 48(DI)(R11*2), Z27, Z22; \
-	VMOVUPD 448(DX), Z27; \
-	VMULPD.BCST 56(DI), Z27, Z7; \
-	VMULPD.BCST 56(DI)(R11*1), Z27, Z15; \
-	VMULPD.BCST 56(DI)(R11*2), Z27, Z23; \
-	VMOVUPD 512(DX), Z27; \
-	VFMADD231PD.BCST 64(DI), Z27, Z0; \
-	VFMADD231PD.BCST 64(DI)(R11*1), Z27, Z8; \
-	VFMADD231PD.BCST 64(DI)(R11*2), Z27, Z16; \
-	VMOVUPD 576(DX), Z27; \
-	VFMADD231PD.BCST 72(DI), Z27, Z1; \
-	VFMADD231PD.BCST 72(DI)(R11*1), Z27, Z9; \
-	VFMADD231PD.BCST 72(DI)(R11*2), Z27, Z17; \
-	VMOVUPD 640(DX), Z27; \
-	VFMADD231PD.BCST 80(DI), Z27, Z2; \
-	VFMADD231PD.BCST 80(DI)(R11*1), Z27, Z10; \
-	VFMADD231PD.BCST 80(DI)(R11*2), Z27, Z18; \
-	VMOVUPD 704(DX), Z27; \
-	VFMADD231PD.BCST 88(DI), Z27, Z3; \
-	VFMADD231PD.BCST 88(DI)(R11*1), Z27, Z11; \
-	VFMADD231PD.BCST 88(DI)(R11*2), Z27, Z19; \
-	VMOVUPD 768(DX), Z27; \
-	VFMADD231PD.BCST 96(DI), Z27, Z4; \
-	VFMADD231PD.BCST 96(DI)(R11*1), Z27, Z12; \
-	VFMADD231PD.BCST 96(DI)(R11*2), Z27, Z20; \
-	VMOVUPD 832(DX), Z27; \
-	VFMADD231PD.BCST 104(DI), Z27, Z5; \
-	VFMADD231PD.BCST 104(DI)(R11*1), Z27, Z13; \
-	VFMADD231PD.BCST 104(DI)(R11*2), Z27, Z21; \
-	VMOVUPD 896(DX), Z27; \
-	VFMADD231PD.BCST 112(DI), Z27, Z6; \
-	VFMADD231PD.BCST 112(DI)(R11*1), Z27, Z14; \
-	VFMADD231PD.BCST 112(DI)(R11*2), Z27, Z22; \
-	VMOVUPD 960(DX), Z27; \
-	VFMADD231PD.BCST 120(DI), Z27, Z7; \
-	VFMADD231PD.BCST 120(DI)(R11*1), Z27, Z15; \
-	VFMADD231PD.BCST 120(DI)(R11*2), Z27, Z23; \
-	VMOVUPD 1024(DX), Z27; \
-	VFMADD231PD.BCST 128(DI), Z27, Z0; \
-	VFMADD231PD.BCST 128(DI)(R11*1), Z27, Z8; \
-	VFMADD231PD.BCST 128(DI)(R11*2), Z27, Z16; \
-	VMOVUPD 1088(DX), Z27; \
-	VFMADD231PD.BCST 136(DI), Z27, Z1; \
-	VFMADD231PD.BCST 136(DI)(R11*1), Z27, Z9; \
-	VFMADD231PD.BCST 136(DI)(R11*2), Z27, Z17; \
-	VMOVUPD 1152(DX), Z27; \
-	VFMADD231PD.BCST 144(DI), Z27, Z2; \
-	VFMADD231PD.BCST 144(DI)(R11*1), Z27, Z10; \
-	VFMADD231PD.BCST 144(DI)(R11*2), Z27, Z18; \
-	VMOVUPD 1216(DX), Z27; \
-	VFMADD231PD.BCST 152(DI), Z27, Z3; \
-	VFMADD231PD.BCST 152(DI)(R11*1), Z27, Z11; \
-	VFMADD231PD.BCST 152(DI)(R11*2), Z27, Z19; \
-	VMOVUPD 1280(DX), Z27; \
-	VFMADD231PD.BCST 160(DI), Z27, Z4; \
-	VFMADD231PD.BCST 160(DI)(R11*1), Z27, Z12; \
-	VFMADD231PD.BCST 160(DI)(R11*2), Z27, Z20; \
-	VMOVUPD 1344(DX), Z27; \
-	VFMADD231PD.BCST 168(DI), Z27, Z5; \
-	VFMADD231PD.BCST 168(DI)(R11*1), Z27, Z13; \
-	VFMADD231PD.BCST 168(DI)(R11*2), Z27, Z21; \
-	VMOVUPD 1408(DX), Z27; \
-	VFMADD231PD.BCST 176(DI), Z27, Z6; \
-	VFMADD231PD.BCST 176(DI)(R11*1), Z27, Z14; \
-	VFMADD231PD.BCST 176(DI)(R11*2), Z27, Z22; \
-	VMOVUPD 1472(DX), Z27; \
-	VFMADD231PD.BCST 184(DI), Z27, Z7; \
-	VFMADD231PD.BCST 184(DI)(R11*1), Z27, Z15; \
-	VFMADD231PD.BCST 184(DI)(R11*2), Z27, Z23; \
-	VMOVUPD 1536(DX), Z27; \
-	VFMADD231PD.BCST 192(DI), Z27, Z0; \
-	VFMADD231PD.BCST 192(DI)(R11*1), Z27, Z8; \
-	VFMADD231PD.BCST 192(DI)(R11*2), Z27, Z16; \
-	VMOVUPD 1600(DX), Z27; \
-	VFMADD231PD.BCST 200(DI), Z27, Z1; \
-	VFMADD231PD.BCST 200(DI)(R11*1), Z27, Z9; \
-	VFMADD231PD.BCST 200(DI)(R11*2), Z27, Z17; \
-	VMOVUPD 1664(DX), Z27; \
-	VFMADD231PD.BCST 208(DI), Z27, Z2; \
-	VFMADD231PD.BCST 208(DI)(R11*1), Z27, Z10; \
-	VFMADD231PD.BCST 208(DI)(R11*2), Z27, Z18; \
-	VMOVUPD 1728(DX), Z27; \
-	VFMADD231PD.BCST 216(DI), Z27, Z3; \
-	VFMADD231PD.BCST 216(DI)(R11*1), Z27, Z11; \
-	VFMADD231PD.BCST 216(DI)(R11*2), Z27, Z19; \
-	VMOVUPD 1792(DX), Z27; \
-	VFMADD231PD.BCST 224(DI), Z27, Z4; \
-	VFMADD231PD.BCST 224(DI)(R11*1), Z27, Z12; \
-	VFMADD231PD.BCST 224(DI)(R11*2), Z27, Z20; \
-	VMOVUPD 1856(DX), Z27; \
-	VFMADD231PD.BCST 232(DI), Z27, Z5; \
-	VFMADD231PD.BCST 232(DI)(R11*1), Z27, Z13; \
-	VFMADD231PD.BCST 232(DI)(R11*2), Z27, Z21; \
-	VMOVUPD 1920(DX), Z27; \
-	VFMADD231PD.BCST 240(DI), Z27, Z6; \
-	VFMADD231PD.BCST 240(DI)(R11*1), Z27, Z14; \
-	VFMADD231PD.BCST 240(DI)(R11*2), Z27, Z22; \
-	VMOVUPD 1984(DX), Z27; \
-	VFMADD231PD.BCST 248(DI), Z27, Z7; \
-	VFMADD231PD.BCST 248(DI)(R11*1), Z27, Z15; \
-	VFMADD231PD.BCST 248(DI)(R11*2), Z27, Z23; \
+	VMOVUPD 0(SI), Z27; \
+	VMULPD.BCST 0(DX), Z27, Z0; \
+	VMULPD.BCST 0(R8), Z27, Z8; \
+	VMULPD.BCST 0(R9), Z27, Z16; \
+	VMOVUPD 64(SI), Z27; \
+	VMULPD.BCST 8(DX), Z27, Z1; \
+	VMULPD.BCST 8(R8), Z27, Z9; \
+	VMULPD.BCST 8(R9), Z27, Z17; \
+	VMOVUPD 128(SI), Z27; \
+	VMULPD.BCST 16(DX), Z27, Z2; \
+	VMULPD.BCST 16(R8), Z27, Z10; \
+	VMULPD.BCST 16(R9), Z27, Z18; \
+	VMOVUPD 192(SI), Z27; \
+	VMULPD.BCST 24(DX), Z27, Z3; \
+	VMULPD.BCST 24(R8), Z27, Z11; \
+	VMULPD.BCST 24(R9), Z27, Z19; \
+	VMOVUPD 256(SI), Z27; \
+	VMULPD.BCST 32(DX), Z27, Z4; \
+	VMULPD.BCST 32(R8), Z27, Z12; \
+	VMULPD.BCST 32(R9), Z27, Z20; \
+	VMOVUPD 320(SI), Z27; \
+	VMULPD.BCST 40(DX), Z27, Z5; \
+	VMULPD.BCST 40(R8), Z27, Z13; \
+	VMULPD.BCST 40(R9), Z27, Z21; \
+	VMOVUPD 384(SI), Z27; \
+	VMULPD.BCST 48(DX), Z27, Z6; \
+	VMULPD.BCST 48(R8), Z27, Z14; \
+	VMULPD.BCST 48(R9), Z27, Z22; \
+	VMOVUPD 448(SI), Z27; \
+	VMULPD.BCST 56(DX), Z27, Z7; \
+	VMULPD.BCST 56(R8), Z27, Z15; \
+	VMULPD.BCST 56(R9), Z27, Z23; \
+	VMOVUPD 512(SI), Z27; \
+	VFMADD231PD.BCST 64(DX), Z27, Z0; \
+	VFMADD231PD.BCST 64(R8), Z27, Z8; \
+	VFMADD231PD.BCST 64(R9), Z27, Z16; \
+	VMOVUPD 576(SI), Z27; \
+	VFMADD231PD.BCST 72(DX), Z27, Z1; \
+	VFMADD231PD.BCST 72(R8), Z27, Z9; \
+	VFMADD231PD.BCST 72(R9), Z27, Z17; \
+	VMOVUPD 640(SI), Z27; \
+	VFMADD231PD.BCST 80(DX), Z27, Z2; \
+	VFMADD231PD.BCST 80(R8), Z27, Z10; \
+	VFMADD231PD.BCST 80(R9), Z27, Z18; \
+	VMOVUPD 704(SI), Z27; \
+	VFMADD231PD.BCST 88(DX), Z27, Z3; \
+	VFMADD231PD.BCST 88(R8), Z27, Z11; \
+	VFMADD231PD.BCST 88(R9), Z27, Z19; \
+	VMOVUPD 768(SI), Z27; \
+	VFMADD231PD.BCST 96(DX), Z27, Z4; \
+	VFMADD231PD.BCST 96(R8), Z27, Z12; \
+	VFMADD231PD.BCST 96(R9), Z27, Z20; \
+	VMOVUPD 832(SI), Z27; \
+	VFMADD231PD.BCST 104(DX), Z27, Z5; \
+	VFMADD231PD.BCST 104(R8), Z27, Z13; \
+	VFMADD231PD.BCST 104(R9), Z27, Z21; \
+	VMOVUPD 896(SI), Z27; \
+	VFMADD231PD.BCST 112(DX), Z27, Z6; \
+	VFMADD231PD.BCST 112(R8), Z27, Z14; \
+	VFMADD231PD.BCST 112(R9), Z27, Z22; \
+	VMOVUPD 960(SI), Z27; \
+	VFMADD231PD.BCST 120(DX), Z27, Z7; \
+	VFMADD231PD.BCST 120(R8), Z27, Z15; \
+	VFMADD231PD.BCST 120(R9), Z27, Z23; \
+	VMOVUPD 1024(SI), Z27; \
+	VFMADD231PD.BCST 128(DX), Z27, Z0; \
+	VFMADD231PD.BCST 128(R8), Z27, Z8; \
+	VFMADD231PD.BCST 128(R9), Z27, Z16; \
+	VMOVUPD 1088(SI), Z27; \
+	VFMADD231PD.BCST 136(DX), Z27, Z1; \
+	VFMADD231PD.BCST 136(R8), Z27, Z9; \
+	VFMADD231PD.BCST 136(R9), Z27, Z17; \
+	VMOVUPD 1152(SI), Z27; \
+	VFMADD231PD.BCST 144(DX), Z27, Z2; \
+	VFMADD231PD.BCST 144(R8), Z27, Z10; \
+	VFMADD231PD.BCST 144(R9), Z27, Z18; \
+	VMOVUPD 1216(SI), Z27; \
+	VFMADD231PD.BCST 152(DX), Z27, Z3; \
+	VFMADD231PD.BCST 152(R8), Z27, Z11; \
+	VFMADD231PD.BCST 152(R9), Z27, Z19; \
+	VMOVUPD 1280(SI), Z27; \
+	VFMADD231PD.BCST 160(DX), Z27, Z4; \
+	VFMADD231PD.BCST 160(R8), Z27, Z12; \
+	VFMADD231PD.BCST 160(R9), Z27, Z20; \
+	VMOVUPD 1344(SI), Z27; \
+	VFMADD231PD.BCST 168(DX), Z27, Z5; \
+	VFMADD231PD.BCST 168(R8), Z27, Z13; \
+	VFMADD231PD.BCST 168(R9), Z27, Z21; \
+	VMOVUPD 1408(SI), Z27; \
+	VFMADD231PD.BCST 176(DX), Z27, Z6; \
+	VFMADD231PD.BCST 176(R8), Z27, Z14; \
+	VFMADD231PD.BCST 176(R9), Z27, Z22; \
+	VMOVUPD 1472(SI), Z27; \
+	VFMADD231PD.BCST 184(DX), Z27, Z7; \
+	VFMADD231PD.BCST 184(R8), Z27, Z15; \
+	VFMADD231PD.BCST 184(R9), Z27, Z23; \
+	VMOVUPD 1536(SI), Z27; \
+	VFMADD231PD.BCST 192(DX), Z27, Z0; \
+	VFMADD231PD.BCST 192(R8), Z27, Z8; \
+	VFMADD231PD.BCST 192(R9), Z27, Z16; \
+	VMOVUPD 1600(SI), Z27; \
+	VFMADD231PD.BCST 200(DX), Z27, Z1; \
+	VFMADD231PD.BCST 200(R8), Z27, Z9; \
+	VFMADD231PD.BCST 200(R9), Z27, Z17; \
+	VMOVUPD 1664(SI), Z27; \
+	VFMADD231PD.BCST 208(DX), Z27, Z2; \
+	VFMADD231PD.BCST 208(R8), Z27, Z10; \
+	VFMADD231PD.BCST 208(R9), Z27, Z18; \
+	VMOVUPD 1728(SI), Z27; \
+	VFMADD231PD.BCST 216(DX), Z27, Z3; \
+	VFMADD231PD.BCST 216(R8), Z27, Z11; \
+	VFMADD231PD.BCST 216(R9), Z27, Z19; \
+	VMOVUPD 1792(SI), Z27; \
+	VFMADD231PD.BCST 224(DX), Z27, Z4; \
+	VFMADD231PD.BCST 224(R8), Z27, Z12; \
+	VFMADD231PD.BCST 224(R9), Z27, Z20; \
+	VMOVUPD 1856(SI), Z27; \
+	VFMADD231PD.BCST 232(DX), Z27, Z5; \
+	VFMADD231PD.BCST 232(R8), Z27, Z13; \
+	VFMADD231PD.BCST 232(R9), Z27, Z21; \
+	VMOVUPD 1920(SI), Z27; \
+	VFMADD231PD.BCST 240(DX), Z27, Z6; \
+	VFMADD231PD.BCST 240(R8), Z27, Z14; \
+	VFMADD231PD.BCST 240(R9), Z27, Z22; \
+	VMOVUPD 1984(SI), Z27; \
+	VFMADD231PD.BCST 248(DX), Z27, Z7; \
+	VFMADD231PD.BCST 248(R8), Z27, Z15; \
+	VFMADD231PD.BCST 248(R9), Z27, Z23; \
 	VADDPD Z4, Z0, Z0; \
 	VADDPD Z5, Z1, Z1; \
 	VADDPD Z6, Z2, Z2; \
@@ -219,65 +258,74 @@ dloop:
 	VADDPD Z19, Z18, Z18; \
 	VADDPD Z18, Z16, Z16
 
-// SCALEADD adds row r's group sum ZS, times the group's scale, into ZA,
-// unless the scale byte at M is 255 (the group contributes nothing).
-#define SCALEADD(M, ZS, ZA, SKIP) \
-	MOVBLZX M, BX; \
-	CMPL    BX, $255; \
-	JEQ     SKIP; \
-	ADDQ    $896, BX; \
-	SHLQ    $52, BX; \
-	VPBROADCASTQ BX, Z28; \
-	VMULPD  Z28, ZS, ZS; \
-	VADDPD  ZS, ZA, ZA; \
-SKIP:
-
-// func gemm3x8(acc *float64, w *float64, wstride int, x *float64, scales *byte, sstride, groups, triples int)
+// func gemm8x3(dst *float32, dstride int, w *float64, x0, x1, x2 *float64, sc *float64, st *float64, groups, np int, first, last bool)
 //
-// For triples row triples (w advancing by 3·wstride bytes, scales by
-// 3·sstride, acc by 192): loads the three rows' accumulators (eight
-// activation rows each) from acc, adds groups groups (w advancing 256
-// bytes, x 2048, scales 1 per group) and stores them back. The activation
-// chunk at x is the same for every triple.
-TEXT ·gemm3x8(SB), NOSPLIT, $0-64
-	MOVQ acc+0(FP), AX
-	MOVQ w+8(FP), R8
-	MOVQ wstride+16(FP), R11
-	MOVQ x+24(FP), R10
-	MOVQ scales+32(FP), R14
-	MOVQ sstride+40(FP), R12
-	MOVQ groups+48(FP), R13
-	MOVQ triples+56(FP), R9
+// For eight weight rows (panel at w) and the activation rows x0..x2 (np of
+// them real; the others repeat one and are not stored): starting from the
+// three sums vectors at st (zero when first is set), per group the group
+// sums times the scales at sc (eight per group) are added into each
+// activation row's sums, in group order, in the lanes whose scale is not
+// NaN (the caller's mark of scale 255, which contributes nothing). The
+// sums go back to st, or, when last is set, are rounded to float32 and
+// stored at dst + p·dstride, eight rows each.
+TEXT ·gemm8x3(SB), NOSPLIT, $0-82
+	MOVQ w+16(FP), SI
+	MOVQ x0+24(FP), DX
+	MOVQ x1+32(FP), R8
+	MOVQ x2+40(FP), R9
+	MOVQ sc+48(FP), DI
+	MOVQ st+56(FP), R10
+	MOVQ groups+64(FP), CX
+	VPXORQ Z24, Z24, Z24
+	VPXORQ Z25, Z25, Z25
+	VPXORQ Z26, Z26, Z26
+	CMPB first+80(FP), $0
+	JNE  g8grp
+	VMOVUPD 0(R10), Z24
+	VMOVUPD 64(R10), Z25
+	VMOVUPD 128(R10), Z26
 
-triple:
-	VMOVUPD 0(AX), Z24
-	VMOVUPD 64(AX), Z25
-	VMOVUPD 128(AX), Z26
-	MOVQ R8, DI
-	MOVQ R10, DX
-	MOVQ R14, SI
-	MOVQ R13, CX
-
-grp:
+g8grp:
 	GEMMGROUP
-	SCALEADD((SI), Z0, Z24, skip0)
-	SCALEADD((SI)(R12*1), Z8, Z25, skip1)
-	SCALEADD((SI)(R12*2), Z16, Z26, skip2)
-	ADDQ $256, DI
-	ADDQ $2048, DX
-	INCQ SI
+	VMOVUPD (DI), Z28
+	VCMPPD  $7, Z28, Z28, K1
+	VMULPD  Z28, Z0, Z0
+	VADDPD  Z0, Z24, K1, Z24
+	VMULPD  Z28, Z8, Z8
+	VADDPD  Z8, Z25, K1, Z25
+	VMULPD  Z28, Z16, Z16
+	VADDPD  Z16, Z26, K1, Z26
+	ADDQ $2048, SI
+	ADDQ $256, DX
+	ADDQ $256, R8
+	ADDQ $256, R9
+	ADDQ $64, DI
 	DECQ CX
-	JNZ  grp
+	JNZ  g8grp
 
-	VMOVUPD Z24, 0(AX)
-	VMOVUPD Z25, 64(AX)
-	VMOVUPD Z26, 128(AX)
-	ADDQ $192, AX
-	LEAQ (R8)(R11*2), R8
-	ADDQ R11, R8
-	LEAQ (R14)(R12*2), R14
-	ADDQ R12, R14
-	DECQ R9
-	JNZ  triple
+	CMPB last+81(FP), $0
+	JNE  g8out
+	VMOVUPD Z24, 0(R10)
+	VMOVUPD Z25, 64(R10)
+	VMOVUPD Z26, 128(R10)
+	VZEROUPPER
+	RET
+
+g8out:
+	MOVQ dst+0(FP), AX
+	MOVQ dstride+8(FP), BX
+	MOVQ np+72(FP), R11
+	VCVTPD2PS Z24, Y24
+	VMOVUPS   Y24, (AX)
+	CMPQ R11, $2
+	JLT  g8done
+	VCVTPD2PS Z25, Y25
+	VMOVUPS   Y25, (AX)(BX*1)
+	CMPQ R11, $3
+	JLT  g8done
+	VCVTPD2PS Z26, Y26
+	VMOVUPS   Y26, (AX)(BX*2)
+
+g8done:
 	VZEROUPPER
 	RET

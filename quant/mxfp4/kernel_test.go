@@ -270,11 +270,12 @@ func TestSummationOrder(t *testing.T) {
 					packed[g*16+j/2] = nib[rng.IntN(len(nib))] << (4 * (j % 2))
 				}
 			}
-			// 3: MatMul's paired activation rows and the odd one; 27: three
-			// octets of the packed kernel, its leftover rows and columns.
+			// 3: MatMul's paired activation rows and the odd one; 27: the
+			// packed kernel, with a block of eight weight rows when rows
+			// reaches it.
 			n := 3
 			if iter%4 >= 2 {
-				n, rows = 27, rows+3
+				n, rows = 27, rows+6
 				packed, scales = growRows(rng, packed, scales, rows, cols)
 			}
 			x := make([]float32, n*cols)
@@ -315,9 +316,9 @@ func growRows(rng *rand.Rand, packed, scales []byte, rows, cols int) ([]byte, []
 }
 
 // TestMatMulPacked runs the packed mat-mul (from gemmMinRows activation
-// rows on) against MatVec on shapes that leave every remainder of the row
-// triples and the activation octets, span several panel blocks and group
-// chunks, and carry scale-255 groups and non-finite activations.
+// rows on) against MatVec on shapes that leave every remainder of the
+// eight-row blocks and the activation triples, and carry scale-255 groups
+// and non-finite activations.
 func TestMatMulPacked(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	shapes := [][3]int{ // rows, cols, n
@@ -364,7 +365,7 @@ func TestMatMulPacked(t *testing.T) {
 // order within a lane and across lanes).
 func TestPackedAssociation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	const rows, cols = 3, 64
+	const rows, cols = 9, 64 // a block of eight weight rows and one more
 	var triples [][3]int
 	for a := range 8 {
 		for b := range 8 {

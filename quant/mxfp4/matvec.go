@@ -109,8 +109,9 @@ func matVec(k kernel, dst []float32, packed, scales []byte, xw []float64) Stats 
 const rows4Bytes = 32 << 10
 
 // gemmMinRows is the fewest activation rows for which matMul uses a
-// kernel's packed form (BenchmarkMatMul).
-const gemmMinRows = 24
+// kernel's packed form: with four, its second pass of three carries one
+// (BenchmarkMatMul).
+const gemmMinRows = 5
 
 // blockBytes bounds the packed bytes of the rows that MatMul multiplies by
 // every activation row before moving on, so they stay in L2.
