@@ -177,11 +177,7 @@ func TestAsmMatchesGenericDrivers(t *testing.T) {
 			w := randW(r, k.f, rows, cols, rep%4, special)
 			x := randX(r, n*cols, special)
 			if !special {
-				rb := cols * k.f.size
-				for tt := range n {
-					row := tt % rows
-					cancel(k.f, w[row*rb:(row+1)*rb], x[tt*cols:(tt+1)*cols])
-				}
+				cancelRows(k.f, w, x, n, rows, cols)
 			}
 			got := make([]float32, n*rows)
 			want := make([]float32, n*rows)
@@ -286,11 +282,7 @@ func TestGemmMatchesGeneric(t *testing.T) {
 			w := randW(r, k.f, rows, cols, i%4, special)
 			x := randX(r, n*cols, special)
 			if !special {
-				rb := cols * k.f.size
-				for tt := range n {
-					row := tt % rows
-					cancel(k.f, w[row*rb:(row+1)*rb], x[tt*cols:(tt+1)*cols])
-				}
+				cancelRows(k.f, w, x, n, rows, cols)
 			}
 			stride := rows + 3
 			got := make([]float32, n*stride)
@@ -307,5 +299,15 @@ func TestGemmMatchesGeneric(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// cancelRows makes weight row t mod rows nearly cancel against activation
+// row t, for each of the n activation rows (see cancel).
+func cancelRows(f format, w []byte, x []float32, n, rows, cols int) {
+	rb := cols * f.size
+	for t := range n {
+		row := t % rows
+		cancel(f, w[row*rb:(row+1)*rb], x[t*cols:(t+1)*cols])
 	}
 }

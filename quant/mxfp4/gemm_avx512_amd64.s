@@ -5,26 +5,7 @@
 // The packed MXFP4 mat-mul (gemm_avx512_amd64.go): codes of eight weight
 // rows decoded once into a float64 panel, one row per lane.
 
-// The sixteen E2M1 values, split into the two tables of VPERMI2PD (index
-// bit 3, the sign bit of the code, selects the table).
-DATA gemmlo<>+0(SB)/8, $0x0000000000000000
-DATA gemmlo<>+8(SB)/8, $0x3fe0000000000000
-DATA gemmlo<>+16(SB)/8, $0x3ff0000000000000
-DATA gemmlo<>+24(SB)/8, $0x3ff8000000000000
-DATA gemmlo<>+32(SB)/8, $0x4000000000000000
-DATA gemmlo<>+40(SB)/8, $0x4008000000000000
-DATA gemmlo<>+48(SB)/8, $0x4010000000000000
-DATA gemmlo<>+56(SB)/8, $0x4018000000000000
-GLOBL gemmlo<>(SB), RODATA|NOPTR, $64
-DATA gemmhi<>+0(SB)/8, $0x8000000000000000
-DATA gemmhi<>+8(SB)/8, $0xbfe0000000000000
-DATA gemmhi<>+16(SB)/8, $0xbff0000000000000
-DATA gemmhi<>+24(SB)/8, $0xbff8000000000000
-DATA gemmhi<>+32(SB)/8, $0xc000000000000000
-DATA gemmhi<>+40(SB)/8, $0xc008000000000000
-DATA gemmhi<>+48(SB)/8, $0xc010000000000000
-DATA gemmhi<>+56(SB)/8, $0xc018000000000000
-GLOBL gemmhi<>(SB), RODATA|NOPTR, $64
+// The E2M1 tables ·e2m1lo and ·e2m1hi are kernel_avx512_amd64.s's.
 
 // func decodeBlock(dst *float64, packed *byte, offs *[8]int64, n int)
 //
@@ -40,8 +21,8 @@ TEXT ·decodeBlock(SB), NOSPLIT, $0-32
 	MOVQ offs+16(FP), AX
 	MOVQ n+24(FP), CX
 	VMOVDQU64 (AX), Z30
-	VMOVUPD   gemmlo<>(SB), Z28
-	VMOVUPD   gemmhi<>(SB), Z29
+	VMOVUPD   ·e2m1lo(SB), Z28
+	VMOVUPD   ·e2m1hi(SB), Z29
 
 dblock:
 	KXNORW K1, K1, K1

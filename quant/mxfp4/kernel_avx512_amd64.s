@@ -3,27 +3,28 @@
 #include "textflag.h"
 
 // The sixteen E2M1 values as float64 bit patterns, split for the two
-// permutes that look them up (see rowsAVX512asm). e2m1lo/e2m1hi: codes
+// permutes that look them up (see rowsAVX512asm; gemm_avx512_amd64.s uses
+// them too). e2m1lo/e2m1hi: codes
 // 0..7 and 8..15, the two tables of VPERMI2PD, whose index bit 3 (the sign
 // bit of the code) selects the table.
-DATA e2m1lo<>+0(SB)/8, $0x0000000000000000
-DATA e2m1lo<>+8(SB)/8, $0x3fe0000000000000
-DATA e2m1lo<>+16(SB)/8, $0x3ff0000000000000
-DATA e2m1lo<>+24(SB)/8, $0x3ff8000000000000
-DATA e2m1lo<>+32(SB)/8, $0x4000000000000000
-DATA e2m1lo<>+40(SB)/8, $0x4008000000000000
-DATA e2m1lo<>+48(SB)/8, $0x4010000000000000
-DATA e2m1lo<>+56(SB)/8, $0x4018000000000000
-GLOBL e2m1lo<>(SB), RODATA|NOPTR, $64
-DATA e2m1hi<>+0(SB)/8, $0x8000000000000000
-DATA e2m1hi<>+8(SB)/8, $0xbfe0000000000000
-DATA e2m1hi<>+16(SB)/8, $0xbff0000000000000
-DATA e2m1hi<>+24(SB)/8, $0xbff8000000000000
-DATA e2m1hi<>+32(SB)/8, $0xc000000000000000
-DATA e2m1hi<>+40(SB)/8, $0xc008000000000000
-DATA e2m1hi<>+48(SB)/8, $0xc010000000000000
-DATA e2m1hi<>+56(SB)/8, $0xc018000000000000
-GLOBL e2m1hi<>(SB), RODATA|NOPTR, $64
+DATA ·e2m1lo+0(SB)/8, $0x0000000000000000
+DATA ·e2m1lo+8(SB)/8, $0x3fe0000000000000
+DATA ·e2m1lo+16(SB)/8, $0x3ff0000000000000
+DATA ·e2m1lo+24(SB)/8, $0x3ff8000000000000
+DATA ·e2m1lo+32(SB)/8, $0x4000000000000000
+DATA ·e2m1lo+40(SB)/8, $0x4008000000000000
+DATA ·e2m1lo+48(SB)/8, $0x4010000000000000
+DATA ·e2m1lo+56(SB)/8, $0x4018000000000000
+GLOBL ·e2m1lo(SB), RODATA|NOPTR, $64
+DATA ·e2m1hi+0(SB)/8, $0x8000000000000000
+DATA ·e2m1hi+8(SB)/8, $0xbfe0000000000000
+DATA ·e2m1hi+16(SB)/8, $0xbff0000000000000
+DATA ·e2m1hi+24(SB)/8, $0xbff8000000000000
+DATA ·e2m1hi+32(SB)/8, $0xc000000000000000
+DATA ·e2m1hi+40(SB)/8, $0xc008000000000000
+DATA ·e2m1hi+48(SB)/8, $0xc010000000000000
+DATA ·e2m1hi+56(SB)/8, $0xc018000000000000
+GLOBL ·e2m1hi(SB), RODATA|NOPTR, $64
 
 // e2m1d: the upper 32 bits of each pattern, for VPERMPS (the lower 32 bits
 // of every E2M1 value are zero).
@@ -624,8 +625,8 @@ TEXT ·rowsAVX512asm(SB), NOSPLIT, $96-56
 	MOVQ xw+32(FP), R8
 	MOVQ groups+40(FP), R9
 	XORQ BX, BX
-	VMOVUPD   e2m1lo<>(SB), Z30
-	VMOVUPD   e2m1hi<>(SB), Z31
+	VMOVUPD   ·e2m1lo(SB), Z30
+	VMOVUPD   ·e2m1hi(SB), Z31
 	VMOVUPS   e2m1d<>(SB), Z27
 	VMOVDQU64 qeven<>(SB), Z28
 	VMOVDQU64 qodd<>(SB), Z29
@@ -732,8 +733,8 @@ TEXT ·rows2AVX512asm(SB), NOSPLIT, $160-72
 	SUBQ R8, R13
 	MOVQ groups+56(FP), R9
 	XORQ BX, BX
-	VMOVUPD   e2m1lo<>(SB), Z30
-	VMOVUPD   e2m1hi<>(SB), Z31
+	VMOVUPD   ·e2m1lo(SB), Z30
+	VMOVUPD   ·e2m1hi(SB), Z31
 	VMOVUPS   e2m1d<>(SB), Z27
 	VMOVDQU64 qeven<>(SB), Z28
 	VMOVDQU64 qodd<>(SB), Z29
@@ -844,8 +845,8 @@ TEXT ·rows4AVX512asm(SB), NOSPLIT, $288-72
 	SHLQ $3, R13
 	MOVQ groups+56(FP), R9
 	XORQ BX, BX
-	VMOVUPD   e2m1lo<>(SB), Z30
-	VMOVUPD   e2m1hi<>(SB), Z31
+	VMOVUPD   ·e2m1lo(SB), Z30
+	VMOVUPD   ·e2m1hi(SB), Z31
 	VMOVUPS   e2m1d<>(SB), Z27
 	VMOVDQU64 qeven<>(SB), Z28
 	VMOVDQU64 qodd<>(SB), Z29

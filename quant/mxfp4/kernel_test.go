@@ -130,25 +130,7 @@ func TestMatMulEqualsMatVec(t *testing.T) {
 			if n%2 == 0 {
 				x = randVecWild(rng, n*cols)
 			}
-			stride := rows + rng.IntN(3)
-			dst := make([]float32, (n-1)*stride+rows)
-			for i := range dst {
-				dst[i] = -7 // gaps must stay untouched
-			}
-			st := matMul(k, dst, stride, packed, scales, x, n, rows, cols)
-			if want := ScanScales(scales); st != want {
-				t.Errorf("%s n=%d: stats %+v, want %+v", name, n, st, want)
-			}
-			for ti := range n {
-				want := make([]float32, rows)
-				runMatVec(k, want, packed, scales, x[ti*cols:(ti+1)*cols])
-				requireSameBits(t, name, dst[ti*stride:ti*stride+rows], want)
-				for i := ti*stride + rows; i < min(len(dst), (ti+1)*stride); i++ {
-					if dst[i] != -7 {
-						t.Fatalf("%s: gap element %d overwritten", name, i)
-					}
-				}
-			}
+			checkMatMul(t, fmt.Sprintf("%s n=%d", name, n), k, packed, scales, x, n, rows, cols, rows+rng.IntN(3))
 		}
 	}
 }
@@ -333,25 +315,7 @@ func TestMatMulPacked(t *testing.T) {
 			if i%3 == 1 {
 				x = randVecWild(rng, n*cols)
 			}
-			stride := rows + 2
-			dst := make([]float32, (n-1)*stride+rows)
-			for i := range dst {
-				dst[i] = -7
-			}
-			st := matMul(k, dst, stride, packed, scales, x, n, rows, cols)
-			if want := ScanScales(scales); st != want {
-				t.Errorf("%s %v: stats %+v, want %+v", name, sh, st, want)
-			}
-			for ti := range n {
-				want := make([]float32, rows)
-				runMatVec(k, want, packed, scales, x[ti*cols:(ti+1)*cols])
-				requireSameBits(t, fmt.Sprintf("%s %v position %d", name, sh, ti), dst[ti*stride:ti*stride+rows], want)
-				for i := ti*stride + rows; i < min(len(dst), (ti+1)*stride); i++ {
-					if dst[i] != -7 {
-						t.Fatalf("%s %v: gap element %d overwritten", name, sh, i)
-					}
-				}
-			}
+			checkMatMul(t, fmt.Sprintf("%s %v", name, sh), k, packed, scales, x, n, rows, cols, rows+2)
 		}
 	}
 }
@@ -403,6 +367,32 @@ func TestPackedAssociation(t *testing.T) {
 			want := make([]float32, rows)
 			runMatVec(genericKernel, want, packed, scales, x[p*cols:(p+1)*cols])
 			requireSameBits(t, fmt.Sprintf("%s columns %v", name, triples[p]), dst[p*rows:(p+1)*rows], want)
+		}
+	}
+}
+
+// checkMatMul runs matMul with k on n activation rows into a dst of the
+// given stride and requires each row's outputs to equal MatVec's bit for
+// bit, the statistics to be ScanScales', and the gaps between rows to stay
+// untouched.
+func checkMatMul(t *testing.T, what string, k kernel, packed, scales []byte, x []float32, n, rows, cols, stride int) {
+	t.Helper()
+	dst := make([]float32, (n-1)*stride+rows)
+	for i := range dst {
+		dst[i] = -7
+	}
+	st := matMul(k, dst, stride, packed, scales, x, n, rows, cols)
+	if want := ScanScales(scales); st != want {
+		t.Errorf("%s: stats %+v, want %+v", what, st, want)
+	}
+	for ti := range n {
+		want := make([]float32, rows)
+		runMatVec(k, want, packed, scales, x[ti*cols:(ti+1)*cols])
+		requireSameBits(t, fmt.Sprintf("%s position %d", what, ti), dst[ti*stride:ti*stride+rows], want)
+		for i := ti*stride + rows; i < min(len(dst), (ti+1)*stride); i++ {
+			if dst[i] != -7 {
+				t.Fatalf("%s: gap element %d overwritten", what, i)
+			}
 		}
 	}
 }
