@@ -143,7 +143,8 @@ GLOBL tanhSplit<>(SB), RODATA|NOPTR, $8
 // and the lane's chosen by masks in the scalar code's order: NaN → x;
 // |x| > tanhSat → ±1; |x| ≥ 0.625 → ±tanhMid(|x|); x = ±0 → x; else the
 // rational form. tanhMid's exp argument −2|x| is in EXPCORE's range for
-// every lane that uses it; the other lanes' values are discarded. Each step
+// every lane that uses it; the other lanes' values are discarded, and a
+// block where no lane uses it does not compute it. Each step
 // is the scalar statement's IEEE operation (Fast2Sum, Dekker's split and
 // product with separate multiplies and adds).
 TEXT ·tanh64AVX512(SB), NOSPLIT, $0-24
@@ -164,6 +165,13 @@ tloop:
 	VCMPPD.BCST $0x1e, tanhSat<>(SB), Z16, K2 // a > sat
 	VCMPPD.BCST $0x1d, tanhSmall<>(SB), Z16, K3 // a ≥ 0.625
 	VCMPPD.BCST $0x00, expZero<>(SB), Z15, K4 // x = ±0
+
+	// A block with no lane in tanhMid's range (in SiTU-GLU most are: its
+	// arguments are g/β1 and u/β2) skips the exp and two of the three
+	// divisions; the lanes that would have read the result take another
+	// path anyway.
+	KORTESTW    K3, K3
+	JZ          tnomid
 
 	// m = Exp64(−(a + a)).
 	VADDPD      Z16, Z16, Z0
@@ -204,6 +212,7 @@ tloop:
 	VADDPD      Z23, Z21, Z23 // q + corr
 	VORPD       Z24, Z23, Z23 // with x's sign (it is positive)
 
+tnomid:
 	// The rational form: x + ((x·s)·num)/den, s = x².
 	VMULPD      Z15, Z15, Z25 // s
 	VMULPD.BCST tanhP0<>(SB), Z25, Z26

@@ -47,6 +47,11 @@ func tanhInputs(r *rand.Rand) []float64 {
 	for range 40000 {
 		xs = append(xs, r.NormFloat64(), (r.Float64()-0.5)*100, (r.Float64()-0.5)*2, math.Float64frombits(r.Uint64()), r.NormFloat64()*1e-9)
 	}
+	// Runs below 0.625, so whole blocks take only the rational form (the
+	// kernel skips tanhMid there), some with one edge spread into them.
+	for range 8000 {
+		xs = append(xs, (r.Float64()-0.5)*1.24)
+	}
 	return spread(xs, edges)
 }
 
@@ -124,11 +129,14 @@ func TestFloat32SliceForms(t *testing.T) {
 // path in the same run; their ratio is the kernel's speed-up.
 func BenchmarkSliceForms(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
-	xs := make([]float64, 4096)
-	for i := range xs {
-		xs[i] = r.NormFloat64() * 4
+	// wide: N(0, 4²), most tanh arguments in tanhMid's range; narrow:
+	// N(0, 0.25²), like SiTU-GLU's g/β1 and u/β2, almost none.
+	wide, narrow := make([]float64, 4096), make([]float64, 4096)
+	for i := range wide {
+		wide[i] = r.NormFloat64() * 4
+		narrow[i] = r.NormFloat64() / 4
 	}
-	dst := make([]float64, len(xs))
+	dst := make([]float64, len(wide))
 	for _, f := range sliceForms {
 		for _, kernel := range kernelSettings(b) {
 			setKernel(kernel)
@@ -136,12 +144,17 @@ func BenchmarkSliceForms(b *testing.B) {
 			if kernel {
 				name = f.name + "/kernel"
 			}
-			b.Run(name, func(b *testing.B) {
-				b.SetBytes(int64(8 * len(xs)))
-				for b.Loop() {
-					f.slice(dst, xs)
-				}
-			})
+			for _, in := range []struct {
+				name string
+				xs   []float64
+			}{{"wide", wide}, {"narrow", narrow}} {
+				b.Run(name+"/"+in.name, func(b *testing.B) {
+					b.SetBytes(int64(8 * len(in.xs)))
+					for b.Loop() {
+						f.slice(dst, in.xs)
+					}
+				})
+			}
 		}
 	}
 	setKernel(true)
