@@ -15,6 +15,7 @@ import (
 type ShortConv struct {
 	c, k int
 	w    []float32 // [C][K], tap 0 = oldest input
+	wt   []float32 // [K][C]: w transposed, so a run of channels reads one row per tap
 }
 
 // NewShortConv binds the taps w ([C][K] row-major, tap 0 applied to the
@@ -26,7 +27,13 @@ func NewShortConv(channels, kernel int, w []float32) (*ShortConv, error) {
 	if len(w) != channels*kernel {
 		return nil, fmt.Errorf("nn: short conv: %d taps, want channels·kernel = %d·%d = %d", len(w), channels, kernel, channels*kernel)
 	}
-	return &ShortConv{c: channels, k: kernel, w: w}, nil
+	wt := make([]float32, len(w))
+	for ch := range channels {
+		for j := range kernel {
+			wt[j*channels+ch] = w[ch*kernel+j]
+		}
+	}
+	return &ShortConv{c: channels, k: kernel, w: w, wt: wt}, nil
 }
 
 // Channels returns C.
@@ -97,6 +104,72 @@ func (s *ShortConv) ForwardPool(dst, x, tail []float32, T, workers int, pool *pa
 func (s *ShortConv) channels(dst, x, tail []float32, T, lo, hi int) {
 	c, k := s.c, s.k
 	m := k - 1
+	if m > convHist {
+		s.channelsByChannel(dst, x, tail, T, lo, hi)
+	} else {
+		// convBlock channels at a time, position by position, so every read
+		// of x and every write of dst is a contiguous run (one channel at a
+		// time strode a whole row per position). The history of the block
+		// is a ring of m rows: tap j (oldest first) is row (head+j) mod m.
+		var hist [convHist][convBlock]float32
+		var acc [convBlock]float32
+		for b0 := lo; b0 < hi; b0 += convBlock {
+			b1 := min(hi, b0+convBlock)
+			nb := b1 - b0
+			for i := range nb {
+				for j := range m {
+					hist[j][i] = tail[(b0+i)*m+j]
+				}
+			}
+			head := 0
+			wm := s.wt[m*c+b0 : m*c+b1]
+			for t := range T {
+				xt := x[t*c+b0 : t*c+b1]
+				a := acc[:nb]
+				for i, v := range xt {
+					a[i] = wm[i] * v
+				}
+				for j := range m {
+					h := hist[(head+j)%m][:nb]
+					wj := s.wt[j*c+b0 : j*c+b1]
+					for i := range a {
+						a[i] = a[i] + float32(wj[i]*h[i])
+					}
+				}
+				if m > 0 {
+					// The oldest row takes x_t before dst (which may alias
+					// x) overwrites it.
+					copy(hist[head][:nb], xt)
+					head = (head + 1) % m
+				}
+				copy(dst[t*c+b0:t*c+b1], a)
+			}
+			for i := range nb {
+				for j := range m {
+					tail[(b0+i)*m+j] = hist[(head+j)%m][i]
+				}
+			}
+		}
+	}
+	for t := range T {
+		row := dst[t*c+lo : t*c+hi]
+		MulSigmoid(row, row, row) // acc ⊗ σ(acc)
+	}
+}
+
+// convBlock is the run of channels channels convolves at once, and
+// convHist the longest history (kernel − 1) it keeps on the stack; longer
+// kernels go channel by channel.
+const (
+	convBlock = 64
+	convHist  = 7
+)
+
+// channelsByChannel computes channels' accs one channel at a time (any
+// kernel length), writing them over dst.
+func (s *ShortConv) channelsByChannel(dst, x, tail []float32, T, lo, hi int) {
+	c, k := s.c, s.k
+	m := k - 1
 	for ch := lo; ch < hi; ch++ {
 		w := s.w[ch*k : ch*k+k]
 		hist := tail[ch*m : ch*m+m]
@@ -112,9 +185,5 @@ func (s *ShortConv) channels(dst, x, tail []float32, T, lo, hi int) {
 				hist[m-1] = xt
 			}
 		}
-	}
-	for t := range T {
-		row := dst[t*c+lo : t*c+hi]
-		MulSigmoid(row, row, row) // acc ⊗ σ(acc)
 	}
 }
