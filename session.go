@@ -40,6 +40,9 @@ type Session struct {
 	moeWS             *moe.Workspace
 	attn              []nn.Mixer // by layer
 	ffn               []nn.Mixer // by layer
+	// outFrom is the first position whose output the running layer must compute (0 but
+	// in the last layer of a pass without every position's logits; see layer).
+	outFrom int
 }
 
 // NewSession returns a session with no positions.
@@ -57,7 +60,7 @@ func (m *Model) NewSession() *Session {
 		} else {
 			a, c := lay.mla, lay.mla.NewCache()
 			s.mla[l] = c
-			s.attn[l] = func(dst, x []float32, T int) error { return a.ForwardWith(dst, x, T, c, s.attnWS) }
+			s.attn[l] = func(dst, x []float32, T int) error { return a.ForwardFrom(dst, x, T, c, s.attnWS, s.outFrom) }
 		}
 		f := lay.ffn
 		s.ffn[l] = func(dst, x []float32, T int) error { return f.ForwardWith(dst, x, T, s.moeWS) }
@@ -177,7 +180,7 @@ func (m *Model) Forward(ctx context.Context, ids []int) ([][]float32, error) {
 }
 
 // layer runs decoder layer l of a forward pass over st.
-func (s *Session) layer(ctx context.Context, l int, st *nn.Stream) error {
+func (s *Session) layer(ctx context.Context, l int, st *nn.Stream, from int) error {
 	m := s.m
 	if err := ctx.Err(); err != nil {
 		return err
@@ -186,7 +189,11 @@ func (s *Session) layer(ctx context.Context, l int, st *nn.Stream) error {
 	if m.tracer != nil {
 		t0 = time.Now()
 	}
-	if err := m.layers[l].res.ForwardWith(st, s.attn[l], s.ffn[l], m.threads, s.nnWS); err != nil {
+	// MLA also leaves the rows before from without outputs (KDA computes them with its state).
+	s.outFrom = from
+	err := m.layers[l].res.ForwardFrom(st, s.attn[l], s.ffn[l], m.threads, s.nnWS, from)
+	s.outFrom = 0
+	if err != nil {
 		if werr := m.weightsErr(); werr != nil {
 			err = werr // the NaN rows of unread weights made the layer fail: report the cause
 		}
@@ -315,7 +322,14 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	if err := m.guard(func() error {
 		for l := range m.layers {
 			at = l
-			if lerr = s.layer(ctx, l, st); lerr != nil {
+			// Without every position's logits, the last layer's FFN runs for the last
+			// position only: no later layer reads the other rows, and its attention, run for
+			// every position, leaves the state later passes read (see nn.Residual.ForwardFrom).
+			from := 0
+			if l == len(m.layers)-1 && mode != logitsAll {
+				from = T - 1
+			}
+			if lerr = s.layer(ctx, l, st, from); lerr != nil {
 				break
 			}
 		}
@@ -331,8 +345,12 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		s.logits = nil
 		return nil, nil
 	}
-	out := reuse(&s.out, T*E)
-	if err := st.AggregateWith(out, m.outAgg, m.threads, s.nnWS); err != nil {
+	from := T - 1 // the rows the last layer completed
+	if mode == logitsAll {
+		from = 0
+	}
+	out := reuse(&s.out, (T-from)*E)
+	if err := st.AggregateFrom(out, m.outAgg, from, m.threads, s.nnWS); err != nil {
 		return nil, fail(-1, err)
 	}
 	var logits []float32
@@ -347,7 +365,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 			s.logits = append([]float32(nil), logits[(T-1)*V:]...) // callers may write to their rows
 		}
 	default:
-		last := out[(T-1)*E:]
+		last := out // the last position's row
 		nn.RMSNormRows(last, last, m.norm, m.eps)
 		// s.logits is private (Logits and Snapshot copy it), so the last pass's buffer is reused.
 		if cap(s.logbuf) < V {

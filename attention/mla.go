@@ -225,11 +225,24 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 	if ws == nil {
 		return m.Forward(dst, x, T, c)
 	}
+	return m.ForwardFrom(dst, x, T, c, ws, 0)
+}
+
+// ForwardFrom is ForwardWith computing the outputs of positions [from, T)
+// only: every position's latent and rope key still go into the cache (what
+// later calls attend to), but the queries, scores, gate and output
+// projection of the earlier positions are skipped and their rows of dst
+// left as they were. For a last layer whose earlier rows nobody reads; the
+// rows it computes are ForwardWith's bit for bit. ws must not be nil.
+func (m *MLA) ForwardFrom(dst, x []float32, T int, c *MLACache, ws *Workspace, from int) error {
 	cfg := m.cfg
 	e, hm, rq, rkv, dn, dr, dv := cfg.Hidden, cfg.Heads, cfg.QLoRA, cfg.KVLoRA, cfg.NoPE, cfg.Rope, cfg.VHead
 	dq := dn + dr
 	if T < 1 || len(x) != T*e || len(dst) != T*e {
 		return fmt.Errorf("attention: mla: len(x)=%d len(dst)=%d, want T·E = %d·%d", len(x), len(dst), T, e)
+	}
+	if from < 0 || from >= T {
+		return fmt.Errorf("attention: mla: outputs from position %d of %d", from, T)
 	}
 	if c == nil || c.KVLoRA != rkv || c.Rope != dr || len(c.KV)%(rkv+dr) != 0 {
 		return fmt.Errorf("attention: mla: cache does not match the layer (kv_lora=%d rope=%d)", rkv, dr)
@@ -238,21 +251,22 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 	p0 := c.Len()
 	kw := rkv + dr
 	n := p0 + T
+	tq, xq := T-from, x[from*e:] // the positions whose outputs are computed
 	// A head costs about dn·Rkv·(1+T) multiply-adds to decode and absorb
 	// W_uk, T·n·(kw+Rkv) for the scores and the mix and T·dv·Rkv for W_uv:
 	// split the heads only into chunks worth a goroutine.
-	grain := parallel.GrainFor(dn*rkv*(1+T)+T*n*(kw+rkv)+T*dv*rkv, m.minWork)
+	grain := parallel.GrainFor(dn*rkv*(1+tq)+tq*n*(kw+rkv)+tq*dv*rkv, m.minWork)
 	chunks := parallel.Chunks(hm, wk, grain)
-	perChunk32 := dn*rkv + T*kw + T*rkv + n
-	perChunk64 := T*rkv + max(dn, 4)
-	ws.f32.Reset(T*rq + T*hm*dq + 2*T*hm*dv + chunks*perChunk32)
+	perChunk32 := dn*rkv + tq*kw + tq*rkv + n
+	perChunk64 := tq*rkv + max(dn, 4)
+	ws.f32.Reset(tq*rq + tq*hm*dq + 2*tq*hm*dv + chunks*perChunk32)
 	ws.f64.Reset(chunks * perChunk64)
 
-	cq := ws.f32.Take(T * rq)
-	quant.MatMulParallel(m.w.QA, cq, rq, x, T, wk)
+	cq := ws.f32.Take(tq * rq)
+	quant.MatMulParallel(m.w.QA, cq, rq, xq, tq, wk)
 	nn.RMSNormRows(cq, cq, m.w.QANorm, cfg.RMSEps)
-	q := ws.f32.Take(T * hm * dq)
-	quant.MatMulParallel(m.w.QB, q, hm*dq, cq, T, wk)
+	q := ws.f32.Take(tq * hm * dq)
+	quant.MatMulParallel(m.w.QB, q, hm*dq, cq, tq, wk)
 
 	// The new positions' latents and rope keys go straight into the cache.
 	c.KV = slices.Grow(c.KV, T*kw)
@@ -264,7 +278,7 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 		nn.RMSNorm(row[:rkv], row[:rkv], m.w.KVANorm, cfg.RMSEps)
 	}
 
-	a := ws.f32.Take(T * hm * dv)
+	a := ws.f32.Take(tq * hm * dv)
 	k := &ws.mla
 	sc := k.sc
 	if cap(sc) < chunks {
@@ -273,19 +287,21 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 	sc = sc[:chunks]
 	for i := range sc {
 		s := &sc[i]
-		s.wuk, s.qc, s.mix, s.prob = ws.f32.Take(dn*rkv), ws.f32.Take(T*kw), ws.f32.Take(T*rkv), ws.f32.Take(n)
-		s.acc, s.coef = ws.f64.Take(T*rkv), ws.f64.Take(max(dn, 4))
+		s.wuk, s.qc, s.mix, s.prob = ws.f32.Take(dn*rkv), ws.f32.Take(tq*kw), ws.f32.Take(tq*rkv), ws.f32.Take(n)
+		s.acc, s.coef = ws.f64.Take(tq*rkv), ws.f64.Take(max(dn, 4))
 	}
-	*k = mlaCall{m: m, kv: c.KV, T: T, p0: p0, q: q, a: a, sc: sc}
+	// Query t of the call sits at position p0+from+t and attends to the n
+	// positions before and at it, as in a call over all T.
+	*k = mlaCall{m: m, kv: c.KV, T: tq, p0: p0 + from, q: q, a: a, sc: sc}
 	cfg.Pool.Run(hm, wk, grain, (*mlaHeads)(k))
 	*k = mlaCall{sc: sc} // drop references to the caller's data
 
 	if cfg.OutGate {
-		g := ws.f32.Take(T * hm * dv)
-		quant.MatMulParallel(m.w.G, g, hm*dv, x, T, wk)
+		g := ws.f32.Take(tq * hm * dv)
+		quant.MatMulParallel(m.w.G, g, hm*dv, xq, tq, wk)
 		nn.MulSigmoid(a, a, g)
 	}
-	quant.MatMulParallel(m.w.O, dst, e, a, T, wk)
+	quant.MatMulParallel(m.w.O, dst[from*e:], e, a, tq, wk)
 	return nil
 }
 

@@ -158,3 +158,50 @@ func TestMLABadInput(t *testing.T) {
 		t.Error("missing weights accepted")
 	}
 }
+
+// TestMLAForwardFrom: ForwardFrom fills the cache as ForwardWith does and computes the rows from
+// `from` on bit for bit, leaving the earlier rows of dst untouched, after a first call too (so
+// queries attend to the cached positions); a from outside [0, T) is an error.
+func TestMLAForwardFrom(t *testing.T) {
+	f := opfix.Load(t, "mla")
+	const T = 6
+	in := f.F32("in", 1, T, 128)
+	for _, workers := range []int{1, 2} {
+		m := mlaFromFixture(t, f, "", workers, false)
+		ref := m.NewCache()
+		want := make([]float32, len(in))
+		if err := m.ForwardWith(want[:2*128], in[:2*128], 2, ref, NewWorkspace()); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.ForwardWith(want[2*128:], in[2*128:], T-2, ref, NewWorkspace()); err != nil {
+			t.Fatal(err)
+		}
+		for from := range T - 2 {
+			c := m.NewCache()
+			got := make([]float32, len(in))
+			if err := m.ForwardWith(got[:2*128], in[:2*128], 2, c, NewWorkspace()); err != nil {
+				t.Fatal(err)
+			}
+			rest := got[2*128:]
+			for i := range rest {
+				rest[i] = -7
+			}
+			if err := m.ForwardFrom(rest, in[2*128:], T-2, c, NewWorkspace(), from); err != nil {
+				t.Fatal(err)
+			}
+			sameBits(t, fmt.Sprintf("w%d from %d: cache", workers, from), c.KV, ref.KV)
+			sameBits(t, fmt.Sprintf("w%d from %d: rows", workers, from), rest[from*128:], want[(2+from)*128:])
+			for i, v := range rest[:from*128] {
+				if v != -7 {
+					t.Fatalf("w%d from %d: row element %d written", workers, from, i)
+				}
+			}
+		}
+		c := m.NewCache()
+		for _, from := range []int{-1, T} {
+			if err := m.ForwardFrom(make([]float32, len(in)), in, T, c, NewWorkspace(), from); err == nil {
+				t.Errorf("from %d of %d positions: no error", from, T)
+			}
+		}
+	}
+}

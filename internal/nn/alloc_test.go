@@ -98,3 +98,85 @@ func TestStreamReset(t *testing.T) {
 		t.Fatal("Reset accepted 4 elements for 2×4")
 	}
 }
+
+// TestResidualForwardFrom: ForwardFrom's rows from `from` on, and AggregateFrom over them, are
+// ForwardWith's and AggregateWith's bit for bit; the FFN sees only those rows; a from outside
+// [0, T) is an error.
+func TestResidualForwardFrom(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const E, T = 24, 5
+	vec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	agg := func() *AttnRes {
+		a, err := NewAttnRes(vec(E), vec(E), 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	attn := func(dst, x []float32, _ int) error {
+		for i, v := range x {
+			dst[i] = 0.5*v + 0.25
+		}
+		return nil
+	}
+	var ffnRows int
+	ffn := func(dst, x []float32, n int) error {
+		ffnRows = n
+		for i, v := range x {
+			dst[i] = v * v
+		}
+		return nil
+	}
+	inner := &Residual{InputNorm: vec(E), PostNorm: vec(E), AttnRes: agg(), MLPRes: agg(), Eps: 1e-5}
+	boundary := *inner
+	boundary.Boundary = true
+	out := agg()
+	h0 := vec(T * E)
+	for from := range T {
+		run := func(last int) ([]float32, []float32) {
+			s, err := NewStream(append([]float32(nil), h0...), T, E)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := NewWorkspace()
+			for _, l := range []*Residual{&boundary, inner, inner, &boundary} {
+				if err := l.ForwardWith(s, attn, ffn, 2, ws); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := inner.ForwardFrom(s, attn, ffn, 2, ws, last); err != nil {
+				t.Fatal(err)
+			}
+			if ffnRows != T-last {
+				t.Fatalf("from %d: the FFN saw %d rows, want %d", last, ffnRows, T-last)
+			}
+			dst := make([]float32, (T-last)*E)
+			if err := s.AggregateFrom(dst, out, last, 2, ws); err != nil {
+				t.Fatal(err)
+			}
+			return append([]float32(nil), s.H[last*E:]...), dst
+		}
+		wantH, wantOut := run(0)
+		gotH, gotOut := run(from)
+		for i := range gotH {
+			if gotH[i] != wantH[from*E+i] || gotOut[i] != wantOut[from*E+i] {
+				t.Fatalf("from %d: element %d of the rows differs", from, i)
+			}
+		}
+	}
+	s, _ := NewStream(vec(T*E), T, E)
+	for _, from := range []int{-1, T} {
+		if err := inner.ForwardFrom(s, attn, ffn, 1, nil, from); err == nil {
+			t.Errorf("ForwardFrom(from=%d) of %d positions: no error", from, T)
+		}
+	}
+	if err := s.AggregateFrom(make([]float32, E), out, 0, 1, nil); err == nil {
+		t.Error("AggregateFrom with a short dst: no error")
+	}
+}

@@ -58,16 +58,24 @@ func (s *Stream) Aggregate(dst []float32, agg *AttnRes, workers int) error {
 
 // AggregateWith is Aggregate using the caller's scratch (nil: allocate).
 func (s *Stream) AggregateWith(dst []float32, agg *AttnRes, workers int, ws *Workspace) error {
+	return s.AggregateFrom(dst, agg, 0, workers, ws)
+}
+
+// AggregateFrom is AggregateWith for positions [from, T) only, into dst of
+// (T−from)·E elements.
+func (s *Stream) AggregateFrom(dst []float32, agg *AttnRes, from, workers int, ws *Workspace) error {
 	if agg.Width() != s.E {
 		return fmt.Errorf("nn: stream: aggregator width %d, stream width %d", agg.Width(), s.E)
 	}
-	if len(dst) != s.T*s.E {
-		return fmt.Errorf("nn: stream: dst has %d elements, want %d", len(dst), s.T*s.E)
+	if from < 0 || from > s.T || len(dst) != (s.T-from)*s.E {
+		return fmt.Errorf("nn: stream: dst has %d elements for positions %d.. of %d, want %d", len(dst), from, s.T, (s.T-from)*s.E)
 	}
 	if ws == nil {
 		ws = new(Workspace)
 	}
-	return aggregate(dst, agg, ws.sources(s.Blocks, s.H), s.T, workers, ws)
+	err := aggregate(dst, agg, rowsFrom(ws.sources(s.Blocks, s.H), from*s.E), s.T-from, workers, ws)
+	clear(ws.rows)
+	return err
 }
 
 // Workspace holds the scratch memory of Residual.ForwardWith and
@@ -208,7 +216,20 @@ func (r *Residual) Forward(s *Stream, attn, ffn Mixer, workers int) error {
 // elements) also live in ws: the stream's blocks stay valid until another
 // stream passes through ws.
 func (r *Residual) ForwardWith(s *Stream, attn, ffn Mixer, workers int, ws *Workspace) error {
+	return r.ForwardFrom(s, attn, ffn, workers, ws, 0)
+}
+
+// ForwardFrom is ForwardWith with the FFN half (its aggregation, norm, ffn
+// and add) run only for positions [from, T); attn still sees every
+// position. Rows before from are left without their FFN term, so it is for
+// the last layer of a pass whose earlier rows nobody reads: the attention
+// state every position leaves for later passes is the same as ForwardWith's,
+// and so is every bit of rows [from, T).
+func (r *Residual) ForwardFrom(s *Stream, attn, ffn Mixer, workers int, ws *Workspace, from int) error {
 	T, E := s.T, s.E
+	if from < 0 || from >= T {
+		return fmt.Errorf("nn: residual: FFN rows from %d of %d", from, T)
+	}
 	if err := r.Validate(E); err != nil {
 		return err
 	}
@@ -246,20 +267,30 @@ func (r *Residual) ForwardWith(s *Stream, attn, ffn Mixer, workers int, ws *Work
 	} else {
 		Add(p, p, a)
 	}
-	y := x // x is dead; reuse it for the aggregate
-	if err := aggregate(y, r.MLPRes, ws.sources(s.Blocks, p), T, workers, ws); err != nil {
+	y := x[from*E:] // x is dead; reuse it for the aggregate
+	if err := aggregate(y, r.MLPRes, rowsFrom(ws.sources(s.Blocks, p), from*E), T-from, workers, ws); err != nil {
 		return fmt.Errorf("nn: residual: pre-FFN aggregation: %w", err)
 	}
 	clear(ws.rows) // hold no references to the stream between calls
-	normRows(y, y, r.PostNorm, r.Eps, T, workers)
-	f := grow(&ws.f, n)
+	normRows(y, y, r.PostNorm, r.Eps, T-from, workers)
+	f := grow(&ws.f, n-from*E)
 	clear(f)
-	if err := ffn(f, y, T); err != nil {
+	if err := ffn(f, y, T-from); err != nil {
 		return err
 	}
-	Add(p, p, f)
+	Add(p[from*E:], p[from*E:], f)
 	s.H = p
 	return nil
+}
+
+// rowsFrom cuts every source to its elements from off on, in place.
+func rowsFrom(rows [][]float32, off int) [][]float32 {
+	if off > 0 {
+		for i, r := range rows {
+			rows[i] = r[off:]
+		}
+	}
+	return rows
 }
 
 func normRows(dst, x, w []float32, eps float32, T, workers int) {
