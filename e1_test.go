@@ -34,7 +34,7 @@ func TestDeterminismThreads(t *testing.T) {
 }
 
 // TestChunkedPrefill: one Prefill over all positions ≡ any split into consecutive chunks, for the
-// logits of every position (E1, SPEC §4.10).
+// logits of every position (E1, SPEC §4.10), through PrefillAll and through Prefill.
 func TestChunkedPrefill(t *testing.T) {
 	ctx := context.Background()
 	for _, dir := range fixtures.Models(t) {
@@ -73,8 +73,39 @@ func TestChunkedPrefill(t *testing.T) {
 						t.Fatalf("split %v: position %d differs from the unchunked forward", split, p)
 					}
 				}
+				lastRows(t, m, ref.FullIDs, split, whole)
 			}
 		})
+	}
+}
+
+// lastRows is TestChunkedPrefill's split through Prefill, which runs the last layer's FFN and MLA
+// outputs for the last position only: it must leave that position's logits and a state from
+// which every later step gives the logits of the unchunked forward, bit for bit.
+func lastRows(t *testing.T, m *k3.Model, ids, split []int, whole [][]float32) {
+	t.Helper()
+	ctx := context.Background()
+	s := m.NewSession()
+	rest, pos := ids, 0
+	for _, n := range split {
+		if n > len(rest) {
+			break
+		}
+		if err := s.Prefill(ctx, rest[:n]); err != nil {
+			t.Fatal(err)
+		}
+		rest, pos = rest[n:], pos+n
+		if !sameBits(whole[pos-1], s.Logits()) {
+			t.Fatalf("split %v through Prefill: logits at position %d differ from the unchunked forward", split, pos-1)
+		}
+	}
+	for ; len(rest) > 0; rest, pos = rest[1:], pos+1 {
+		if err := s.Step(ctx, rest[0]); err != nil {
+			t.Fatal(err)
+		}
+		if !sameBits(whole[pos], s.Logits()) {
+			t.Fatalf("split %v through Prefill: step at position %d differs from the unchunked forward", split, pos)
+		}
 	}
 }
 
@@ -388,46 +419,5 @@ func TestConcurrentSessions(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
-	}
-}
-
-// TestPrefillLastRow: Prefill, which runs the last layer's FFN for the last position only, leaves
-// the logits of that position and a state from which every later step gives the logits of the
-// unchunked forward, bit for bit, whatever the split into Prefill calls.
-func TestPrefillLastRow(t *testing.T) {
-	ctx := context.Background()
-	for _, dir := range fixtures.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
-			m := openModel(t, dir)
-			whole, err := m.Forward(ctx, ref.FullIDs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, split := range [][]int{{2}, {4, 3}, {1, 6, 2}, {len(ref.FullIDs) - 1}} {
-				s := m.NewSession()
-				rest, pos := ref.FullIDs, 0
-				for _, n := range split {
-					if n > len(rest) {
-						break
-					}
-					if err := s.Prefill(ctx, rest[:n]); err != nil {
-						t.Fatal(err)
-					}
-					rest, pos = rest[n:], pos+n
-					if !sameBits(whole[pos-1], s.Logits()) {
-						t.Fatalf("split %v: Prefill's logits at position %d differ from the unchunked forward", split, pos-1)
-					}
-				}
-				for ; len(rest) > 0; rest, pos = rest[1:], pos+1 {
-					if err := s.Step(ctx, rest[0]); err != nil {
-						t.Fatal(err)
-					}
-					if !sameBits(whole[pos], s.Logits()) {
-						t.Fatalf("split %v: step at position %d differs from the unchunked forward", split, pos)
-					}
-				}
-			}
-		})
 	}
 }
