@@ -46,8 +46,9 @@ done:
 
 // Per element the four rows are added in order x0, x1, x2, x3, each a
 // separately rounded FMA.
-// func axpy4AVX2(acc *float64, x0, x1, x2, x3 *float32, a *float64, n int)
-TEXT ·axpy4AVX2(SB), NOSPLIT, $0-56
+// With z set (AVX-512), runs of eight go through one zmm per row first.
+// func axpy4AVX2(acc *float64, x0, x1, x2, x3 *float32, a *float64, n int, z bool)
+TEXT ·axpy4AVX2(SB), NOSPLIT, $0-57
 	MOVQ acc+0(FP), DI
 	MOVQ x0+8(FP), R8
 	MOVQ x1+16(FP), R9
@@ -55,13 +56,39 @@ TEXT ·axpy4AVX2(SB), NOSPLIT, $0-56
 	MOVQ x3+32(FP), R11
 	MOVQ a+40(FP), AX
 	MOVQ n+48(FP), CX
+	XORQ BX, BX
+	CMPB z+56(FP), $0
+	JEQ  ymm4
+	VBROADCASTSD 0(AX), Z4
+	VBROADCASTSD 8(AX), Z5
+	VBROADCASTSD 16(AX), Z6
+	VBROADCASTSD 24(AX), Z7
+
+zmm4:
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JGT  ymm4
+	VMOVUPD   (DI)(BX*8), Z0
+	VCVTPS2PD (R8)(BX*4), Z2
+	VFMADD231PD Z4, Z2, Z0
+	VCVTPS2PD (R9)(BX*4), Z2
+	VFMADD231PD Z5, Z2, Z0
+	VCVTPS2PD (R10)(BX*4), Z2
+	VFMADD231PD Z6, Z2, Z0
+	VCVTPS2PD (R11)(BX*4), Z2
+	VFMADD231PD Z7, Z2, Z0
+	VMOVUPD   Z0, (DI)(BX*8)
+	MOVQ DX, BX
+	JMP  zmm4
+
+ymm4:
 	VBROADCASTSD 0(AX), Y4
 	VBROADCASTSD 8(AX), Y5
 	VBROADCASTSD 16(AX), Y6
 	VBROADCASTSD 24(AX), Y7
-	XORQ BX, BX
-	CMPQ CX, $8
-	JLT  one4
+	LEAQ 8(BX), DX
+	CMPQ DX, CX
+	JGT  one4
 
 two4:
 	VMOVUPD   (DI)(BX*8), Y0

@@ -2,16 +2,17 @@
 
 package attention
 
-// n > 0 is a multiple of 8.
+// n > 0 is a multiple of 8; z selects the AVX-512 loop for whole runs of
+// sixteen.
 //
 //go:noescape
-func decayReadAVX(row, u *float32, a, k float32, n int)
+func decayReadAVX(row, u *float32, a, k float32, n int, z bool)
 
 //go:noescape
-func writeOutAVX(row, o, e *float32, kb, q float32, n int)
+func writeOutAVX(row, o, e *float32, kb, q float32, n int, z bool)
 
 //go:noescape
-func writeDecayAVX(row, o, e, u *float32, kb, q, a, k float32, n int)
+func writeDecayAVX(row, o, e, u *float32, kb, q, a, k float32, n int, z bool)
 
 func decayRead(row, u []float32, a, k float32) {
 	n := len(row)
@@ -21,7 +22,7 @@ func decayRead(row, u []float32, a, k float32) {
 		return
 	}
 	u = u[:n]
-	decayReadAVX(&row[0], &u[0], a, k, m)
+	decayReadAVX(&row[0], &u[0], a, k, m, useAVX512)
 	decayReadGo(row[m:], u[m:], a, k)
 }
 
@@ -33,7 +34,7 @@ func writeOut(row, o, e []float32, kb, q float32) {
 		return
 	}
 	o, e = o[:n], e[:n]
-	writeOutAVX(&row[0], &o[0], &e[0], kb, q, m)
+	writeOutAVX(&row[0], &o[0], &e[0], kb, q, m, useAVX512)
 	writeOutGo(row[m:], o[m:], e[m:], kb, q)
 }
 
@@ -45,6 +46,6 @@ func writeDecay(row, o, e, u []float32, kb, q, a, k float32) {
 		return
 	}
 	o, e, u = o[:n], e[:n], u[:n]
-	writeDecayAVX(&row[0], &o[0], &e[0], &u[0], kb, q, a, k, m)
+	writeDecayAVX(&row[0], &o[0], &e[0], &u[0], kb, q, a, k, m, useAVX512)
 	writeDecayGo(row[m:], o[m:], e[m:], u[m:], kb, q, a, k)
 }
