@@ -16,15 +16,17 @@ package dot
 // pass of gemm4x6 covers one half and a column chunk, and between chunks
 // the accumulators wait in st as stored float64, unrounded. Each lane
 // therefore still adds its elements' exact products in ascending column
-// order from +0, one fused add each, and the lanes are reduced with
-// reduce16 and the tail added exactly as in the one-row path.
+// order from +0, one fused add each; the lanes are reduced with the tree of
+// reduce16 (gemmStore*, gemmReduce*) and the tail added exactly as in the
+// one-row path.
 //
-// Layouts, in float64 units, for m = cols &^ 15:
+// Layouts, in float64 units, for m = cols &^ 15 and a column chunk of wk
+// columns starting at k:
 //   - panel: row block b (rows 4b..4b+3 of the group) starts at 4·m·b; in
-//     it, column block j (columns 16j..16j+15), half h, row r has its eight
-//     lanes at 64j + 32h + 8r.
-//   - s: activation row t at m·t, in the format's layout, then zero rows up
-//     to a multiple of six.
+//     it the chunk at 4k, its half h at +2·wk·h, and there block j
+//     (columns k+16j..k+16j+15), row r at +32j + 8r.
+//   - s: activation row t at m·t, the chunk at +k, its half h at +wk/2·h,
+//     block j at +8j (widenHalves); zero rows up to a multiple of six.
 //   - st: half h, row block b, position t, row r at 8·(24·(nb·h + b) + 4t + r).
 
 //go:noescape
