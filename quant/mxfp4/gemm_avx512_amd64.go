@@ -13,14 +13,14 @@ import (
 // prefill). The per-pass kernels decode every code again for each group of
 // four (two, one) activation rows, and spend as many µops on the decode and
 // on each group's tail (tree, scale, the sequential sum over the groups) as
-// on the multiply-adds. gemmAVX512 decodes eight weight rows once into a
-// float64 panel (the E2M1 values, unscaled) with one weight row per lane of
-// a vector: column j of the eight rows is one 64-byte load, an activation
-// is a broadcast, and each group's tail is vertical over the eight rows,
-// the scale a vector multiply and scale 255 a NaN that masks the add. Three activation rows
-// share each panel load; a matrix's activation rows need no padding beyond
-// a multiple of three, so an expert picked by a handful of positions runs
-// here too.
+// on the multiply-adds. gemmAVX512 decodes each code once, eight weight rows
+// and gemmGroups groups at a time, into a float64 panel (the E2M1 values,
+// unscaled) with one weight row per lane of a vector: column j of the eight
+// rows is one 64-byte load, an activation is a broadcast, and each group's
+// tail is vertical over the eight rows, the scale a vector multiply and
+// scale 255 a NaN that masks the add. Three activation rows share each
+// panel load; a matrix's activation rows need no padding beyond a multiple
+// of three, so an expert picked by a handful of positions runs here too.
 //
 // It keeps RG exactly: for every (weight row, activation row) pair, lane r
 // computes what groupDot does (column j of a group in lane j mod 8, the
