@@ -3,7 +3,6 @@
 package mxfp4
 
 import (
-	"bytes"
 	"math"
 
 	"github.com/k3-project/k3/internal/scratch"
@@ -49,7 +48,7 @@ const gemmGroups = 8
 // gemmAVX512 is matMul for n ≥ gemmMinRows on the AVX-512 kernel. Weight
 // rows past the last multiple of eight go through the per-pass kernels.
 func gemmAVX512(k kernel, dst []float32, stride int, packed, scales []byte, x []float32, n, rows, cols int) Stats {
-	st := Stats{Groups: len(scales), NaNScaleGroups: bytes.Count(scales, []byte{NaNScale})}
+	st := ScanScales(scales)
 	rows8 := rows &^ 7
 	ng := cols / GroupSize
 	if rows8 > 0 {
