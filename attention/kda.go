@@ -316,21 +316,25 @@ func (kc *kdaCall) recur(lo, hi int) {
 	for hh := lo; hh < hi; hh++ {
 		S := kc.st.S[hh*d*d : (hh+1)*d*d]
 		u, e := kc.u[hh*d:(hh+1)*d], kc.e[hh*d:(hh+1)*d]
-		if kc.T == 1 {
-			kdaStep(S, kc.q[hh*d:hh*d+d], kc.kk[hh*d:hh*d+d], kc.v[hh*d:hh*d+d], alpha[hh*d:hh*d+d], beta[hh], kc.o[hh*d:hh*d+d], u)
-			continue
-		}
 		kdaSteps(S, kc.q, kc.kk, kc.v, alpha, beta, kc.o, u, e, kc.T, hh, h)
 	}
 }
 
-// kdaSteps is kdaStep for T > 1 positions of head hh (of h, rows of q, k, v,
-// α and o p = h·D apart, β h apart), with one pass over S per position
-// instead of two: position t's write-and-output pass and position t+1's
-// decay-and-read pass touch each state element in turn (writeDecay), so
-// every element and every accumulator (o_t and u_{t+1}, i ascending) sees
-// the same operations in the same order as two kdaStep calls. e is
-// scratch of length D.
+// kdaSteps advances head hh's state S ([D][D]) over T ≥ 1 positions and
+// writes their outputs (rows of q, k, v, α and o p = h·D apart, β h apart).
+// Per position (SPEC §5.3), all in f32 with separate roundings:
+//
+//	S[i][j] = α_i ⊗ S[i][j]
+//	u_j = Σ_i (k_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
+//	S[i][j] = S[i][j] ⊕ ((k_i ⊗ β) ⊗ (v_j ⊖ u_j))
+//	o_j = Σ_i (q̂_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
+//
+// with one pass over S per position instead of two: position t's
+// write-and-output pass and position t+1's decay-and-read pass touch each
+// state element in turn (writeDecay), so every element and every
+// accumulator (o_t and u_{t+1}, i ascending) sees the operations above in
+// their order (the tests hold it to kdaStep, the two-pass statement). u and
+// e are scratch of length D.
 func kdaSteps(S, q, k, v, alpha, beta, o, u, e []float32, T, hh, h int) {
 	d := len(u)
 	p := h * d
@@ -372,33 +376,6 @@ func (kc *kdaCall) gate(lo, hi int) {
 		o0 := th * d // (t·p + hh·d) with p = h·d
 		nn.RMSNorm(o[o0:o0+d], o[o0:o0+d], kc.k.w.ONorm, c.RMSEps)
 		nn.MulSigmoid(o[o0:o0+d], o[o0:o0+d], g[o0:o0+d])
-	}
-}
-
-// kdaStep advances one head's state S ([D][D]) by one position and writes
-// the head output o ([D]); u is scratch of length D. Evaluation (SPEC §5.3),
-// all in f32 with separate roundings:
-//
-//	S[i][j] = α_i ⊗ S[i][j]
-//	u_j = Σ_i (k_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
-//	S[i][j] = S[i][j] ⊕ ((k_i ⊗ β) ⊗ (v_j ⊖ u_j))
-//	o_j = Σ_i (q̂_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
-//
-// Decay and read share one pass over the rows, write and output another
-// (decayRead, writeOut: AVX on amd64, vectorised across j); per output
-// element the order of the additions is the one above.
-func kdaStep(S, q, k, v, alpha []float32, beta float32, o, u []float32) {
-	d := len(q)
-	clear(u)
-	for i := range d {
-		decayRead(S[i*d:i*d+d], u, alpha[i], k[i])
-	}
-	for j := range u {
-		u[j] = v[j] - u[j]
-	}
-	clear(o)
-	for i := range d {
-		writeOut(S[i*d:i*d+d], o, u, k[i]*beta, q[i])
 	}
 }
 
