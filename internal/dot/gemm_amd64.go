@@ -77,16 +77,15 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 	np := (n + 5) / 6 * 6
 	group := min(max(4, gemmPanelBytes/(8*m)&^3), (rows+3)&^3)
 	nb := group / 4
-	pitch := m
-	sp := getScratch(np*pitch + group*m + 2*nb*192 + nb*24)
+	sp := getScratch(np*m + group*m + 2*nb*192 + nb*24)
 	buf := *sp
-	s, buf := buf[:np*pitch], buf[np*pitch:]
+	s, buf := buf[:np*m], buf[np*m:]
 	panel, buf := buf[:group*m], buf[group*m:]
 	st, out := buf[:2*nb*192], buf[2*nb*192:]
 	for t := range n {
-		widenHalves(f, s[t*pitch:t*pitch+m], x[t*cols:(t+1)*cols])
+		widenHalves(f, s[t*m:(t+1)*m], x[t*cols:(t+1)*cols])
 	}
-	clear(s[n*pitch:])
+	clear(s[n*m:])
 	reduce, store := gemmReduceNat, gemmStoreNat
 	if f.layout == layoutBF16x5 {
 		reduce, store = gemmReduceBF16, gemmStoreBF16
@@ -110,7 +109,7 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 			for k := 0; k < m; k += gemmChunk {
 				wk := min(gemmChunk, m-k)
 				for h := range 2 {
-					gemm4x6(&panel[4*k+2*wk*h], 32*m, &s[t0*pitch+k+wk/2*h], 8*pitch, wk/16, &st[h*nb*192], blocks, k == 0)
+					gemm4x6(&panel[4*k+2*wk*h], 32*m, &s[t0*m+k+wk/2*h], 8*m, wk/16, &st[h*nb*192], blocks, k == 0)
 				}
 			}
 			tn := min(6, n-t0)
@@ -125,13 +124,15 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 			if done == r1-r0 {
 				continue
 			}
-			reduce(&out[0], &st[0], 24*blocks, hi)
+			// The blocks from done/4 on (all of them with a tail): out holds
+			// position t's heads at 24b'+4(t-t0)+r for row 4(done/4+b')+r.
+			b0 := done / 4
+			reduce(&out[0], &st[192*b0], 24*(blocks-b0), hi)
 			for t := t0; t < t0+tn; t++ {
-				// out holds position t's heads at 24b+4(t-t0)+r for row 4b+r.
 				o := out[4*(t-t0):]
 				xt := x[t*cols : (t+1)*cols]
 				for r := done; r < r1-r0; r++ {
-					dst[t*stride+r0+r] = float32(f.tail(o[24*(r/4)+r%4], w[(r0+r)*rb:(r0+r+1)*rb], xt, m))
+					dst[t*stride+r0+r] = float32(f.tail(o[24*(r/4-b0)+r%4], w[(r0+r)*rb:(r0+r+1)*rb], xt, m))
 				}
 			}
 		}
