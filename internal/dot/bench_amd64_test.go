@@ -42,7 +42,11 @@ func benchLevels(f benchFormat) []struct {
 				asmMatMul(af, dst, stride, w, x, n, len(w)/(f.size*(len(x)/n)), len(x)/n)
 			}}
 	}
-	return []level{asm(a512, ok512), asm(a2, ok2), {"go", true,
+	// The AVX-512 kernels without the packed mat-mul: the per-pass kernels
+	// over any number of activation rows, for comparison in the same run.
+	passes := *a512
+	passes.name, passes.panel = a512.name+"-passes", nil
+	return []level{asm(a512, ok512), asm(&passes, ok512), asm(a2, ok2), {"go", true,
 		func(dst []float32, w []byte, x []float32) { genericMatVec(gen, f.size, dst, w, x) },
 		func(dst []float32, stride int, w []byte, x []float32, n int) {
 			cols := len(x) / n
@@ -72,7 +76,8 @@ func BenchmarkMatVecLevel(b *testing.B) {
 	}
 }
 
-// BenchmarkMatMulLevel is BenchmarkMatMul with the level forced.
+// BenchmarkMatMulLevel is BenchmarkMatMul with the level forced;
+// "avx512-passes" is the AVX-512 level without the packed mat-mul.
 func BenchmarkMatMulLevel(b *testing.B) {
 	f := benchFormats[0]
 	const rows, cols = 3072, 3584
