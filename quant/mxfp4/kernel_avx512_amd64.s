@@ -64,6 +64,49 @@ GLOBL scale255<>(SB), RODATA|NOPTR, $8
 DATA scalebias<>+0(SB)/8, $896
 GLOBL scalebias<>(SB), RODATA|NOPTR, $8
 
+// TAILMASKS computes, from the groups in R9, the masks of a row's last
+// groups%8 groups into the frame: M0(SP) the groups, M1(SP) and M2(SP) their
+// qwords in the first and second 64 bytes of packed codes (clobbers AX, CX,
+// R10). Once per function: it defines the labels lowq and masksdone.
+#define TAILMASKS(M0, M1, M2) \
+	MOVQ R9, R10; \
+	ANDQ $7, R10; \
+	MOVQ R10, CX; \
+	MOVL $1, AX; \
+	SHLL CX, AX; \
+	DECL AX; \
+	MOVQ AX, M0(SP); \
+	LEAQ (R10)(R10*1), CX; \
+	CMPQ CX, $8; \
+	JLE  lowq; \
+	SUBQ $8, CX; \
+	MOVL $1, AX; \
+	SHLL CX, AX; \
+	DECL AX; \
+	MOVQ AX, M2(SP); \
+	MOVQ $0xff, M1(SP); \
+	JMP  masksdone; \
+lowq: \
+	MOVL $1, AX; \
+	SHLL CX, AX; \
+	DECL AX; \
+	MOVQ AX, M1(SP); \
+	MOVQ $0, M2(SP); \
+masksdone:
+
+// TAILLOAD loads a row's last groups%8 groups as a full block would be
+// (Z3, Z4; masked loads, which do not fault past the buffers' end), and
+// their group mask into K5, from the masks TAILMASKS stored.
+#define TAILLOAD(M0, M1, M2) \
+	KMOVW       M1(SP), K3; \
+	KMOVW       M2(SP), K4; \
+	KMOVW       M0(SP), K5; \
+	VMOVDQU64.Z 0(SI), K3, Z3; \
+	VMOVDQU64.Z 64(SI), K4, Z1; \
+	VMOVDQA64   Z3, Z4; \
+	VPERMT2Q    Z1, Z28, Z3; \
+	VPERMT2Q    Z1, Z29, Z4
+
 // GROUP8 multiplies eight groups of a row: Z3 (Z4) holds the first
 // (second) 8 packed bytes of each, one group per lane; R11 points at the
 // activations of the block, DX at the scale bytes; KM masks the groups that
@@ -635,34 +678,8 @@ TEXT ·rowsAVX512asm(SB), NOSPLIT, $96-56
 	MOVL  $0xaaaa, AX
 	KMOVW AX, K6
 
-	// Masks of a row's last groups%8 groups, kept in the frame: 64(SP) the
-	// groups, 72(SP) and 80(SP) their qwords in the first and second 64 bytes.
-	MOVQ R9, R10
-	ANDQ $7, R10
-	MOVQ R10, CX
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ AX, 64(SP)
-	LEAQ (R10)(R10*1), CX
-	CMPQ CX, $8
-	JLE  lowq
-	SUBQ $8, CX
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ AX, 80(SP)
-	MOVQ $0xff, 72(SP)
-	JMP  masksdone
+	TAILMASKS(64, 72, 80)
 
-lowq:
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ AX, 72(SP)
-	MOVQ $0, 80(SP)
-
-masksdone:
 	MOVQ rows+8(FP), CX
 
 rowloop:
@@ -692,14 +709,7 @@ block:
 tail:
 	TESTQ R10, R10
 	JZ    rowdone
-	KMOVW       72(SP), K3
-	KMOVW       80(SP), K4
-	KMOVW       64(SP), K5
-	VMOVDQU64.Z 0(SI), K3, Z3
-	VMOVDQU64.Z 64(SI), K4, Z1
-	VMOVDQA64   Z3, Z4
-	VPERMT2Q    Z1, Z28, Z3
-	VPERMT2Q    Z1, Z29, Z4
+	TAILLOAD(64, 72, 80)
 	GROUP8(K5)
 	ADDQ R10, DX
 	SHLQ $4, R10
@@ -743,34 +753,8 @@ TEXT ·rows2AVX512asm(SB), NOSPLIT, $160-72
 	MOVL  $0xaaaa, AX
 	KMOVW AX, K6
 
-	// Masks of a row's last groups%8 groups, kept in the frame: 128(SP) the
-	// groups, 136(SP) and 144(SP) their qwords in the first and second 64 bytes.
-	MOVQ R9, R10
-	ANDQ $7, R10
-	MOVQ R10, CX
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ AX, 128(SP)
-	LEAQ (R10)(R10*1), CX
-	CMPQ CX, $8
-	JLE  lowq
-	SUBQ $8, CX
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ AX, 144(SP)
-	MOVQ $0xff, 136(SP)
-	JMP  masksdone
+	TAILMASKS(128, 136, 144)
 
-lowq:
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ AX, 136(SP)
-	MOVQ $0, 144(SP)
-
-masksdone:
 	MOVQ rows+16(FP), CX
 
 rowloop:
@@ -801,14 +785,7 @@ block:
 tail:
 	TESTQ R10, R10
 	JZ    rowdone
-	KMOVW       136(SP), K3
-	KMOVW       144(SP), K4
-	KMOVW       128(SP), K5
-	VMOVDQU64.Z 0(SI), K3, Z3
-	VMOVDQU64.Z 64(SI), K4, Z1
-	VMOVDQA64   Z3, Z4
-	VPERMT2Q    Z1, Z28, Z3
-	VPERMT2Q    Z1, Z29, Z4
+	TAILLOAD(128, 136, 144)
 	GROUP8X2(K5)
 	ADDQ R10, DX
 	SHLQ $4, R10
@@ -855,34 +832,8 @@ TEXT ·rows4AVX512asm(SB), NOSPLIT, $288-72
 	MOVL  $0xaaaa, AX
 	KMOVW AX, K6
 
-	// Masks of a row's last groups%8 groups, kept in the frame: 256(SP) the
-	// groups, 264(SP) and 272(SP) their qwords in the first and second 64 bytes.
-	MOVQ R9, R10
-	ANDQ $7, R10
-	MOVQ R10, CX
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ AX, 256(SP)
-	LEAQ (R10)(R10*1), CX
-	CMPQ CX, $8
-	JLE  lowq
-	SUBQ $8, CX
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ AX, 272(SP)
-	MOVQ $0xff, 264(SP)
-	JMP  masksdone
+	TAILMASKS(256, 264, 272)
 
-lowq:
-	MOVL $1, AX
-	SHLL CX, AX
-	DECL AX
-	MOVQ AX, 264(SP)
-	MOVQ $0, 272(SP)
-
-masksdone:
 	MOVQ rows+16(FP), CX
 
 rowloop:
@@ -917,14 +868,7 @@ block:
 tail:
 	TESTQ R10, R10
 	JZ    rowdone
-	KMOVW       264(SP), K3
-	KMOVW       272(SP), K4
-	KMOVW       256(SP), K5
-	VMOVDQU64.Z 0(SI), K3, Z3
-	VMOVDQU64.Z 64(SI), K4, Z1
-	VMOVDQA64   Z3, Z4
-	VPERMT2Q    Z1, Z28, Z3
-	VPERMT2Q    Z1, Z29, Z4
+	TAILLOAD(256, 264, 272)
 	GROUP8X4(K5)
 	ADDQ R10, DX
 	SHLQ $4, R10
