@@ -44,6 +44,20 @@ done:
 	VZEROUPPER
 	RET
 
+// One vector of acc at element BX (ymm: four, zmm: eight) gets the four
+// rows' products added in order x0..x3; V4..V7 hold a[0..3].
+#define AXPY4(V0, V2, V4, V5, V6, V7) \
+	VMOVUPD   (DI)(BX*8), V0; \
+	VCVTPS2PD (R8)(BX*4), V2; \
+	VFMADD231PD V4, V2, V0; \
+	VCVTPS2PD (R9)(BX*4), V2; \
+	VFMADD231PD V5, V2, V0; \
+	VCVTPS2PD (R10)(BX*4), V2; \
+	VFMADD231PD V6, V2, V0; \
+	VCVTPS2PD (R11)(BX*4), V2; \
+	VFMADD231PD V7, V2, V0; \
+	VMOVUPD   V0, (DI)(BX*8)
+
 // Per element the four rows are added in order x0, x1, x2, x3, each a
 // separately rounded FMA.
 // With z set (AVX-512), runs of eight go through one zmm per row first.
@@ -68,16 +82,7 @@ zmm4:
 	LEAQ 8(BX), DX
 	CMPQ DX, CX
 	JGT  ymm4
-	VMOVUPD   (DI)(BX*8), Z0
-	VCVTPS2PD (R8)(BX*4), Z2
-	VFMADD231PD Z4, Z2, Z0
-	VCVTPS2PD (R9)(BX*4), Z2
-	VFMADD231PD Z5, Z2, Z0
-	VCVTPS2PD (R10)(BX*4), Z2
-	VFMADD231PD Z6, Z2, Z0
-	VCVTPS2PD (R11)(BX*4), Z2
-	VFMADD231PD Z7, Z2, Z0
-	VMOVUPD   Z0, (DI)(BX*8)
+	AXPY4(Z0, Z2, Z4, Z5, Z6, Z7)
 	MOVQ DX, BX
 	JMP  zmm4
 
@@ -119,16 +124,7 @@ two4:
 one4:
 	CMPQ BX, CX
 	JGE  done4
-	VMOVUPD   (DI)(BX*8), Y0
-	VCVTPS2PD (R8)(BX*4), Y2
-	VFMADD231PD Y4, Y2, Y0
-	VCVTPS2PD (R9)(BX*4), Y2
-	VFMADD231PD Y5, Y2, Y0
-	VCVTPS2PD (R10)(BX*4), Y2
-	VFMADD231PD Y6, Y2, Y0
-	VCVTPS2PD (R11)(BX*4), Y2
-	VFMADD231PD Y7, Y2, Y0
-	VMOVUPD   Y0, (DI)(BX*8)
+	AXPY4(Y0, Y2, Y4, Y5, Y6, Y7)
 	ADDQ $4, BX
 	JMP  one4
 

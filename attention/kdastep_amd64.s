@@ -8,6 +8,40 @@
 // float32 statements in kdastep.go. The scalar operand is the first source
 // operand of each multiply, as in the Go code (a·row, k·s, kb·e, q·s).
 
+// One vector of each pass at element BX, in the registers given (ymm or
+// zmm): V6, V7, … hold the broadcast scalars.
+
+// s = a·row; row = s; u = u + k·s (row at DI, u at SI; V6 = a, V7 = k).
+#define DECAYREAD(V0, V1, V6, V7) \
+	VMULPS  (DI)(BX*4), V6, V0; \
+	VMOVUPS V0, (DI)(BX*4); \
+	VMULPS  V0, V7, V1; \
+	VADDPS  (SI)(BX*4), V1, V1; \
+	VMOVUPS V1, (SI)(BX*4)
+
+// s = row + kb·e; row = s; o = o + q·s (row DI, o SI, e DX; V6 = kb, V7 = q).
+#define WRITEOUT(V0, V1, V6, V7) \
+	VMULPS  (DX)(BX*4), V6, V0; \
+	VADDPS  (DI)(BX*4), V0, V0; \
+	VMOVUPS V0, (DI)(BX*4); \
+	VMULPS  V0, V7, V1; \
+	VADDPS  (SI)(BX*4), V1, V1; \
+	VMOVUPS V1, (SI)(BX*4)
+
+// WRITEOUT then DECAYREAD on the result: s = row + kb·e; o = o + q·s;
+// s = a·s; row = s; u = u + k·s (u at R8; V8 = a, V9 = k).
+#define WRITEDECAY(V0, V1, V6, V7, V8, V9) \
+	VMULPS  (DX)(BX*4), V6, V0; \
+	VADDPS  (DI)(BX*4), V0, V0; \
+	VMULPS  V0, V7, V1; \
+	VADDPS  (SI)(BX*4), V1, V1; \
+	VMOVUPS V1, (SI)(BX*4); \
+	VMULPS  V0, V8, V0; \
+	VMOVUPS V0, (DI)(BX*4); \
+	VMULPS  V0, V9, V1; \
+	VADDPS  (R8)(BX*4), V1, V1; \
+	VMOVUPS V1, (R8)(BX*4)
+
 // func decayReadAVX(row, u *float32, a, k float32, n int, z bool)
 TEXT ·decayReadAVX(SB), NOSPLIT, $0-33
 	MOVQ row+0(FP), DI
@@ -23,22 +57,14 @@ dr_zmm:
 	LEAQ    16(BX), AX
 	CMPQ    AX, CX
 	JGT     dr_loop
-	VMULPS  (DI)(BX*4), Z6, Z0
-	VMOVUPS Z0, (DI)(BX*4)
-	VMULPS  Z0, Z7, Z1
-	VADDPS  (SI)(BX*4), Z1, Z1
-	VMOVUPS Z1, (SI)(BX*4)
+	DECAYREAD(Z0, Z1, Z6, Z7)
 	MOVQ    AX, BX
 	JMP     dr_zmm
 
 dr_loop:
 	CMPQ    BX, CX
 	JGE     dr_done
-	VMULPS  (DI)(BX*4), Y6, Y0 // s = a·row
-	VMOVUPS Y0, (DI)(BX*4)
-	VMULPS  Y0, Y7, Y1         // k·s
-	VADDPS  (SI)(BX*4), Y1, Y1 // u + k·s
-	VMOVUPS Y1, (SI)(BX*4)
+	DECAYREAD(Y0, Y1, Y6, Y7)
 	ADDQ    $8, BX
 	JMP     dr_loop
 
@@ -62,24 +88,14 @@ wo_zmm:
 	LEAQ    16(BX), AX
 	CMPQ    AX, CX
 	JGT     wo_loop
-	VMULPS  (DX)(BX*4), Z6, Z0
-	VADDPS  (DI)(BX*4), Z0, Z0
-	VMOVUPS Z0, (DI)(BX*4)
-	VMULPS  Z0, Z7, Z1
-	VADDPS  (SI)(BX*4), Z1, Z1
-	VMOVUPS Z1, (SI)(BX*4)
+	WRITEOUT(Z0, Z1, Z6, Z7)
 	MOVQ    AX, BX
 	JMP     wo_zmm
 
 wo_loop:
 	CMPQ    BX, CX
 	JGE     wo_done
-	VMULPS  (DX)(BX*4), Y6, Y0 // kb·e
-	VADDPS  (DI)(BX*4), Y0, Y0 // s = row + kb·e
-	VMOVUPS Y0, (DI)(BX*4)
-	VMULPS  Y0, Y7, Y1         // q·s
-	VADDPS  (SI)(BX*4), Y1, Y1 // o + q·s
-	VMOVUPS Y1, (SI)(BX*4)
+	WRITEOUT(Y0, Y1, Y6, Y7)
 	ADDQ    $8, BX
 	JMP     wo_loop
 
@@ -106,32 +122,14 @@ wd_zmm:
 	LEAQ    16(BX), AX
 	CMPQ    AX, CX
 	JGT     wd_loop
-	VMULPS  (DX)(BX*4), Z6, Z0
-	VADDPS  (DI)(BX*4), Z0, Z0
-	VMULPS  Z0, Z7, Z1
-	VADDPS  (SI)(BX*4), Z1, Z1
-	VMOVUPS Z1, (SI)(BX*4)
-	VMULPS  Z0, Z8, Z0
-	VMOVUPS Z0, (DI)(BX*4)
-	VMULPS  Z0, Z9, Z1
-	VADDPS  (R8)(BX*4), Z1, Z1
-	VMOVUPS Z1, (R8)(BX*4)
+	WRITEDECAY(Z0, Z1, Z6, Z7, Z8, Z9)
 	MOVQ    AX, BX
 	JMP     wd_zmm
 
 wd_loop:
 	CMPQ    BX, CX
 	JGE     wd_done
-	VMULPS  (DX)(BX*4), Y6, Y0 // kb·e
-	VADDPS  (DI)(BX*4), Y0, Y0 // s = row + kb·e
-	VMULPS  Y0, Y7, Y1         // q·s
-	VADDPS  (SI)(BX*4), Y1, Y1 // o + q·s
-	VMOVUPS Y1, (SI)(BX*4)
-	VMULPS  Y0, Y8, Y0         // s = a·s
-	VMOVUPS Y0, (DI)(BX*4)
-	VMULPS  Y0, Y9, Y1         // k·s
-	VADDPS  (R8)(BX*4), Y1, Y1 // u + k·s
-	VMOVUPS Y1, (R8)(BX*4)
+	WRITEDECAY(Y0, Y1, Y6, Y7, Y8, Y9)
 	ADDQ    $8, BX
 	JMP     wd_loop
 
