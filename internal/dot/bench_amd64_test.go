@@ -114,7 +114,7 @@ func BenchmarkGemmKernel(b *testing.B) {
 		x[i] = float64(i%5) - 2
 	}
 	for b.Loop() {
-		gemm4x6(&w[0], steps*256, &x[0], steps*64, steps, &st[0], blocks, false)
+		gemm4x6(&w[0], steps*256, &x[0], steps*64, steps, &st[0], blocks, false, &x[0], 1)
 	}
 	macs := float64(b.N) * blocks * steps * 24 * 8
 	b.ReportMetric(macs/b.Elapsed().Seconds()/1e9, "GMAC/s")

@@ -30,7 +30,7 @@ package dot
 //   - st: half h, row block b, position t, row r at 8·(24·(nb·h + b) + 4t + r).
 
 //go:noescape
-func gemm4x6(w *float64, wstride int, x *float64, xstride int, steps int, st *float64, blocks int, first bool)
+func gemm4x6(w *float64, wstride int, x *float64, xstride int, steps int, st *float64, blocks int, first bool, pf *float64, pflines int)
 
 //go:noescape
 func gemmReduceNat(out *float64, st *float64, count, hi int)
@@ -109,7 +109,21 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 			for k := 0; k < m; k += gemmChunk {
 				wk := min(gemmChunk, m-k)
 				for h := range 2 {
-					gemm4x6(&panel[4*k+2*wk*h], 32*m, &s[t0*m+k+wk/2*h], 8*m, wk/16, &st[h*nb*192], blocks, k == 0)
+					// The kernel prefetches the activations of the next
+					// call (the next half, chunk or group of six rows),
+					// which would otherwise come from L3 while it waits:
+					// s outgrows L2 from about 64 rows.
+					pn := t0*m + k + wk/2*(h+1)
+					if h == 1 {
+						pn = t0*m + k + wk
+						if k+wk >= m {
+							pn = (t0 + 6) * m
+						}
+					}
+					if pn >= len(s)-5*m {
+						pn = t0*m + k + wk/2*h
+					}
+					gemm4x6(&panel[4*k+2*wk*h], 32*m, &s[t0*m+k+wk/2*h], 8*m, wk/16, &st[h*nb*192], blocks, k == 0, &s[pn], (wk/16+blocks-1)/blocks)
 				}
 			}
 			tn := min(6, n-t0)
