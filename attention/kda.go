@@ -351,18 +351,14 @@ func kdaSteps(S, q, k, v, alpha, beta, o, u, e []float32, T, hh, h int) {
 		}
 		ot, qt, kt := row(o, t), row(q, t), row(k, t)
 		b := beta[t*h+hh]
-		clear(ot)
 		if t+1 == T {
+			clear(ot)
 			for i := range d {
 				writeOut(S[i*d:i*d+d], ot, e, kt[i]*b, qt[i])
 			}
 			return
 		}
-		clear(u)
-		kn, an := row(k, t+1), row(alpha, t+1)
-		for i := range d {
-			writeDecay(S[i*d:i*d+d], ot, e, u, kt[i]*b, qt[i], an[i], kn[i])
-		}
+		writeDecayRows(S, ot, e, u, kt, b, qt, row(alpha, t+1), row(k, t+1))
 	}
 }
 

@@ -136,3 +136,100 @@ wd_loop:
 wd_done:
 	VZEROUPPER
 	RET
+
+// WRITEDECAY for whole rows of 128 with o, u and e in registers: o in
+// Z0–Z7, u in Z8–Z15, e in Z16–Z23; Z28 = kb, Z29 = q, Z30 = a, Z31 = k.
+// Vector v of the row at DI.
+#define WDREG(v, O, U, E) \
+	VMULPS  E, Z28, Z24; \
+	VADDPS  (v*64)(DI), Z24, Z24; \
+	VMULPS  Z24, Z29, Z25; \
+	VADDPS  O, Z25, O; \
+	VMULPS  Z24, Z30, Z24; \
+	VMOVUPS Z24, (v*64)(DI); \
+	VMULPS  Z24, Z31, Z25; \
+	VADDPS  U, Z25, U
+
+// func writeDecayHead(S, o, e, u, kt *float32, b float32, q, an, kn *float32)
+//
+// writeDecay for every row of a 128×128 state (rows at S + 512·i, their
+// scalars kb = kt[i]·b, q[i], an[i], kn[i]) with o and u accumulated in
+// registers from +0 and stored once, o at the end and u for the next
+// position: the same statements in the same order as the row pass called
+// once per row, without reloading and storing o and u for every row.
+TEXT ·writeDecayHead(SB), NOSPLIT, $0-72
+	MOVQ S+0(FP), DI
+	MOVQ e+16(FP), DX
+	MOVQ kt+32(FP), R9
+	MOVQ q+48(FP), R10
+	MOVQ an+56(FP), R11
+	MOVQ kn+64(FP), R12
+	VMOVUPS 0(DX), Z16
+	VMOVUPS 64(DX), Z17
+	VMOVUPS 128(DX), Z18
+	VMOVUPS 192(DX), Z19
+	VMOVUPS 256(DX), Z20
+	VMOVUPS 320(DX), Z21
+	VMOVUPS 384(DX), Z22
+	VMOVUPS 448(DX), Z23
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	MOVQ $128, CX
+
+wdh_row:
+	VMOVSS       (R9), X28
+	VMULSS       b+40(FP), X28, X28
+	VBROADCASTSS X28, Z28
+	VBROADCASTSS (R10), Z29
+	VBROADCASTSS (R11), Z30
+	VBROADCASTSS (R12), Z31
+	WDREG(0, Z0, Z8, Z16)
+	WDREG(1, Z1, Z9, Z17)
+	WDREG(2, Z2, Z10, Z18)
+	WDREG(3, Z3, Z11, Z19)
+	WDREG(4, Z4, Z12, Z20)
+	WDREG(5, Z5, Z13, Z21)
+	WDREG(6, Z6, Z14, Z22)
+	WDREG(7, Z7, Z15, Z23)
+	ADDQ $512, DI
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ $4, R12
+	DECQ CX
+	JNZ  wdh_row
+
+	MOVQ o+8(FP), SI
+	MOVQ u+24(FP), R8
+	VMOVUPS Z0, 0(SI)
+	VMOVUPS Z1, 64(SI)
+	VMOVUPS Z2, 128(SI)
+	VMOVUPS Z3, 192(SI)
+	VMOVUPS Z4, 256(SI)
+	VMOVUPS Z5, 320(SI)
+	VMOVUPS Z6, 384(SI)
+	VMOVUPS Z7, 448(SI)
+	VMOVUPS Z8, 0(R8)
+	VMOVUPS Z9, 64(R8)
+	VMOVUPS Z10, 128(R8)
+	VMOVUPS Z11, 192(R8)
+	VMOVUPS Z12, 256(R8)
+	VMOVUPS Z13, 320(R8)
+	VMOVUPS Z14, 384(R8)
+	VMOVUPS Z15, 448(R8)
+	VZEROUPPER
+	RET

@@ -70,7 +70,7 @@ func TestKDARowKernelsMatchGo(t *testing.T) {
 // both the vector and the Go twin of every pass.
 func TestKDAStepsMatchesSteps(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
-	for _, d := range []int{1, 7, 8, 19, 64, 130} {
+	for _, d := range []int{1, 7, 8, 19, 64, 128, 130} {
 		for _, T := range []int{1, 2, 3, 6} {
 			const h, hh = 3, 1
 			p := h * d
