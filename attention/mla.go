@@ -258,7 +258,7 @@ func (m *MLA) ForwardFrom(dst, x []float32, T int, c *MLACache, ws *Workspace, f
 	grain := parallel.GrainFor(dn*rkv*(1+tq)+tq*n*(kw+rkv)+tq*dv*rkv, m.minWork)
 	chunks := parallel.Chunks(hm, wk, grain)
 	perChunk32 := dn*rkv + tq*kw + tq*rkv + n
-	perChunk64 := tq*rkv + max(dn, 4)
+	perChunk64 := tq*rkv + max(3*dn, 3*n, 4)
 	ws.f32.Reset(tq*rq + tq*hm*dq + 2*tq*hm*dv + chunks*perChunk32)
 	ws.f64.Reset(chunks * perChunk64)
 
@@ -288,7 +288,7 @@ func (m *MLA) ForwardFrom(dst, x []float32, T int, c *MLACache, ws *Workspace, f
 	for i := range sc {
 		s := &sc[i]
 		s.wuk, s.qc, s.mix, s.prob = ws.f32.Take(dn*rkv), ws.f32.Take(tq*kw), ws.f32.Take(tq*rkv), ws.f32.Take(n)
-		s.acc, s.coef = ws.f64.Take(tq*rkv), ws.f64.Take(max(dn, 4))
+		s.acc, s.coef = ws.f64.Take(tq*rkv), ws.f64.Take(max(3*dn, 3*n, 4))
 	}
 	// Query t of the call sits at position p0+from+t and attends to the n
 	// positions before and at it, as in a call over all T.
@@ -349,34 +349,72 @@ func (k *mlaCall) heads(lo, hi int) {
 		for j := range rows {
 			rows[j] = k.m.uk.row(h*dn+j, s.wuk[j*rkv:(j+1)*rkv:(j+1)*rkv])
 		}
-		// q'_h[r] = f32(RS_j f64(q_nope_h[j])·f64(W_uk,h[j][r])), j ascending.
+		// q'_h[r] = f32(RS_j f64(q_nope_h[j])·f64(W_uk,h[j][r])), j ascending:
+		// three positions at a time over the rows laid out in wuk where
+		// the block kernel applies, the rest one position at a time.
+		wuk := s.wuk[:dn*rkv]
+		for j, r := range rows {
+			if &r[0] != &wuk[j*rkv] {
+				copy(wuk[j*rkv:(j+1)*rkv], r)
+			}
+		}
+		clear(s.acc[:T*rkv])
+		block := axpyBlock3Applies(rkv)
+		t3 := 0
+		for ; block && t3+3 <= T; t3 += 3 {
+			coef := s.coef[:3*dn]
+			for tt := range 3 {
+				qt := k.q[(t3+tt)*hm*dq+h*dq:]
+				for j, v := range qt[:dn] {
+					coef[tt*dn+j] = float64(v)
+				}
+			}
+			axpyBlock3(s.acc[t3*rkv:], rkv, coef, dn, wuk, rkv, dn, rkv)
+		}
 		for t := range T {
 			qt := k.q[t*hm*dq+h*dq : t*hm*dq+(h+1)*dq]
 			acc := s.acc[t*rkv : (t+1)*rkv]
-			clear(acc)
-			coef := s.coef[:dn]
-			for j, v := range qt[:dn] {
-				coef[j] = float64(v)
+			if t >= t3 {
+				coef := s.coef[:dn]
+				for j, v := range qt[:dn] {
+					coef[j] = float64(v)
+				}
+				axpyRows(acc, coef, rows)
 			}
-			axpyRows(acc, coef, rows)
 			qc := s.qc[t*kw : (t+1)*kw]
 			for r, v := range acc {
 				qc[r] = float32(v)
 			}
 			copy(qc[rkv:], qt[dn:])
 		}
-		for t := range T {
-			qt := s.qc[t*kw : (t+1)*kw]
-			ns := p0 + t + 1
-			sc := s.prob[:ns]
-			scoreRows(sc, k.kv[:ns*kw], qt)
-			for i, v := range sc {
-				sc[i] = v * k.m.scale
+		// m_h[r] = f32(RS_s f64(p_s)·f64(lat_s[r])), s ascending: three
+		// positions at a time over the keys all three see, then the one or
+		// two later keys of the second and third, where the block kernel
+		// applies; the rest one position at a time.
+		n := p0 + T
+		clear(s.acc[:T*rkv])
+		t3 = 0
+		for ; block && t3+3 <= T; t3 += 3 {
+			for tt := range 3 {
+				sc := k.probs(s, h, t3+tt)
+				coef := s.coef[tt*n : tt*n+len(sc)]
+				for j, v := range sc {
+					coef[j] = float64(v)
+				}
 			}
-			nn.Softmax(sc, sc)
-			// m_h[r] = f32(RS_s f64(p_s)·f64(lat_s[r])), s ascending.
+			ns := p0 + t3 + 1
+			axpyBlock3(s.acc[t3*rkv:], rkv, s.coef, n, k.kv, kw, ns, rkv)
+			for tt := 1; tt < 3; tt++ {
+				acc := s.acc[(t3+tt)*rkv : (t3+tt+1)*rkv]
+				for j := ns; j < ns+tt; j++ {
+					axpy1(acc, s.coef[tt*n+j], k.kv[j*kw:j*kw+rkv])
+				}
+			}
+		}
+		for t := t3; t < T; t++ {
+			sc := k.probs(s, h, t)
+			ns := len(sc)
 			acc := s.acc[t*rkv : (t+1)*rkv]
-			clear(acc)
 			coef := s.coef[:4]
 			j := 0
 			for ; j+4 <= ns; j += 4 {
@@ -387,13 +425,29 @@ func (k *mlaCall) heads(lo, hi int) {
 			for ; j < ns; j++ {
 				axpy1(acc, float64(sc[j]), k.kv[j*kw:j*kw+rkv])
 			}
+		}
+		for t := range T {
 			mt := s.mix[t*rkv : (t+1)*rkv]
-			for r, v := range acc {
+			for r, v := range s.acc[t*rkv : (t+1)*rkv] {
 				mt[r] = float32(v)
 			}
 		}
 		k.m.uv[h].MatMul(k.a[h*dv:], hm*dv, s.mix, T)
 	}
+}
+
+// probs returns query t's attention probabilities over the p0+t+1
+// positions it sees, for head h (in s.prob, valid until the next call).
+func (k *mlaCall) probs(s *mlaScratch, h, t int) []float32 {
+	kw := k.m.cfg.KVLoRA + k.m.cfg.Rope
+	ns := k.p0 + t + 1
+	sc := s.prob[:ns]
+	scoreRows(sc, k.kv[:ns*kw], s.qc[t*kw:(t+1)*kw])
+	for i, v := range sc {
+		sc[i] = v * k.m.scale
+	}
+	nn.Softmax(sc, sc)
+	return sc
 }
 
 // rowSource yields rows of the key half of kv_b: row h·dn + j is
