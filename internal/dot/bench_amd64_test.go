@@ -119,3 +119,37 @@ func BenchmarkGemmKernel(b *testing.B) {
 	macs := float64(b.N) * blocks * steps * 24 * 8
 	b.ReportMetric(macs/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
+
+// BenchmarkGemmPanel widens a 64-row bf16 group of 2048 columns into the
+// packed mat-mul's panel (1 MiB, as in a prefill of the perf model) one row
+// per call ("row", the path of partial blocks) and four rows per call
+// ("x4"), the weights hot; GB/s of weights.
+func BenchmarkGemmPanel(b *testing.B) {
+	if !useAVX512 {
+		b.Skip("CPU lacks AVX-512")
+	}
+	const rows, m = 64, 2048
+	w := make([]byte, 2*rows*m)
+	for i := range w {
+		w[i] = byte(i)
+	}
+	panel := make([]float64, rows*m)
+	for _, x4 := range []bool{false, true} {
+		b.Run(map[bool]string{false: "row", true: "x4"}[x4], func(b *testing.B) {
+			b.SetBytes(int64(len(w)))
+			for b.Loop() {
+				for r := 0; r < rows; {
+					p := panel[r/4*4*m+r%4*8:]
+					for k := 0; k < m; k += gemmChunk {
+						if x4 {
+							bf16Panel512x4(&p[4*k], &w[2*(r*m+k)], 2*m, gemmChunk, 16*gemmChunk)
+						} else {
+							bf16Panel512(&p[4*k], &w[2*(r*m+k)], gemmChunk, 16*gemmChunk)
+						}
+					}
+					r += map[bool]int{false: 1, true: 4}[x4]
+				}
+			}
+		})
+	}
+}

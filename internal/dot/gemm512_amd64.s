@@ -472,3 +472,55 @@ wbf16:
 	VZEROUPPER
 	RET
 
+
+// func bf16Panel512x4(dst *float64, w *byte, rb int, m, hi int)
+//
+// bf16Panel512 for the four rows at w, w+rb, w+2rb, w+3rb at once: per block
+// of sixteen columns their four half-0 vectors are the 256 contiguous bytes
+// at dst (rows in order), their half-1 vectors hi bytes further.
+TEXT ·bf16Panel512x4(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ rb+16(FP), DX
+	MOVQ m+24(FP), CX
+	MOVQ hi+32(FP), BX
+	LEAQ (SI)(DX*2), R8
+	MOVL $0xffff0000, AX
+	VPBROADCASTD AX, Y15
+
+bpanel4:
+	VMOVDQU 0(SI), Y9
+	VPSLLD  $16, Y9, Y8
+	VPAND   Y15, Y9, Y9
+	VCVTPS2PD Y8, Z8
+	VCVTPS2PD Y9, Z9
+	VMOVUPD Z8, 0(DI)
+	VMOVUPD Z9, (DI)(BX*1)
+	VMOVDQU 0(SI)(DX*1), Y11
+	VPSLLD  $16, Y11, Y10
+	VPAND   Y15, Y11, Y11
+	VCVTPS2PD Y10, Z10
+	VCVTPS2PD Y11, Z11
+	VMOVUPD Z10, 64(DI)
+	VMOVUPD Z11, 64(DI)(BX*1)
+	VMOVDQU 0(R8), Y13
+	VPSLLD  $16, Y13, Y12
+	VPAND   Y15, Y13, Y13
+	VCVTPS2PD Y12, Z12
+	VCVTPS2PD Y13, Z13
+	VMOVUPD Z12, 128(DI)
+	VMOVUPD Z13, 128(DI)(BX*1)
+	VMOVDQU 0(R8)(DX*1), Y7
+	VPSLLD  $16, Y7, Y6
+	VPAND   Y15, Y7, Y7
+	VCVTPS2PD Y6, Z6
+	VCVTPS2PD Y7, Z7
+	VMOVUPD Z6, 192(DI)
+	VMOVUPD Z7, 192(DI)(BX*1)
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $256, DI
+	SUBQ $16, CX
+	JNZ  bpanel4
+	VZEROUPPER
+	RET

@@ -54,6 +54,9 @@ func widenHalvesBF16(dst *float64, x *float32, m, hi int)
 func bf16Panel512(dst *float64, w *byte, m, hi int)
 
 //go:noescape
+func bf16Panel512x4(dst *float64, w *byte, rb int, m, hi int)
+
+//go:noescape
 func f32Panel512(dst *float64, w *byte, m, hi int)
 
 //go:noescape
@@ -97,7 +100,17 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 		if (r1-r0)%4 != 0 {
 			clear(panel[(blocks-1)*4*m : blocks*4*m])
 		}
-		for r := r0; r < r1; r++ {
+		r := r0
+		if f.panel4 != nil {
+			for ; r+4 <= r1; r += 4 {
+				p := panel[(r-r0)*m:]
+				for k := 0; k < m; k += gemmChunk {
+					wk := min(gemmChunk, m-k)
+					f.panel4(&p[4*k], &w[r*rb+k*f.size], rb, wk, 16*wk)
+				}
+			}
+		}
+		for ; r < r1; r++ {
 			i := r - r0
 			p := panel[i/4*4*m+i%4*8:]
 			for k := 0; k < m; k += gemmChunk {

@@ -59,17 +59,22 @@ type asmFormat struct {
 	// panel widens a weight row into gemmMatMul's panel; nil where the
 	// packed mat-mul does not run (AVX2).
 	panel func(dst *float64, w *byte, m, hi int)
+	// panel4 is panel for four adjacent rows rb bytes apart, storing the
+	// contiguous 256 bytes per column block the kernel reads rather than
+	// one line in four per call (-bench GemmPanel: x4 against row); nil
+	// where only panel exists.
+	panel4 func(dst *float64, w *byte, rb int, m, hi int)
 }
 
 var (
-	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32, nil, nil}
-	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, nil, tailBF16, genericBF16, nil, nil}
-	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16, nil, nil}
+	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32, nil, nil, nil}
+	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, nil, tailBF16, genericBF16, nil, nil, nil}
+	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16, nil, nil, nil}
 
 	fmtF32x512 = &asmFormat{"f32/avx512", sizeF32, layoutNatural,
-		f32Rows1x512, f32Rows2x512, f32Xs2x512, f32Rows4x512, f32Xs4x512, tailF32, genericF32, nil, f32Panel512}
+		f32Rows1x512, f32Rows2x512, f32Xs2x512, f32Rows4x512, f32Xs4x512, tailF32, genericF32, nil, f32Panel512, nil}
 	fmtBF16x512 = &asmFormat{"bf16/avx512", sizeBF16, layoutBF16x5,
-		bf16Rows1x512, bf16Rows2x512, bf16Xs2x512, bf16Rows4x512, bf16Xs4x512, tailBF16, genericBF16, bf16R2Xs4x512, bf16Panel512}
+		bf16Rows1x512, bf16Rows2x512, bf16Xs2x512, bf16Rows4x512, bf16Xs4x512, tailBF16, genericBF16, bf16R2Xs4x512, bf16Panel512, bf16Panel512x4}
 	fmtF16x512 = &asmFormat{"f16/avx512", sizeF16, layoutNatural,
-		f16Rows1x512, f16Rows2x512, f16Xs2x512, f16Rows4x512, f16Xs4x512, tailF16, genericF16, nil, f16Panel512}
+		f16Rows1x512, f16Rows2x512, f16Xs2x512, f16Rows4x512, f16Xs4x512, tailF16, genericF16, nil, f16Panel512, nil}
 )
