@@ -153,3 +153,29 @@ func BenchmarkGemmPanel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGemmStore reduces and stores one group's state (64 rows, six
+// positions) with the four-row BF16 store ("rows4", the path of a leftover
+// block) and the eight-row one ("rows8").
+func BenchmarkGemmStore(b *testing.B) {
+	if !useAVX512 {
+		b.Skip("CPU lacks AVX-512")
+	}
+	const nb = 16
+	st := make([]float64, 2*nb*192)
+	for i := range st {
+		st[i] = float64(i%9) - 4
+	}
+	dst := make([]float32, 6*4*nb)
+	hi := 8 * 8 * 24 * nb
+	b.Run("rows4", func(b *testing.B) {
+		for b.Loop() {
+			gemmStoreBF16(&dst[0], 4*4*nb, &st[0], nb, 6, hi)
+		}
+	})
+	b.Run("rows8", func(b *testing.B) {
+		for b.Loop() {
+			gemmStore8BF16(&dst[0], 4*4*nb, &st[0], nb/2, 6, hi)
+		}
+	})
+}

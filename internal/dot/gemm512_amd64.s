@@ -209,6 +209,79 @@ gdone:
 
 
 
+// The BF16 store eight rows at a time: the sixteen halves of rows
+// 8p..8p+7 (blocks 2p and 2p+1) are reduced together, the R16 tree's levels
+// done across rows with 128-bit block shuffles (pairs of lanes two apart,
+// then four apart, within each row), then c0+c1 and c2+c3 added lane for
+// lane and their two lanes per row brought together by the unpacks; rows
+// are paired (0,2), (4,6), (1,3), (5,7) so the eight sums come out in row
+// order. Every addition is the one reduce16 makes, with the same first
+// operand. Half the shuffle µops per row of RED1BF16.
+#define RED2X(A, B, T0, T1) \
+	VSHUFF64X2 $0x88, B, A, T0; \
+	VSHUFF64X2 $0xdd, B, A, T1; \
+	VADDPD     T1, T0, T0
+
+// func gemmStore8BF16(dst *float32, dstride int, st *float64, pairs, tcount, hi int)
+TEXT ·gemmStore8BF16(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ dstride+8(FP), R11
+	MOVQ st+16(FP), SI
+	MOVQ tcount+32(FP), CX
+	MOVQ hi+40(FP), BX
+
+s8pos:
+	MOVQ SI, R8
+	MOVQ DI, R9
+	MOVQ pairs+24(FP), R10
+
+s8pair:
+	VMOVUPD 0(R8), Z0
+	VMOVUPD 0(R8)(BX*1), Z8
+	VMOVUPD 64(R8), Z1
+	VMOVUPD 64(R8)(BX*1), Z9
+	VMOVUPD 128(R8), Z2
+	VMOVUPD 128(R8)(BX*1), Z10
+	VMOVUPD 192(R8), Z3
+	VMOVUPD 192(R8)(BX*1), Z11
+	VMOVUPD 1536(R8), Z4
+	VMOVUPD 1536(R8)(BX*1), Z12
+	VMOVUPD 1600(R8), Z5
+	VMOVUPD 1600(R8)(BX*1), Z13
+	VMOVUPD 1664(R8), Z6
+	VMOVUPD 1664(R8)(BX*1), Z14
+	VMOVUPD 1728(R8), Z7
+	VMOVUPD 1728(R8)(BX*1), Z15
+	RED2X(Z0, Z2, Z16, Z17)
+	RED2X(Z4, Z6, Z18, Z19)
+	RED2X(Z1, Z3, Z20, Z21)
+	RED2X(Z5, Z7, Z22, Z23)
+	RED2X(Z16, Z18, Z24, Z25)
+	RED2X(Z20, Z22, Z26, Z27)
+	RED2X(Z8, Z10, Z16, Z17)
+	RED2X(Z12, Z14, Z18, Z19)
+	RED2X(Z9, Z11, Z20, Z21)
+	RED2X(Z13, Z15, Z22, Z23)
+	RED2X(Z16, Z18, Z28, Z29)
+	RED2X(Z20, Z22, Z30, Z31)
+	VADDPD    Z28, Z24, Z24
+	VADDPD    Z30, Z26, Z26
+	VUNPCKLPD Z26, Z24, Z27
+	VUNPCKHPD Z26, Z24, Z29
+	VADDPD    Z29, Z27, Z27
+	VCVTPD2PS Z27, Y27
+	VMOVUPS   Y27, (R9)
+	ADDQ $3072, R8
+	ADDQ $32, R9
+	DECQ R10
+	JNZ  s8pair
+	ADDQ $256, SI
+	ADDQ R11, DI
+	DECQ CX
+	JNZ  s8pos
+	VZEROUPPER
+	RET
+
 // The panel writers widen m (a multiple of 16) elements of one weight row
 // into the R16 halves of its panel slot: per block of sixteen, half 0 at dst
 // and half 1 hi bytes further, dst advancing by 256 bytes (four rows'

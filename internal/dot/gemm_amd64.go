@@ -45,6 +45,9 @@ func gemmStoreNat(dst *float32, dstride int, st *float64, blocks, tcount, hi int
 func gemmStoreBF16(dst *float32, dstride int, st *float64, blocks, tcount, hi int)
 
 //go:noescape
+func gemmStore8BF16(dst *float32, dstride int, st *float64, pairs, tcount, hi int)
+
+//go:noescape
 func widenHalvesNat(dst *float64, x *float32, m, hi int)
 
 //go:noescape
@@ -144,8 +147,13 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 			done := 0 // rows stored by the vector path
 			if m == cols {
 				done = (r1 - r0) &^ 3
-				if done > 0 {
-					store(&dst[t0*stride+r0], 4*stride, &st[0], done/4, tn, hi)
+				b := 0 // blocks stored
+				if f.layout == layoutBF16x5 && done >= 8 {
+					b = done / 8 * 2
+					gemmStore8BF16(&dst[t0*stride+r0], 4*stride, &st[0], b/2, tn, hi)
+				}
+				if b < done/4 {
+					store(&dst[t0*stride+r0+4*b], 4*stride, &st[192*b], done/4-b, tn, hi)
 				}
 			}
 			if done == r1-r0 {

@@ -271,6 +271,7 @@ func TestGemmMatchesGeneric(t *testing.T) {
 	shapes := [][3]int{ // rows, cols, n
 		{1, 16, 32}, {3, 31, 33}, {4, 512, 34}, {5, 528, 35}, {7, 1037, 36},
 		{37, 100, 37}, {70, 1100, 40}, {150, 1037, 45}, {9, 2064, 64},
+		{24, 512, 40}, {13, 1024, 33}, // the eight- and four-row stores
 	}
 	for _, k := range kernelSets() {
 		if !k.ok || k.af.panel == nil {
