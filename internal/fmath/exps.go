@@ -46,19 +46,20 @@ func exp32s(dst, x []float32, sigmoid bool) {
 	for lo := 0; lo < len(x); lo += expChunk {
 		xs := x[lo:min(lo+expChunk, len(x))]
 		e := b[:len(xs)]
-		for i, v := range xs {
+		for i := widenBlocks(e, xs, sigmoid); i < len(xs); i++ {
 			if sigmoid {
-				e[i] = -float64(v)
+				e[i] = -float64(xs[i])
 			} else {
-				e[i] = float64(v)
+				e[i] = float64(xs[i])
 			}
 		}
 		Exp64s(e, e)
-		for i := range xs {
+		d := dst[lo : lo+len(xs)]
+		for i := narrowBlocks(d, e, sigmoid); i < len(xs); i++ {
 			if sigmoid {
-				dst[lo+i] = 1 / (1 + float32(e[i]))
+				d[i] = 1 / (1 + float32(e[i]))
 			} else {
-				dst[lo+i] = float32(e[i])
+				d[i] = float32(e[i])
 			}
 		}
 	}

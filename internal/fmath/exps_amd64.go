@@ -54,3 +54,31 @@ func tanhBlocks(dst, x []float64) int {
 	}
 	return n
 }
+
+//go:noescape
+func widen32(dst *float64, x *float32, n int, neg bool)
+
+//go:noescape
+func narrow32(dst *float32, e *float64, n int, sigmoid bool)
+
+// widenBlocks sets e[i] = ±f64(x[i]) for the whole blocks of sixteen and
+// returns how many it did.
+func widenBlocks(e []float64, x []float32, neg bool) int {
+	n := len(x) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	widen32(&e[0], &x[0], n, neg)
+	return n
+}
+
+// narrowBlocks sets dst[i] = f32(e[i]), or 1 ⊘ (1 ⊕ f32(e[i])), for the
+// whole blocks of sixteen and returns how many it did.
+func narrowBlocks(dst []float32, e []float64, sigmoid bool) int {
+	n := len(e) &^ 15
+	if !useAVX512 || n == 0 {
+		return 0
+	}
+	narrow32(&dst[0], &e[0], n, sigmoid)
+	return n
+}

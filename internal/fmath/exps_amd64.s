@@ -241,3 +241,71 @@ tnomid:
 tdone:
 	VZEROUPPER
 	RET
+
+// The float32 ends of the slice forms, sixteen elements per step (n a
+// multiple of 16), each instruction the scalar statement's rounding.
+
+// func widen32(dst *float64, x *float32, n int, neg bool)
+//
+// dst[i] = f64(x[i]), negated when neg is set (an exact sign flip).
+TEXT ·widen32(SB), NOSPLIT, $0-25
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VPXORQ Z2, Z2, Z2
+	CMPB neg+24(FP), $0
+	JEQ  w32loop
+	MOVQ $0x8000000000000000, AX
+	VPBROADCASTQ AX, Z2
+
+w32loop:
+	VCVTPS2PD 0(SI), Z0
+	VCVTPS2PD 32(SI), Z1
+	VPXORQ    Z2, Z0, Z0
+	VPXORQ    Z2, Z1, Z1
+	VMOVUPD   Z0, 0(DI)
+	VMOVUPD   Z1, 64(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $16, CX
+	JNZ  w32loop
+	VZEROUPPER
+	RET
+
+// func narrow32(dst *float32, e *float64, n int, sigmoid bool)
+//
+// dst[i] = f32(e[i]), or 1 ⊘ (1 ⊕ f32(e[i])) when sigmoid is set.
+TEXT ·narrow32(SB), NOSPLIT, $0-25
+	MOVQ dst+0(FP), DI
+	MOVQ e+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVL $0x3f800000, AX
+	VPBROADCASTD AX, Z3
+	CMPB sigmoid+24(FP), $0
+	JNE  n32sig
+
+n32loop:
+	VCVTPD2PS 0(SI), Y0
+	VCVTPD2PS 64(SI), Y1
+	VMOVUPS   Y0, 0(DI)
+	VMOVUPS   Y1, 32(DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  n32loop
+	VZEROUPPER
+	RET
+
+n32sig:
+	VCVTPD2PS 0(SI), Y0
+	VCVTPD2PS 64(SI), Y1
+	VINSERTF32X8 $1, Y1, Z0, Z0
+	VADDPS    Z0, Z3, Z0
+	VDIVPS    Z0, Z3, Z0
+	VMOVUPS   Z0, 0(DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  n32sig
+	VZEROUPPER
+	RET

@@ -188,3 +188,23 @@ func FuzzSliceForms(f *testing.F) {
 		setKernel(true)
 	})
 }
+
+// BenchmarkSigmoid32s times the float32 sigmoid slice form (the KDA and MLA
+// gates, SiTU-GLU) on the kernel and on the scalar path in one run.
+func BenchmarkSigmoid32s(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	xs, dst := make([]float32, 4096), make([]float32, 4096)
+	for i := range xs {
+		xs[i] = float32(r.NormFloat64() * 4)
+	}
+	for _, kernel := range kernelSettings(b) {
+		setKernel(kernel)
+		b.Run(map[bool]string{true: "kernel", false: "scalar"}[kernel], func(b *testing.B) {
+			b.SetBytes(int64(4 * len(xs)))
+			for b.Loop() {
+				Sigmoid32s(dst, xs)
+			}
+		})
+	}
+	setKernel(true)
+}
