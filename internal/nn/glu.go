@@ -19,16 +19,17 @@ func SiTUGLU(dst, g, u []float32, beta1, beta2 float32) {
 		hi := min(lo+sigChunk, len(g))
 		gs, us := g[lo:hi], u[lo:hi]
 		fmath.Sigmoid32s(s[:len(gs)], gs)
-		for i, gv := range gs {
-			t1[i] = float64(gv / beta1)
+		for i := gluArgBlocks(t1[:], t3[:], gs, us, beta1, beta2); i < len(gs); i++ {
+			t1[i] = float64(gs[i] / beta1)
 			t3[i] = float64(us[i] / beta2)
 		}
 		fmath.Tanh64s(t1[:len(gs)], t1[:len(gs)])
 		fmath.Tanh64s(t3[:len(gs)], t3[:len(gs)])
-		for i := range gs {
+		d := dst[lo:hi]
+		for i := gluOutBlocks(d, t1[:], t3[:], s[:], beta1, beta2); i < len(gs); i++ {
 			a := (beta1 * float32(t1[i])) * s[i]
 			c := beta2 * float32(t3[i])
-			dst[lo+i] = a * c
+			d[i] = a * c
 		}
 	}
 }
