@@ -95,6 +95,20 @@ func BenchmarkMatMulLevel(b *testing.B) {
 	}
 }
 
+// BenchmarkFMAPeak is the core's float64 multiply-add ceiling: sixteen
+// independent zmm FMAs on registers per round, one goroutine (GMAC/s, as
+// BenchmarkGemmKernel counts them).
+func BenchmarkFMAPeak(b *testing.B) {
+	if !useAVX512 {
+		b.Skip("CPU lacks AVX-512")
+	}
+	const n = 1 << 14
+	for b.Loop() {
+		fmaPeak(n)
+	}
+	b.ReportMetric(float64(b.N)*n*16*8/b.Elapsed().Seconds()/1e9, "GMAC/s")
+}
+
 // BenchmarkGemmKernel runs the packed mat-mul's inner kernel (gemm4x6) on a
 // panel and activations that stay in L1 and L2, one goroutine: the
 // multiply-add rate the kernel reaches when memory is not in the way, the

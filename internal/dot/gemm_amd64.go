@@ -32,6 +32,10 @@ package dot
 //go:noescape
 func gemm4x6(w *float64, wstride int, x *float64, xstride int, steps int, st *float64, blocks int, first bool, pf *float64, pflines int)
 
+// fmaPeak runs n rounds of 16 independent register FMAs (the benchmark's
+// ceiling for the kernels; it has no other use).
+func fmaPeak(n int)
+
 //go:noescape
 func gemmReduceNat(out *float64, st *float64, count, hi int)
 
