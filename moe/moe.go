@@ -247,20 +247,11 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 	}
 
 	u := ws.f32.Take(T * l) // the aggregate [T][ℓ]
-	for t := range T {
-		ut := u[t*l : (t+1)*l]
-		clear(ut)
-		for j := range k {
-			s := t*k + j
-			wj := wts[s]
-			for i, v := range y[s*l : (s+1)*l] {
-				ut[i] = ut[i] + float32(wj*v)
-			}
-		}
-		if m.norm != nil {
-			nn.RMSNorm(ut, ut, m.norm, c.RMSEps)
-		}
-	}
+	// Positions are independent: split them over the pool (about 2·k·ℓ
+	// operations each, the norm's included).
+	ws.comb = combineSplit{m: m, u: u, y: y, wts: wts}
+	c.Pool.Run(T, c.Workers, parallel.GrainFor(2*k*l, m.minWork), &ws.comb)
+	ws.comb = combineSplit{} // hold no references to the caller's data
 	quant.MatMulParallel(m.up, dst, e, u, T, c.Workers)
 	if m.shared != nil {
 		sh := ws.f32.Take(T * e)
@@ -269,6 +260,33 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 		nn.Add(dst, dst, sh)
 	}
 	return nil
+}
+
+// combineSplit sums a call's expert outputs per position in pick order,
+// u_t = Σ_j w_{t,j} ⊗ y_{t,j} from +0, and applies the latent norm, for the
+// positions [lo, hi): a parallel.Task.
+type combineSplit struct {
+	m         *MoE
+	u, y, wts []float32
+}
+
+func (t *combineSplit) Run(lo, hi int) {
+	c := t.m.cfg
+	l, k := c.Latent, c.TopK
+	for p := lo; p < hi; p++ {
+		ut := t.u[p*l : (p+1)*l]
+		clear(ut)
+		for j := range k {
+			s := p*k + j
+			wj := t.wts[s]
+			for i, v := range t.y[s*l : (s+1)*l] {
+				ut[i] = ut[i] + float32(wj*v)
+			}
+		}
+		if t.m.norm != nil {
+			nn.RMSNorm(ut, ut, t.m.norm, c.RMSEps)
+		}
+	}
 }
 
 // runWave fetches the experts uniq (one wave of the call's union), runs

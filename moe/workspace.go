@@ -18,6 +18,7 @@ type Workspace struct {
 	parts []expertPart
 	order []int // the expert split's claiming order
 	glu   gluSplit
+	comb  combineSplit
 	// experts is handed to ExpertSource.Experts as its destination.
 	experts []Expert
 }
