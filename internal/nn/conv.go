@@ -116,6 +116,9 @@ func (s *ShortConv) channels(dst, x, tail []float32, T, lo, hi int) {
 		for b0 := lo; b0 < hi; b0 += convBlock {
 			b1 := min(hi, b0+convBlock)
 			nb := b1 - b0
+			if nb == convBlock && s.convKernel4(dst, x, tail, T, b0) {
+				continue
+			}
 			for i := range nb {
 				for j := range m {
 					hist[j][i] = tail[(b0+i)*m+j]

@@ -274,7 +274,8 @@ func TestFourChainsMatchSequential(t *testing.T) {
 // TestShortConvBlocks holds the blocked convolution (runs of convBlock
 // channels, a ring of history rows) to the channel-by-channel statement,
 // bit for bit, for kernels with and without a history, channel counts that
-// leave a partial block, several calls carrying the tail, and dst aliasing x.
+// leave a partial block, several calls carrying the tail, calls longer than
+// the vector path's staged run of positions, and dst aliasing x.
 func TestShortConvBlocks(t *testing.T) {
 	r := rand.New(rand.NewPCG(61, 62))
 	vec := func(n int) []float32 {
@@ -292,7 +293,7 @@ func TestShortConvBlocks(t *testing.T) {
 			}
 			tailA, tailB := vec(c*(k-1)), []float32(nil)
 			tailB = append(tailB, tailA...)
-			for call, T := range []int{1, 5, 2, 9} {
+			for call, T := range []int{1, 5, 2, 9, 70, 131} { // past convRun: several staged runs
 				x := vec(T * c)
 				want := make([]float32, T*c)
 				s.channelsByChannel(want, x, tailB, T, 0, c)
