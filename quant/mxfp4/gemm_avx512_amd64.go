@@ -37,6 +37,9 @@ import (
 func decodeBlock(dst *float64, packed *byte, offs *[8]int64, n int)
 
 //go:noescape
+func widen64(dst *float64, x *float32, n int)
+
+//go:noescape
 func gemm8x3(dst *float32, dstride int, w *float64, x0, x1, x2 *float64, sc *float64, st *float64, groups, np int, first, last bool)
 
 // gemmGroups is the groups decoded at once: eight rows' columns of them
@@ -58,9 +61,8 @@ func gemmAVX512(k kernel, dst []float32, stride int, packed, scales []byte, x []
 		xw, buf := buf[:n*cols], buf[n*cols:]
 		panel, buf := buf[:8*gemmGroups*GroupSize], buf[8*gemmGroups*GroupSize:]
 		sc, sums := buf[:8*gemmGroups], buf[8*gemmGroups:8*gemmGroups+24*trip]
-		for i, v := range x[:n*cols] {
-			xw[i] = float64(v)
-		}
+		_ = x[n*cols-1]
+		widen64(&xw[0], &x[0], n*cols) // cols is a multiple of GroupSize (32)
 		var offs [8]int64
 		for r := range offs {
 			offs[r] = int64(r * cols / 2)

@@ -310,3 +310,27 @@ g8out:
 g8done:
 	VZEROUPPER
 	RET
+
+// func widen64(dst *float64, x *float32, n int)
+//
+// dst[i] = float64(x[i]) for i < n, n a multiple of 16.
+TEXT ·widen64(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ   wdone
+
+wloop:
+	VCVTPS2PD 0(SI), Z0
+	VCVTPS2PD 32(SI), Z1
+	VMOVUPD Z0, 0(DI)
+	VMOVUPD Z1, 64(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  wloop
+
+wdone:
+	VZEROUPPER
+	RET
