@@ -2,6 +2,17 @@
 // (kernels_amd64.s, kernels512_amd64.s, gemm512_amd64.s). Each leaves the
 // reduced head in the low lane of its first X register.
 
+// CLEAR8 clears eight vector registers (the accumulators' +0).
+#define CLEAR8(A, B, C, D, E, F, G, H) \
+	VPXORQ A, A, A; \
+	VPXORQ B, B, B; \
+	VPXORQ C, C, C; \
+	VPXORQ D, D, D; \
+	VPXORQ E, E, E; \
+	VPXORQ F, F, F; \
+	VPXORQ G, G, G; \
+	VPXORQ H, H, H
+
 // Natural layout: lane-wise (A+B)+(C+D) gives c0..c3 in A; then
 // hadd gives (c0+c1, c2+c3) and a second hadd the total in the low lane.
 #define REDUCE_NAT(YA, XA, YB, YC, YD, XT) \
