@@ -95,4 +95,24 @@ func TestMLABlockPathBitIdentical(t *testing.T) {
 		sameBits(t, fmt.Sprintf("w%d %v out", tc.workers, tc.chunks), out, refOut)
 		sameBits(t, fmt.Sprintf("w%d %v cache", tc.workers, tc.chunks), c.KV, refC.KV)
 	}
+	// ForwardFrom after a cached prefix: the block path with its queries
+	// shifted by from and by the prefix.
+	const pre = 2
+	for _, from := range []int{0, 1, 4} {
+		m, err := NewMLA(MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
+			OutGate: true, RMSEps: 1e-5, Workers: 2}, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := m.NewCache()
+		out := make([]float32, T*E)
+		if err := m.Forward(out[:pre*E], x[:pre*E], pre, c); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.ForwardFrom(out[pre*E:], x[pre*E:], T-pre, c, NewWorkspace(), from); err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, fmt.Sprintf("from %d rows", from), out[(pre+from)*E:], refOut[(pre+from)*E:])
+		sameBits(t, fmt.Sprintf("from %d cache", from), c.KV, refC.KV)
+	}
 }
