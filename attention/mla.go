@@ -352,14 +352,16 @@ func (k *mlaCall) heads(lo, hi int) {
 		// q'_h[r] = f32(RS_j f64(q_nope_h[j])·f64(W_uk,h[j][r])), j ascending:
 		// three positions at a time over the rows laid out in wuk where
 		// the block kernel applies, the rest one position at a time.
+		block := T >= 3 && axpyBlock3Applies(rkv)
 		wuk := s.wuk[:dn*rkv]
-		for j, r := range rows {
-			if &r[0] != &wuk[j*rkv] {
-				copy(wuk[j*rkv:(j+1)*rkv], r)
+		if block {
+			for j, r := range rows {
+				if &r[0] != &wuk[j*rkv] { // a resident copy's rows
+					copy(wuk[j*rkv:(j+1)*rkv], r)
+				}
 			}
 		}
 		clear(s.acc[:T*rkv])
-		block := axpyBlock3Applies(rkv)
 		t3 := 0
 		for ; block && t3+3 <= T; t3 += 3 {
 			coef := s.coef[:3*dn]
@@ -396,7 +398,7 @@ func (k *mlaCall) heads(lo, hi int) {
 		t3 = 0
 		for ; block && t3+3 <= T; t3 += 3 {
 			for tt := range 3 {
-				sc := k.probs(s, h, t3+tt)
+				sc := k.probs(s, t3+tt)
 				coef := s.coef[tt*n : tt*n+len(sc)]
 				for j, v := range sc {
 					coef[j] = float64(v)
@@ -412,7 +414,7 @@ func (k *mlaCall) heads(lo, hi int) {
 			}
 		}
 		for t := t3; t < T; t++ {
-			sc := k.probs(s, h, t)
+			sc := k.probs(s, t)
 			ns := len(sc)
 			acc := s.acc[t*rkv : (t+1)*rkv]
 			coef := s.coef[:4]
@@ -437,8 +439,9 @@ func (k *mlaCall) heads(lo, hi int) {
 }
 
 // probs returns query t's attention probabilities over the p0+t+1
-// positions it sees, for head h (in s.prob, valid until the next call).
-func (k *mlaCall) probs(s *mlaScratch, h, t int) []float32 {
+// positions it sees, from the current head's queries in s.qc (in s.prob,
+// valid until the next call).
+func (k *mlaCall) probs(s *mlaScratch, t int) []float32 {
 	kw := k.m.cfg.KVLoRA + k.m.cfg.Rope
 	ns := k.p0 + t + 1
 	sc := s.prob[:ns]
