@@ -201,6 +201,18 @@ gdone:
 	VSHUFF64X2 $0xdd, B, A, T1; \
 	VADDPD     T1, T0, T0
 
+// LOADROWS4 loads the four rows of the block at off(R8): half 0 into
+// E0..E3, half 1 (BX bytes further) into O0..O3.
+#define LOADROWS4(off, E0, E1, E2, E3, O0, O1, O2, O3) \
+	VMOVUPD (off+0)(R8), E0; \
+	VMOVUPD (off+0)(R8)(BX*1), O0; \
+	VMOVUPD (off+64)(R8), E1; \
+	VMOVUPD (off+64)(R8)(BX*1), O1; \
+	VMOVUPD (off+128)(R8), E2; \
+	VMOVUPD (off+128)(R8)(BX*1), O2; \
+	VMOVUPD (off+192)(R8), E3; \
+	VMOVUPD (off+192)(R8)(BX*1), O3
+
 // func gemmStore8BF16(dst *float32, dstride int, st *float64, pairs, tcount, hi int)
 TEXT ·gemmStore8BF16(SB), NOSPLIT, $0-48
 	MOVQ dst+0(FP), DI
@@ -215,22 +227,8 @@ s8pos:
 	MOVQ pairs+24(FP), R10
 
 s8pair:
-	VMOVUPD 0(R8), Z0
-	VMOVUPD 0(R8)(BX*1), Z8
-	VMOVUPD 64(R8), Z1
-	VMOVUPD 64(R8)(BX*1), Z9
-	VMOVUPD 128(R8), Z2
-	VMOVUPD 128(R8)(BX*1), Z10
-	VMOVUPD 192(R8), Z3
-	VMOVUPD 192(R8)(BX*1), Z11
-	VMOVUPD 1536(R8), Z4
-	VMOVUPD 1536(R8)(BX*1), Z12
-	VMOVUPD 1600(R8), Z5
-	VMOVUPD 1600(R8)(BX*1), Z13
-	VMOVUPD 1664(R8), Z6
-	VMOVUPD 1664(R8)(BX*1), Z14
-	VMOVUPD 1728(R8), Z7
-	VMOVUPD 1728(R8)(BX*1), Z15
+	LOADROWS4(0, Z0, Z1, Z2, Z3, Z8, Z9, Z10, Z11)
+	LOADROWS4(1536, Z4, Z5, Z6, Z7, Z12, Z13, Z14, Z15)
 	RED2X(Z0, Z2, Z16, Z17)
 	RED2X(Z4, Z6, Z18, Z19)
 	RED2X(Z1, Z3, Z20, Z21)
