@@ -317,19 +317,23 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	defer st.Drop()
 	// One guard for the whole walk (its workers re-raise faults on this goroutine), not one
 	// closure per layer: at is the layer running when a mapped read faults.
+	// Without every position's logits, the last layer's FFN runs for the last position only
+	// (from on): no later layer reads the other rows, and its attention, run for every
+	// position, leaves the state later passes read (see nn.Residual.ForwardFrom).
+	from := T - 1
+	if mode == logitsAll {
+		from = 0
+	}
 	var lerr error
 	at := -1
 	if err := m.guard(func() error {
 		for l := range m.layers {
 			at = l
-			// Without every position's logits, the last layer's FFN runs for the last
-			// position only: no later layer reads the other rows, and its attention, run for
-			// every position, leaves the state later passes read (see nn.Residual.ForwardFrom).
-			from := 0
-			if l == len(m.layers)-1 && mode != logitsAll {
-				from = T - 1
+			lf := 0
+			if l == len(m.layers)-1 {
+				lf = from
 			}
-			if lerr = s.layer(ctx, l, st, from); lerr != nil {
+			if lerr = s.layer(ctx, l, st, lf); lerr != nil {
 				break
 			}
 		}
@@ -345,11 +349,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		s.logits = nil
 		return nil, nil
 	}
-	from := T - 1 // the rows the last layer completed
-	if mode == logitsAll {
-		from = 0
-	}
-	out := reuse(&s.out, (T-from)*E)
+	out := reuse(&s.out, (T-from)*E) // the rows the last layer completed
 	if err := st.AggregateFrom(out, m.outAgg, from, m.threads, s.nnWS); err != nil {
 		return nil, fail(-1, err)
 	}
