@@ -3,6 +3,7 @@ package moe
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -356,7 +357,7 @@ type expertRun struct {
 // expertSplit is the expert split of a wave as a parallel.Task. The
 // experts' work differs by the positions that picked them (in a prefill,
 // a few to a few dozen), so a fixed half of them per chunk left one worker
-// waiting up to 70 ms per layer on the perf checkpoint: each chunk instead
+// waiting for the other at every layer: each chunk instead
 // claims the next expert in order (largest first) until none are left, and
 // runs its mat-muls on one goroutine with the chunk's scratch. Which
 // goroutine runs an expert changes no bit: each expert's chain is computed
@@ -380,13 +381,12 @@ func (t *expertSplit) Run(lo, _ int) {
 // longest-processing-first order that keeps the workers' last experts
 // small.
 func largestFirst(order, start []int) []int {
-	size := func(n int) int { return start[n+1] - start[n] }
 	for i := range order {
 		order[i] = i
-		for j := i; j > 0 && size(order[j]) > size(order[j-1]); j-- {
-			order[j], order[j-1] = order[j-1], order[j]
-		}
 	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return (start[b+1] - start[b]) - (start[a+1] - start[a])
+	})
 	return order
 }
 
