@@ -100,56 +100,42 @@ func (s *ShortConv) ForwardPool(dst, x, tail []float32, T, workers int, pool *pa
 // channels convolves channels [lo, hi): first every acc (the recurrence
 // runs on the inputs, never on y), written over dst, then y = acc ⊗ σ(acc)
 // per position over the run of channels, through the vector exp. dst may
-// alias x: each acc lands where its own input was read.
+// alias x: the inputs are staged before any acc is written.
 func (s *ShortConv) channels(dst, x, tail []float32, T, lo, hi int) {
 	c, k := s.c, s.k
 	m := k - 1
 	if m > convHist {
 		s.channelsByChannel(dst, x, tail, T, lo, hi)
 	} else {
-		// convBlock channels at a time, position by position, so every read
-		// of x and every write of dst is a contiguous run (one channel at a
-		// time strode a whole row per position). The history of the block
-		// is a ring of m rows: tap j (oldest first) is row (head+j) mod m.
-		var hist [convHist][convBlock]float32
-		var acc [convBlock]float32
+		// convBlock channels at a time, so every read of x and write of dst
+		// is a contiguous run (one channel at a time strode a whole row per
+		// position). A block's history and up to convRun positions' inputs
+		// are staged as consecutive rows of buf (row stride convBlock):
+		// position t's taps are rows t..t+m−1, oldest first, and its input
+		// row t+m.
+		var buf [(convHist + convRun) * convBlock]float32
+		row := func(r, nb int) []float32 { return buf[r*convBlock : r*convBlock+nb] }
 		for b0 := lo; b0 < hi; b0 += convBlock {
-			b1 := min(hi, b0+convBlock)
-			nb := b1 - b0
-			if nb == convBlock && s.convKernel4(dst, x, tail, T, b0) {
-				continue
-			}
-			for i := range nb {
-				for j := range m {
-					hist[j][i] = tail[(b0+i)*m+j]
+			nb := min(hi, b0+convBlock) - b0
+			for j := range m {
+				h := row(j, nb)
+				for i := range h {
+					h[i] = tail[(b0+i)*m+j]
 				}
 			}
-			head := 0
-			wm := s.wt[m*c+b0 : m*c+b1]
-			for t := range T {
-				xt := x[t*c+b0 : t*c+b1]
-				a := acc[:nb]
-				for i, v := range xt {
-					a[i] = wm[i] * v
+			for t0 := 0; t0 < T; t0 += convRun {
+				n := min(convRun, T-t0)
+				for t := range n {
+					copy(row(m+t, nb), x[(t0+t)*c+b0:])
 				}
-				for j := range m {
-					h := hist[(head+j)%m][:nb]
-					wj := s.wt[j*c+b0 : j*c+b1]
-					for i := range a {
-						a[i] = a[i] + float32(wj[i]*h[i])
-					}
+				if !s.convKernel4(dst[t0*c+b0:], buf[:], n, b0, nb) {
+					s.convRows(dst[t0*c+b0:], buf[:], n, b0, nb)
 				}
-				if m > 0 {
-					// The oldest row takes x_t before dst (which may alias
-					// x) overwrites it.
-					copy(hist[head][:nb], xt)
-					head = (head + 1) % m
-				}
-				copy(dst[t*c+b0:t*c+b1], a)
+				copy(buf[:m*convBlock], buf[n*convBlock:(n+m)*convBlock]) // the last m rows are the next history
 			}
-			for i := range nb {
-				for j := range m {
-					tail[(b0+i)*m+j] = hist[(head+j)%m][i]
+			for j := range m {
+				for i, v := range row(j, nb) {
+					tail[(b0+i)*m+j] = v
 				}
 			}
 		}
@@ -160,12 +146,33 @@ func (s *ShortConv) channels(dst, x, tail []float32, T, lo, hi int) {
 	}
 }
 
-// convBlock is the run of channels channels convolves at once, and
-// convHist the longest history (kernel − 1) it keeps on the stack; longer
-// kernels go channel by channel.
+// convRows computes the accs of n staged positions for the nb channels from
+// b0 (see channels) into dst, position t at dst[t·C:].
+func (s *ShortConv) convRows(dst, buf []float32, n, b0, nb int) {
+	c, m := s.c, s.k-1
+	wm := s.wt[m*c+b0 : m*c+b0+nb]
+	for t := range n {
+		a := dst[t*c : t*c+nb]
+		for i, v := range buf[(t+m)*convBlock : (t+m)*convBlock+nb] {
+			a[i] = wm[i] * v
+		}
+		for j := range m {
+			h := buf[(t+j)*convBlock : (t+j)*convBlock+nb]
+			wj := s.wt[j*c+b0 : j*c+b0+nb]
+			for i := range a {
+				a[i] = a[i] + float32(wj[i]*h[i])
+			}
+		}
+	}
+}
+
+// convBlock is the run of channels channels convolves at once, convHist the
+// longest history (kernel − 1) it stages (longer kernels go channel by
+// channel) and convRun the positions it stages at a time.
 const (
 	convBlock = 64
 	convHist  = 7
+	convRun   = 64
 )
 
 // channelsByChannel computes channels' accs one channel at a time (any

@@ -2,4 +2,4 @@
 
 package nn
 
-func (s *ShortConv) convKernel4(dst, x, tail []float32, T, b0 int) bool { return false }
+func (s *ShortConv) convKernel4(dst, buf []float32, n, b0, nb int) bool { return false }

@@ -272,7 +272,7 @@ func TestFourChainsMatchSequential(t *testing.T) {
 }
 
 // TestShortConvBlocks holds the blocked convolution (runs of convBlock
-// channels, a ring of history rows) to the channel-by-channel statement,
+// channels, history and inputs staged as rows) to the channel-by-channel statement,
 // bit for bit, for kernels with and without a history, channel counts that
 // leave a partial block, several calls carrying the tail, calls longer than
 // the vector path's staged run of positions, and dst aliasing x.

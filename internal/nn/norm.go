@@ -18,8 +18,8 @@ func SumSquares(x []float32) float64 {
 // sumSquares4 is SumSquares of four rows of len(a) elements at once. Each
 // sum is still one sequential chain in index order; four independent chains
 // in one loop let the processor overlap the adds that a single chain waits
-// on, so four rows cost about what one does. Callers with fewer rows repeat
-// one.
+// on, so four rows cost about what one does. Callers take the rows left over
+// one at a time.
 func sumSquares4(a, b, c, d []float32) (sa, sb, sc, sd float64) {
 	n := len(a)
 	b, c, d = b[:n], c[:n], d[:n]
