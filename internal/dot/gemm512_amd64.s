@@ -6,6 +6,14 @@
 // The packed (GEMM-style) AVX-512 mat-mul: see gemm_amd64.go for the panel
 // and state layouts and the argument that it keeps R16 bit for bit.
 
+// GFMA4 fuses the activation vector X into the four rows' accumulators of
+// one position (panel vectors in Z24–Z27).
+#define GFMA4(X, A0, A1, A2, A3) \
+	VFMADD231PD X, Z24, A0; \
+	VFMADD231PD X, Z25, A1; \
+	VFMADD231PD X, Z26, A2; \
+	VFMADD231PD X, Z27, A3
+
 // GSTEPO is one step at panel offset o and activation offset xo: four panel
 // vectors against six activation vectors, 24 FMAs; the pointers stay (the
 // four-step loop advances them once).
@@ -15,35 +23,17 @@
 	VMOVUPD (o+128)(SI), Z26; \
 	VMOVUPD (o+192)(SI), Z27; \
 	VMOVUPD xo(DX), Z28; \
-	VFMADD231PD Z28, Z24, Z0; \
-	VFMADD231PD Z28, Z25, Z1; \
-	VFMADD231PD Z28, Z26, Z2; \
-	VFMADD231PD Z28, Z27, Z3; \
+	GFMA4(Z28, Z0, Z1, Z2, Z3); \
 	VMOVUPD xo(DX)(BX*1), Z29; \
-	VFMADD231PD Z29, Z24, Z4; \
-	VFMADD231PD Z29, Z25, Z5; \
-	VFMADD231PD Z29, Z26, Z6; \
-	VFMADD231PD Z29, Z27, Z7; \
+	GFMA4(Z29, Z4, Z5, Z6, Z7); \
 	VMOVUPD xo(DX)(BX*2), Z30; \
-	VFMADD231PD Z30, Z24, Z8; \
-	VFMADD231PD Z30, Z25, Z9; \
-	VFMADD231PD Z30, Z26, Z10; \
-	VFMADD231PD Z30, Z27, Z11; \
+	GFMA4(Z30, Z8, Z9, Z10, Z11); \
 	VMOVUPD xo(R8), Z31; \
-	VFMADD231PD Z31, Z24, Z12; \
-	VFMADD231PD Z31, Z25, Z13; \
-	VFMADD231PD Z31, Z26, Z14; \
-	VFMADD231PD Z31, Z27, Z15; \
+	GFMA4(Z31, Z12, Z13, Z14, Z15); \
 	VMOVUPD xo(R8)(BX*1), Z28; \
-	VFMADD231PD Z28, Z24, Z16; \
-	VFMADD231PD Z28, Z25, Z17; \
-	VFMADD231PD Z28, Z26, Z18; \
-	VFMADD231PD Z28, Z27, Z19; \
+	GFMA4(Z28, Z16, Z17, Z18, Z19); \
 	VMOVUPD xo(R8)(BX*2), Z29; \
-	VFMADD231PD Z29, Z24, Z20; \
-	VFMADD231PD Z29, Z25, Z21; \
-	VFMADD231PD Z29, Z26, Z22; \
-	VFMADD231PD Z29, Z27, Z23
+	GFMA4(Z29, Z20, Z21, Z22, Z23)
 
 // GSTEP is one step that advances the pointers past it.
 #define GSTEP \
