@@ -39,3 +39,19 @@ func writeDecayGo(row, o, e, u []float32, kb, q, a, k float32) {
 		u[j] = u[j] + float32(k*s)
 	}
 }
+
+// writeDecayRows is writeDecay over every row i of the d×d state S (d =
+// len(e)) with scalars kt[i]·b, q[i], an[i], kn[i], o and u starting from
+// +0: one position's write and output pass fused with the next one's decay
+// and read.
+func writeDecayRows(S, o, e, u, kt []float32, b float32, q, an, kn []float32) {
+	if writeDecayHeadRows(S, o, e, u, kt, b, q, an, kn) {
+		return
+	}
+	d := len(e)
+	clear(o)
+	clear(u)
+	for i := range d {
+		writeDecay(S[i*d:i*d+d], o, e, u, kt[i]*b, q[i], an[i], kn[i])
+	}
+}

@@ -20,21 +20,17 @@ func writeDecayHead(S, o, e, u, kt *float32, b float32, q, an, kn *float32)
 // headDim is the head width writeDecayHead is written for (Kimi K3's).
 const headDim = 128
 
-// writeDecayRows is writeDecay over every row i of the d×d state S with
-// scalars kt[i]·b, q[i], an[i], kn[i], o and u starting from +0.
-func writeDecayRows(S, o, e, u, kt []float32, b float32, q, an, kn []float32) {
+// writeDecayHeadRows is writeDecayRows in one kernel call for a head of
+// headDim on AVX-512; it reports false, doing nothing, otherwise.
+func writeDecayHeadRows(S, o, e, u, kt []float32, b float32, q, an, kn []float32) bool {
 	d := len(e)
-	if useAVX512 && d == headDim {
-		S, o, u = S[:d*d], o[:d], u[:d]
-		kt, q, an, kn = kt[:d], q[:d], an[:d], kn[:d]
-		writeDecayHead(&S[0], &o[0], &e[0], &u[0], &kt[0], b, &q[0], &an[0], &kn[0])
-		return
+	if !useAVX512 || d != headDim {
+		return false
 	}
-	clear(o)
-	clear(u)
-	for i := range d {
-		writeDecay(S[i*d:i*d+d], o, e, u, kt[i]*b, q[i], an[i], kn[i])
-	}
+	S, o, u = S[:d*d], o[:d], u[:d]
+	kt, q, an, kn = kt[:d], q[:d], an[:d], kn[:d]
+	writeDecayHead(&S[0], &o[0], &e[0], &u[0], &kt[0], b, &q[0], &an[0], &kn[0])
+	return true
 }
 
 func decayRead(row, u []float32, a, k float32) {
