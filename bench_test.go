@@ -95,6 +95,32 @@ func BenchmarkDecodePerf(b *testing.B) {
 	}
 }
 
+// BenchmarkPrefillPerf: the FLOOR command's 256-token prefill on the perf geometry at 2 threads,
+// one prefill per op on an open model, for a CPU profile of it:
+// K3_PERF_DIR=<dir> go test -run '^$' -bench PrefillPerf -benchtime 4x -cpuprofile prefill.out .
+func BenchmarkPrefillPerf(b *testing.B) {
+	dir := os.Getenv(floorPerfEnv)
+	if dir == "" {
+		b.Skipf("set %s to the perf checkpoint's directory (BenchmarkFloor synthesizes it)", floorPerfEnv)
+	}
+	m, err := k3.Open(dir, k3.WithThreads(2))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ids := make([]int, floorPrefillLen)
+	for i := range ids {
+		ids[i] = (i*7919 + 3) % m.Config().Vocab
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if err := m.NewSession().Prefill(ctx, ids); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/prefill")
+}
+
 // BenchmarkForwardWide: one teacher-forced pass over models/wide's 29 reference ids (prefill
 // throughput; every weight is read once per pass through the batched mat-muls).
 func BenchmarkForwardWide(b *testing.B) {
