@@ -42,6 +42,37 @@
 	VADDPS  (R8)(BX*4), V1, V1; \
 	VMOVUPS V1, (R8)(BX*4)
 
+// ROWLOOP runs one pass over the n elements in CX from BX = 0: ZPASS
+// sixteen at a time while sixteen remain and the byte at Z is set, then
+// YPASS eight at a time; it returns from the function.
+#define ROWLOOP(Z, ZPASS, YPASS) \
+	XORQ BX, BX; \
+	CMPB Z, $0; \
+	JEQ  rl_ymm; \
+rl_zmm: \
+	LEAQ 16(BX), AX; \
+	CMPQ AX, CX; \
+	JGT  rl_ymm; \
+	ZPASS; \
+	MOVQ AX, BX; \
+	JMP  rl_zmm; \
+rl_ymm: \
+	CMPQ BX, CX; \
+	JGE  rl_done; \
+	YPASS; \
+	ADDQ $8, BX; \
+	JMP  rl_ymm; \
+rl_done: \
+	VZEROUPPER; \
+	RET
+
+#define DR_Z DECAYREAD(Z0, Z1, Z6, Z7)
+#define DR_Y DECAYREAD(Y0, Y1, Y6, Y7)
+#define WO_Z WRITEOUT(Z0, Z1, Z6, Z7)
+#define WO_Y WRITEOUT(Y0, Y1, Y6, Y7)
+#define WD_Z WRITEDECAY(Z0, Z1, Z6, Z7, Z8, Z9)
+#define WD_Y WRITEDECAY(Y0, Y1, Y6, Y7, Y8, Y9)
+
 // func decayReadAVX(row, u *float32, a, k float32, n int, z bool)
 TEXT ·decayReadAVX(SB), NOSPLIT, $0-33
 	MOVQ row+0(FP), DI
@@ -49,28 +80,7 @@ TEXT ·decayReadAVX(SB), NOSPLIT, $0-33
 	VBROADCASTSS a+16(FP), Z6
 	VBROADCASTSS k+20(FP), Z7
 	MOVQ n+24(FP), CX
-	XORQ BX, BX
-	CMPB z+32(FP), $0
-	JEQ  dr_loop
-
-dr_zmm:
-	LEAQ    16(BX), AX
-	CMPQ    AX, CX
-	JGT     dr_loop
-	DECAYREAD(Z0, Z1, Z6, Z7)
-	MOVQ    AX, BX
-	JMP     dr_zmm
-
-dr_loop:
-	CMPQ    BX, CX
-	JGE     dr_done
-	DECAYREAD(Y0, Y1, Y6, Y7)
-	ADDQ    $8, BX
-	JMP     dr_loop
-
-dr_done:
-	VZEROUPPER
-	RET
+	ROWLOOP(z+32(FP), DR_Z, DR_Y)
 
 // func writeOutAVX(row, o, e *float32, kb, q float32, n int, z bool)
 TEXT ·writeOutAVX(SB), NOSPLIT, $0-41
@@ -80,28 +90,7 @@ TEXT ·writeOutAVX(SB), NOSPLIT, $0-41
 	VBROADCASTSS kb+24(FP), Z6
 	VBROADCASTSS q+28(FP), Z7
 	MOVQ n+32(FP), CX
-	XORQ BX, BX
-	CMPB z+40(FP), $0
-	JEQ  wo_loop
-
-wo_zmm:
-	LEAQ    16(BX), AX
-	CMPQ    AX, CX
-	JGT     wo_loop
-	WRITEOUT(Z0, Z1, Z6, Z7)
-	MOVQ    AX, BX
-	JMP     wo_zmm
-
-wo_loop:
-	CMPQ    BX, CX
-	JGE     wo_done
-	WRITEOUT(Y0, Y1, Y6, Y7)
-	ADDQ    $8, BX
-	JMP     wo_loop
-
-wo_done:
-	VZEROUPPER
-	RET
+	ROWLOOP(z+40(FP), WO_Z, WO_Y)
 
 // func writeDecayAVX(row, o, e, u *float32, kb, q, a, k float32, n int, z bool)
 TEXT ·writeDecayAVX(SB), NOSPLIT, $0-57
@@ -114,28 +103,7 @@ TEXT ·writeDecayAVX(SB), NOSPLIT, $0-57
 	VBROADCASTSS a+40(FP), Z8
 	VBROADCASTSS k+44(FP), Z9
 	MOVQ n+48(FP), CX
-	XORQ BX, BX
-	CMPB z+56(FP), $0
-	JEQ  wd_loop
-
-wd_zmm:
-	LEAQ    16(BX), AX
-	CMPQ    AX, CX
-	JGT     wd_loop
-	WRITEDECAY(Z0, Z1, Z6, Z7, Z8, Z9)
-	MOVQ    AX, BX
-	JMP     wd_zmm
-
-wd_loop:
-	CMPQ    BX, CX
-	JGE     wd_done
-	WRITEDECAY(Y0, Y1, Y6, Y7, Y8, Y9)
-	ADDQ    $8, BX
-	JMP     wd_loop
-
-wd_done:
-	VZEROUPPER
-	RET
+	ROWLOOP(z+56(FP), WD_Z, WD_Y)
 
 // WRITEDECAY for whole rows of 128 with o, u and e in registers: o in
 // Z0–Z7, u in Z8–Z15, e in Z16–Z23; Z28 = kb, Z29 = q, Z30 = a, Z31 = k.
