@@ -6,6 +6,25 @@
 // The packed (GEMM-style) AVX-512 mat-mul: see gemm_amd64.go for the panel
 // and state layouts and the argument that it keeps R16 bit for bit.
 
+// STOREBLOCKS is the body of gemmStoreNat and gemmStoreBF16 with the
+// reduction RED (see STORE4; it stands before any TEXT so that vet's frame
+// check does not read its argument names as another function's).
+#define STOREBLOCKS(RED) \
+	MOVQ dst+0(FP), DI; \
+	MOVQ dstride+8(FP), R11; \
+	MOVQ st+16(FP), SI; \
+	MOVQ blocks+24(FP), DX; \
+	MOVQ tcount+32(FP), CX; \
+	MOVQ hi+40(FP), BX; \
+spos: \
+	STORE4(RED); \
+	ADDQ $256, SI; \
+	ADDQ R11, DI; \
+	DECQ CX; \
+	JNZ  spos; \
+	VZEROUPPER; \
+	RET
+
 // GFMA4 fuses the activation vector X into the four rows' accumulators of
 // one position (panel vectors in Z24–Z27).
 #define GFMA4(X, A0, A1, A2, A3) \
@@ -422,39 +441,11 @@ store4: \
 
 // func gemmStoreNat(dst *float32, dstride int, st *float64, blocks, tcount, hi int)
 TEXT ·gemmStoreNat(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ dstride+8(FP), R11
-	MOVQ st+16(FP), SI
-	MOVQ blocks+24(FP), DX
-	MOVQ tcount+32(FP), CX
-	MOVQ hi+40(FP), BX
-
-snat:
-	STORE4(RED4NAT)
-	ADDQ $256, SI
-	ADDQ R11, DI
-	DECQ CX
-	JNZ  snat
-	VZEROUPPER
-	RET
+	STOREBLOCKS(RED4NAT)
 
 // func gemmStoreBF16(dst *float32, dstride int, st *float64, blocks, tcount, hi int)
 TEXT ·gemmStoreBF16(SB), NOSPLIT, $0-48
-	MOVQ dst+0(FP), DI
-	MOVQ dstride+8(FP), R11
-	MOVQ st+16(FP), SI
-	MOVQ blocks+24(FP), DX
-	MOVQ tcount+32(FP), CX
-	MOVQ hi+40(FP), BX
-
-sbf16:
-	STORE4(RED4BF16)
-	ADDQ $256, SI
-	ADDQ R11, DI
-	DECQ CX
-	JNZ  sbf16
-	VZEROUPPER
-	RET
+	STOREBLOCKS(RED4BF16)
 
 // Indexes gathering the even then the odd elements of sixteen dwords.
 DATA evenodd<>+0(SB)/8, $0x0000000200000000
