@@ -17,9 +17,10 @@ import (
 // unscaled) with one weight row per lane of a vector: column j of the eight
 // rows is one 64-byte load, an activation is a broadcast, and each group's
 // tail is vertical over the eight rows, the scale a vector multiply and
-// scale 255 a NaN that masks the add. Three activation rows share each
-// panel load; a matrix's activation rows need no padding beyond a multiple
-// of three, so an expert picked by a handful of positions runs here too.
+// scale 255 a NaN that masks the add. Six activation rows share each
+// panel load (gemm8x6) and the last n mod 6 run three at a time (gemm8x3),
+// so a matrix's activation rows need no padding beyond a multiple of three
+// and an expert picked by a handful of positions runs here too.
 //
 // It keeps RG exactly: for every (weight row, activation row) pair, lane r
 // computes what groupDot does (column j of a group in lane j mod 8, the
@@ -31,13 +32,16 @@ import (
 // gemmGroups groups has column c at 8c, row r in lane r; its scales have
 // group g at 8g (NaN for scale byte 255); the activations are widened in
 // their own order, row t at cols·t; the sums of activation rows t..t+2 wait
-// between chunks at 8t.
+// between chunks at 8t (the six-row kernel's sums are two triples').
 
 //go:noescape
 func decodeBlock(dst *float64, packed *byte, offs *[8]int64, n int)
 
 //go:noescape
 func widen64(dst *float64, x *float32, n int)
+
+//go:noescape
+func gemm8x6(dst *float32, dstride int, w *float64, x *float64, xstride int, sc *float64, st *float64, groups int, first, last bool)
 
 //go:noescape
 func gemm8x3(dst *float32, dstride int, w *float64, x0, x1, x2 *float64, sc *float64, st *float64, groups, np int, first, last bool)
@@ -81,7 +85,11 @@ func gemmAVX512(k kernel, dst []float32, stride int, packed, scales []byte, x []
 					}
 				}
 				c0 := g0 * GroupSize
-				for t := 0; t < n; t += 3 {
+				t := 0
+				for ; t+6 <= n; t += 6 {
+					gemm8x6(&dst[t*stride+r0], 4*stride, &panel[0], &xw[t*cols+c0], 8*cols, &sc[0], &sums[8*t], gc, g0 == 0, g0+gc == ng)
+				}
+				for ; t < n; t += 3 {
 					x0 := &xw[t*cols+c0]
 					x1, x2 := x0, x0
 					if t+1 < n {

@@ -146,6 +146,151 @@ dblock:
 	G8TREE(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15); \
 	G8TREE(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
 
+// The six-row kernel's lane-group registers: position p's four live
+// values of RG's tree are slots A–D in Z(4p)..Z(4p+3).
+
+// COL6 is one column of a group for six activation rows: the panel vector
+// at w(SI) into W, times each row's activation at x into its slot register
+// (OP multiplies the first column of a lane class and fuses the rest).
+#define COL6(OP, W, w, x, R0, R1, R2, R3, R4, R5) \
+	VMOVUPD w(SI), W; \
+	OP x(DX), W, R0; \
+	OP x(DX)(BX*1), W, R1; \
+	OP x(DX)(BX*2), W, R2; \
+	OP x(R8), W, R3; \
+	OP x(R8)(BX*1), W, R4; \
+	OP x(R8)(BX*2), W, R5
+
+#define COLA(OP, W, w, x) COL6(OP, W, w, x, Z0, Z4, Z8, Z12, Z16, Z20)
+#define COLB(OP, W, w, x) COL6(OP, W, w, x, Z1, Z5, Z9, Z13, Z17, Z21)
+#define COLC(OP, W, w, x) COL6(OP, W, w, x, Z2, Z6, Z10, Z14, Z18, Z22)
+#define COLD(OP, W, w, x) COL6(OP, W, w, x, Z3, Z7, Z11, Z15, Z19, Z23)
+
+// ADD6 adds the slot R into the slot L of every activation row (L = L + R,
+// L the first operand, as in G8TREE).
+#define ADD6(R0, R1, R2, R3, R4, R5, L0, L1, L2, L3, L4, L5) \
+	VADDPD R0, L0, L0; \
+	VADDPD R1, L1, L1; \
+	VADDPD R2, L2, L2; \
+	VADDPD R3, L3, L3; \
+	VADDPD R4, L4, L4; \
+	VADDPD R5, L5, L5
+
+#define ADDBA ADD6(Z1, Z5, Z9, Z13, Z17, Z21, Z0, Z4, Z8, Z12, Z16, Z20)
+#define ADDCB ADD6(Z2, Z6, Z10, Z14, Z18, Z22, Z1, Z5, Z9, Z13, Z17, Z21)
+#define ADDDC ADD6(Z3, Z7, Z11, Z15, Z19, Z23, Z2, Z6, Z10, Z14, Z18, Z22)
+
+// CLASSES runs the lane classes a (into slot SA) and b (slot SB) of a
+// group, a column of each at a time; wa, xa and wb, xb are the panel and
+// activation offsets of their first columns.
+#define CLASSES(SA, SB, wa, xa, wb, xb) \
+	SA(VMULPD.BCST, Z30, wa, xa); \
+	SB(VMULPD.BCST, Z31, wb, xb); \
+	SA(VFMADD231PD.BCST, Z30, wa+512, xa+64); \
+	SB(VFMADD231PD.BCST, Z31, wb+512, xb+64); \
+	SA(VFMADD231PD.BCST, Z30, wa+1024, xa+128); \
+	SB(VFMADD231PD.BCST, Z31, wb+1024, xb+128); \
+	SA(VFMADD231PD.BCST, Z30, wa+1536, xa+192); \
+	SB(VFMADD231PD.BCST, Z31, wb+1536, xb+192)
+
+// func gemm8x6(dst *float32, dstride int, w *float64, x *float64, xstride int, sc *float64, st *float64, groups int, first, last bool)
+//
+// gemm8x3 for six activation rows at x + p·xstride, all real. Three rows
+// need a load of the panel vector for every three fused adds, and the
+// loads, not the adds, bounded it; six rows cannot keep all eight lane
+// classes of each in registers, so a group runs class by class in the
+// order of RG's tree, ((s0+s4)+(s1+s5))+((s2+s6)+(s3+s7)), each tree sum
+// formed as soon as its operands are: four values per row are ever live.
+// Every class still takes its columns in ascending order and every
+// addition its operands in G8TREE's order, so the bits are gemm8x3's.
+TEXT ·gemm8x6(SB), NOSPLIT, $0-66
+	MOVQ w+16(FP), SI
+	MOVQ x+24(FP), DX
+	MOVQ xstride+32(FP), BX
+	LEAQ (DX)(BX*2), R8
+	ADDQ BX, R8
+	MOVQ sc+40(FP), DI
+	MOVQ st+48(FP), R10
+	MOVQ groups+56(FP), CX
+	VPXORQ Z24, Z24, Z24
+	VPXORQ Z25, Z25, Z25
+	VPXORQ Z26, Z26, Z26
+	VPXORQ Z27, Z27, Z27
+	VPXORQ Z28, Z28, Z28
+	VPXORQ Z29, Z29, Z29
+	CMPB first+64(FP), $0
+	JNE  g6grp
+	VMOVUPD 0(R10), Z24
+	VMOVUPD 64(R10), Z25
+	VMOVUPD 128(R10), Z26
+	VMOVUPD 192(R10), Z27
+	VMOVUPD 256(R10), Z28
+	VMOVUPD 320(R10), Z29
+
+g6grp:
+	CLASSES(COLA, COLB, 0, 0, 256, 32)
+	ADDBA
+	CLASSES(COLB, COLC, 64, 8, 320, 40)
+	ADDCB
+	ADDBA
+	CLASSES(COLB, COLC, 128, 16, 384, 48)
+	ADDCB
+	CLASSES(COLC, COLD, 192, 24, 448, 56)
+	ADDDC
+	ADDCB
+	ADDBA
+	VMOVUPD (DI), Z30
+	VCMPPD  $7, Z30, Z30, K1
+	VMULPD  Z30, Z0, Z0
+	VADDPD  Z0, Z24, K1, Z24
+	VMULPD  Z30, Z4, Z4
+	VADDPD  Z4, Z25, K1, Z25
+	VMULPD  Z30, Z8, Z8
+	VADDPD  Z8, Z26, K1, Z26
+	VMULPD  Z30, Z12, Z12
+	VADDPD  Z12, Z27, K1, Z27
+	VMULPD  Z30, Z16, Z16
+	VADDPD  Z16, Z28, K1, Z28
+	VMULPD  Z30, Z20, Z20
+	VADDPD  Z20, Z29, K1, Z29
+	ADDQ $2048, SI
+	ADDQ $256, DX
+	ADDQ $256, R8
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  g6grp
+
+	CMPB last+65(FP), $0
+	JNE  g6out
+	VMOVUPD Z24, 0(R10)
+	VMOVUPD Z25, 64(R10)
+	VMOVUPD Z26, 128(R10)
+	VMOVUPD Z27, 192(R10)
+	VMOVUPD Z28, 256(R10)
+	VMOVUPD Z29, 320(R10)
+	VZEROUPPER
+	RET
+
+g6out:
+	MOVQ dst+0(FP), AX
+	MOVQ dstride+8(FP), BX
+	LEAQ (AX)(BX*2), R11
+	ADDQ BX, R11
+	VCVTPD2PS Z24, Y24
+	VMOVUPS   Y24, (AX)
+	VCVTPD2PS Z25, Y25
+	VMOVUPS   Y25, (AX)(BX*1)
+	VCVTPD2PS Z26, Y26
+	VMOVUPS   Y26, (AX)(BX*2)
+	VCVTPD2PS Z27, Y27
+	VMOVUPS   Y27, (R11)
+	VCVTPD2PS Z28, Y28
+	VMOVUPS   Y28, (R11)(BX*1)
+	VCVTPD2PS Z29, Y29
+	VMOVUPS   Y29, (R11)(BX*2)
+	VZEROUPPER
+	RET
+
 // func gemm8x3(dst *float32, dstride int, w *float64, x0, x1, x2 *float64, sc *float64, st *float64, groups, np int, first, last bool)
 //
 // For eight weight rows (panel at w) and the activation rows x0..x2 (np of
