@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,10 +20,13 @@ import (
 const floorPerfEnv = "K3_PERF_DIR"
 
 // floorReps is how many decode steps (each paired with a read of the same bytes) and prefill
-// passes BenchmarkFloor times per configuration; it reports medians.
+// passes BenchmarkFloor times per configuration; it reports medians. The prefill count is odd
+// so that its median is one pass: the first pass after Open also takes most of the page faults
+// of the mapped weights and of the heap's growth, which a median of two (their mean) carried at
+// half weight.
 const (
 	floorReps        = 7
-	floorPrefillReps = 2
+	floorPrefillReps = 3
 	floorPrefillLen  = 256
 )
 
@@ -37,6 +41,15 @@ func floorTokenBytes(m *k3.Model) int64 {
 	}
 	lmHead := int64(c.Vocab) * int64(c.Hidden) * 2
 	return in.Trunk.Bytes + lmHead + moeLayers*int64(c.TopK)*perExpert
+}
+
+// seconds formats durations in seconds to two decimals.
+func seconds(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, " ")
 }
 
 func median(v []float64) float64 {
@@ -198,7 +211,7 @@ func BenchmarkFloor(b *testing.B) {
 		fmt.Printf("decode: 1 thread %.1f ms/token (%.2f× floor), 2 threads %.1f ms/token (%.2f× floor)\n",
 			1e3*s1, d1.ratio(), 1e3*s2, d2.ratio())
 		fmt.Printf("decode 1→2 thread scaling: %.2f× (read bandwidth %.2f×)\n", s1/s2, r1/r2)
-		fmt.Printf("prefill %d tokens at 2 threads: %.2f s (runs %v)\n", len(long), median(pre), pre)
+		fmt.Printf("prefill %d tokens at 2 threads: %.2f s (runs %s)\n", len(long), median(pre), seconds(pre))
 		fmt.Printf("bf16 mat-vec kernel: %.1f GB/s per core (%.2f× a one-goroutine read)\n", kbw/1e9, kx)
 		fmt.Printf("FLOOR decode_1t=%.2f decode_2t=%.2f prefill256_2t=%.2f\n", d1.ratio(), d2.ratio(), median(pre))
 		b.ReportMetric(d1.ratio(), "decode_1t/floor")
