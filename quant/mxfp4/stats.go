@@ -1,5 +1,7 @@
 package mxfp4
 
+import "bytes"
+
 // Stats counts what an operation saw in the scale bytes it processed. Each
 // weight group is counted once per call, also by MatMul (not once per
 // activation row).
@@ -21,11 +23,7 @@ func (s *Stats) Add(o Stats) {
 // ScanScales returns the statistics of a scale array without touching any
 // weights, for a check at bind time.
 func ScanScales(scales []byte) Stats {
-	st := Stats{Groups: len(scales)}
-	for _, s := range scales {
-		if s == NaNScale {
-			st.NaNScaleGroups++
-		}
-	}
-	return st
+	// bytes.Count of one byte is the runtime's vector count; the packed
+	// mat-mul scans every call's scales, and a byte loop was 0.5% of a prefill.
+	return Stats{Groups: len(scales), NaNScaleGroups: bytes.Count(scales, []byte{NaNScale})}
 }

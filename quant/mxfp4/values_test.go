@@ -2,6 +2,7 @@ package mxfp4
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -62,6 +63,24 @@ func TestScanScales(t *testing.T) {
 	st := ScanScales([]byte{0, 255, 127, 255, 254})
 	if st != (Stats{Groups: 5, NaNScaleGroups: 2}) {
 		t.Fatalf("ScanScales = %+v", st)
+	}
+	// Lengths around the vector count's blocks, 255 at random places.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{31, 32, 33, 63, 64, 65, 1000, 4099} {
+		b := make([]byte, n)
+		want := 0
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+			if rng.IntN(9) == 0 {
+				b[i] = NaNScale
+			}
+			if b[i] == NaNScale {
+				want++
+			}
+		}
+		if got := ScanScales(b); got != (Stats{Groups: n, NaNScaleGroups: want}) {
+			t.Fatalf("ScanScales of %d bytes = %+v, want %d NaN groups", n, got, want)
+		}
 	}
 	st.Add(Stats{Groups: 3, NaNScaleGroups: 1})
 	if st != (Stats{Groups: 8, NaNScaleGroups: 3}) {
