@@ -82,6 +82,12 @@ dblock:
 	VZEROUPPER
 	RET
 
+// GROUPADD multiplies the group sums G by the scales SC and adds them into
+// the sums S in the lanes K1 marks (the scale is not NaN).
+#define GROUPADD(SC, G, S) \
+	VMULPD SC, G, G; \
+	VADDPD G, S, K1, S
+
 // G8COL is column c of a group: the panel vector of the eight rows at
 // w(SI) against the activations at x of the three rows, into lane class
 // c mod 8's accumulators A (row x0), B (x1), C (x2); OP multiplies the first
@@ -241,18 +247,12 @@ g6grp:
 	ADDBA
 	VMOVUPD (DI), Z30
 	VCMPPD  $7, Z30, Z30, K1
-	VMULPD  Z30, Z0, Z0
-	VADDPD  Z0, Z24, K1, Z24
-	VMULPD  Z30, Z4, Z4
-	VADDPD  Z4, Z25, K1, Z25
-	VMULPD  Z30, Z8, Z8
-	VADDPD  Z8, Z26, K1, Z26
-	VMULPD  Z30, Z12, Z12
-	VADDPD  Z12, Z27, K1, Z27
-	VMULPD  Z30, Z16, Z16
-	VADDPD  Z16, Z28, K1, Z28
-	VMULPD  Z30, Z20, Z20
-	VADDPD  Z20, Z29, K1, Z29
+	GROUPADD(Z30, Z0, Z24)
+	GROUPADD(Z30, Z4, Z25)
+	GROUPADD(Z30, Z8, Z26)
+	GROUPADD(Z30, Z12, Z27)
+	GROUPADD(Z30, Z16, Z28)
+	GROUPADD(Z30, Z20, Z29)
 	ADDQ $2048, SI
 	ADDQ $256, DX
 	ADDQ $256, R8
@@ -322,12 +322,9 @@ g8grp:
 	GEMMGROUP
 	VMOVUPD (DI), Z28
 	VCMPPD  $7, Z28, Z28, K1
-	VMULPD  Z28, Z0, Z0
-	VADDPD  Z0, Z24, K1, Z24
-	VMULPD  Z28, Z8, Z8
-	VADDPD  Z8, Z25, K1, Z25
-	VMULPD  Z28, Z16, Z16
-	VADDPD  Z16, Z26, K1, Z26
+	GROUPADD(Z28, Z0, Z24)
+	GROUPADD(Z28, Z8, Z25)
+	GROUPADD(Z28, Z16, Z26)
 	ADDQ $2048, SI
 	ADDQ $256, DX
 	ADDQ $256, R8
