@@ -315,7 +315,12 @@ func TestTrunkTracer(t *testing.T) {
 	m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor*2), k3.WithTracer(tr))
 	_, err := m.Forward(context.Background(), ref.FullIDs)
 	require.NoError(t, err)
+	// Read-ahead may still be filling a slot when Forward returns, and the tracer hears of a
+	// read before the statistics count its piece; Close waits for every fill.
+	require.NoError(t, m.Close())
 	st, _ := m.TrunkStats()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
 	assert.Equal(t, m.Config().NumLayers, tr.layers)
 	assert.Equal(t, st.BytesRead+st.HeadBytes+st.EmbedBytes+st.PinnedBytes, tr.bytes)
 }
