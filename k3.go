@@ -433,6 +433,9 @@ func (m *Model) CacheStats() (s cache.Stats, ok bool) {
 }
 
 // TrunkStats returns the dense-weight store's counters; ok is false for a fully mapped model.
+// Read-ahead goes on after a forward pass returns, so the counters may still grow until the
+// model is closed (a tracer hears of each read a moment before they count it); after Close
+// they are final.
 func (m *Model) TrunkStats() (s trunk.Stats, ok bool) {
 	if m.store == nil {
 		return trunk.Stats{}, false
