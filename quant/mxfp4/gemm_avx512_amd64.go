@@ -31,8 +31,8 @@ import (
 // Layouts, in float64 units: the panel of a block of eight weight rows and
 // gemmGroups groups has column c at 8c, row r in lane r; its scales have
 // group g at 8g (NaN for scale byte 255); the activations are widened in
-// their own order, row t at cols·t; the sums of activation rows t..t+2 wait
-// between chunks at 8t (the six-row kernel's sums are two triples').
+// their own order, row t at cols·t; the sums of activation rows t..t+2
+// (t..t+5 for gemm8x6) wait between chunks at 8t.
 
 //go:noescape
 func decodeBlock(dst *float64, packed *byte, offs *[8]int64, n int)
