@@ -61,13 +61,14 @@ func TestAxpyBlock3(t *testing.T) {
 func TestMLABlockPathBitIdentical(t *testing.T) {
 	const E, Hm, Rq, Rkv, dn, dr, dv, T = 64, 3, 32, 64, 16, 8, 16, 11
 	bw := &benchWeights{rng: rand.New(rand.NewPCG(53, 54))}
-	w := MLAWeights{QA: bw.bf16(t, Rq, E), QANorm: bw.vec(Rq, 1), QB: bw.bf16(t, Hm*(dn+dr), Rq),
-		KVA: bw.bf16(t, Rkv+dr, E), KVANorm: bw.vec(Rkv, 1), KVB: bw.bf16(t, Hm*(dn+dv), Rkv),
-		O: bw.bf16(t, E, Hm*dv), G: bw.bf16(t, Hm*dv, E)}
+	cfg := MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
+		OutGate: true, RMSEps: 1e-5}
+	w := bw.mla(t, cfg)
 	x := bw.vec(T*E, 1)
 	run := func(workers int, chunks []int) ([]float32, *MLACache) {
-		m, err := NewMLA(MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
-			OutGate: true, RMSEps: 1e-5, Workers: workers}, w)
+		mc := cfg
+		mc.Workers = workers
+		m, err := NewMLA(mc, w)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,6 +32,15 @@ func (b *benchWeights) bf16(tb testing.TB, rows, cols int) quant.Matrix {
 	return m
 }
 
+// mla draws bf16 weights (and unit-scale norms) of c's shapes, with the
+// output gate.
+func (b *benchWeights) mla(tb testing.TB, c MLAConfig) MLAWeights {
+	E, Hm, dq, dv := c.Hidden, c.Heads, c.NoPE+c.Rope, c.VHead
+	return MLAWeights{QA: b.bf16(tb, c.QLoRA, E), QANorm: b.vec(c.QLoRA, 1), QB: b.bf16(tb, Hm*dq, c.QLoRA),
+		KVA: b.bf16(tb, c.KVLoRA+c.Rope, E), KVANorm: b.vec(c.KVLoRA, 1), KVB: b.bf16(tb, Hm*(c.NoPE+dv), c.KVLoRA),
+		O: b.bf16(tb, E, Hm*dv), G: b.bf16(tb, Hm*dv, E)}
+}
+
 func (b *benchWeights) vec(n int, s float64) []float32 {
 	v := make([]float32, n)
 	for i := range v {
@@ -78,9 +87,9 @@ func BenchmarkKDAStep(b *testing.B) {
 func BenchmarkMLAStep(b *testing.B) {
 	const E, Hm, Rq, Rkv, dn, dr, dv, ctx = 2048, 16, 512, 256, 128, 64, 128, 512
 	bw := &benchWeights{rng: rand.New(rand.NewPCG(2, 2))}
-	w := MLAWeights{QA: bw.bf16(b, Rq, E), QANorm: bw.vec(Rq, 1), QB: bw.bf16(b, Hm*(dn+dr), Rq),
-		KVA: bw.bf16(b, Rkv+dr, E), KVANorm: bw.vec(Rkv, 1), KVB: bw.bf16(b, Hm*(dn+dv), Rkv),
-		O: bw.bf16(b, E, Hm*dv), G: bw.bf16(b, Hm*dv, E)}
+	cfg := MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
+		OutGate: true, RMSEps: 1e-5}
+	w := bw.mla(b, cfg)
 	// A cache of ctx positions filled directly (a normalised latent has
 	// entries of order one), so setup does not cost a long prefill.
 	prefix := bw.vec(ctx*(Rkv+dr), 1)
@@ -89,8 +98,8 @@ func BenchmarkMLAStep(b *testing.B) {
 		x := bw.vec(T*E, 1)
 		out := make([]float32, T*E)
 		for _, workers := range []int{1, 2} {
-			m, err := NewMLA(MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
-				OutGate: true, RMSEps: 1e-5, Workers: workers}, w)
+			cfg.Workers = workers
+			m, err := NewMLA(cfg, w)
 			if err != nil {
 				b.Fatal(err)
 			}
