@@ -30,15 +30,7 @@ func FuzzGemm(f *testing.F) {
 			if !special {
 				cancelRows(k.f, w, x, n, rows, cols)
 			}
-			got, want := make([]float32, n*rows), make([]float32, n*rows)
-			gemmMatMul(k.af, got, rows, w, x, n, rows, cols)
-			genericMatMul(k.f.gen, k.f.size, want, rows, w, x, n, rows, cols)
-			for i := range got {
-				if !sameBits(got[i], want[i]) {
-					t.Fatalf("%s rows=%d cols=%d n=%d: position %d row %d: %g, generic %g",
-						k.af.name, rows, cols, n, i/rows, i%rows, got[i], want[i])
-				}
-			}
+			checkGemm(t, k, w, x, n, rows, cols, rows)
 		}
 	})
 }

@@ -285,20 +285,28 @@ func TestGemmMatchesGeneric(t *testing.T) {
 			if !special {
 				cancelRows(k.f, w, x, n, rows, cols)
 			}
-			stride := rows + 3
-			got := make([]float32, n*stride)
-			want := make([]float32, n*stride)
-			for i := range got {
-				got[i], want[i] = -7, -7
-			}
-			gemmMatMul(k.af, got, stride, w, x, n, rows, cols)
-			genericMatMul(k.f.gen, k.f.size, want, stride, w, x, n, rows, cols)
-			for i := range got {
-				if !sameBits(got[i], want[i]) {
-					t.Fatalf("%s rows=%d cols=%d n=%d: position %d row %d: %g, generic %g",
-						k.af.name, rows, cols, n, i/stride, i%stride, got[i], want[i])
-				}
-			}
+			checkGemm(t, k, w, x, n, rows, cols, rows+3)
+		}
+	}
+}
+
+// checkGemm runs gemmMatMul and the pure-Go driver on the same data into
+// outputs of the given stride, whose gaps start at −7 (so a write into a
+// gap is a difference too), and fails at the first element whose bits
+// differ.
+func checkGemm(t *testing.T, k kernelSet, w []byte, x []float32, n, rows, cols, stride int) {
+	t.Helper()
+	got := make([]float32, n*stride)
+	want := make([]float32, n*stride)
+	for i := range got {
+		got[i], want[i] = -7, -7
+	}
+	gemmMatMul(k.af, got, stride, w, x, n, rows, cols)
+	genericMatMul(k.f.gen, k.f.size, want, stride, w, x, n, rows, cols)
+	for i := range got {
+		if !sameBits(got[i], want[i]) {
+			t.Fatalf("%s rows=%d cols=%d n=%d stride=%d: position %d row %d: %g, generic %g",
+				k.af.name, rows, cols, n, stride, i/stride, i%stride, got[i], want[i])
 		}
 	}
 }
