@@ -97,8 +97,9 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 	}
 	clear(s[n*m:])
 	reduce, store := gemmReduceNat, gemmStoreNat
+	var store8 func(dst *float32, dstride int, st *float64, pairs, tcount, hi int) // nil: four rows at a time only
 	if f.layout == layoutBF16x5 {
-		reduce, store = gemmReduceBF16, gemmStoreBF16
+		reduce, store, store8 = gemmReduceBF16, gemmStoreBF16, gemmStore8BF16
 	}
 	rb := f.size * cols
 	for r0 := 0; r0 < rows; r0 += group {
@@ -152,9 +153,9 @@ func gemmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, 
 			if m == cols {
 				done = (r1 - r0) &^ 3
 				b := 0 // blocks stored
-				if f.layout == layoutBF16x5 && done >= 8 {
+				if store8 != nil && done >= 8 {
 					b = done / 8 * 2
-					gemmStore8BF16(&dst[t0*stride+r0], 4*stride, &st[0], b/2, tn, hi)
+					store8(&dst[t0*stride+r0], 4*stride, &st[0], b/2, tn, hi)
 				}
 				if b < done/4 {
 					store(&dst[t0*stride+r0+4*b], 4*stride, &st[192*b], done/4-b, tn, hi)
