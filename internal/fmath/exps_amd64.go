@@ -68,6 +68,7 @@ func widenBlocks(e []float64, x []float32, neg bool) int {
 	if !useAVX512 || n == 0 {
 		return 0
 	}
+	_ = e[n-1]
 	widen32(&e[0], &x[0], n, neg)
 	return n
 }
@@ -79,6 +80,7 @@ func narrowBlocks(dst []float32, e []float64, sigmoid bool) int {
 	if !useAVX512 || n == 0 {
 		return 0
 	}
+	_ = dst[n-1]
 	narrow32(&dst[0], &e[0], n, sigmoid)
 	return n
 }
