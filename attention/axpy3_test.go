@@ -65,7 +65,7 @@ func TestMLABlockPathBitIdentical(t *testing.T) {
 		OutGate: true, RMSEps: 1e-5}
 	w := bw.mla(t, cfg)
 	x := bw.vec(T*E, 1)
-	run := func(workers int, chunks []int) ([]float32, *MLACache) {
+	run := func(w MLAWeights, workers int, chunks []int) ([]float32, *MLACache) {
 		mc := cfg
 		mc.Workers = workers
 		m, err := NewMLA(mc, w)
@@ -87,21 +87,29 @@ func TestMLABlockPathBitIdentical(t *testing.T) {
 	for i := range one {
 		one[i] = 1
 	}
-	refOut, refC := run(1, one)
+	refOut, refC := run(w, 1, one)
 	for _, tc := range []struct {
 		workers int
 		chunks  []int
 	}{{1, []int{T}}, {2, []int{T}}, {1, []int{4, 7}}, {3, []int{2, 9}}} {
-		out, c := run(tc.workers, tc.chunks)
+		out, c := run(w, tc.workers, tc.chunks)
 		sameBits(t, fmt.Sprintf("w%d %v out", tc.workers, tc.chunks), out, refOut)
 		sameBits(t, fmt.Sprintf("w%d %v cache", tc.workers, tc.chunks), c.KV, refC.KV)
 	}
+	// The bind-time copy of the key half (kv_b without DecodeRow) feeds the
+	// block path from its own storage.
+	hidden := w
+	hidden.KVB = opaque{w.KVB}
+	out, c := run(hidden, 2, []int{T})
+	sameBits(t, "extracted key half out", out, refOut)
+	sameBits(t, "extracted key half cache", c.KV, refC.KV)
 	// ForwardFrom after a cached prefix: the block path with its queries
 	// shifted by from and by the prefix.
 	const pre = 2
 	for _, from := range []int{0, 1, 4} {
-		m, err := NewMLA(MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
-			OutGate: true, RMSEps: 1e-5, Workers: 2}, w)
+		mc := cfg
+		mc.Workers = 2
+		m, err := NewMLA(mc, w)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -317,7 +317,7 @@ type mlaCall struct {
 // mlaScratch is one head worker's scratch.
 type mlaScratch struct {
 	wuk  []float32   // [dn][Rkv] decoded key-half rows of the current head
-	rows [][]float32 // [dn] rows of W_uk,h (into wuk, or a resident copy)
+	rows [][]float32 // [dn] rows of W_uk,h (in wuk, or in a resident copy)
 	qc   []float32   // [T][Rkv+dr] = q'_h ‖ q_rope_h per position
 	mix  []float32   // [T][Rkv] latent mix m_h per position
 	prob []float32   // [p0+T] scores, then probabilities
@@ -346,21 +346,14 @@ func (k *mlaCall) heads(lo, hi int) {
 	}
 	rows := s.rows[:dn]
 	for h := lo; h < hi; h++ {
+		wuk := k.m.uk.head(h, s.wuk[:dn*rkv])
 		for j := range rows {
-			rows[j] = k.m.uk.row(h*dn+j, s.wuk[j*rkv:(j+1)*rkv:(j+1)*rkv])
+			rows[j] = wuk[j*rkv : (j+1)*rkv : (j+1)*rkv]
 		}
 		// q'_h[r] = f32(RS_j f64(q_nope_h[j])·f64(W_uk,h[j][r])), j ascending:
-		// three positions at a time over the rows laid out in wuk where
-		// the block kernel applies, the rest one position at a time.
+		// three positions at a time over the head's rows where the block
+		// kernel applies, the rest one position at a time.
 		block := T >= 3 && axpyBlock3Applies(rkv)
-		wuk := s.wuk[:dn*rkv]
-		if block {
-			for j, r := range rows {
-				if &r[0] != &wuk[j*rkv] { // a resident copy's rows
-					copy(wuk[j*rkv:(j+1)*rkv], r)
-				}
-			}
-		}
 		clear(s.acc[:T*rkv])
 		t3 := 0
 		for ; block && t3+3 <= T; t3 += 3 {
@@ -457,7 +450,9 @@ func (k *mlaCall) probs(s *mlaScratch, t int) []float32 {
 // W_kvb[h·(dn+dv) + j]. The returned slice is valid until the next call with
 // the same buf.
 type rowSource interface {
-	row(r int, buf []float32) []float32
+	// head returns W_uk,h, rows h·dn .. h·dn+dn−1 laid out [dn][Rkv]: in
+	// buf (of that length) or the source's own storage.
+	head(h int, buf []float32) []float32
 }
 
 // decodedRows decodes rows on demand from a RowDecoder (no resident copy).
@@ -466,9 +461,11 @@ type decodedRows struct {
 	dn, dv int
 }
 
-func (s decodedRows) row(r int, buf []float32) []float32 {
-	h, j := r/s.dn, r%s.dn
-	s.d.DecodeRow(buf, h*(s.dn+s.dv)+j)
+func (s decodedRows) head(h int, buf []float32) []float32 {
+	cols := len(buf) / s.dn
+	for j := range s.dn {
+		s.d.DecodeRow(buf[j*cols:(j+1)*cols], h*(s.dn+s.dv)+j)
+	}
 	return buf
 }
 
@@ -478,8 +475,9 @@ type denseRows struct {
 	cols int
 }
 
-func (s denseRows) row(r int, _ []float32) []float32 {
-	return s.w[r*s.cols : (r+1)*s.cols]
+func (s denseRows) head(h int, buf []float32) []float32 {
+	n := len(buf) // dn·cols
+	return s.w[h*n : (h+1)*n : (h+1)*n]
 }
 
 // newKeyRows binds the key half of kv_b. Every quant matrix decodes rows on
