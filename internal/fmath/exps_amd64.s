@@ -137,27 +137,82 @@ GLOBL tanhSat<>(SB), RODATA|NOPTR, $8
 DATA tanhSplit<>+0(SB)/8, $0x41a0000002000000
 GLOBL tanhSplit<>(SB), RODATA|NOPTR, $8
 
+// TANHMID sets Z23 = Tanh64(Z15) lane by lane for arguments with 0.625 ≤ a
+// ≤ tanhSat, a = |Z15| in Z16 and Z15's sign bit in Z24, as tanhMid and
+// the sign: m = Exp64(−(a + a)) (EXPCORE's range holds every such argument),
+// then each step is the scalar statement's IEEE operation (Fast2Sum,
+// Dekker's split and product with separate multiplies and adds). It
+// clobbers Z0 and Z2–Z29 other than Z15, Z16 and Z24.
+#define TANHMID \
+	VADDPD      Z16, Z16, Z0 \
+	VXORPD.BCST expSign<>(SB), Z0, Z0 \
+	EXPCORE \
+	VSUBPD      Z14, Z30, Z17 \
+	VSUBPD      Z17, Z30, Z18 \
+	VSUBPD      Z14, Z18, Z18 \
+	VADDPD      Z14, Z30, Z19 \
+	VSUBPD      Z30, Z19, Z20 \
+	VSUBPD      Z20, Z14, Z20 \
+	VDIVPD      Z19, Z17, Z21 \
+	VMULPD      Z19, Z21, Z22 \
+	VMULPD.BCST tanhSplit<>(SB), Z21, Z23 \
+	VSUBPD      Z21, Z23, Z25 \
+	VSUBPD      Z25, Z23, Z25 \
+	VSUBPD      Z25, Z21, Z26 \
+	VMULPD.BCST tanhSplit<>(SB), Z19, Z23 \
+	VSUBPD      Z19, Z23, Z27 \
+	VSUBPD      Z27, Z23, Z27 \
+	VSUBPD      Z27, Z19, Z28 \
+	VMULPD      Z27, Z25, Z29 \
+	VSUBPD      Z22, Z29, Z29 \
+	VMULPD      Z28, Z25, Z23 \
+	VADDPD      Z23, Z29, Z29 \
+	VMULPD      Z27, Z26, Z23 \
+	VADDPD      Z23, Z29, Z29 \
+	VMULPD      Z28, Z26, Z23 \
+	VADDPD      Z23, Z29, Z29 \
+	VSUBPD      Z22, Z17, Z23 \
+	VSUBPD      Z29, Z23, Z23 \
+	VADDPD      Z18, Z23, Z23 \
+	VMULPD      Z20, Z21, Z25 \
+	VSUBPD      Z25, Z23, Z23 \
+	VDIVPD      Z19, Z23, Z23 \
+	VADDPD      Z23, Z21, Z23 \
+	VORPD       Z24, Z23, Z23
+
 // func tanh64AVX512(dst, x *float64, n int)
 //
-// Eight lanes of Tanh64 at a time (n a multiple of 8), every path computed
-// and the lane's chosen by masks in the scalar code's order: NaN → x;
-// |x| > tanhSat → ±1; |x| ≥ 0.625 → ±tanhMid(|x|); x = ±0 → x; else the
-// rational form. tanhMid's exp argument −2|x| is in EXPCORE's range for
-// every lane that uses it; the other lanes' values are discarded, and a
-// block where no lane uses it does not compute it. Each step
-// is the scalar statement's IEEE operation (Fast2Sum, Dekker's split and
-// product with separate multiplies and adds).
-TEXT ·tanh64AVX512(SB), NOSPLIT, $0-24
+// dst[i] = Tanh64(x[i]) for i < n, a multiple of 8. The costly paths run
+// only on the lanes that take them: a block of eight arguments mixes both
+// sides of 0.625 more often than not (SiTU-GLU's g/β1), and computing
+// tanhMid and the rational form for all eight lanes spent three of the four
+// divisions on lanes that discard them. Per chunk of at most 64 arguments,
+// a first pass finishes every lane but tanhMid's (±1 beyond tanhSat, x for
+// NaN and ±0, else the rational form, skipped for a block with no such
+// lane) and packs tanhMid's arguments in order into the frame, marking each
+// block's lanes; a second evaluates them eight at a time and a third puts
+// each result back in its lane. The arithmetic of every lane is the scalar
+// code's.
+TEXT ·tanh64AVX512(SB), $520-24
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
-	XORQ AX, AX
+	MOVQ n+16(FP), R10
+	LEAQ 0(SP), R8   // packed tanhMid arguments, then results
+	LEAQ 512(SP), R9 // a mask byte per block
 	VBROADCASTSD expOne<>(SB), Z30
 	VBROADCASTSD expTwo<>(SB), Z31
 
-tloop:
-	CMPQ AX, CX
-	JGE  tdone
+tchunk:
+	TESTQ R10, R10
+	JZ    tdone
+	MOVQ  $64, CX
+	CMPQ  R10, CX
+	CMOVQLT R10, CX
+	XORQ  AX, AX
+	XORQ  DX, DX
+	MOVQ  R9, R11
+
+tsplit:
 	VMOVUPD (SI)(AX*8), Z15
 	VANDPD.BCST expAbs<>(SB), Z15, Z16 // a
 	VANDPD.BCST expSign<>(SB), Z15, Z24 // x's sign bit
@@ -165,55 +220,25 @@ tloop:
 	VCMPPD.BCST $0x1e, tanhSat<>(SB), Z16, K2 // a > sat
 	VCMPPD.BCST $0x1d, tanhSmall<>(SB), Z16, K3 // a ≥ 0.625
 	VCMPPD.BCST $0x00, expZero<>(SB), Z15, K4 // x = ±0
+	KANDNW      K3, K2, K5 // tanhMid's lanes
+	KMOVB       K5, BX
+	MOVB        BX, (R11)
+	INCQ        R11
+	TESTL       BX, BX
+	JZ          trational
+	VCOMPRESSPD Z15, K5, Z17
+	VMOVUPD     Z17, (R8)(DX*8)
+	POPCNTL     BX, BX
+	ADDQ        BX, DX
 
-	// A block with no lane in tanhMid's range (in SiTU-GLU most are: its
-	// arguments are g/β1 and u/β2) skips the exp and two of the three
-	// divisions; the lanes that would have read the result take another
-	// path anyway.
-	KORTESTW    K3, K3
-	JZ          tnomid
-
-	// m = Exp64(−(a + a)).
-	VADDPD      Z16, Z16, Z0
-	VXORPD.BCST expSign<>(SB), Z0, Z0
-	EXPCORE
-
-	// tanhMid(a) = q + corr.
-	VSUBPD      Z14, Z30, Z17 // n = 1 − m
-	VSUBPD      Z17, Z30, Z18
-	VSUBPD      Z14, Z18, Z18 // nlo = (1 − n) − m
-	VADDPD      Z14, Z30, Z19 // d = 1 + m
-	VSUBPD      Z30, Z19, Z20
-	VSUBPD      Z20, Z14, Z20 // dlo = m − (d − 1)
-	VDIVPD      Z19, Z17, Z21 // q = n / d
-	VMULPD      Z19, Z21, Z22 // ph = q·d
-	VMULPD.BCST tanhSplit<>(SB), Z21, Z23
-	VSUBPD      Z21, Z23, Z25
-	VSUBPD      Z25, Z23, Z25 // qh
-	VSUBPD      Z25, Z21, Z26 // ql = q − qh
-	VMULPD.BCST tanhSplit<>(SB), Z19, Z23
-	VSUBPD      Z19, Z23, Z27
-	VSUBPD      Z27, Z23, Z27 // dh
-	VSUBPD      Z27, Z19, Z28 // dl = d − dh
-	VMULPD      Z27, Z25, Z29
-	VSUBPD      Z22, Z29, Z29 // e = qh·dh − ph
-	VMULPD      Z28, Z25, Z23
-	VADDPD      Z23, Z29, Z29 // e += qh·dl
-	VMULPD      Z27, Z26, Z23
-	VADDPD      Z23, Z29, Z29 // e += ql·dh
-	VMULPD      Z28, Z26, Z23
-	VADDPD      Z23, Z29, Z29 // e += ql·dl: pl
-	VSUBPD      Z22, Z17, Z23
-	VSUBPD      Z29, Z23, Z23 // r = (n − ph) − pl
-	VADDPD      Z18, Z23, Z23 // r + nlo
-	VMULPD      Z20, Z21, Z25
-	VSUBPD      Z25, Z23, Z23 // … − q·dlo
-	VDIVPD      Z19, Z23, Z23 // corr
-	VADDPD      Z23, Z21, Z23 // q + corr
-	VORPD       Z24, Z23, Z23 // with x's sign (it is positive)
-
-tnomid:
-	// The rational form: x + ((x·s)·num)/den, s = x².
+trational:
+	// The rational form: x + ((x·s)·num)/den, s = x², unless no lane
+	// takes it.
+	VMOVAPD     Z15, Z28
+	KORW        K3, K1, K6
+	KORW        K6, K4, K6
+	KORTESTB    K6, K6
+	JCS         tblend
 	VMULPD      Z15, Z15, Z25 // s
 	VMULPD.BCST tanhP0<>(SB), Z25, Z26
 	VADDPD.BCST tanhP1<>(SB), Z26, Z26
@@ -229,14 +254,62 @@ tnomid:
 	VDIVPD      Z27, Z28, Z28
 	VADDPD      Z28, Z15, Z28
 
-	VMOVAPD     Z23, K3, Z28 // mid
+tblend:
 	VORPD       Z24, Z30, Z23
 	VMOVAPD     Z23, K2, Z28 // ±1
 	KORW        K1, K4, K1
 	VMOVAPD     Z15, K1, Z28 // NaN, ±0: x
 	VMOVUPD     Z28, (DI)(AX*8)
 	ADDQ        $8, AX
-	JMP         tloop
+	CMPQ        AX, CX
+	JLT         tsplit
+
+	// tanhMid for the packed arguments (the lanes past DX in the last
+	// block are left over from earlier blocks and not used).
+	TESTQ DX, DX
+	JZ    tadvance
+	XORQ  R12, R12
+
+tmid:
+	CMPQ R12, DX
+	JGE  tput
+	VMOVUPD (R8)(R12*8), Z15
+	VANDPD.BCST expAbs<>(SB), Z15, Z16
+	VANDPD.BCST expSign<>(SB), Z15, Z24
+	TANHMID
+	VMOVUPD Z23, (R8)(R12*8)
+	ADDQ $8, R12
+	JMP  tmid
+
+tput:
+	// Block b's marked lanes take the next popcount(mask b) results.
+	MOVQ R9, R11
+	MOVQ DI, R14
+	MOVQ CX, R13
+	SHRQ $3, R13
+	XORQ R12, R12
+
+tblock:
+	MOVBLZX (R11), BX
+	TESTL   BX, BX
+	JZ      tnext
+	KMOVB   BX, K1
+	VEXPANDPD (R8)(R12*8), K1, Z1
+	VMOVUPD   Z1, K1, (R14)
+	POPCNTL BX, BX
+	ADDQ    BX, R12
+
+tnext:
+	INCQ R11
+	ADDQ $64, R14
+	DECQ R13
+	JNZ  tblock
+
+tadvance:
+	LEAQ (SI)(CX*8), SI
+	LEAQ (DI)(CX*8), DI
+	SUBQ CX, R10
+	JMP  tchunk
 
 tdone:
 	VZEROUPPER

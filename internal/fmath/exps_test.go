@@ -130,11 +130,13 @@ func TestFloat32SliceForms(t *testing.T) {
 func BenchmarkSliceForms(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	// wide: N(0, 4²), most tanh arguments in tanhMid's range; narrow:
-	// N(0, 0.25²), like SiTU-GLU's g/β1 and u/β2, almost none.
-	wide, narrow := make([]float64, 4096), make([]float64, 4096)
+	// N(0, 0.25²), almost none; mixed: N(0, 1), about half, so that most
+	// blocks of eight take both paths (SiTU-GLU's g/β1 in the perf model).
+	wide, narrow, mixed := make([]float64, 4096), make([]float64, 4096), make([]float64, 4096)
 	for i := range wide {
 		wide[i] = r.NormFloat64() * 4
 		narrow[i] = r.NormFloat64() / 4
+		mixed[i] = r.NormFloat64()
 	}
 	dst := make([]float64, len(wide))
 	for _, f := range sliceForms {
@@ -147,7 +149,7 @@ func BenchmarkSliceForms(b *testing.B) {
 			for _, in := range []struct {
 				name string
 				xs   []float64
-			}{{"wide", wide}, {"narrow", narrow}} {
+			}{{"wide", wide}, {"narrow", narrow}, {"mixed", mixed}} {
 				b.Run(name+"/"+in.name, func(b *testing.B) {
 					b.SetBytes(int64(8 * len(in.xs)))
 					for b.Loop() {
