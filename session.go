@@ -40,9 +40,6 @@ type Session struct {
 	moeWS             *moe.Workspace
 	attn              []nn.Mixer // by layer
 	ffn               []nn.Mixer // by layer
-	// outFrom is the first position whose output the running layer must compute (0 but
-	// in the last layer of a pass without every position's logits; see layer).
-	outFrom int
 }
 
 // NewSession returns a session with no positions.
@@ -56,14 +53,14 @@ func (m *Model) NewSession() *Session {
 		if k := lay.kda; k != nil {
 			st := k.NewState()
 			s.kda[l] = st
-			s.attn[l] = func(dst, x []float32, T int) error { return k.ForwardWith(dst, x, T, st, s.attnWS) }
+			s.attn[l] = func(dst, x []float32, T, _ int) error { return k.ForwardWith(dst, x, T, st, s.attnWS) }
 		} else {
 			a, c := lay.mla, lay.mla.NewCache()
 			s.mla[l] = c
-			s.attn[l] = func(dst, x []float32, T int) error { return a.ForwardFrom(dst, x, T, c, s.attnWS, s.outFrom) }
+			s.attn[l] = func(dst, x []float32, T, from int) error { return a.ForwardFrom(dst, x, T, c, s.attnWS, from) }
 		}
 		f := lay.ffn
-		s.ffn[l] = func(dst, x []float32, T int) error { return f.ForwardWith(dst, x, T, s.moeWS) }
+		s.ffn[l] = func(dst, x []float32, T, _ int) error { return f.ForwardWith(dst, x, T, s.moeWS) }
 	}
 	return s
 }
@@ -189,10 +186,8 @@ func (s *Session) layer(ctx context.Context, l int, st *nn.Stream, from int) err
 	if m.tracer != nil {
 		t0 = time.Now()
 	}
-	// MLA also leaves the rows before from without outputs (KDA computes them with its state).
-	s.outFrom = from
+	// MLA leaves the rows before from without outputs (KDA computes them with its state).
 	err := m.layers[l].res.ForwardFrom(st, s.attn[l], s.ffn[l], m.threads, s.nnWS, from)
-	s.outFrom = 0
 	if err != nil {
 		if werr := m.weightsErr(); werr != nil {
 			err = werr // the NaN rows of unread weights made the layer fail: report the cause

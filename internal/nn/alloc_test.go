@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -24,7 +25,7 @@ func TestResidualStepAllocations(t *testing.T) {
 		}
 		return a
 	}
-	mix := func(dst, x []float32, _ int) error {
+	mix := func(dst, x []float32, _, _ int) error {
 		for i, v := range x {
 			dst[i] = 0.5 * v
 		}
@@ -100,8 +101,8 @@ func TestStreamReset(t *testing.T) {
 }
 
 // TestResidualForwardFrom: ForwardFrom's rows from `from` on, and AggregateFrom over them, are
-// ForwardWith's and AggregateWith's bit for bit; the FFN sees only those rows; a from outside
-// [0, T) is an error.
+// ForwardWith's and AggregateWith's bit for bit, whatever the attention mixer leaves in the rows
+// before from; the FFN sees only those rows; a from outside [0, T) is an error.
 func TestResidualForwardFrom(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const E, T = 24, 5
@@ -119,15 +120,20 @@ func TestResidualForwardFrom(t *testing.T) {
 		}
 		return a
 	}
-	attn := func(dst, x []float32, _ int) error {
+	// The attention mixer writes NaN into the rows it is told nobody reads: rows from `from`
+	// on must not depend on them.
+	attn := func(dst, x []float32, _, from int) error {
 		for i, v := range x {
 			dst[i] = 0.5*v + 0.25
+			if i < from*E {
+				dst[i] = float32(math.NaN())
+			}
 		}
 		return nil
 	}
-	var ffnRows int
-	ffn := func(dst, x []float32, n int) error {
-		ffnRows = n
+	var ffnRows, ffnFrom int
+	ffn := func(dst, x []float32, n, from int) error {
+		ffnRows, ffnFrom = n, from
 		for i, v := range x {
 			dst[i] = v * v
 		}
@@ -153,8 +159,8 @@ func TestResidualForwardFrom(t *testing.T) {
 			if err := inner.ForwardFrom(s, attn, ffn, 2, ws, last); err != nil {
 				t.Fatal(err)
 			}
-			if ffnRows != T-last {
-				t.Fatalf("from %d: the FFN saw %d rows, want %d", last, ffnRows, T-last)
+			if ffnRows != T-last || ffnFrom != 0 {
+				t.Fatalf("from %d: the FFN saw %d rows from %d, want %d from 0", last, ffnRows, ffnFrom, T-last)
 			}
 			dst := make([]float32, (T-last)*E)
 			if err := s.AggregateFrom(dst, out, last, 2, ws); err != nil {

@@ -25,7 +25,7 @@ func ExampleResidual() {
 		return
 	}
 	constant := func(v float32) nn.Mixer {
-		return func(dst, x []float32, T int) error {
+		return func(dst, x []float32, T, _ int) error {
 			for i := range dst {
 				dst[i] = v
 			}

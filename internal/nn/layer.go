@@ -8,8 +8,10 @@ import (
 
 // Mixer is a token mixer or feed-forward block applied to T positions: it
 // reads x ([T][E], already RMS-normalised) and writes dst ([T][E]). dst and x
-// never alias. Attention mixers close over their per-sequence state.
-type Mixer func(dst, x []float32, T int) error
+// never alias. Attention mixers close over their per-sequence state. The
+// caller reads no row of dst before from, so a mixer may leave those rows
+// unwritten; one with state must still take every position into it.
+type Mixer func(dst, x []float32, T, from int) error
 
 // Stream is the residual stream of T positions between decoder layers (SPEC
 // §4.3): H is the running partial sum P of the current block ([T][E]) and
@@ -220,8 +222,8 @@ func (r *Residual) ForwardWith(s *Stream, attn, ffn Mixer, workers int, ws *Work
 }
 
 // ForwardFrom is ForwardWith with the FFN half (its aggregation, norm, ffn
-// and add) run only for positions [from, T); attn still sees every
-// position. Rows before from are left without their FFN term, so it is for
+// and add) run only for positions [from, T); attn still sees every position
+// and is passed from. Rows before from are left unspecified, so it is for
 // the last layer of a pass whose earlier rows nobody reads: the attention
 // state every position leaves for later passes is the same as ForwardWith's,
 // and so is every bit of rows [from, T).
@@ -259,7 +261,7 @@ func (r *Residual) ForwardFrom(s *Stream, attn, ffn Mixer, workers int, ws *Work
 		clear(a)
 	}
 	normRows(x, x, r.InputNorm, r.Eps, T, workers)
-	if err := attn(a, x, T); err != nil {
+	if err := attn(a, x, T, from); err != nil {
 		return err
 	}
 	if p == nil {
@@ -275,7 +277,7 @@ func (r *Residual) ForwardFrom(s *Stream, attn, ffn Mixer, workers int, ws *Work
 	normRows(y, y, r.PostNorm, r.Eps, T-from, workers)
 	f := grow(&ws.f, n-from*E)
 	clear(f)
-	if err := ffn(f, y, T-from); err != nil {
+	if err := ffn(f, y, T-from, 0); err != nil {
 		return err
 	}
 	Add(p[from*E:], p[from*E:], f)

@@ -126,7 +126,7 @@ func bindLayer(t *testing.T, f *opfix.Fixture, c tiny, workers int) layer {
 		}
 		cache := m.NewCache()
 		l.attn = func(int) nn.Mixer {
-			return func(dst, x []float32, T int) error { return m.Forward(dst, x, T, cache) }
+			return func(dst, x []float32, T, _ int) error { return m.Forward(dst, x, T, cache) }
 		}
 	} else {
 		P := c.H * c.D
@@ -145,7 +145,7 @@ func bindLayer(t *testing.T, f *opfix.Fixture, c tiny, workers int) layer {
 		}
 		st := k.NewState()
 		l.attn = func(int) nn.Mixer {
-			return func(dst, x []float32, T int) error { return k.Forward(dst, x, T, st) }
+			return func(dst, x []float32, T, _ int) error { return k.Forward(dst, x, T, st) }
 		}
 	}
 	experts := make([]moe.Expert, c.NE)
@@ -163,7 +163,7 @@ func bindLayer(t *testing.T, f *opfix.Fixture, c tiny, workers int) layer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.ffn = mo.Forward
+	l.ffn = func(dst, x []float32, T, _ int) error { return mo.Forward(dst, x, T) }
 	return l
 }
 
