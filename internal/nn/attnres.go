@@ -64,21 +64,14 @@ func (a *AttnRes) Apply(dst []float32, sources [][]float32) error {
 		p = make([]float32, 0, len(sources))
 	}
 	// The keys four sources at a time, each score still its own sequential
-	// chain (see sumSquares4), then the rest one by one.
-	s := 0
-	for ; s+4 <= len(sources); s += 4 {
-		v0, v1, v2, v3 := sources[s], sources[s+1], sources[s+2], sources[s+3]
+	// chain (see sumSquares4). The last one to three sources run as four
+	// too, the last of them repeated: the chains are latency-bound, so the
+	// copies cost nothing, and their scores are dropped.
+	for s := 0; s < len(sources); s += 4 {
+		v0, v1, v2, v3 := sources[s], sources[min(s+1, len(sources)-1)], sources[min(s+2, len(sources)-1)], sources[min(s+3, len(sources)-1)]
 		s0, s1, s2, s3 := sumSquares4(v0, v1, v2, v3)
 		d := a.scores4(v0, v1, v2, v3, rmsScale(s0, e, a.eps), rmsScale(s1, e, a.eps), rmsScale(s2, e, a.eps), rmsScale(s3, e, a.eps))
-		p = append(p, d[:]...)
-	}
-	for _, v := range sources[s:] {
-		r := RMSScale(v, a.eps)
-		var d float64
-		for i, x := range v {
-			d += float64(x*r) * float64(a.fold[i])
-		}
-		p = append(p, float32(d))
+		p = append(p, d[:min(4, len(sources)-s)]...)
 	}
 	Softmax(p, p)
 	clear(dst)
