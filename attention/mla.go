@@ -446,12 +446,12 @@ func (k *mlaCall) probs(s *mlaScratch, t int) []float32 {
 	return sc
 }
 
-// rowSource yields rows of the key half of kv_b: row h·dn + j is
-// W_kvb[h·(dn+dv) + j]. The returned slice is valid until the next call with
-// the same buf.
+// rowSource yields the key half of kv_b a head at a time: row j of head h
+// is W_kvb[h·(dn+dv) + j]. The returned slice is valid until the next call
+// with the same buf.
 type rowSource interface {
-	// head returns W_uk,h, rows h·dn .. h·dn+dn−1 laid out [dn][Rkv]: in
-	// buf (of that length) or the source's own storage.
+	// head returns W_uk,h laid out [dn][Rkv]: in buf (dn·Rkv long) or in
+	// the source's own storage.
 	head(h int, buf []float32) []float32
 }
 
@@ -462,22 +462,21 @@ type decodedRows struct {
 }
 
 func (s decodedRows) head(h int, buf []float32) []float32 {
-	cols := len(buf) / s.dn
+	rkv := len(buf) / s.dn
 	for j := range s.dn {
-		s.d.DecodeRow(buf[j*cols:(j+1)*cols], h*(s.dn+s.dv)+j)
+		s.d.DecodeRow(buf[j*rkv:(j+1)*rkv], h*(s.dn+s.dv)+j)
 	}
 	return buf
 }
 
-// denseRows is a resident f32 copy [Hm·dn][Rkv].
+// denseRows is a resident f32 copy [Hm·dn][Rkv], n = dn·Rkv floats a head.
 type denseRows struct {
-	w    []float32
-	cols int
+	w []float32
+	n int
 }
 
-func (s denseRows) head(h int, buf []float32) []float32 {
-	n := len(buf) // dn·cols
-	return s.w[h*n : (h+1)*n : (h+1)*n]
+func (s denseRows) head(h int, _ []float32) []float32 {
+	return s.w[h*s.n : (h+1)*s.n : (h+1)*s.n]
 }
 
 // newKeyRows binds the key half of kv_b. Every quant matrix decodes rows on
@@ -504,5 +503,5 @@ func newKeyRows(kvb quant.Matrix, hm, dn, dv int) rowSource {
 			}
 		}
 	}
-	return denseRows{w: w, cols: rkv}
+	return denseRows{w: w, n: dn * rkv}
 }
