@@ -137,49 +137,6 @@ GLOBL tanhSat<>(SB), RODATA|NOPTR, $8
 DATA tanhSplit<>+0(SB)/8, $0x41a0000002000000
 GLOBL tanhSplit<>(SB), RODATA|NOPTR, $8
 
-// TANHMID sets Z23 = Tanh64(Z15) lane by lane for arguments with 0.625 ≤ a
-// ≤ tanhSat, a = |Z15| in Z16 and Z15's sign bit in Z24, as tanhMid and
-// the sign: m = Exp64(−(a + a)) (EXPCORE's range holds every such argument),
-// then each step is the scalar statement's IEEE operation (Fast2Sum,
-// Dekker's split and product with separate multiplies and adds). It
-// clobbers Z0 and Z2–Z29 other than Z15, Z16 and Z24.
-#define TANHMID \
-	VADDPD      Z16, Z16, Z0 \
-	VXORPD.BCST expSign<>(SB), Z0, Z0 \
-	EXPCORE \
-	VSUBPD      Z14, Z30, Z17 \
-	VSUBPD      Z17, Z30, Z18 \
-	VSUBPD      Z14, Z18, Z18 \
-	VADDPD      Z14, Z30, Z19 \
-	VSUBPD      Z30, Z19, Z20 \
-	VSUBPD      Z20, Z14, Z20 \
-	VDIVPD      Z19, Z17, Z21 \
-	VMULPD      Z19, Z21, Z22 \
-	VMULPD.BCST tanhSplit<>(SB), Z21, Z23 \
-	VSUBPD      Z21, Z23, Z25 \
-	VSUBPD      Z25, Z23, Z25 \
-	VSUBPD      Z25, Z21, Z26 \
-	VMULPD.BCST tanhSplit<>(SB), Z19, Z23 \
-	VSUBPD      Z19, Z23, Z27 \
-	VSUBPD      Z27, Z23, Z27 \
-	VSUBPD      Z27, Z19, Z28 \
-	VMULPD      Z27, Z25, Z29 \
-	VSUBPD      Z22, Z29, Z29 \
-	VMULPD      Z28, Z25, Z23 \
-	VADDPD      Z23, Z29, Z29 \
-	VMULPD      Z27, Z26, Z23 \
-	VADDPD      Z23, Z29, Z29 \
-	VMULPD      Z28, Z26, Z23 \
-	VADDPD      Z23, Z29, Z29 \
-	VSUBPD      Z22, Z17, Z23 \
-	VSUBPD      Z29, Z23, Z23 \
-	VADDPD      Z18, Z23, Z23 \
-	VMULPD      Z20, Z21, Z25 \
-	VSUBPD      Z25, Z23, Z23 \
-	VDIVPD      Z19, Z23, Z23 \
-	VADDPD      Z23, Z21, Z23 \
-	VORPD       Z24, Z23, Z23
-
 // func tanh64AVX512(dst, x *float64, n int)
 //
 // dst[i] = Tanh64(x[i]) for i < n, a multiple of 8. The costly paths run
@@ -274,9 +231,48 @@ tmid:
 	CMPQ R12, DX
 	JGE  tput
 	VMOVUPD (R8)(R12*8), Z15
-	VANDPD.BCST expAbs<>(SB), Z15, Z16
-	VANDPD.BCST expSign<>(SB), Z15, Z24
-	TANHMID
+	VANDPD.BCST expAbs<>(SB), Z15, Z16 // a
+	VANDPD.BCST expSign<>(SB), Z15, Z24 // x's sign bit
+
+	// m = Exp64(−(a + a)): every argument packed here is in EXPCORE's
+	// range. Then tanhMid(a) = q + corr, each step the scalar statement's
+	// IEEE operation (Fast2Sum, Dekker's split and product with separate
+	// multiplies and adds).
+	VADDPD      Z16, Z16, Z0
+	VXORPD.BCST expSign<>(SB), Z0, Z0
+	EXPCORE
+	VSUBPD      Z14, Z30, Z17 // n = 1 − m
+	VSUBPD      Z17, Z30, Z18
+	VSUBPD      Z14, Z18, Z18 // nlo = (1 − n) − m
+	VADDPD      Z14, Z30, Z19 // d = 1 + m
+	VSUBPD      Z30, Z19, Z20
+	VSUBPD      Z20, Z14, Z20 // dlo = m − (d − 1)
+	VDIVPD      Z19, Z17, Z21 // q = n / d
+	VMULPD      Z19, Z21, Z22 // ph = q·d
+	VMULPD.BCST tanhSplit<>(SB), Z21, Z23
+	VSUBPD      Z21, Z23, Z25
+	VSUBPD      Z25, Z23, Z25 // qh
+	VSUBPD      Z25, Z21, Z26 // ql = q − qh
+	VMULPD.BCST tanhSplit<>(SB), Z19, Z23
+	VSUBPD      Z19, Z23, Z27
+	VSUBPD      Z27, Z23, Z27 // dh
+	VSUBPD      Z27, Z19, Z28 // dl = d − dh
+	VMULPD      Z27, Z25, Z29
+	VSUBPD      Z22, Z29, Z29 // e = qh·dh − ph
+	VMULPD      Z28, Z25, Z23
+	VADDPD      Z23, Z29, Z29 // e += qh·dl
+	VMULPD      Z27, Z26, Z23
+	VADDPD      Z23, Z29, Z29 // e += ql·dh
+	VMULPD      Z28, Z26, Z23
+	VADDPD      Z23, Z29, Z29 // e += ql·dl: pl
+	VSUBPD      Z22, Z17, Z23
+	VSUBPD      Z29, Z23, Z23 // r = (n − ph) − pl
+	VADDPD      Z18, Z23, Z23 // r + nlo
+	VMULPD      Z20, Z21, Z25
+	VSUBPD      Z25, Z23, Z23 // … − q·dlo
+	VDIVPD      Z19, Z23, Z23 // corr
+	VADDPD      Z23, Z21, Z23 // q + corr
+	VORPD       Z24, Z23, Z23 // with x's sign (it is positive)
 	VMOVUPD Z23, (R8)(R12*8)
 	ADDQ $8, R12
 	JMP  tmid
