@@ -1,7 +1,6 @@
 package k3
 
 import (
-	"strconv"
 	"sync"
 
 	"github.com/k3-project/k3/moe"
@@ -65,51 +64,30 @@ func (l *lookahead) predict(x []float32) {
 	l.pool.Put(sc)
 }
 
-// bindFFN binds layer l's FFN tensors and returns the constructor to run once every tensor of the
-// model was found and shape-checked.
-func (m *Model) bindFFN(b *binder, l int) func() (ffn, error) {
+// buildFFN builds layer l's FFN from its loaded tensors v.
+func (m *Model) buildFFN(b *binder, v values, l int) (ffn, error) {
 	c := &m.cfg
 	E := c.Hidden
-	lp := layerPrefix(l)
 	beta1, beta2 := float32(c.SiTUBeta), float32(c.SiTULinearBeta)
 	if c.IsDense(l) {
-		p := lp + "mlp."
-		gate := b.matrix(p+"gate_proj.weight", c.DenseInter, E, classTrunk)
-		up := b.matrix(p+"up_proj.weight", c.DenseInter, E, classTrunk)
-		down := b.matrix(p+"down_proj.weight", E, c.DenseInter, classTrunk)
-		return func() (ffn, error) { return moe.NewDensePool(gate, up, down, beta1, beta2, m.threads, m.pool) }
+		return moe.NewDensePool(v.mat("mlp.gate_proj.weight"), v.mat("mlp.up_proj.weight"), v.mat("mlp.down_proj.weight"),
+			beta1, beta2, m.threads, m.pool)
 	}
-	p := lp + "block_sparse_moe."
-	SI := c.NumShared * c.MoEInter
+	p := "block_sparse_moe."
 	w := moe.Weights{
-		Gate: b.matrix(p+"gate.weight", c.NumExperts, E, classTrunk),
-		Bias: b.vector(p+"gate.e_score_correction_bias", c.NumExperts, classTrunk),
-		Down: b.matrix(p+"routed_expert_down_proj.weight", c.Latent, E, classTrunk),
-		Up:   b.matrix(p+"routed_expert_up_proj.weight", E, c.Latent, classTrunk),
-	}
-	if c.LatentNorm {
-		w.Norm = b.vector(p+"routed_expert_norm.weight", c.Latent, classTrunk)
-	}
-	if SI > 0 {
-		w.SharedGate = b.matrix(p+"shared_experts.gate_proj.weight", SI, E, classTrunk)
-		w.SharedUp = b.matrix(p+"shared_experts.up_proj.weight", SI, E, classTrunk)
-		w.SharedDown = b.matrix(p+"shared_experts.down_proj.weight", E, SI, classTrunk)
+		Gate: v.mat(p + "gate.weight"), Bias: v.vec(p + "gate.e_score_correction_bias"),
+		Down: v.mat(p + "routed_expert_down_proj.weight"), Up: v.mat(p + "routed_expert_up_proj.weight"),
+		Norm:       v.vec(p + "routed_expert_norm.weight"),
+		SharedGate: v.mat(p + "shared_experts.gate_proj.weight"), SharedUp: v.mat(p + "shared_experts.up_proj.weight"),
+		SharedDown: v.mat(p + "shared_experts.down_proj.weight"),
 	}
 	var src moe.ExpertSource
 	if b.cachedExperts {
-		// The expert store locates and checks every expert itself (cache.New, after the describe
-		// pass); nothing is mapped here.
 		src = m.experts
-		b.countExperts(c)
 	} else {
 		experts := make([]moe.Expert, c.NumExperts)
-		for e := range experts {
-			ep := p + "experts." + strconv.Itoa(e) + "."
-			experts[e] = moe.Expert{
-				W1: b.mxfp4(ep+"w1", c.MoEInter, c.Latent),
-				W2: b.mxfp4(ep+"w2", c.Latent, c.MoEInter),
-				W3: b.mxfp4(ep+"w3", c.MoEInter, c.Latent),
-			}
+		for e, ts := range b.experts[l] {
+			experts[e] = moe.Expert{W1: ts[0].mat, W2: ts[2].mat, W3: ts[4].mat} // layout.Expert's order
 		}
 		var mem moe.ExpertSource = moe.NewMemExperts(map[int][]moe.Expert{l: experts})
 		if m.tracer != nil {
@@ -117,18 +95,15 @@ func (m *Model) bindFFN(b *binder, l int) func() (ffn, error) {
 		}
 		src = mem
 	}
-	cfg := moe.Config{
+	mo, err := moe.New(moe.Config{
 		Layer: l, Hidden: E, Latent: c.Latent, Inter: c.MoEInter, TopK: c.TopK,
 		RoutedScale: float32(c.RoutedScale), Renorm: c.MoERenorm, LatentNorm: c.LatentNorm,
 		Beta1: beta1, Beta2: beta2, RMSEps: m.eps, Workers: m.threads, Pool: m.pool,
+	}, w, src)
+	if err != nil {
+		return nil, err
 	}
-	return func() (ffn, error) {
-		mo, err := moe.New(cfg, w, src)
-		if err != nil {
-			return nil, err
-		}
-		return latentMoE{MoE: mo}, nil
-	}
+	return latentMoE{MoE: mo}, nil
 }
 
 // linkLookahead gives every MoE layer the next MoE layer's router, when router lookahead is on

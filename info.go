@@ -1,5 +1,7 @@
 package k3
 
+import "github.com/k3-project/k3/layout"
+
 // ClassInfo counts the tensors of one class.
 type ClassInfo struct {
 	Tensors int   // checkpoint tensors bound (an MXFP4 matrix's packed and scale tensors count as two)
@@ -26,10 +28,10 @@ func (m *Model) Info() Info { return m.info }
 
 func (m *Model) computeInfo(b *binder) Info {
 	var in Info
-	for c, dst := range []*ClassInfo{&in.EmbedHead, &in.Trunk, &in.Experts} {
-		*dst = ClassInfo{Tensors: b.tensors[c], Params: b.params[c], Bytes: b.bytes[c]}
-		in.Params += b.params[c]
-		in.Bytes += b.bytes[c]
+	in.EmbedHead, in.Trunk, in.Experts = b.counts[layout.EmbedHead], b.counts[layout.Trunk], b.counts[layout.Experts]
+	for _, c := range b.counts {
+		in.Params += c.Params
+		in.Bytes += c.Bytes
 	}
 	// Sizes come from the states the layers actually allocate, not from the config.
 	for l := range m.layers {

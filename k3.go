@@ -287,7 +287,7 @@ func Open(dir string, opts ...Option) (*Model, error) {
 		if t := o.tracer; t != nil {
 			to.OnRead = t.TrunkRead
 		}
-		if m.store, err = trunk.Open(m.plan.Trunk, d.dense, to); err != nil {
+		if m.store, err = trunk.Open(m.plan.Trunk, d.bind.dense, to); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
@@ -317,8 +317,13 @@ func Open(dir string, opts ...Option) (*Model, error) {
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	b := &binder{ck: m.ck, store: m.store, packed: m.packed, cachedExperts: m.experts != nil, pool: m.pool}
-	if err := m.bind(b); err != nil {
+	b := d.bind
+	b.load(m.store, m.pool)
+	if err := b.err(dir); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if err := m.build(b); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -328,8 +333,8 @@ func Open(dir string, opts ...Option) (*Model, error) {
 
 // prepared is what prepare found out before allocating anything.
 type prepared struct {
-	opts  options
-	dense []trunk.Tensor
+	opts options
+	bind *binder // the walk over the tensor table, to be loaded
 }
 
 // prepare reads the configuration and the headers and computes the plan.
@@ -373,12 +378,13 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	db := &binder{ck: ck, describe: true, packed: m.packed, cachedExperts: o.cacheSet}
-	if err := m.bind(db); err != nil {
+	db := &binder{ck: ck, packed: m.packed, cachedExperts: o.cacheSet}
+	db.walk(cfg, m.nlayers)
+	if err := db.err(dir); err != nil {
 		m.Close()
 		return nil, nil, err
 	}
-	d.dense = db.dense
+	d.bind = db
 	m.plan.fillSession(cfg, m.nlayers)
 	if m.nlayers < cfg.NumLayers {
 		m.skipped = countBeyond(ck, m.nlayers)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/layout"
 )
 
 // State-file errors, one per refusal class, for errors.Is.
@@ -130,7 +131,7 @@ func (m *Model) tensorDigest() [32]byte {
 	}
 	var es []entry
 	for _, t := range m.ck.Tensors() {
-		if strings.HasPrefix(t.Name, "language_model.") {
+		if strings.HasPrefix(t.Name, layout.TextPrefix) {
 			es = append(es, entry{t.Name, t.DType.String(), t.Shape})
 		}
 	}
