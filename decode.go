@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/k3-project/k3/sample"
 )
 
 // validate checks the options that do not depend on the model.
@@ -67,7 +69,10 @@ func (g *genRun) pick(logits []float32) (int, error) {
 		g.o.OnLogits(g.step, logits)
 	}
 	g.step++
-	return pick(g.o.Sampler, logits, g.hist)
+	if g.o.Sampler == nil {
+		return sample.Argmax(logits)
+	}
+	return g.o.Sampler.Sample(logits, g.hist)
 }
 
 // emit yields id and applies the stop rules. It returns false when generation ends (the

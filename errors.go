@@ -12,10 +12,8 @@ import (
 var (
 	// ErrClosed: the model was closed; its weights (mmap views) are gone.
 	ErrClosed = errors.New("k3: model is closed")
-	// ErrNoLogits: Logits or a greedy pick was asked for before any position was processed.
+	// ErrNoLogits: a pick was asked for before any position was processed.
 	ErrNoLogits = errors.New("k3: no logits yet (prefill at least one position first)")
-	// ErrAllNaN: every logit is NaN, so greedy decoding has nothing to pick.
-	ErrAllNaN = errors.New("k3: every logit is NaN")
 	// ErrEmptyInput: a call that needs at least one token id got none.
 	ErrEmptyInput = errors.New("k3: no token ids")
 	// ErrUnknownGeometry: Synthesize was given a geometry name Geometries does not list.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/sample"
 )
 
 // reference is a model fixture's reference.json (SPEC §13.2).
@@ -142,7 +143,7 @@ func TestGateTeacherForcing(t *testing.T) {
 			var maxDiff float64
 			agree := 0
 			for p, row := range logits {
-				got, err := k3.Argmax(row)
+				got, err := sample.Argmax(row)
 				if err != nil {
 					t.Fatalf("position %d: %v", p, err)
 				}

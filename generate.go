@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"iter"
+
+	"github.com/k3-project/k3/sample"
 )
 
 // GenerateOptions configures Model.Generate.
@@ -20,8 +22,8 @@ type GenerateOptions struct {
 	OnLogits func(step int, logits []float32)
 
 	// Sampler picks each token (its penalties see the prompt and the tokens so far); nil is
-	// greedy decoding (Argmax). Generation advances the sampler's random stream.
-	Sampler *Sampler
+	// greedy decoding (sample.Argmax). Generation advances the sampler's random stream.
+	Sampler *sample.Sampler
 	// StopStrings end generation once the decoded text contains any of them: the token that
 	// completes one is the last yielded, and the text (OnText, GenerateResult.Text) ends just
 	// before the stop string. Matching is on bytes across token boundaries. Needs Tokens.

@@ -10,6 +10,7 @@ import (
 	"github.com/k3-project/k3/internal/nn"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/sample"
 )
 
 // ErrBroken reports that an earlier call failed or was cancelled part-way through the layers, so the
@@ -143,7 +144,7 @@ func (s *Session) Next() (int, error) {
 	if s.logits == nil {
 		return 0, ErrNoLogits
 	}
-	return Argmax(s.logits)
+	return sample.Argmax(s.logits)
 }
 
 // Reset returns the session to zero positions (fresh state), clearing any ErrBroken.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/sample"
 )
 
 // specRun generates with o and records the ids, the bits of the logits each pick was made
@@ -159,7 +160,7 @@ func TestSpeculativeSampling(t *testing.T) {
 	m := openModel(t, dir)
 	prompt := repetitive(ref.PromptIDs)
 	run := func(k int) ([]int, k3.GenerateResult) {
-		sm, err := k3.NewSampler(k3.SamplerOptions{Temperature: 0.3, Seed: 17})
+		sm, err := sample.New(sample.Options{Temperature: 0.3, Seed: 17})
 		require.NoError(t, err)
 		ids, _, res := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: 32, Sampler: sm, Speculative: k})
 		return ids, res

@@ -15,6 +15,7 @@ import (
 
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/layout"
+	"github.com/k3-project/k3/sample"
 )
 
 // State-file errors, one per refusal class, for errors.Is.
@@ -229,7 +230,7 @@ func decodeStateHeader(b []byte) stateHeader {
 // latent caches, last logits — and, when sm is not nil, the sampler's options and random state,
 // as a K3ST version 2 file (layout above). LoadSession restores it into a session of the same
 // model that continues bit-identically. A session broken by a failed call cannot be saved.
-func (s *Session) Save(w io.Writer, sm *Sampler) error {
+func (s *Session) Save(w io.Writer, sm *sample.Sampler) error {
 	if s.broken != nil {
 		return s.broken
 	}
@@ -276,11 +277,11 @@ func (s *Session) Save(w io.Writer, sm *Sampler) error {
 	}
 	sw.f32s(s.logits)
 	if sm != nil {
-		o := sm.o
+		o, st := sm.Options(), sm.State()
 		for _, v := range []uint64{math.Float64bits(o.Temperature), uint64(o.TopK), math.Float64bits(o.TopP),
 			math.Float64bits(o.MinP), math.Float64bits(o.RepeatPenalty), math.Float64bits(o.FrequencyPenalty),
 			math.Float64bits(o.PresencePenalty), uint64(o.PenaltyWindow), o.Seed,
-			sm.rng.s[0], sm.rng.s[1], sm.rng.s[2], sm.rng.s[3]} {
+			st[0], st[1], st[2], st[3]} {
 			sw.u64(v)
 		}
 	}
@@ -340,7 +341,7 @@ func (sw *stateWriter) f32s(v []float32) {
 // ErrStateModel (another configuration or tensor set), ErrStateCacheForm, ErrStateTruncated and
 // ErrStateCorrupt (a consistent checksum over impossible values). Memory grows only with the
 // bytes actually read. LoadSession reads exactly the file's bytes from r.
-func LoadSession(m *Model, r io.Reader) (*Session, *Sampler, error) {
+func LoadSession(m *Model, r io.Reader) (*Session, *sample.Sampler, error) {
 	hb := make([]byte, stateHeaderSize)
 	got, err := io.ReadFull(r, hb[:8])
 	if head := hb[:min(got, 4)]; !strings.HasPrefix("K3ST", string(head)) {
@@ -453,17 +454,16 @@ func LoadSession(m *Model, r io.Reader) (*Session, *Sampler, error) {
 		s.ids[i] = int(id)
 	}
 	s.pos, s.logits = n, logits
-	var sm *Sampler
+	var sm *sample.Sampler
 	if rec != nil {
 		f := math.Float64frombits
-		o := SamplerOptions{Temperature: f(rec[0]), TopK: int(int64(rec[1])), TopP: f(rec[2]), MinP: f(rec[3]),
+		o := sample.Options{Temperature: f(rec[0]), TopK: int(int64(rec[1])), TopP: f(rec[2]), MinP: f(rec[3]),
 			RepeatPenalty: f(rec[4]), FrequencyPenalty: f(rec[5]), PresencePenalty: f(rec[6]),
 			PenaltyWindow: int(int64(rec[7])), Seed: rec[8]}
 		var err error
-		if sm, err = NewSampler(o); err != nil {
+		if sm, err = sample.Resume(o, [4]uint64(rec[9:13])); err != nil {
 			return nil, nil, fmt.Errorf("%w: sampler record: %w", ErrStateCorrupt, err)
 		}
-		copy(sm.rng.s[:], rec[9:13])
 	}
 	return s, sm, nil
 }
