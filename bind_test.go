@@ -205,13 +205,13 @@ func TestK3SparseBind(t *testing.T) {
 	info := m.Info()
 	t.Logf("k3 sparse: synthesized in %v, opened and bound in %v", synth, open)
 	t.Logf("k3 sparse: info %+v", info)
-	t.Logf("k3: MLA latent cache %d bytes per position; KDA state %d bytes per session", info.MLACacheBytesPerPosition, info.KDAStateBytes)
+	t.Logf("k3: MLA latent cache %d bytes per position; KDA state %d bytes per session", m.Plan().MLABytesPerPosition, m.Plan().KDAStateBytes)
 	checks := []struct {
 		what      string
 		got, want int64
 	}{
-		{"MLA cache bytes per position (24 × (512+64) × 4)", info.MLACacheBytesPerPosition, 55_296},
-		{"KDA state bytes (69 × 6,733,824)", info.KDAStateBytes, 69 * 6_733_824},
+		{"MLA cache bytes per position (24 × (512+64) × 4)", m.Plan().MLABytesPerPosition, 55_296},
+		{"KDA state bytes (69 × 6,733,824)", m.Plan().KDAStateBytes, 69 * 6_733_824},
 		{"trunk bytes", info.Trunk.Bytes, 108_811_877_376},
 		{"routed expert bytes", info.Experts.Bytes, 1_446_456_066_048},
 		{"embed+head bytes (+ 3 BF16 vectors)", info.EmbedHead.Bytes, 4_697_620_480 + 3*7168*2},
@@ -251,8 +251,8 @@ func TestPerfGeometryBinds(t *testing.T) {
 	if want := int64((c.NumLayers - c.FirstDense) * c.NumExperts * 3 * c.MoEInter * c.Latent); in.Experts.Params != want {
 		t.Errorf("expert parameters %d, want %d", in.Experts.Params, want)
 	}
-	if want := int64(len(c.FullAttn) * (c.KVLoRA + c.QKRope) * 4); in.MLACacheBytesPerPosition != want {
-		t.Errorf("MLA bytes per position %d, want %d", in.MLACacheBytesPerPosition, want)
+	if want := int64(len(c.FullAttn) * (c.KVLoRA + c.QKRope) * 4); m.Plan().MLABytesPerPosition != want {
+		t.Errorf("MLA bytes per position %d, want %d", m.Plan().MLABytesPerPosition, want)
 	}
 	t.Logf("perf: %d parameters, %d bytes (%d trunk, %d experts)", in.Params, in.Bytes, in.Trunk.Bytes, in.Experts.Bytes)
 }

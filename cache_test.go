@@ -54,8 +54,8 @@ func TestCacheBitIdentical(t *testing.T) {
 									m := openModel(t, dir, opts...)
 									got := runModel(t, m, ref)
 									assert.Equal(t, want, got)
-									st, ok := m.CacheStats()
-									require.True(t, ok)
+									st := m.Stats().Cache
+									require.NotNil(t, st)
 									assert.Positive(t, st.Run.Requests)
 									if b == 0 {
 										assert.Zero(t, st.Run.TrueHits, "nothing is retained at budget 0")

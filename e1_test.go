@@ -169,17 +169,17 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 }
 
-// TestMLACacheBytes: the latent cache grows by exactly Info().MLACacheBytesPerPosition per
+// TestMLACacheBytes: the latent cache grows by exactly Plan().MLABytesPerPosition per
 // position.
 func TestMLACacheBytes(t *testing.T) {
 	dir := fixtures.Models(t)[0]
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	c := m.Config()
-	per := m.Info().MLACacheBytesPerPosition
+	per := m.Plan().MLABytesPerPosition
 	nMLA := len(c.FullAttn)
 	if want := int64(nMLA * (c.KVLoRA + c.QKRope) * 4); per != want {
-		t.Errorf("MLACacheBytesPerPosition %d, want %d", per, want)
+		t.Errorf("MLABytesPerPosition %d, want %d", per, want)
 	}
 	s := m.NewSession()
 	if err := s.Prefill(context.Background(), ref.PromptIDs); err != nil {
@@ -278,7 +278,7 @@ func TestGenerateStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = got[:0]
-	for id, err := range s.Generate(ctx, 5, nil) {
+	for id, err := range s.Generate(ctx, k3.GenerateOptions{MaxTokens: 5}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@ func ExampleSession_Save() {
 			log.Fatal(err)
 		}
 		var out []int
-		for id, err := range s.GenerateWith(ctx, k3.GenerateOptions{MaxTokens: 4, Sampler: sm}) {
+		for id, err := range s.Generate(ctx, k3.GenerateOptions{MaxTokens: 4, Sampler: sm}) {
 			if err != nil {
 				log.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"github.com/k3-project/k3/sample"
 )
 
-// GenerateOptions configures Model.Generate.
+// GenerateOptions configures Model.Generate and Session.Generate.
 type GenerateOptions struct {
 	// MaxTokens is the number of tokens to generate at most (≥ 0).
 	MaxTokens int
@@ -88,11 +88,11 @@ func (m *Model) Generate(ctx context.Context, prompt []int, o GenerateOptions) i
 	}
 }
 
-// GenerateWith continues from the session's current logits (after a Prefill, Step or
+// Generate continues from the session's current logits (after a Prefill, Step or
 // LoadSession) with every option of Model.Generate except FullRecompute; the penalties and the
-// prompt lookup see the session's ids (IDs). Like Generate, the session ends holding every
+// prompt lookup see the session's ids (IDs). Like Model.Generate, the session ends holding every
 // yielded token but the last: Step it to continue the conversation (or before Save).
-func (s *Session) GenerateWith(ctx context.Context, o GenerateOptions) iter.Seq2[int, error] {
+func (s *Session) Generate(ctx context.Context, o GenerateOptions) iter.Seq2[int, error] {
 	return func(yield func(int, error) bool) {
 		if err := o.validate(); err != nil {
 			failEarly(o, yield, err)
@@ -109,21 +109,5 @@ func (s *Session) GenerateWith(ctx context.Context, o GenerateOptions) iter.Seq2
 			return
 		}
 		s.generate(ctx, o, yield)
-	}
-}
-
-// Generate continues greedily from the session's current logits (after a Prefill), yielding up
-// to n tokens and stopping right after any id in stop; each yielded token except the last is fed
-// back with Step, so the session ends holding every yielded token but the last.
-func (s *Session) Generate(ctx context.Context, n int, stop []int) iter.Seq2[int, error] {
-	return func(yield func(int, error) bool) {
-		if n < 0 {
-			yield(-1, fmt.Errorf("k3: generate: n = %d < 0", n))
-			return
-		}
-		if n == 0 {
-			return
-		}
-		s.generate(ctx, GenerateOptions{MaxTokens: n, Stop: stop}, yield)
 	}
 }

@@ -430,23 +430,28 @@ func PlanFor(dir string, opts ...Option) (Plan, error) {
 // Plan returns the memory plan the model runs under.
 func (m *Model) Plan() Plan { return m.plan }
 
-// CacheStats returns the expert cache's counters; ok is false when experts are mapped.
-func (m *Model) CacheStats() (s cache.Stats, ok bool) {
-	if m.experts == nil {
-		return cache.Stats{}, false
-	}
-	return m.experts.Stats(), true
+// Stats are a model's weight-traffic counters since Open.
+type Stats struct {
+	// Trunk is the dense-weight store's, nil for a fully mapped model. Read-ahead goes on
+	// after a forward pass returns, so these may still grow until the model is closed (a
+	// tracer hears of each read a moment before they count it); after Close they are final.
+	Trunk *trunk.Stats
+	// Cache is the expert cache's, nil when the experts are mapped.
+	Cache *cache.Stats
 }
 
-// TrunkStats returns the dense-weight store's counters; ok is false for a fully mapped model.
-// Read-ahead goes on after a forward pass returns, so the counters may still grow until the
-// model is closed (a tracer hears of each read a moment before they count it); after Close
-// they are final.
-func (m *Model) TrunkStats() (s trunk.Stats, ok bool) {
-	if m.store == nil {
-		return trunk.Stats{}, false
+// Stats returns the model's counters.
+func (m *Model) Stats() Stats {
+	var s Stats
+	if m.store != nil {
+		st := m.store.Stats()
+		s.Trunk = &st
 	}
-	return m.store.Stats(), true
+	if m.experts != nil {
+		st := m.experts.Stats()
+		s.Cache = &st
+	}
+	return s
 }
 
 // Close releases the shard mappings, the trunk store's memory and the worker goroutines.

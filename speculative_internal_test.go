@@ -89,7 +89,7 @@ func TestSpeculativeOracleDrafts(t *testing.T) {
 				s := m.NewSession()
 				require.NoError(t, s.Prefill(ctx, prompt))
 				var ids []int
-				for id, err := range s.GenerateWith(ctx, GenerateOptions{MaxTokens: n, Speculative: k, drafter: drafter}) {
+				for id, err := range s.Generate(ctx, GenerateOptions{MaxTokens: n, Speculative: k, drafter: drafter}) {
 					require.NoError(t, err)
 					ids = append(ids, id)
 				}
@@ -237,7 +237,7 @@ func BenchmarkSpeculativeOraclePerf(b *testing.B) {
 		}
 		start := time.Now()
 		i := 0
-		for id, err := range s.GenerateWith(ctx, o) {
+		for id, err := range s.Generate(ctx, o) {
 			if err != nil || id != want[i] {
 				b.Fatalf("token %d: %d, %v (want %d)", i, id, err, want[i])
 			}

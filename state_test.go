@@ -106,9 +106,9 @@ func f32bits(v []float32) []uint32 {
 // stateSections returns the byte offsets where the sections of a K3ST v2 file of this session
 // start, and the file length.
 func stateSections(t *testing.T, m *k3.Model, s *k3.Session, sampler bool) []int {
-	c, in := m.Config(), m.Info()
+	c := m.Config()
 	nKDA := c.NumLayers - len(c.FullAttn)
-	kper := int(in.KDAStateBytes) / nKDA / 4
+	kper := int(m.Plan().KDAStateBytes) / nKDA / 4
 	nMLA := len(c.FullAttn)
 	off := []int{0, 4, 8, 56, 72, 96, 160, 176, 180}
 	p := 180 + 4*s.Len()

@@ -103,8 +103,8 @@ func TestTrunkBudgetsBitIdentical(t *testing.T) {
 							c.check(t, m.Plan().Trunk)
 							got := runModel(t, m, ref)
 							assert.Equal(t, want, got, "tokens and logits must equal the mapped run's")
-							st, ok := m.TrunkStats()
-							require.True(t, ok)
+							st := m.Stats().Trunk
+							require.NotNil(t, st)
 							assert.Zero(t, st.OutOfOrder, "the walk order must follow the layer math")
 							if layout == "packed" {
 								assert.Equal(t, m.Config().NumLayers, st.Verified, "every packed layer verified on first load")
@@ -321,7 +321,7 @@ func TestTrunkTracer(t *testing.T) {
 	// Read-ahead may still be filling a slot when Forward returns, and the tracer hears of a
 	// read before the statistics count its piece; Close waits for every fill.
 	require.NoError(t, m.Close())
-	st, _ := m.TrunkStats()
+	st := m.Stats().Trunk
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	assert.Equal(t, m.Config().NumLayers, tr.layers)
