@@ -225,7 +225,7 @@ func TestK3SparseBind(t *testing.T) {
 		}
 	}
 	s := m.NewSession()
-	if s.Len() != 0 || s.MLACacheBytes() != 0 {
+	if s.Len() != 0 || k3.MLACacheBytes(s) != 0 {
 		t.Error("fresh session not empty")
 	}
 	if err := s.Prefill(context.Background(), []int{163840}); err == nil {

@@ -185,7 +185,7 @@ func TestMLACacheBytes(t *testing.T) {
 	if err := s.Prefill(context.Background(), ref.PromptIDs); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.MLACacheBytes(); got != int64(len(ref.PromptIDs))*per {
+	if got := k3.MLACacheBytes(s); got != int64(len(ref.PromptIDs))*per {
 		t.Errorf("after %d positions the caches hold %d bytes, want %d", len(ref.PromptIDs), got, int64(len(ref.PromptIDs))*per)
 	}
 }

@@ -54,7 +54,7 @@ type MissingTensor struct {
 	Packed string
 }
 
-func (mt MissingTensor) String() string {
+func (mt MissingTensor) line() string {
 	switch {
 	case mt.Packed != "":
 		return mt.Name + " (not in " + mt.Packed + ")"
@@ -103,7 +103,7 @@ func groupMissing(missing []MissingTensor) []string {
 		n := count[k]
 		switch {
 		case n <= 1 || mt.Packed != "":
-			out = append(out, mt.String())
+			out = append(out, mt.line())
 		case !seen[k]:
 			seen[k] = true
 			out = append(out, fmt.Sprintf("%d tensors the index places in shard %s (%v), the first %s", n, mt.Shard, mt.State, mt.Name))

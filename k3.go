@@ -489,12 +489,6 @@ func (m *Model) Config() config.Config { return *m.cfg.Clone() }
 // WithLayers(n).
 func (m *Model) Layers() int { return m.nlayers }
 
-// Threads returns the worker count the model was opened with.
-func (m *Model) Threads() int { return m.threads }
-
-// Dir returns the checkpoint directory.
-func (m *Model) Dir() string { return m.dir }
-
 // Warnings returns the checkpoint reader's non-fatal findings (stray shard files the index does
 // not name, tolerated index disagreements), for logging.
 func (m *Model) Warnings() []string {

@@ -69,9 +69,6 @@ func (m *Model) NewSession() *Session {
 // Len returns the number of positions the session has processed.
 func (s *Session) Len() int { return s.pos }
 
-// Model returns the session's model.
-func (s *Session) Model() *Model { return s.m }
-
 // Prefill processes T = len(ids) ≥ 1 new positions, carrying the session's state, and keeps the
 // last position's logits for Logits. Splitting a sequence into any number of Prefill calls gives
 // bit-identical logits and state (SPEC §4.10).
@@ -160,8 +157,8 @@ func (s *Session) Reset() {
 	s.pos, s.ids, s.logits, s.broken = 0, s.ids[:0], nil, nil
 }
 
-// MLACacheBytes returns the bytes the session's MLA caches hold now (latent form).
-func (s *Session) MLACacheBytes() int64 {
+// mlaCacheBytes returns the bytes the session's MLA caches hold now (latent form).
+func (s *Session) mlaCacheBytes() int64 {
 	var n int64
 	for _, c := range s.mla {
 		if c != nil {

@@ -47,7 +47,7 @@ const MaxStatePositions = 1 << 24
 //	     kvpp (floats per position per MLA layer of the first cache part: kv_lora_rank, the
 //	     latent form), ropepp (qk_rope_head_dim)
 //	 96  end of the C engine's header; version 2 continues:
-//	 96  [32]byte config digest, [32]byte tensor-set digest (Model.Fingerprint)
+//	 96  [32]byte config digest, [32]byte tensor-set digest (fingerprint)
 //	160  int32 n_kda (KDA layers), int32 n_logits (vocab, or 0 without last logits),
 //	     uint32 flags (bit 0: sampler record present; no other bit may be set), uint32 0
 //	176  uint32 CRC-32C of bytes 0..175
@@ -69,18 +69,18 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Fingerprint identifies what a state file may be restored into: a digest of the configuration
+// fingerprint identifies what a state file may be restored into: a digest of the configuration
 // (every field but the informative eos_token_id) and a digest of the bound tensor set (sorted
 // names, dtypes and shapes of the text model's tensors). Two checkpoints of one geometry with
 // different weight values share a fingerprint.
-type Fingerprint struct {
+type fingerprint struct {
 	Config  [32]byte
 	Tensors [32]byte
 }
 
-// Fingerprint computes the model's fingerprint (SHA-256 digests).
-func (m *Model) Fingerprint() Fingerprint {
-	return Fingerprint{Config: configDigest(&m.cfg), Tensors: m.tensorDigest()}
+// fingerprint computes the model's fingerprint (SHA-256 digests).
+func (m *Model) fingerprint() fingerprint {
+	return fingerprint{Config: configDigest(&m.cfg), Tensors: m.tensorDigest()}
 }
 
 // configDigest hashes the configuration field by field, in declaration order, with each field's
@@ -160,7 +160,7 @@ type stateHeader struct {
 	fp                         [12]int32
 	nBound, nMLA, cached, nseq int32
 	kper, kvpp, ropepp         int64
-	digest                     Fingerprint
+	digest                     fingerprint
 	nKDA, nLogits              int32
 	flags                      uint32
 }
@@ -171,7 +171,7 @@ func (m *Model) stateHeader() stateHeader {
 		fp: [12]int32{int32(c.Hidden), int32(c.NumLayers), int32(c.Vocab), int32(c.KDAHeads), int32(c.KDAHeadDim),
 			int32(c.ConvK), int32(c.MLAHeads), int32(c.QKNope), int32(c.QKRope), int32(c.VHead), int32(c.NumExperts), int32(c.TopK)},
 		nBound: int32(len(m.layers)),
-		digest: m.Fingerprint(),
+		digest: m.fingerprint(),
 	}
 	for l := range m.layers {
 		if k := m.layers[l].kda; k != nil {
