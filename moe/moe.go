@@ -32,7 +32,7 @@ type Config struct {
 	// Pool, when set, runs the splits of the experts and of the shared
 	// expert's activation (the mat-muls split as their matrices do); nil
 	// starts goroutines per call.
-	Pool *parallel.Pool
+	Pool Runner
 }
 
 // Weights are the trunk tensors of one MoE layer (`block_sparse_moe.` names
@@ -68,6 +68,7 @@ type MoE struct {
 
 // New validates and binds a MoE layer; src supplies its routed experts.
 func New(cfg Config, w Weights, src ExpertSource) (*MoE, error) {
+	cfg.Pool = parallel.RunnerOr(cfg.Pool)
 	e, l := cfg.Hidden, cfg.Latent
 	if e <= 0 || l <= 0 || cfg.Inter <= 0 {
 		return nil, fmt.Errorf("moe: layer %d: invalid shape hidden=%d latent=%d inter=%d", cfg.Layer, e, l, cfg.Inter)
