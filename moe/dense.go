@@ -17,7 +17,7 @@ type Dense struct {
 	beta1, beta2   float32
 	workers        int
 	splits         parallel.Runner // runs the activation's split; nil: goroutines per call
-	pool           sync.Pool      // *Workspace for calls that bring none
+	pool           sync.Pool       // *Workspace for calls that bring none
 }
 
 // NewDense binds a gated MLP: gate and up are [I, E], down is [E, I].
