@@ -133,7 +133,7 @@ func TestCacheReadFault(t *testing.T) {
 			// Teacher forcing over the whole reference touches most experts of every layer.
 			_, err = m.Forward(context.Background(), ref.FullIDs)
 			require.Error(t, err)
-			var le *k3.ExpertLoadError
+			var le *cache.ExpertLoadError
 			require.ErrorAs(t, err, &le)
 			assert.GreaterOrEqual(t, le.Layer, 1)
 			assert.ErrorIs(t, err, syscall.EIO)

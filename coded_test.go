@@ -138,7 +138,7 @@ func TestCodedExpertsCorrupt(t *testing.T) {
 	for _, budget := range []string{"zero", "topk+1"} {
 		m := openModel(t, bad, k3.WithCacheBudget(cacheBudgets(t, dir)[budget]))
 		_, err = m.Forward(context.Background(), ref.FullIDs)
-		var le *k3.ExpertLoadError
+		var le *cache.ExpertLoadError
 		require.ErrorAs(t, err, &le, budget)
 		assert.GreaterOrEqual(t, le.Layer, 1)
 		assert.ErrorIs(t, err, rans.ErrCorrupt)

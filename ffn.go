@@ -7,10 +7,6 @@ import (
 	"github.com/k3-project/k3/trunk"
 )
 
-// ExpertLoadError is the error a forward pass returns when a routed expert cannot be obtained
-// (SPEC §4.8); callers test for it with errors.As (the example CLI maps it to exit code 4).
-type ExpertLoadError = moe.ExpertLoadError
-
 // ffn is a layer's feed-forward block: the dense SiTU-GLU MLP or the LatentMoE, run with the
 // session's scratch memory.
 type ffn interface {

@@ -1,7 +1,6 @@
 package moe
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -299,11 +298,9 @@ func (m *MoE) runWave(ws *Workspace, uniq, start, slots []int, z, y []float32, g
 	nu := len(uniq)
 	experts, release, err := m.src.Experts(c.Layer, uniq, ws.experts[:0])
 	if err != nil {
-		var le *ExpertLoadError
-		if errors.As(err, &le) {
-			return err
-		}
-		return &ExpertLoadError{Layer: c.Layer, Expert: -1, Err: err}
+		// The source names the expert (the expert cache's error type does); the forward pass
+		// fails instead of skipping it (§4.8).
+		return fmt.Errorf("moe: layer %d: routed experts: %w", c.Layer, err)
 	}
 	ws.experts = experts[:0] // keep the capacity for the next call
 	if release == nil {
@@ -311,13 +308,12 @@ func (m *MoE) runWave(ws *Workspace, uniq, start, slots []int, z, y []float32, g
 	}
 	if len(experts) != nu {
 		release()
-		return &ExpertLoadError{Layer: c.Layer, Expert: -1,
-			Err: fmt.Errorf("source returned %d experts for %d ids", len(experts), nu)}
+		return fmt.Errorf("moe: layer %d: the expert source returned %d experts for %d ids", c.Layer, len(experts), nu)
 	}
 	for n, ex := range experts {
 		if err := m.checkExpert(ex); err != nil {
 			release()
-			return &ExpertLoadError{Layer: c.Layer, Expert: uniq[n], Err: err}
+			return fmt.Errorf("moe: layer %d: expert %d: %w", c.Layer, uniq[n], err)
 		}
 	}
 	r := &ws.run
