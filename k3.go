@@ -242,7 +242,7 @@ type Model struct {
 	packed  *packedTrunk
 	plan    Plan
 	tracer  Tracer
-	walk    sync.Mutex // serialises forwards that share the store's ring
+	weights *weights // what a forward pass asks of the storage of all of the above
 
 	embed  quant.Matrix // [V, E]; rows gathered and widened exactly
 	lmHead quant.Matrix // [V, E]
@@ -317,6 +317,7 @@ func Open(dir string, opts ...Option) (*Model, error) {
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
+	m.weights = newWeights(m.ck, m.store, m.experts)
 	b := d.bind
 	b.load(m.store, m.pool)
 	if err := b.err(dir); err != nil {
