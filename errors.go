@@ -20,6 +20,11 @@ var (
 	ErrUnknownGeometry = errors.New("k3: unknown synthetic geometry")
 	// ErrForeignSnapshot: Restore was given a snapshot of another model's session.
 	ErrForeignSnapshot = errors.New("k3: snapshot belongs to another model")
+	// ErrContextFull: a prompt does not fit in GenerateOptions.MaxContext.
+	ErrContextFull = errors.New("k3: context length exceeded")
+	// ErrBroken: an earlier call failed or was cancelled part-way through the layers, so the
+	// session's carried state is inconsistent. Restore a snapshot or Reset to continue.
+	ErrBroken = errors.New("k3: session state is inconsistent after a failed or cancelled call")
 )
 
 // TokenError reports a token id outside [0, Vocab) (SPEC §4.2: an error, never clamped).

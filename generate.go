@@ -3,7 +3,6 @@ package k3
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -114,9 +113,6 @@ func (s *Session) Generate(ctx context.Context, o GenerateOptions) iter.Seq2[int
 		s.generate(ctx, o, yield)
 	}
 }
-
-// ErrContextFull reports a prompt that does not fit in GenerateOptions.MaxContext.
-var ErrContextFull = errors.New("k3: context length exceeded")
 
 // TokenBytes maps a token id to the bytes it decodes to; *tokenizer.Encoding implements it.
 // Generation needs it for StopStrings and OnText.

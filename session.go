@@ -2,7 +2,6 @@ package k3
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,10 +11,6 @@ import (
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/sample"
 )
-
-// ErrBroken reports that an earlier call failed or was cancelled part-way through the layers, so the
-// session's carried state is inconsistent. Restore a snapshot or Reset to continue.
-var ErrBroken = errors.New("k3: session state is inconsistent after a failed or cancelled call")
 
 // Session is one sequence being decoded: per KDA layer the recurrent state and the three
 // short-convolution tails, per MLA layer the latent cache, the number of positions processed and
