@@ -56,6 +56,33 @@ func LayerOf(name string) (int, bool) {
 // IsExpert reports whether name is one of a routed expert's tensors.
 func IsExpert(name string) bool { return strings.Contains(name, expertsSegment) }
 
+// ParseExpert splits a routed expert's tensor name into its layer, expert number and key (one of
+// the six Keys of Expert, such as "w1.weight_packed"). It reports false for any other name, and
+// for numbers not written as §3.3 writes them.
+func ParseExpert(name string) (layer, expert int, key string, ok bool) {
+	layer, ok = LayerOf(name)
+	if !ok {
+		return -1, -1, "", false
+	}
+	rest, found := strings.CutPrefix(name, LayerPrefix(layer)+"block_sparse_moe.experts.")
+	if !found {
+		return -1, -1, "", false
+	}
+	num, key, found := strings.Cut(rest, ".")
+	if !found || num == "" || len(num) > 9 || num[0] == '0' && len(num) > 1 {
+		return -1, -1, "", false
+	}
+	e, err := strconv.Atoi(num)
+	if err != nil || e < 0 {
+		return -1, -1, "", false
+	}
+	switch key {
+	case "w1.weight_packed", "w1.weight_scale", "w2.weight_packed", "w2.weight_scale", "w3.weight_packed", "w3.weight_scale":
+		return layer, e, key, true
+	}
+	return -1, -1, "", false
+}
+
 // Class is a tensor's class in §3.4's byte accounting.
 type Class uint8
 

@@ -32,6 +32,21 @@ func TestLayerOf(t *testing.T) {
 	}
 }
 
+func TestParseExpert(t *testing.T) {
+	l, e, key, ok := layout.ParseExpert(layout.ExpertPrefix(12, 383) + "w2.weight_scale")
+	assert.True(t, ok)
+	assert.Equal(t, []any{12, 383, "w2.weight_scale"}, []any{l, e, key})
+	for _, name := range []string{
+		layout.ExpertPrefix(1, 2) + "w4.weight_packed",
+		layout.LayerPrefix(1) + "block_sparse_moe.experts.02.w1.weight_packed",
+		layout.LayerPrefix(1) + "block_sparse_moe.shared_experts.up_proj.weight",
+		layout.HeadName,
+	} {
+		_, _, _, ok := layout.ParseExpert(name)
+		assert.False(t, ok, name)
+	}
+}
+
 func TestClassify(t *testing.T) {
 	for name, want := range map[string]layout.Class{
 		layout.EmbedName: layout.EmbedHead, layout.HeadName: layout.EmbedHead, layout.OutProjName: layout.EmbedHead,
@@ -82,6 +97,11 @@ func TestTableMatchesFixtures(t *testing.T) {
 					"%s: shape %v, the table says %v (or %v)", want.Name, shape, want.Shape, want.Alt)
 				c, _ := layout.Classify(want.Name)
 				assert.Equal(t, want.Class, c, want.Name)
+				if l, _, key, ok := layout.ParseExpert(want.Name); ok || want.Class == layout.Experts {
+					assert.True(t, ok, want.Name)
+					assert.Equal(t, want.Layer, l, want.Name)
+					assert.Equal(t, want.Key, key, want.Name)
+				}
 				if l, ok := layout.LayerOf(want.Name); ok {
 					assert.Equal(t, want.Layer, l, want.Name)
 				} else {
