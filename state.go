@@ -1,7 +1,6 @@
 package k3
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,11 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"reflect"
-	"slices"
 	"strings"
 
-	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/sample"
 )
@@ -80,79 +76,7 @@ type fingerprint struct {
 
 // fingerprint computes the model's fingerprint (SHA-256 digests).
 func (m *Model) fingerprint() fingerprint {
-	return fingerprint{Config: configDigest(&m.cfg), Tensors: m.tensorDigest()}
-}
-
-// configDigest hashes the configuration field by field, in declaration order, with each field's
-// name, so a field added to config.Config is covered without changing this code.
-func configDigest(c *config.Config) [32]byte {
-	h := sha256.New()
-	v := reflect.ValueOf(c).Elem()
-	t := v.Type()
-	var b [8]byte
-	putU64 := func(x uint64) { binary.LittleEndian.PutUint64(b[:], x); h.Write(b[:]) }
-	putStr := func(s string) { putU64(uint64(len(s))); io.WriteString(h, s) }
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Name == "EOSTokenIDs" {
-			continue
-		}
-		putStr(f.Name)
-		fv := v.Field(i)
-		switch fv.Kind() {
-		case reflect.Int:
-			putU64(uint64(fv.Int()))
-		case reflect.Float64:
-			putU64(math.Float64bits(fv.Float()))
-		case reflect.Bool:
-			if fv.Bool() {
-				putU64(1)
-			} else {
-				putU64(0)
-			}
-		case reflect.Slice:
-			putU64(uint64(fv.Len()))
-			for j := range fv.Len() {
-				putU64(uint64(fv.Index(j).Int()))
-			}
-		default:
-			putStr(fmt.Sprint(fv.Interface()))
-		}
-	}
-	var d [32]byte
-	h.Sum(d[:0])
-	return d
-}
-
-// tensorDigest hashes the text model's tensor set as the checkpoint lists it.
-func (m *Model) tensorDigest() [32]byte {
-	type entry struct {
-		name, dtype string
-		shape       []int64
-	}
-	var es []entry
-	for _, t := range m.ck.Tensors() {
-		if strings.HasPrefix(t.Name, layout.TextPrefix) {
-			es = append(es, entry{t.Name, t.DType.String(), t.Shape})
-		}
-	}
-	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.name, b.name) })
-	h := sha256.New()
-	var b [8]byte
-	put := func(x uint64) { binary.LittleEndian.PutUint64(b[:], x); h.Write(b[:]) }
-	for _, e := range es {
-		put(uint64(len(e.name)))
-		io.WriteString(h, e.name)
-		put(uint64(len(e.dtype)))
-		io.WriteString(h, e.dtype)
-		put(uint64(len(e.shape)))
-		for _, d := range e.shape {
-			put(uint64(d))
-		}
-	}
-	var d [32]byte
-	h.Sum(d[:0])
-	return d
+	return fingerprint{Config: m.cfg.Digest(), Tensors: m.ck.Digest(layout.TextPrefix)}
 }
 
 // stateHeader is the decoded fixed header.
