@@ -41,9 +41,9 @@ type GenerateOptions struct {
 	// prompt is refused with ErrContextFull. 0 is no limit.
 	MaxContext int
 	// Speculative > 0 enables exact prompt-lookup speculative decoding with drafts of at most
-	// this many tokens (see speculative.go); the yielded ids are those of plain decoding with
-	// the same Sampler (identical for greedy, identically distributed when sampling). It needs
-	// incremental mode.
+	// this many tokens, looked up in the ids so far and verified in one batched pass; the
+	// yielded ids are those of plain decoding with the same Sampler (identical for greedy,
+	// identically distributed when sampling). It needs incremental mode.
 	Speculative int
 	// OnDone, if set, is called once when generation ends, with why and what it produced.
 	OnDone func(GenerateResult)
