@@ -95,6 +95,7 @@ const (
 
 var classNames = [...]string{"embed_head", "trunk", "experts"}
 
+// String returns the class's name as reports print it ("embed_head", "trunk", "experts").
 func (c Class) String() string {
 	if int(c) < len(classNames) {
 		return classNames[c]
