@@ -3,62 +3,95 @@ package k3
 import (
 	"errors"
 	"fmt"
-	"github.com/k3-project/k3/internal/parallel"
-	"github.com/k3-project/k3/internal/poolmat"
 	"strconv"
 	"strings"
 
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/poolmat"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/trunk"
 )
 
-// Tensor-name prefixes of the released layout (SPEC §3.3).
-const (
-	prefixModel = "language_model.model."
-	nameLMHead  = "language_model.lm_head.weight" // no ".model." segment
-)
+// Names the checkpoint tooling of this package builds; the table itself is package layout.
+const prefixModel = layout.ModelPrefix
 
-func layerPrefix(l int) string { return prefixModel + "layers." + strconv.Itoa(l) + "." }
+func layerPrefix(l int) string { return layout.LayerPrefix(l) }
 
-// class is a byte-accounting class of SPEC §3.4 (reported through Info).
-type class int
-
-const (
-	classEmbedHead class = iota // embedding, lm_head and the model-level vectors
-	classTrunk                  // every per-layer tensor except routed experts
-	classExperts                // routed experts (MXFP4)
-	numClasses
-)
-
-// binder looks tensors up by their released names, checks dtype and shape, and collects every
-// problem so that Open refuses once with a complete *BindError.
-//
-// It runs twice. The describe pass reads headers only: it checks every tensor and lists the
-// dense matrices (in the order the layer math first uses them) and the bytes of the float32
-// vector copies, which is all the trunk planner needs, so a plan exists before anything is
-// allocated. The build pass reads the small vectors, takes each matrix from its source (a view
-// of a mapped shard, or the trunk store's pinned or streamed matrix) and runs the constructors.
+// binder walks the tensor table (package layout) once: it looks every tensor up by its released
+// name, checks dtype and shape, counts it for Info, lists the dense matrices in walk order and
+// the bytes of the float32 vector copies (all the trunk planner needs, so a plan exists before
+// anything is allocated), and collects every problem so that Open refuses once with a complete
+// *BindError. Nothing is read or allocated by the walk; load then takes each checked tensor from
+// its source (a view of a mapped shard, the trunk store's pinned or streamed matrix, trunk.bin)
+// and Model.build runs the constructors.
 type binder struct {
 	ck         *safetensors.Checkpoint
-	describe   bool
-	missing    []string
+	missing    []MissingTensor
 	mismatched []string
-	params     [numClasses]int64
-	bytes      [numClasses]int64
-	tensors    [numClasses]int
+	counts     [layout.NumClasses]ClassInfo
 
-	item  int            // trunk.Item of the matrices being bound: a layer, trunk.Head or trunk.Embed
-	dense []trunk.Tensor // describe: every dense matrix, in walk order
-	side  int64          // describe: bytes of the float32 copies of vectors
-	store *trunk.Store   // build: the budgeted source of dense matrices (nil: mapped views)
+	model  []bound   // layout.Model's tensors
+	layers [][]bound // per layer, layout.Layer's tensors
+	// experts[l][e] are the six tensors of layer l's routed expert e (mapped experts only).
+	experts [][][]bound
+	dense   []trunk.Tensor // every dense matrix, in walk order
+	side    int64          // bytes of the float32 copies of vectors
 	// cachedExperts: the expert store (cache.Store) locates and checks the routed experts,
-	// which may be entropy-coded, so neither pass maps them.
+	// which may be entropy-coded, so the binder leaves them alone.
 	cachedExperts bool
-	packed        *packedTrunk   // per-layer tensors come from trunk.bin when set
-	pool          *parallel.Pool // runs the split mat-vecs of mapped matrices (nil: goroutines per call)
+	packed        *packedTrunk // per-layer tensors come from trunk.bin when set
+}
+
+// bound is one tensor of the table as the walk found it, and once loaded its value.
+type bound struct {
+	spec layout.Tensor
+	t    *safetensors.Tensor // nil: missing or refused (already reported)
+	ctor func(int, int, []byte) (quant.Matrix, error)
+	mat  quant.Matrix
+	vec  []float32
+}
+
+// walk binds the tensors of the configuration's first nlayers layers.
+func (b *binder) walk(c *config.Config, nlayers int) {
+	b.model = b.bindAll(layout.Model(c))
+	b.layers = make([][]bound, nlayers)
+	b.experts = make([][][]bound, nlayers)
+	for l := range nlayers {
+		b.layers[l] = b.bindAll(layout.Layer(c, l))
+		if c.IsDense(l) {
+			continue
+		}
+		if b.cachedExperts {
+			// The expert store locates and checks every expert itself (cache.New).
+			n := int64(c.NumExperts)
+			b.counts[layout.Experts].Params += 3 * int64(c.MoEInter) * int64(c.Latent) * n
+			b.counts[layout.Experts].Bytes += layout.ExpertBytes(c) * n
+			b.counts[layout.Experts].Tensors += 6 * c.NumExperts
+			continue
+		}
+		b.experts[l] = make([][]bound, c.NumExperts)
+		for e := range c.NumExperts {
+			b.experts[l][e] = b.bindExpert(layout.Expert(c, l, e))
+		}
+	}
+}
+
+func (b *binder) bindAll(specs []layout.Tensor) []bound {
+	out := make([]bound, len(specs))
+	for i, s := range specs {
+		out[i] = bound{spec: s}
+		switch s.Kind {
+		case layout.Matrix:
+			b.matrix(&out[i])
+		default:
+			b.vector(&out[i])
+		}
+	}
+	return out
 }
 
 func (b *binder) err(dir string) error {
@@ -68,23 +101,33 @@ func (b *binder) err(dir string) error {
 	return &BindError{Dir: dir, Missing: b.missing, Mismatched: b.mismatched}
 }
 
+// item is the trunk.Item of a table entry: its layer, trunk.Head or trunk.Embed.
+func item(s layout.Tensor) int {
+	switch {
+	case s.Layer >= 0:
+		return s.Layer
+	case s.Name == layout.EmbedName:
+		return trunk.Embed
+	}
+	return trunk.Head
+}
+
 // lookup returns the tensor or records it as missing (with the shard the index names).
-func (b *binder) lookup(name string) *safetensors.Tensor {
-	if b.packed != nil && b.item >= 0 && !strings.Contains(name, ".experts.") {
-		if t, ok := b.packed.tensors[name]; ok {
+func (b *binder) lookup(s layout.Tensor) *safetensors.Tensor {
+	if b.packed != nil && s.Class == layout.Trunk {
+		if t, ok := b.packed.tensors[s.Name]; ok {
 			return t
 		}
-		b.missing = append(b.missing, name+" (not in "+b.packed.layoutPath+")")
+		b.missing = append(b.missing, MissingTensor{Name: s.Name, Packed: b.packed.layoutPath})
 		return nil
 	}
-	t, err := b.ck.Require(name)
+	t, err := b.ck.Require(s.Name)
 	if err != nil {
-		var me *safetensors.MissingTensorError
-		if errors.As(err, &me) && me.Shard != "" {
-			b.missing = append(b.missing, fmt.Sprintf("%s (index: shard %s, %v)", name, me.Shard, me.State))
-		} else {
-			b.missing = append(b.missing, name)
+		mt := MissingTensor{Name: s.Name}
+		if me, ok := errors.AsType[*safetensors.MissingTensorError](err); ok {
+			mt.Shard, mt.State = me.Shard, me.State
 		}
+		b.missing = append(b.missing, mt)
 		return nil
 	}
 	return t
@@ -94,13 +137,13 @@ func (b *binder) mismatch(t *safetensors.Tensor, want string) {
 	b.mismatched = append(b.mismatched, fmt.Sprintf("%s: found %v %v, want %s", t.Name, t.DType, t.Shape, want))
 }
 
-func (b *binder) count(c class, t *safetensors.Tensor, params int64) {
-	b.params[c] += params
-	b.bytes[c] += t.Size
-	b.tensors[c]++
+func (b *binder) count(c layout.Class, t *safetensors.Tensor, params int64) {
+	b.counts[c].Params += params
+	b.counts[c].Bytes += t.Size
+	b.counts[c].Tensors++
 }
 
-func shapeIs(s []int64, want ...int) bool {
+func shapeIs(s []int64, want []int) bool {
 	if len(s) != len(want) {
 		return false
 	}
@@ -112,7 +155,7 @@ func shapeIs(s []int64, want ...int) bool {
 	return true
 }
 
-func dims(d ...int) string {
+func dims(d []int) string {
 	p := make([]string, len(d))
 	for i, v := range d {
 		p[i] = strconv.Itoa(v)
@@ -120,158 +163,56 @@ func dims(d ...int) string {
 	return "[" + strings.Join(p, ", ") + "]"
 }
 
-// matrix binds a [rows, cols] weight matrix stored as BF16, F32 or F16.
-func (b *binder) matrix(name string, rows, cols int, c class) quant.Matrix {
-	return b.matrixOf(name, rows, cols, c, false)
-}
-
-// matrixOf is matrix; whole marks a matrix the layer reads by rows in its own order, which must
-// stream as one piece.
-func (b *binder) matrixOf(name string, rows, cols int, c class, whole bool) quant.Matrix {
-	t := b.lookup(name)
+// matrix checks a [rows, cols] weight matrix stored as BF16, F32 or F16 and lists it as dense.
+func (b *binder) matrix(e *bound) {
+	s := e.spec
+	t := b.lookup(s)
 	if t == nil {
-		return nil
+		return
 	}
-	want := "BF16, F32 or F16 " + dims(rows, cols)
-	if !shapeIs(t.Shape, rows, cols) {
+	want := "BF16, F32 or F16 " + dims(s.Shape)
+	if !shapeIs(t.Shape, s.Shape) {
 		b.mismatch(t, want)
-		return nil
+		return
 	}
-	var ctor func(int, int, []byte) (quant.Matrix, error)
 	switch t.DType {
 	case safetensors.BF16:
-		ctor = quant.NewBF16
+		e.ctor = quant.NewBF16
 	case safetensors.F32:
-		ctor = quant.NewF32
+		e.ctor = quant.NewF32
 	case safetensors.F16:
-		ctor = quant.NewF16
+		e.ctor = quant.NewF16
 	default:
 		b.mismatch(t, want)
-		return nil
+		return
 	}
-	if b.describe {
-		b.dense = append(b.dense, trunk.Tensor{Item: b.item, Name: name, File: t.File, Offset: t.Offset, Size: t.Size,
-			DType: t.DType, Rows: rows, Cols: cols, Whole: whole})
-		return nil
-	}
-	b.count(c, t, int64(rows)*int64(cols))
-	if b.store != nil {
-		m, ok := b.store.Matrix(name)
-		if name == prefixModel+"embed_tokens.weight" {
-			m, ok = b.store.Embedding(), true
-		}
-		if !ok {
-			b.mismatched = append(b.mismatched, name+": not served by the trunk store")
-			return nil
-		}
-		return m
-	}
-	data, err := b.ck.Bytes(t)
-	if err != nil {
-		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
-		return nil
-	}
-	m, err := ctor(rows, cols, data)
-	if err != nil {
-		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
-		return nil
-	}
-	return poolmat.Wrap(m, b.pool)
+	e.t = t
+	b.dense = append(b.dense, trunk.Tensor{Item: item(s), Name: s.Name, File: t.File, Offset: t.Offset, Size: t.Size,
+		DType: t.DType, Rows: s.Rows, Cols: s.Cols, Whole: s.Whole})
+	b.count(s.Class, t, int64(s.Rows)*int64(s.Cols))
 }
 
-// countExperts counts one MoE layer's routed experts for Info when the expert store, not the
-// binder, located them (the store checked every shape).
-func (b *binder) countExperts(c *config.Config) {
-	n := int64(c.NumExperts)
-	b.params[classExperts] += 3 * int64(c.MoEInter) * int64(c.Latent) * n
-	b.bytes[classExperts] += expertBytes(c) * n
-	b.tensors[classExperts] += 6 * c.NumExperts
-}
-
-// readF32 widens a small tensor to float32, from trunk.bin when it lives there. The describe
-// pass reads nothing: it returns nil after counting the bytes the copy will take.
-func (b *binder) readF32(t *safetensors.Tensor) ([]float32, error) {
-	if b.describe {
-		b.side += 4 * t.NumElements()
-		return nil, nil
-	}
-	if b.packed != nil && t.File == b.packed.bin {
-		return b.packed.readF32(t)
-	}
-	return b.ck.ReadF32(t)
-}
-
-// vector binds a small vector of n elements, accepting BF16, F16, F32 (widened exactly) and F64
-// (rounded once), with shape [n] or any of the alternative shapes given (e.g. [1, n]).
-func (b *binder) vector(name string, n int, c class, alt ...[]int) []float32 {
-	t := b.lookup(name)
+// vector checks a small tensor widened to float32 once: a vector (BF16, F16, F32 or F64 with the
+// released or the alternative shape), convolution taps or A_log. A_log's parameters are counted
+// as stored, padding included, as §3.5's resident-set figure does.
+func (b *binder) vector(e *bound) {
+	s := e.spec
+	t := b.lookup(s)
 	if t == nil {
-		return nil
+		return
 	}
-	ok := shapeIs(t.Shape, n)
-	wantShapes := []string{dims(n)}
-	for _, a := range alt {
-		ok = ok || shapeIs(t.Shape, a...)
-		wantShapes = append(wantShapes, dims(a...))
+	ok := shapeIs(t.Shape, s.Shape) || s.Alt != nil && shapeIs(t.Shape, s.Alt)
+	wantShapes := dims(s.Shape)
+	if s.Alt != nil {
+		wantShapes += " or " + dims(s.Alt)
 	}
-	switch t.DType {
-	case safetensors.BF16, safetensors.F16, safetensors.F32, safetensors.F64:
-	default:
-		ok = false
+	if !ok || !smallFloat(t.DType) {
+		b.mismatch(t, "BF16, F16 or F32 "+wantShapes)
+		return
 	}
-	if !ok {
-		b.mismatch(t, "BF16, F16 or F32 "+strings.Join(wantShapes, " or "))
-		return nil
-	}
-	v, err := b.readF32(t)
-	if err != nil {
-		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
-		return nil
-	}
-	b.count(c, t, t.NumElements())
-	return v
-}
-
-// aLog binds A_log: [D] (released, entries H..D−1 padding) or [H]. Only the first H entries are
-// used; parameters are counted as stored, padding included, as SPEC §3.5's resident-set figure does.
-func (b *binder) aLog(name string, h, d int) []float32 {
-	t := b.lookup(name)
-	if t == nil {
-		return nil
-	}
-	if !shapeIs(t.Shape, d) && !shapeIs(t.Shape, h) || !smallFloat(t.DType) {
-		b.mismatch(t, "BF16, F16 or F32 "+dims(d)+" or "+dims(h))
-		return nil
-	}
-	v, err := b.readF32(t)
-	if err != nil {
-		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
-		return nil
-	}
-	b.count(classTrunk, t, t.NumElements())
-	if v == nil {
-		return nil
-	}
-	return v[:h]
-}
-
-// conv binds depthwise taps [P, 1, K] (released) or [P, K] as a flat [P][K] slice.
-func (b *binder) conv(name string, p, k int) []float32 {
-	t := b.lookup(name)
-	if t == nil {
-		return nil
-	}
-	if !shapeIs(t.Shape, p, 1, k) && !shapeIs(t.Shape, p, k) || !smallFloat(t.DType) {
-		b.mismatch(t, "BF16, F16 or F32 "+dims(p, 1, k)+" or "+dims(p, k))
-		return nil
-	}
-	v, err := b.readF32(t)
-	if err != nil {
-		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
-		return nil
-	}
-	b.count(classTrunk, t, int64(p*k))
-	return v
+	e.t = t
+	b.side += 4 * t.NumElements()
+	b.count(s.Class, t, t.NumElements())
 }
 
 func ints(s []int64) []int {
@@ -286,50 +227,182 @@ func smallFloat(d safetensors.DType) bool {
 	return d == safetensors.BF16 || d == safetensors.F16 || d == safetensors.F32 || d == safetensors.F64
 }
 
-// mxfp4 binds one routed-expert matrix (logical [rows, cols]) from its weight_packed and
-// weight_scale tensors with the geometry checks of SPEC §6.2.
-func (b *binder) mxfp4(prefix string, rows, cols int) quant.Matrix {
-	pt, st := b.lookup(prefix+".weight_packed"), b.lookup(prefix+".weight_scale")
-	if pt == nil || st == nil {
-		return nil
+// bindExpert checks one routed expert's three MXFP4 matrices (packed and scale tensors, in
+// layout.Expert's order) with the geometry rules of §6.2.
+func (b *binder) bindExpert(specs []layout.Tensor) []bound {
+	out := make([]bound, len(specs))
+	for i := 0; i < len(specs); i += 2 {
+		ps, ss := specs[i], specs[i+1]
+		out[i], out[i+1] = bound{spec: ps}, bound{spec: ss}
+		pt, st := b.lookup(ps), b.lookup(ss)
+		if pt == nil || st == nil {
+			continue
+		}
+		var probs []string
+		if pt.DType != safetensors.U8 && pt.DType != safetensors.I8 {
+			probs = append(probs, fmt.Sprintf("packed dtype %v, want U8 or I8", pt.DType))
+		}
+		if st.DType != safetensors.U8 && st.DType != safetensors.F8_E8M0 {
+			probs = append(probs, fmt.Sprintf("scale dtype %v, want U8 or F8_E8M0", st.DType))
+		}
+		// The geometry rules of §6.2 (2-D, equal rows, group size 32, logical width, width % 32)
+		// live in one place, the mxfp4 package; it names an implied group size other than 32.
+		if len(pt.Shape) == 1 {
+			// A 1-D packed tensor is how k3 compress-experts stores an entropy-coded record; only the
+			// expert cache decodes those (the stamp check happens there).
+			probs = append(probs, "1-D packed tensor (an entropy-coded record?): coded experts need the expert cache (WithCacheBudget)")
+		} else if err := mxfp4.CheckShapes(ps.Rows, ps.Cols, ints(pt.Shape), ints(st.Shape)); err != nil {
+			probs = append(probs, err.Error())
+		}
+		if len(probs) > 0 {
+			prefix := strings.TrimSuffix(ps.Name, ".weight_packed")
+			b.mismatched = append(b.mismatched, fmt.Sprintf("%s.weight_{packed,scale}: %s (found %v %v and %v %v)",
+				prefix, strings.Join(probs, "; "), pt.DType, pt.Shape, st.DType, st.Shape))
+			continue
+		}
+		out[i].t, out[i+1].t = pt, st
+		b.count(layout.Experts, pt, int64(ps.Rows)*int64(ps.Cols))
+		b.counts[layout.Experts].Bytes += st.Size
+		b.counts[layout.Experts].Tensors++
 	}
-	var probs []string
-	if pt.DType != safetensors.U8 && pt.DType != safetensors.I8 {
-		probs = append(probs, fmt.Sprintf("packed dtype %v, want U8 or I8", pt.DType))
+	return out
+}
+
+// load takes every tensor the walk accepted from its source: dense matrices from store (nil:
+// views of the mapped shards, their split mat-vecs run on pool), vectors widened from the
+// shards or trunk.bin, mapped experts as MXFP4 views. Failures are reported like mismatches.
+func (b *binder) load(store *trunk.Store, pool *parallel.Pool) {
+	for _, list := range append([][]bound{b.model}, b.layers...) {
+		for i := range list {
+			b.loadOne(&list[i], store, pool)
+		}
 	}
-	if st.DType != safetensors.U8 && st.DType != safetensors.F8_E8M0 {
-		probs = append(probs, fmt.Sprintf("scale dtype %v, want U8 or F8_E8M0", st.DType))
+	for _, layer := range b.experts {
+		for _, ex := range layer {
+			for i := 0; i < len(ex); i += 2 {
+				p, s := &ex[i], &ex[i+1]
+				if p.t == nil {
+					continue
+				}
+				packed, err1 := b.ck.Bytes(p.t)
+				scales, err2 := b.ck.Bytes(s.t)
+				if err := errors.Join(err1, err2); err != nil {
+					b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", p.spec.Name, err))
+					continue
+				}
+				m, err := quant.NewMXFP4(p.spec.Rows, p.spec.Cols, packed, scales)
+				if err != nil {
+					b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", p.spec.Name, err))
+					continue
+				}
+				p.mat = m
+			}
+		}
 	}
-	// The geometry rules of SPEC §6.2 (2-D, equal rows, group size 32, logical width, width % 32)
-	// live in one place, the mxfp4 package; it names an implied group size other than 32.
-	if len(pt.Shape) == 1 {
-		// A 1-D packed tensor is how k3 compress-experts stores an entropy-coded record; only the
-		// expert cache decodes those (the stamp check happens there).
-		probs = append(probs, "1-D packed tensor (an entropy-coded record?): coded experts need the expert cache (WithCacheBudget)")
-	} else if err := mxfp4.CheckShapes(rows, cols, ints(pt.Shape), ints(st.Shape)); err != nil {
-		probs = append(probs, err.Error())
+}
+
+func (b *binder) loadOne(e *bound, store *trunk.Store, pool *parallel.Pool) {
+	s := e.spec
+	if e.t == nil {
+		return
 	}
-	if len(probs) > 0 {
-		b.mismatched = append(b.mismatched, fmt.Sprintf("%s.weight_{packed,scale}: %s (found %v %v and %v %v)",
-			prefix, strings.Join(probs, "; "), pt.DType, pt.Shape, st.DType, st.Shape))
-		return nil
+	fail := func(err error) { b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", s.Name, err)) }
+	if s.Kind != layout.Matrix {
+		var v []float32
+		var err error
+		if b.packed != nil && e.t.File == b.packed.bin {
+			v, err = b.packed.readF32(e.t)
+		} else {
+			v, err = b.ck.ReadF32(e.t)
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		if s.Kind == layout.ALog {
+			// Only the first H (the alternative shape's one dimension) entries are used.
+			v = v[:s.Alt[0]]
+		}
+		e.vec = v
+		return
 	}
-	if b.describe {
-		return nil
+	if store != nil {
+		m, ok := store.Matrix(s.Name)
+		if s.Name == layout.EmbedName {
+			m, ok = store.Embedding(), true
+		}
+		if !ok {
+			b.mismatched = append(b.mismatched, s.Name+": not served by the trunk store")
+			return
+		}
+		e.mat = m
+		return
 	}
-	packed, err1 := b.ck.Bytes(pt)
-	scales, err2 := b.ck.Bytes(st)
-	if err := errors.Join(err1, err2); err != nil {
-		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", prefix, err))
-		return nil
-	}
-	m, err := quant.NewMXFP4(rows, cols, packed, scales)
+	data, err := b.ck.Bytes(e.t)
 	if err != nil {
-		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", prefix, err))
-		return nil
+		fail(err)
+		return
 	}
-	b.count(classExperts, pt, int64(rows)*int64(cols))
-	b.bytes[classExperts] += st.Size
-	b.tensors[classExperts]++
-	return m
+	m, err := e.ctor(s.Rows, s.Cols, data)
+	if err != nil {
+		fail(err)
+		return
+	}
+	e.mat = poolmat.Wrap(m, pool)
+}
+
+// values indexes bound tensors by their table key.
+type values map[string]*bound
+
+func index(list []bound) values {
+	v := make(values, len(list))
+	for i := range list {
+		v[list[i].spec.Key] = &list[i]
+	}
+	return v
+}
+
+// mat and vec return a bound tensor's value, nil when it is not in the table (an optional
+// tensor this configuration does not have) or failed (already reported).
+func (v values) mat(key string) quant.Matrix {
+	if e := v[key]; e != nil {
+		return e.mat
+	}
+	return nil
+}
+
+func (v values) vec(key string) []float32 {
+	if e := v[key]; e != nil {
+		return e.vec
+	}
+	return nil
+}
+
+// ClassInfo counts the tensors of one class.
+type ClassInfo struct {
+	Tensors int   // checkpoint tensors bound (an MXFP4 matrix's packed and scale tensors count as two)
+	Params  int64 // stored parameters (A_log's padding included, as in §3.5's resident set)
+	Bytes   int64 // bytes in the checkpoint
+}
+
+// Info counts a bound model's tensors by class (§3.4). What one session holds is part of the
+// memory plan (Plan.KDAStateBytes, Plan.MLABytesPerPosition).
+type Info struct {
+	EmbedHead ClassInfo // embedding, lm_head, final norm, output AttnRes pair
+	Trunk     ClassInfo // all per-layer tensors except routed experts
+	Experts   ClassInfo // routed experts
+	// Params and Bytes are the sums over the three classes.
+	Params, Bytes int64
+}
+
+// Info returns the model's parameter and byte counts.
+func (m *Model) Info() Info { return m.info }
+
+func (m *Model) computeInfo(b *binder) Info {
+	in := Info{EmbedHead: b.counts[layout.EmbedHead], Trunk: b.counts[layout.Trunk], Experts: b.counts[layout.Experts]}
+	for _, c := range b.counts {
+		in.Params += c.Params
+		in.Bytes += c.Bytes
+	}
+	return in
 }

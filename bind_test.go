@@ -11,17 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/synth"
+	"github.com/k3-project/k3/safetensors"
 )
 
 func synthTiny(t testing.TB, seed int64) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := k3.Synthesize(dir, "tiny", seed); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, k3.Synthesize(dir, "tiny", seed))
 	return dir
 }
 
@@ -30,24 +32,15 @@ func editConfig(t *testing.T, dir, key string, val any) {
 	t.Helper()
 	p := filepath.Join(dir, "config.json")
 	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var root map[string]any
-	if err := json.Unmarshal(b, &root); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(b, &root))
 	tc, ok := root["text_config"].(map[string]any)
-	if !ok {
-		t.Fatal("synthetic config is not nested")
-	}
+	require.True(t, ok, "synthetic config is not nested")
 	tc[key] = val
-	if b, err = json.Marshal(root); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	b, err = json.Marshal(root)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
 }
 
 // TestBindMismatch: a config whose dense width disagrees with the checkpoint names exactly the
@@ -56,21 +49,16 @@ func TestBindMismatch(t *testing.T) {
 	dir := synthTiny(t, 1)
 	editConfig(t, dir, "intermediate_size", 64)
 	_, err := k3.Open(dir)
-	var be *k3.BindError
-	if !errors.As(err, &be) {
-		t.Fatalf("Open: %v, want *BindError", err)
-	}
-	if len(be.Missing) != 0 || len(be.Mismatched) != 3 {
-		t.Fatalf("missing %v, mismatched %v; want the 3 dense matrices", be.Missing, be.Mismatched)
-	}
-	for i, n := range []string{"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"} {
+	be, ok := errors.AsType[*k3.BindError](err)
+	require.True(t, ok, "Open: %v, want *BindError", err)
+	require.Empty(t, be.Missing)
+	require.Len(t, be.Mismatched, 3, "want the 3 dense matrices")
+	for _, n := range []string{"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"} {
 		found := false
 		for _, m := range be.Mismatched {
 			found = found || strings.Contains(m, "layers.0."+n+".weight")
 		}
-		if !found {
-			t.Errorf("%d: %s not reported in %v", i, n, be.Mismatched)
-		}
+		assert.True(t, found, "%s not reported in %v", n, be.Mismatched)
 	}
 	t.Log(err)
 }
@@ -81,10 +69,8 @@ func TestBindExpertGeometry(t *testing.T) {
 	dir := synthTiny(t, 1)
 	editConfig(t, dir, "moe_intermediate_size", 32)
 	_, err := k3.Open(dir)
-	var be *k3.BindError
-	if !errors.As(err, &be) {
-		t.Fatalf("Open: %v, want *BindError", err)
-	}
+	be, ok := errors.AsType[*k3.BindError](err)
+	require.True(t, ok, "Open: %v, want *BindError", err)
 	// 12 MoE layers × 8 experts × 3 matrices, plus 3 shared-expert matrices per MoE layer.
 	experts, shared := 0, 0
 	for _, m := range be.Mismatched {
@@ -96,12 +82,12 @@ func TestBindExpertGeometry(t *testing.T) {
 		}
 	}
 	t.Log(be.Mismatched[len(be.Mismatched)-1])
-	if experts != 12*8*3 || shared != 12*3 || len(be.Mismatched) != experts+shared {
-		t.Errorf("%d expert and %d shared mismatches of %d, want 288 and 36", experts, shared, len(be.Mismatched))
-	}
+	assert.Equal(t, 12*8*3, experts, "expert mismatches")
+	assert.Equal(t, 12*3, shared, "shared-expert mismatches")
+	assert.Len(t, be.Mismatched, experts+shared)
 }
 
-// TestBindMissingShard: removing a shard makes every tensor it held missing, each named with the
+// TestBindMissingShard: removing a shard makes every tensor it held missing, each naming the
 // shard the index says should hold it, in one error.
 func TestBindMissingShard(t *testing.T) {
 	dir := synthTiny(t, 1)
@@ -109,12 +95,8 @@ func TestBindMissingShard(t *testing.T) {
 		WeightMap map[string]string `json:"weight_map"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &idx); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &idx))
 	const gone = "model-00002-of-00003.safetensors"
 	want := 0
 	for _, s := range idx.WeightMap {
@@ -122,45 +104,34 @@ func TestBindMissingShard(t *testing.T) {
 			want++
 		}
 	}
-	if err := os.Remove(filepath.Join(dir, gone)); err != nil {
-		t.Fatal(err)
-	}
+	require.Positive(t, want)
+	require.NoError(t, os.Remove(filepath.Join(dir, gone)))
 	_, err = k3.Open(dir)
-	var be *k3.BindError
-	if !errors.As(err, &be) {
-		t.Fatalf("Open: %v, want *BindError", err)
-	}
+	be, ok := errors.AsType[*k3.BindError](err)
+	require.True(t, ok, "Open: %v, want *BindError", err)
 	for _, m := range be.Missing {
-		if !strings.Contains(m, gone) {
-			t.Errorf("missing entry does not name the shard: %s", m)
-		}
+		assert.Equal(t, gone, m.Shard, "missing entry %s does not name the shard", m.Name)
+		assert.Equal(t, safetensors.ShardAbsent, m.State, m.Name)
 	}
-	if len(be.Missing) != want || want == 0 {
-		t.Errorf("%d missing, the shard held %d", len(be.Missing), want)
-	}
+	assert.Len(t, be.Missing, want, "the shard held %d tensors", want)
 	// One line for the shard, not one per tensor.
-	if msg := err.Error(); strings.Count(msg, "\n") != 1 || !strings.Contains(msg, strconv.Itoa(want)+" tensors the index places in shard "+gone) {
-		t.Errorf("the missing shard is not one line:\n%s", msg)
-	}
+	msg := err.Error()
+	assert.Equal(t, 1, strings.Count(msg, "\n"), "the missing shard is not one line:\n%s", msg)
+	assert.Contains(t, msg, strconv.Itoa(want)+" tensors the index places in shard "+gone)
 }
 
 // TestOpenErrors: no config, bad options.
 func TestOpenErrors(t *testing.T) {
-	if _, err := k3.Open(t.TempDir()); err == nil {
-		t.Error("opened a directory without config.json")
-	}
-	if _, err := k3.Open(synthTiny(t, 1), k3.WithThreads(0)); err == nil {
-		t.Error("WithThreads(0) accepted")
-	}
+	_, err := k3.Open(t.TempDir())
+	assert.Error(t, err, "opened a directory without config.json")
+	_, err = k3.Open(synthTiny(t, 1), k3.WithThreads(0))
+	assert.Error(t, err, "WithThreads(0) accepted")
 	bad := synthTiny(t, 1)
 	editConfig(t, bad, "num_experts_per_token", 100)
+	_, err = k3.Open(bad)
 	var ce *config.ConfigError
-	if _, err := k3.Open(bad); !errors.As(err, &ce) {
-		t.Errorf("top-k 100 of 8 experts: %v, want *config.ConfigError", err)
-	}
-	if err := k3.Synthesize(t.TempDir(), "enormous", 1); !errors.Is(err, k3.ErrUnknownGeometry) {
-		t.Errorf("unknown geometry: %v", err)
-	}
+	assert.ErrorAs(t, err, &ce, "top-k 100 of 8 experts")
+	assert.ErrorIs(t, k3.Synthesize(t.TempDir(), "enormous", 1), k3.ErrUnknownGeometry)
 }
 
 // TestSynthDecodes: a synthetic tiny model decodes, full recompute equals incremental, and its
@@ -173,17 +144,13 @@ func TestSynthDecodes(t *testing.T) {
 	distinct := map[int]bool{}
 	for i := range a {
 		distinct[a[i]] = true
-		if a[i] != b[i] || !sameBits(la[i], lb[i]) {
-			t.Fatalf("step %d: full recompute %d, incremental %d (logits equal: %v)", i, a[i], b[i], sameBits(la[i], lb[i]))
-		}
+		require.Equal(t, a[i], b[i], "step %d: full recompute and incremental picks", i)
+		require.True(t, sameBits(la[i], lb[i]), "step %d: full recompute and incremental logits", i)
 	}
-	if len(distinct) < 3 {
-		t.Errorf("greedy continuation %v is degenerate", a)
-	}
+	assert.GreaterOrEqual(t, len(distinct), 3, "greedy continuation %v is degenerate", a)
 	info := m.Info()
-	if info.Experts.Tensors != 12*8*6 || info.Params != info.EmbedHead.Params+info.Trunk.Params+info.Experts.Params {
-		t.Errorf("info %+v", info)
-	}
+	assert.Equal(t, 12*8*6, info.Experts.Tensors)
+	assert.Equal(t, info.EmbedHead.Params+info.Trunk.Params+info.Experts.Params, info.Params)
 	t.Logf("synthetic tiny: %v; info %+v", a, info)
 }
 
@@ -195,23 +162,21 @@ func TestK3SparseBind(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "k3")
 	start := time.Now()
-	if err := k3.Synthesize(dir, "k3", 1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, k3.Synthesize(dir, "k3", 1))
 	synth := time.Since(start)
 	start = time.Now()
 	m := openModel(t, dir, k3.WithThreads(2))
 	open := time.Since(start)
-	info := m.Info()
+	info, plan := m.Info(), m.Plan()
 	t.Logf("k3 sparse: synthesized in %v, opened and bound in %v", synth, open)
 	t.Logf("k3 sparse: info %+v", info)
-	t.Logf("k3: MLA latent cache %d bytes per position; KDA state %d bytes per session", info.MLACacheBytesPerPosition, info.KDAStateBytes)
+	t.Logf("k3: MLA latent cache %d bytes per position; KDA state %d bytes per session", plan.MLABytesPerPosition, plan.KDAStateBytes)
 	checks := []struct {
 		what      string
 		got, want int64
 	}{
-		{"MLA cache bytes per position (24 × (512+64) × 4)", info.MLACacheBytesPerPosition, 55_296},
-		{"KDA state bytes (69 × 6,733,824)", info.KDAStateBytes, 69 * 6_733_824},
+		{"MLA cache bytes per position (24 × (512+64) × 4)", plan.MLABytesPerPosition, 55_296},
+		{"KDA state bytes (69 × 6,733,824)", plan.KDAStateBytes, 69 * 6_733_824},
 		{"trunk bytes", info.Trunk.Bytes, 108_811_877_376},
 		{"routed expert bytes", info.Experts.Bytes, 1_446_456_066_048},
 		{"embed+head bytes (+ 3 BF16 vectors)", info.EmbedHead.Bytes, 4_697_620_480 + 3*7168*2},
@@ -220,40 +185,27 @@ func TestK3SparseBind(t *testing.T) {
 		{"routed expert parameters (82,432 × 33,030,144 / 3 × 3)", info.Experts.Params, 82_432 * 3 * 3072 * 3584},
 	}
 	for _, c := range checks {
-		if c.got != c.want {
-			t.Errorf("%s: %d, want %d", c.what, c.got, c.want)
-		}
+		assert.Equal(t, c.want, c.got, c.what)
 	}
 	s := m.NewSession()
-	if s.Len() != 0 || s.MLACacheBytes() != 0 {
-		t.Error("fresh session not empty")
-	}
-	if err := s.Prefill(context.Background(), []int{163840}); err == nil {
-		t.Error("id = vocab accepted")
-	}
+	assert.Zero(t, s.Len(), "fresh session not empty")
+	assert.Zero(t, k3.MLACacheBytes(s), "fresh session not empty")
+	assert.Error(t, s.Prefill(context.Background(), []int{163840}), "id = vocab accepted")
 }
 
 // TestPerfGeometryBinds writes the perf geometry's layout with sparse data and binds it, so the
 // benchmark geometry is checked without generating its 1.6 GB.
 func TestPerfGeometryBinds(t *testing.T) {
 	g, ok := synth.Lookup("perf")
-	if !ok {
-		t.Fatal("perf geometry missing")
-	}
+	require.True(t, ok, "perf geometry missing")
 	g.Sparse = true
 	dir := filepath.Join(t.TempDir(), "perf")
-	if err := synth.Write(dir, g, 1); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, synth.Write(dir, g, 1))
 	m := openModel(t, dir)
 	in := m.Info()
 	c := m.Config()
-	if want := int64((c.NumLayers - c.FirstDense) * c.NumExperts * 3 * c.MoEInter * c.Latent); in.Experts.Params != want {
-		t.Errorf("expert parameters %d, want %d", in.Experts.Params, want)
-	}
-	if want := int64(len(c.FullAttn) * (c.KVLoRA + c.QKRope) * 4); in.MLACacheBytesPerPosition != want {
-		t.Errorf("MLA bytes per position %d, want %d", in.MLACacheBytesPerPosition, want)
-	}
+	assert.Equal(t, int64((c.NumLayers-c.FirstDense)*c.NumExperts*3*c.MoEInter*c.Latent), in.Experts.Params, "expert parameters")
+	assert.Equal(t, int64(len(c.FullAttn)*(c.KVLoRA+c.QKRope)*4), m.Plan().MLABytesPerPosition, "MLA bytes per position")
 	t.Logf("perf: %d parameters, %d bytes (%d trunk, %d experts)", in.Params, in.Bytes, in.Trunk.Bytes, in.Experts.Bytes)
 }
 
@@ -261,14 +213,9 @@ func TestPerfGeometryBinds(t *testing.T) {
 func TestStrayShardWarning(t *testing.T) {
 	dir := synthTiny(t, 1)
 	b, err := os.ReadFile(filepath.Join(dir, "model-00001-of-00003.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "stray.safetensors"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stray.safetensors"), b, 0o644))
 	m := openModel(t, dir)
-	if w := m.Warnings(); len(w) == 0 || !strings.Contains(strings.Join(w, "\n"), "stray.safetensors") {
-		t.Errorf("warnings %q do not name the stray shard", w)
-	}
+	w := m.Warnings()
+	assert.Contains(t, strings.Join(w, "\n"), "stray.safetensors", "warnings %q do not name the stray shard", w)
 }

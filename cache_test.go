@@ -54,8 +54,8 @@ func TestCacheBitIdentical(t *testing.T) {
 									m := openModel(t, dir, opts...)
 									got := runModel(t, m, ref)
 									assert.Equal(t, want, got)
-									st, ok := m.CacheStats()
-									require.True(t, ok)
+									st := m.Stats().Cache
+									require.NotNil(t, st)
 									assert.Positive(t, st.Run.Requests)
 									if b == 0 {
 										assert.Zero(t, st.Run.TrueHits, "nothing is retained at budget 0")
@@ -133,7 +133,7 @@ func TestCacheReadFault(t *testing.T) {
 			// Teacher forcing over the whole reference touches most experts of every layer.
 			_, err = m.Forward(context.Background(), ref.FullIDs)
 			require.Error(t, err)
-			var le *k3.ExpertLoadError
+			var le *cache.ExpertLoadError
 			require.ErrorAs(t, err, &le)
 			assert.GreaterOrEqual(t, le.Layer, 1)
 			assert.ErrorIs(t, err, syscall.EIO)

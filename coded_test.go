@@ -82,8 +82,8 @@ func TestCodedExpertsBitIdentical(t *testing.T) {
 					m := openModel(t, coded, opts...)
 					got := runModel(t, m, ref)
 					assert.Equal(t, want, got, "%s threads=%d", name, threads)
-					st, ok := m.CacheStats()
-					require.True(t, ok)
+					st := m.Stats().Cache
+					require.NotNil(t, st)
 					assert.Positive(t, st.Run.DecodeSeconds, "%s: coded experts were decoded", name)
 					if threads > 1 {
 						continue
@@ -92,7 +92,7 @@ func TestCodedExpertsBitIdentical(t *testing.T) {
 					// read differ: the stored records instead of the raw tensors.
 					rm := openModel(t, dir, opts...)
 					require.Equal(t, want, runModel(t, rm, ref))
-					rs, _ := rm.CacheStats()
+					rs := rm.Stats().Cache
 					assert.Equal(t, rs.Run.Requests, st.Run.Requests, name)
 					assert.Equal(t, rs.Run.Misses, st.Run.Misses, name)
 					assert.Equal(t, rs.Run.Hits, st.Run.Hits, name)
@@ -138,7 +138,7 @@ func TestCodedExpertsCorrupt(t *testing.T) {
 	for _, budget := range []string{"zero", "topk+1"} {
 		m := openModel(t, bad, k3.WithCacheBudget(cacheBudgets(t, dir)[budget]))
 		_, err = m.Forward(context.Background(), ref.FullIDs)
-		var le *k3.ExpertLoadError
+		var le *cache.ExpertLoadError
 		require.ErrorAs(t, err, &le, budget)
 		assert.GreaterOrEqual(t, le.Layer, 1)
 		assert.ErrorIs(t, err, rans.ErrCorrupt)

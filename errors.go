@@ -4,22 +4,27 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/k3-project/k3/safetensors"
 )
 
 // Sentinel errors callers branch on with errors.Is.
 var (
 	// ErrClosed: the model was closed; its weights (mmap views) are gone.
 	ErrClosed = errors.New("k3: model is closed")
-	// ErrNoLogits: Logits or a greedy pick was asked for before any position was processed.
+	// ErrNoLogits: a pick was asked for before any position was processed.
 	ErrNoLogits = errors.New("k3: no logits yet (prefill at least one position first)")
-	// ErrAllNaN: every logit is NaN, so greedy decoding has nothing to pick.
-	ErrAllNaN = errors.New("k3: every logit is NaN")
 	// ErrEmptyInput: a call that needs at least one token id got none.
 	ErrEmptyInput = errors.New("k3: no token ids")
 	// ErrUnknownGeometry: Synthesize was given a geometry name Geometries does not list.
 	ErrUnknownGeometry = errors.New("k3: unknown synthetic geometry")
 	// ErrForeignSnapshot: Restore was given a snapshot of another model's session.
 	ErrForeignSnapshot = errors.New("k3: snapshot belongs to another model")
+	// ErrContextFull: a prompt does not fit in GenerateOptions.MaxContext.
+	ErrContextFull = errors.New("k3: context length exceeded")
+	// ErrBroken: an earlier call failed or was cancelled part-way through the layers, so the
+	// session's carried state is inconsistent. Restore a snapshot or Reset to continue.
+	ErrBroken = errors.New("k3: session state is inconsistent after a failed or cancelled call")
 )
 
 // TokenError reports a token id outside [0, Vocab) (SPEC §4.2: an error, never clamped).
@@ -34,15 +39,34 @@ func (e *TokenError) Error() string {
 }
 
 // BindError lists every model tensor the checkpoint lacks or holds with a wrong dtype or shape
-// (SPEC §3.3, §3.4). Binding collects all problems before refusing, so one run names them all.
+// (§3.3, §3.4). Binding collects all problems before refusing, so one run names them all.
 type BindError struct {
-	Dir string
-	// Missing: one entry per absent tensor: its name and, when the checkpoint has an index, the
-	// shard the index says should hold it and why it is not there.
-	Missing []string
+	Dir     string
+	Missing []MissingTensor
 	// Mismatched: one entry per present tensor whose dtype or shape is not acceptable, with what
 	// was found and what is accepted.
 	Mismatched []string
+}
+
+// MissingTensor is a tensor of the model the checkpoint lacks.
+type MissingTensor struct {
+	Name string
+	// Shard is the shard file the checkpoint's index says should hold the tensor ("" without
+	// an index entry), and State why it does not.
+	Shard string
+	State safetensors.ShardState
+	// Packed is the packed trunk's layout file when the tensor was looked for there.
+	Packed string
+}
+
+func (mt MissingTensor) line() string {
+	switch {
+	case mt.Packed != "":
+		return mt.Name + " (not in " + mt.Packed + ")"
+	case mt.Shard != "":
+		return fmt.Sprintf("%s (index: shard %s, %v)", mt.Name, mt.Shard, mt.State)
+	}
+	return mt.Name
 }
 
 func (e *BindError) Error() string {
@@ -64,47 +88,30 @@ func (e *BindError) Error() string {
 	return b.String()
 }
 
-// groupMissing folds the missing tensors that the index places in the same shard (entries
-// "name (index: shard S, state)") into one line per shard, so one absent shard is one line, not
-// one per tensor. Entries without a shard are kept as they are.
-func groupMissing(missing []string) []string {
-	const mark = " (index: shard "
-	type group struct {
-		first string
-		n     int
+// groupMissing folds the missing tensors that the index places in the same shard into one line
+// per shard, at the shard's first position, so one absent shard is one line, not one per tensor.
+func groupMissing(missing []MissingTensor) []string {
+	type shard struct {
+		name  string
+		state safetensors.ShardState
 	}
-	var order []string
-	groups := map[string]*group{}
+	count := map[shard]int{}
+	for _, mt := range missing {
+		if mt.Shard != "" && mt.Packed == "" {
+			count[shard{mt.Shard, mt.State}]++
+		}
+	}
 	var out []string
-	for _, s := range missing {
-		i := strings.LastIndex(s, mark)
-		if i < 0 || !strings.HasSuffix(s, ")") {
-			out = append(out, s)
-			continue
-		}
-		key := s[i+len(mark) : len(s)-1]
-		g := groups[key]
-		if g == nil {
-			g = &group{first: s[:i]}
-			groups[key] = g
-			order = append(order, key)
-			out = append(out, "") // placeholder keeps the shard's first position
-		}
-		g.n++
-	}
-	k := 0
-	for j, s := range out {
-		if s != "" {
-			continue
-		}
-		key := order[k]
-		k++
-		g := groups[key]
-		shard, state, _ := strings.Cut(key, ", ")
-		if g.n == 1 {
-			out[j] = fmt.Sprintf("%s (index: shard %s, %s)", g.first, shard, state)
-		} else {
-			out[j] = fmt.Sprintf("%d tensors the index places in shard %s (%s), the first %s", g.n, shard, state, g.first)
+	seen := map[shard]bool{}
+	for _, mt := range missing {
+		k := shard{mt.Shard, mt.State}
+		n := count[k]
+		switch {
+		case n <= 1 || mt.Packed != "":
+			out = append(out, mt.line())
+		case !seen[k]:
+			seen[k] = true
+			out = append(out, fmt.Sprintf("%d tensors the index places in shard %s (%v), the first %s", n, mt.Shard, mt.State, mt.Name))
 		}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/sample"
 )
 
 // ExampleSession_Save runs a two-turn conversation with a seeded sampler, saving the state
@@ -30,12 +31,12 @@ func ExampleSession_Save() {
 	defer m.Close()
 	ctx := context.Background()
 
-	turn := func(s *k3.Session, sm *k3.Sampler, user []int) []int {
+	turn := func(s *k3.Session, sm *sample.Sampler, user []int) []int {
 		if err := s.Prefill(ctx, user); err != nil {
 			log.Fatal(err)
 		}
 		var out []int
-		for id, err := range s.GenerateWith(ctx, k3.GenerateOptions{MaxTokens: 4, Sampler: sm}) {
+		for id, err := range s.Generate(ctx, k3.GenerateOptions{MaxTokens: 4, Sampler: sm}) {
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -48,7 +49,7 @@ func ExampleSession_Save() {
 		return out
 	}
 
-	sm, err := k3.NewSampler(k3.SamplerOptions{Temperature: 0.8, TopP: 0.95, Seed: 2026})
+	sm, err := sample.New(sample.Options{Temperature: 0.8, TopP: 0.95, Seed: 2026})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -8,11 +8,62 @@ import (
 	"path/filepath"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/tokenizer"
 )
 
-// Example synthesizes the tiny geometry and decodes greedily from it, incrementally and by full
-// recomputation; the two modes agree token for token (and bit for bit in their logits).
+// Example is the one path through the library: plan a memory budget, open the model under it,
+// and generate text. The checkpoint is synthesized (random weights of the tiny geometry, with a
+// tokenizer), so the text means nothing, but every step is the one a real checkpoint takes.
 func Example() {
+	tmp, err := os.MkdirTemp("", "k3-example-*")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "tiny")
+	if err := k3.Synthesize(dir, "tiny", 42); err != nil {
+		log.Fatal(err)
+	}
+
+	// Plan first: PlanFor reads only headers, and refuses a budget below the floor.
+	budget := []k3.Option{k3.WithTrunkBudget(64 << 20), k3.WithCacheBudget(16 << 20)}
+	plan, err := k3.PlanFor(dir, budget...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := k3.Open(dir, budget...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+
+	enc, err := tokenizer.LoadKimi(filepath.Join(dir, "tiktoken.model"), filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	prompt, err := enc.Encode("The front door", tokenizer.AllowSpecial)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var text []byte
+	var res k3.GenerateResult
+	for _, err := range m.Generate(context.Background(), prompt, k3.GenerateOptions{
+		MaxTokens: 8,
+		Tokens:    enc,
+		OnText:    func(b []byte) { text = append(text, b...) },
+		OnDone:    func(r k3.GenerateResult) { res = r },
+	}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(plan.Mapped, res.Reason, res.Tokens, len(text) > 0)
+	// Output: false length 8 true
+}
+
+// ExampleModel_Generate decodes greedily, incrementally and by full recomputation; the two modes
+// agree token for token (and bit for bit in their logits).
+func ExampleModel_Generate() {
 	tmp, err := os.MkdirTemp("", "k3-example-*")
 	if err != nil {
 		log.Fatal(err)

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/sample"
 )
 
 // reference is a model fixture's reference.json (SPEC §13.2).
@@ -29,25 +31,18 @@ type reference struct {
 func loadReference(t testing.TB, dir string) *reference {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var r reference
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("%s: %v", dir, err)
-	}
-	if len(r.FullIDs) <= len(r.PromptIDs) || len(r.TFPred) != len(r.FullIDs) || len(r.LogitsBits) != len(r.FullIDs) {
-		t.Fatalf("%s: inconsistent reference.json", dir)
-	}
+	require.NoError(t, json.Unmarshal(b, &r), dir)
+	require.True(t, len(r.FullIDs) > len(r.PromptIDs) && len(r.TFPred) == len(r.FullIDs) && len(r.LogitsBits) == len(r.FullIDs),
+		"%s: inconsistent reference.json", dir)
 	return &r
 }
 
 func openModel(t testing.TB, dir string, opts ...k3.Option) *k3.Model {
 	t.Helper()
 	m, err := k3.Open(dir, opts...)
-	if err != nil {
-		t.Fatalf("open %s: %v", dir, err)
-	}
+	require.NoError(t, err, "open %s", dir)
 	t.Cleanup(func() { m.Close() })
 	return m
 }
@@ -132,24 +127,16 @@ func TestGateTeacherForcing(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)
-			if m.Config().Vocab != ref.Vocab {
-				t.Fatalf("vocab %d, reference %d", m.Config().Vocab, ref.Vocab)
-			}
+			require.Equal(t, ref.Vocab, m.Config().Vocab, "vocab")
 			logits, err := m.Forward(context.Background(), ref.FullIDs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			var maxDiff float64
 			agree := 0
 			for p, row := range logits {
-				got, err := k3.Argmax(row)
-				if err != nil {
-					t.Fatalf("position %d: %v", p, err)
-				}
-				if got == ref.TFPred[p] {
+				got, err := sample.Argmax(row)
+				require.NoError(t, err, "position %d", p)
+				if assert.Equal(t, ref.TFPred[p], got, "position %d: argmax, oracle", p) {
 					agree++
-				} else {
-					t.Errorf("position %d: argmax %d, oracle %d", p, got, ref.TFPred[p])
 				}
 				for v, bits := range ref.LogitsBits[p] {
 					d := math.Abs(float64(row[v]) - float64(math.Float32frombits(bits)))
@@ -165,12 +152,9 @@ func TestGateTeacherForcing(t *testing.T) {
 			t.Logf("GATE1 %s: argmax %d/%d; vs float64 truth: max %.3g (%.2f of the f32 reference's %.3g), RMS %.3g (%.2f of %.3g); max |Δ| vs logits_bits %.3g; digest %016x",
 				filepath.Base(dir), agree, len(logits), maxAbs, maxAbs/tr.Ref32Max, tr.Ref32Max,
 				rms, rms/tr.Ref32RMS, tr.Ref32RMS, maxDiff, digest(logits))
-			if !(maxAbs <= 0.5*tr.Ref32Max) {
-				t.Errorf("max |engine − truth| = %g > 0.5 × %g", maxAbs, tr.Ref32Max)
-			}
-			if !(rms <= 0.5*tr.Ref32RMS) {
-				t.Errorf("RMS(engine − truth) = %g > 0.5 × %g", rms, tr.Ref32RMS)
-			}
+			// Written as "≤ holds" so that NaN fails.
+			assert.True(t, maxAbs <= 0.5*tr.Ref32Max, "max |engine − truth| = %g > 0.5 × %g", maxAbs, tr.Ref32Max)
+			assert.True(t, rms <= 0.5*tr.Ref32RMS, "RMS(engine − truth) = %g > 0.5 × %g", rms, tr.Ref32RMS)
 		})
 	}
 }
@@ -182,15 +166,11 @@ func greedy(t testing.TB, m *k3.Model, prompt []int, n int, full bool) ([]int, [
 	var ids []int
 	o := k3.GenerateOptions{MaxTokens: n, FullRecompute: full,
 		OnLogits: func(step int, l []float32) {
-			if step != len(steps) {
-				t.Errorf("OnLogits step %d, want %d", step, len(steps))
-			}
+			assert.Equal(t, len(steps), step, "OnLogits step")
 			steps = append(steps, append([]float32(nil), l...))
 		}}
 	for id, err := range m.Generate(context.Background(), prompt, o) {
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ids = append(ids, id)
 	}
 	return ids, steps
@@ -207,19 +187,11 @@ func TestGateGreedy(t *testing.T) {
 			want := ref.FullIDs[len(ref.PromptIDs):]
 			fullIDs, fullLogits := greedy(t, m, ref.PromptIDs, n, true)
 			incIDs, incLogits := greedy(t, m, ref.PromptIDs, n, false)
-			if fmt.Sprint(fullIDs) != fmt.Sprint(want) {
-				t.Errorf("GATE2 full recompute:\n got %v\nwant %v", fullIDs, want)
-			}
-			if fmt.Sprint(incIDs) != fmt.Sprint(want) {
-				t.Errorf("GATE3 incremental:\n got %v\nwant %v", incIDs, want)
-			}
-			if len(fullLogits) != len(incLogits) {
-				t.Fatalf("%d vs %d logit steps", len(fullLogits), len(incLogits))
-			}
+			assert.Equal(t, fmt.Sprint(want), fmt.Sprint(fullIDs), "GATE2 full recompute")
+			assert.Equal(t, fmt.Sprint(want), fmt.Sprint(incIDs), "GATE3 incremental")
+			require.Len(t, incLogits, len(fullLogits), "logit steps")
 			for i := range fullLogits {
-				if !sameBits(fullLogits[i], incLogits[i]) {
-					t.Errorf("GATE3 step %d: incremental logits differ from full recompute", i)
-				}
+				assert.True(t, sameBits(fullLogits[i], incLogits[i]), "GATE3 step %d: incremental logits differ from full recompute", i)
 			}
 			t.Logf("GATE2/3 %s: %d/%d tokens (full recompute), %d/%d (incremental), logits bit-identical; digest %016x",
 				filepath.Base(dir), countEq(fullIDs, want), n, countEq(incIDs, want), n, digest(incLogits))

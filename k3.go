@@ -242,7 +242,7 @@ type Model struct {
 	packed  *packedTrunk
 	plan    Plan
 	tracer  Tracer
-	walk    sync.Mutex // serialises forwards that share the store's ring
+	weights *weights // what a forward pass asks of the storage of all of the above
 
 	embed  quant.Matrix // [V, E]; rows gathered and widened exactly
 	lmHead quant.Matrix // [V, E]
@@ -287,7 +287,7 @@ func Open(dir string, opts ...Option) (*Model, error) {
 		if t := o.tracer; t != nil {
 			to.OnRead = t.TrunkRead
 		}
-		if m.store, err = trunk.Open(m.plan.Trunk, d.dense, to); err != nil {
+		if m.store, err = trunk.Open(m.plan.Trunk, d.bind.dense, to); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
@@ -317,8 +317,14 @@ func Open(dir string, opts ...Option) (*Model, error) {
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	b := &binder{ck: m.ck, store: m.store, packed: m.packed, cachedExperts: m.experts != nil, pool: m.pool}
-	if err := m.bind(b); err != nil {
+	m.weights = newWeights(m.ck, m.store, m.experts)
+	b := d.bind
+	b.load(m.store, m.pool)
+	if err := b.err(dir); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if err := m.build(b); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -328,8 +334,8 @@ func Open(dir string, opts ...Option) (*Model, error) {
 
 // prepared is what prepare found out before allocating anything.
 type prepared struct {
-	opts  options
-	dense []trunk.Tensor
+	opts options
+	bind *binder // the walk over the tensor table, to be loaded
 }
 
 // prepare reads the configuration and the headers and computes the plan.
@@ -373,12 +379,13 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	db := &binder{ck: ck, describe: true, packed: m.packed, cachedExperts: o.cacheSet}
-	if err := m.bind(db); err != nil {
+	db := &binder{ck: ck, packed: m.packed, cachedExperts: o.cacheSet}
+	db.walk(cfg, m.nlayers)
+	if err := db.err(dir); err != nil {
 		m.Close()
 		return nil, nil, err
 	}
-	d.dense = db.dense
+	d.bind = db
 	m.plan.fillSession(cfg, m.nlayers)
 	if m.nlayers < cfg.NumLayers {
 		m.skipped = countBeyond(ck, m.nlayers)
@@ -424,23 +431,28 @@ func PlanFor(dir string, opts ...Option) (Plan, error) {
 // Plan returns the memory plan the model runs under.
 func (m *Model) Plan() Plan { return m.plan }
 
-// CacheStats returns the expert cache's counters; ok is false when experts are mapped.
-func (m *Model) CacheStats() (s cache.Stats, ok bool) {
-	if m.experts == nil {
-		return cache.Stats{}, false
-	}
-	return m.experts.Stats(), true
+// Stats are a model's weight-traffic counters since Open.
+type Stats struct {
+	// Trunk is the dense-weight store's, nil for a fully mapped model. Read-ahead goes on
+	// after a forward pass returns, so these may still grow until the model is closed (a
+	// tracer hears of each read a moment before they count it); after Close they are final.
+	Trunk *trunk.Stats
+	// Cache is the expert cache's, nil when the experts are mapped.
+	Cache *cache.Stats
 }
 
-// TrunkStats returns the dense-weight store's counters; ok is false for a fully mapped model.
-// Read-ahead goes on after a forward pass returns, so the counters may still grow until the
-// model is closed (a tracer hears of each read a moment before they count it); after Close
-// they are final.
-func (m *Model) TrunkStats() (s trunk.Stats, ok bool) {
-	if m.store == nil {
-		return trunk.Stats{}, false
+// Stats returns the model's counters.
+func (m *Model) Stats() Stats {
+	var s Stats
+	if m.store != nil {
+		st := m.store.Stats()
+		s.Trunk = &st
 	}
-	return m.store.Stats(), true
+	if m.experts != nil {
+		st := m.experts.Stats()
+		s.Cache = &st
+	}
+	return s
 }
 
 // Close releases the shard mappings, the trunk store's memory and the worker goroutines.
@@ -477,12 +489,6 @@ func (m *Model) Config() config.Config { return *m.cfg.Clone() }
 // Layers returns the number of decoder layers the model runs: the configured count, or n with
 // WithLayers(n).
 func (m *Model) Layers() int { return m.nlayers }
-
-// Threads returns the worker count the model was opened with.
-func (m *Model) Threads() int { return m.threads }
-
-// Dir returns the checkpoint directory.
-func (m *Model) Dir() string { return m.dir }
 
 // Warnings returns the checkpoint reader's non-fatal findings (stray shard files the index does
 // not name, tolerated index disagreements), for logging.

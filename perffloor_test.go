@@ -38,8 +38,7 @@ func TestPerfFloorBitIdentical(t *testing.T) {
 	require.False(t, fp.HeadPinned || fp.EmbedPinned || len(fp.Pinned) > 0)
 	got := runModel(t, m, ref)
 	assert.Equal(t, want, got, "floor logits and tokens must equal the mapped run's")
-	st, _ := m.TrunkStats()
-	cs, _ := m.CacheStats()
+	st, cs := m.Stats().Trunk, m.Stats().Cache
 	t.Logf("floor %d B: trunk %d B + head %d B streamed, %d embedding B; experts %d B read; ids %v",
 		p.Trunk.Floor, st.BytesRead, st.HeadBytes, st.EmbedBytes, cs.Run.BytesRead, got.ids)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -42,15 +43,8 @@ type CachePlan struct {
 	Total        int64 `json:"total_bytes"`
 }
 
-// expertBytes is one routed expert's checkpoint bytes: three MXFP4 matrices of MoEInter×Latent
-// values, each half a byte per value plus one E8M0 scale byte per 32 values.
-func expertBytes(c *config.Config) int64 {
-	per := int64(c.MoEInter) * int64(c.Latent)
-	return 3 * (per/2 + per/32)
-}
-
 func planCache(c *config.Config, o options) (*CachePlan, error) {
-	eb := expertBytes(c)
+	eb := layout.ExpertBytes(c)
 	p := &CachePlan{Budget: o.cacheBudget, Policy: string(cache.S3FIFO), ExpertBytes: eb, SlotBytes: cache.SlotSize(eb), Prefetch: o.prefetch}
 	if o.cachePolicy != "" {
 		p.Policy = string(o.cachePolicy)

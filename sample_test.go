@@ -13,6 +13,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/sample"
 )
 
 // refRNG is xoshiro256** seeded by SplitMix64, written here from the published description
@@ -44,7 +45,7 @@ func (r *refRNG) uniform() float64 {
 }
 
 // refSample is a plain transcription of the documented sampler stages (SamplerOptions).
-func refSample(logits []float32, hist []int, o k3.SamplerOptions, r *refRNG) int {
+func refSample(logits []float32, hist []int, o sample.Options, r *refRNG) int {
 	l := make([]float64, len(logits))
 	for i, v := range logits {
 		l[i] = float64(v)
@@ -125,7 +126,7 @@ func refSample(logits []float32, hist []int, o k3.SamplerOptions, r *refRNG) int
 	return ids[keep-1]
 }
 
-var samplerCases = map[string]k3.SamplerOptions{
+var samplerCases = map[string]sample.Options{
 	"temperature":   {Temperature: 1, Seed: 7},
 	"top-k":         {Temperature: 0.8, TopK: 20, Seed: 42},
 	"top-p":         {Temperature: 1.2, TopP: 0.7, Seed: 3},
@@ -156,7 +157,7 @@ func TestSamplerMatchesReference(t *testing.T) {
 			var got [2][]int
 			for th := 1; th <= 2; th++ {
 				m := openModel(t, dir, k3.WithThreads(th))
-				sm, err := k3.NewSampler(o)
+				sm, err := sample.New(o)
 				require.NoError(t, err)
 				got[th-1] = generateIDs(t, m, ref.PromptIDs, n, k3.GenerateOptions{Sampler: sm})
 			}
@@ -189,7 +190,7 @@ func TestSamplerSeeds(t *testing.T) {
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	run := func(seed uint64, full bool) []int {
-		sm, err := k3.NewSampler(k3.SamplerOptions{Temperature: 1, Seed: seed})
+		sm, err := sample.New(sample.Options{Temperature: 1, Seed: seed})
 		require.NoError(t, err)
 		return generateIDs(t, m, ref.PromptIDs, 16, k3.GenerateOptions{Sampler: sm, FullRecompute: full})
 	}
@@ -197,40 +198,4 @@ func TestSamplerSeeds(t *testing.T) {
 	assert.Equal(t, a, run(1, false))
 	assert.Equal(t, a, run(1, true))
 	assert.NotEqual(t, a, run(2, false))
-}
-
-func TestSamplerOptionsRefused(t *testing.T) {
-	for name, o := range map[string]k3.SamplerOptions{
-		"negative temperature": {Temperature: -1},
-		"NaN temperature":      {Temperature: math.NaN()},
-		"negative top-k":       {TopK: -1},
-		"top-p above 1":        {TopP: 1.5},
-		"min-p 1":              {MinP: 1},
-		"repeat below 1":       {RepeatPenalty: 0.5},
-		"inf frequency":        {FrequencyPenalty: math.Inf(1)},
-		"negative window":      {PenaltyWindow: -2},
-	} {
-		_, err := k3.NewSampler(o)
-		assert.ErrorIs(t, err, k3.ErrBadSampler, name)
-	}
-}
-
-func TestSamplerEdgeLogits(t *testing.T) {
-	sm, err := k3.NewSampler(k3.SamplerOptions{Temperature: 1, TopK: 3})
-	require.NoError(t, err)
-	_, err = sm.Sample(nil, nil)
-	assert.ErrorIs(t, err, k3.ErrNoLogits)
-	nan := float32(math.NaN())
-	_, err = sm.Sample([]float32{nan, nan}, nil)
-	assert.ErrorIs(t, err, k3.ErrAllNaN)
-	// NaN is never picked; one finite logit is certain.
-	for range 20 {
-		id, err := sm.Sample([]float32{nan, -3, nan}, nil)
-		require.NoError(t, err)
-		assert.Equal(t, 1, id)
-	}
-	// A +Inf logit takes all the mass.
-	id, err := sm.Sample([]float32{0, float32(math.Inf(1)), 5}, nil)
-	require.NoError(t, err)
-	assert.Equal(t, 1, id)
 }

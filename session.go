@@ -2,7 +2,6 @@ package k3
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,11 +9,8 @@ import (
 	"github.com/k3-project/k3/internal/nn"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/sample"
 )
-
-// ErrBroken reports that an earlier call failed or was cancelled part-way through the layers, so the
-// session's carried state is inconsistent. Restore a snapshot or Reset to continue.
-var ErrBroken = errors.New("k3: session state is inconsistent after a failed or cancelled call")
 
 // Session is one sequence being decoded: per KDA layer the recurrent state and the three
 // short-convolution tails, per MLA layer the latent cache, the number of positions processed and
@@ -67,9 +63,6 @@ func (m *Model) NewSession() *Session {
 
 // Len returns the number of positions the session has processed.
 func (s *Session) Len() int { return s.pos }
-
-// Model returns the session's model.
-func (s *Session) Model() *Model { return s.m }
 
 // Prefill processes T = len(ids) ≥ 1 new positions, carrying the session's state, and keeps the
 // last position's logits for Logits. Splitting a sequence into any number of Prefill calls gives
@@ -143,7 +136,7 @@ func (s *Session) Next() (int, error) {
 	if s.logits == nil {
 		return 0, ErrNoLogits
 	}
-	return Argmax(s.logits)
+	return sample.Argmax(s.logits)
 }
 
 // Reset returns the session to zero positions (fresh state), clearing any ErrBroken.
@@ -159,8 +152,8 @@ func (s *Session) Reset() {
 	s.pos, s.ids, s.logits, s.broken = 0, s.ids[:0], nil, nil
 }
 
-// MLACacheBytes returns the bytes the session's MLA caches hold now (latent form).
-func (s *Session) MLACacheBytes() int64 {
+// mlaCacheBytes returns the bytes the session's MLA caches hold now (latent form).
+func (s *Session) mlaCacheBytes() int64 {
 	var n int64
 	for _, c := range s.mla {
 		if c != nil {
@@ -188,45 +181,19 @@ func (s *Session) layer(ctx context.Context, l int, st *nn.Stream, from int) err
 	}
 	// MLA leaves the rows before from without outputs (KDA computes them with its state).
 	err := m.layers[l].res.ForwardFrom(st, s.attn[l], s.ffn[l], m.threads, s.nnWS, from)
-	if err != nil {
-		if werr := m.weightsErr(); werr != nil {
-			err = werr // the NaN rows of unread weights made the layer fail: report the cause
-		}
-		return err
-	}
 	// A streamed matrix that could not read its bytes leaves NaN and records the error: whatever
-	// this layer computed is discarded with the session's consistency.
-	if err := m.weightsErr(); err != nil {
+	// this layer computed is discarded with the session's consistency, and when the NaN made the
+	// layer fail, the read is the cause to report.
+	if werr := m.weights.err(); werr != nil {
+		return werr
+	}
+	if err != nil {
 		return err
 	}
 	if m.tracer != nil {
 		m.tracer.LayerDone(l, time.Since(t0))
 	}
 	return nil
-}
-
-// guard runs fn, turning a memory fault on a mapped shard (a file truncated under the model) into
-// an error naming the shard instead of a crash. Without mapped weights it just runs fn.
-func (m *Model) guard(fn func() error) error {
-	if !m.mapsWeights() {
-		return fn()
-	}
-	var err error
-	if gerr := m.ck.Guard(func() { err = fn() }); gerr != nil {
-		return gerr
-	}
-	return err
-}
-
-// mapsWeights reports whether any weights are read through shard mappings.
-func (m *Model) mapsWeights() bool { return m.store == nil || m.experts == nil }
-
-// weightsErr returns the trunk store's recorded read failure, if any.
-func (m *Model) weightsErr() error {
-	if m.store == nil {
-		return nil
-	}
-	return m.store.Err()
 }
 
 // reuse returns buf resized to n, reallocating when it is too small; buffers over nn.MaxReused
@@ -273,22 +240,13 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	if err := ctx.Err(); err != nil {
 		return nil, err // nothing was touched yet: the session stays usable
 	}
-	if m.store != nil || m.experts != nil {
-		// Streamed dense weights go through one ring in walk order, and the expert cache's
-		// leases are sized for one pass: one pass at a time.
-		m.walk.Lock()
-		defer m.walk.Unlock()
-	}
-	if m.store != nil {
-		m.store.ClearErr()
-	}
-	if m.experts != nil {
-		m.experts.BeginStep()
-	}
+	w := m.weights
+	w.begin()
+	defer w.end()
 	T, E, V := len(ids), c.Hidden, c.Vocab
 	h := reuse(&s.hbuf, T*E)
 	rd := m.embed.(quant.RowDecoder) // checked at bind time
-	if err := m.guard(func() error {
+	if err := w.guard(func() error {
 		for t, id := range ids {
 			rd.DecodeRow(h[t*E:(t+1)*E], id)
 		}
@@ -301,7 +259,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 		return err
 	}
-	if err := m.weightsErr(); err != nil {
+	if err := w.err(); err != nil {
 		// Nothing was computed yet, but the embedding could not be read: the state is intact.
 		return nil, &ForwardError{Layer: -1, Err: err}
 	}
@@ -321,7 +279,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	}
 	var lerr error
 	at := -1
-	if err := m.guard(func() error {
+	if err := w.guard(func() error {
 		for l := range m.layers {
 			at = l
 			lf := 0
@@ -353,11 +311,8 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	case logitsAll:
 		nn.RMSNormRows(out, out, m.norm, m.eps)
 		logits = make([]float32, T*V)
-		if err := m.guard(func() error { quant.MatMulParallel(m.lmHead, logits, V, out, T, m.threads); return nil }); err != nil {
+		if err := w.guard(func() error { quant.MatMulParallel(m.lmHead, logits, V, out, T, m.threads); return nil }); err != nil {
 			return nil, fail(-1, err)
-		}
-		if m.weightsErr() == nil {
-			s.logits = append([]float32(nil), logits[(T-1)*V:]...) // callers may write to their rows
 		}
 	default:
 		last := out // the last position's row
@@ -367,22 +322,19 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 			s.logbuf = make([]float32, V)
 		}
 		logits = s.logbuf[:V]
-		if err := m.guard(func() error { quant.MatVecParallel(m.lmHead, logits, last, m.threads); return nil }); err != nil {
+		if err := w.guard(func() error { quant.MatVecParallel(m.lmHead, logits, last, m.threads); return nil }); err != nil {
 			return nil, fail(-1, err)
 		}
-		s.logits = logits
 	}
-	if err := m.weightsErr(); err != nil {
+	// Nothing computed from weights that failed a read or shrank under their mapping is reported.
+	if err := w.settle(); err != nil {
 		s.logits = nil
 		return nil, fail(-1, err)
 	}
-	if m.mapsWeights() {
-		// A shard that shrank under its mapping by less than a page reads zeros instead of
-		// faulting: re-check the sizes before reporting anything computed from it.
-		if err := m.ck.CheckSizes(); err != nil {
-			s.logits = nil
-			return nil, fail(-1, err)
-		}
+	if mode == logitsAll {
+		s.logits = append([]float32(nil), logits[(T-1)*V:]...) // callers may write to their rows
+	} else {
+		s.logits = logits
 	}
 	s.pos += T
 	return logits, nil

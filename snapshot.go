@@ -18,9 +18,6 @@ type Snapshot struct {
 	logits []float32
 }
 
-// Len returns the number of positions captured.
-func (sn *Snapshot) Len() int { return sn.pos }
-
 // Snapshot captures the session's state. A session broken by a failed call cannot be captured.
 func (s *Session) Snapshot() (*Snapshot, error) {
 	if s.broken != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/k3-project/k3/attention"
+	"github.com/k3-project/k3/sample"
 )
 
 // MaxSpeculative is the longest draft GenerateOptions.Speculative accepts.
@@ -23,7 +24,7 @@ const (
 // With the token t0 just emitted and drafts d1..dk looked up in the ids so far, one batched
 // pass (PrefillAll, every weight read once) processes t0, d1..dk and gives the logits after
 // each. Draft d(i+1) is accepted when the pick from the logits after d(i) — greedy, or the
-// speculative-sampling rule for a point-mass draft (Sampler.accept) — is d(i+1); the first
+// speculative-sampling rule for a point-mass draft (sample.Sampler.Accept) — is d(i+1); the first
 // rejection yields the pick made instead. Because every logit row is bit-identical to the one
 // plain decoding computes at that position (SPEC §4.10), greedy output is the plain greedy
 // output by construction. Rejected positions are rolled back exactly: the KDA states and conv
@@ -126,10 +127,10 @@ func (sp *speculator) advance(ctx context.Context, g *genRun, t0 int) (next int,
 		var x int
 		var ok bool
 		if g.o.Sampler == nil {
-			x, err = Argmax(rows[i])
+			x, err = sample.Argmax(rows[i])
 			ok = err == nil && x == d
 		} else {
-			x, ok, err = g.o.Sampler.accept(rows[i], g.hist, d)
+			x, ok, err = g.o.Sampler.Accept(rows[i], g.hist, d)
 		}
 		if err != nil {
 			return -1, false, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/sample"
 )
 
 // specRun generates with o and records the ids, the bits of the logits each pick was made
@@ -84,7 +85,7 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 				var res k3.GenerateResult
 				o := k3.GenerateOptions{MaxTokens: 8, Speculative: k, OnDone: func(r k3.GenerateResult) { res = r },
 					OnLogits: func(_ int, l []float32) { rows = append(rows, f32bits(l)) }}
-				for id, err := range s.GenerateWith(ctx, o) {
+				for id, err := range s.Generate(ctx, o) {
 					require.NoError(t, err)
 					ids = append(ids, id)
 				}
@@ -127,7 +128,7 @@ func TestSpeculativeSessionState(t *testing.T) {
 				var res k3.GenerateResult
 				o.OnDone = func(r k3.GenerateResult) { res = r }
 				var ids []int
-				for id, err := range s.GenerateWith(ctx, o) {
+				for id, err := range s.Generate(ctx, o) {
 					require.NoError(t, err)
 					ids = append(ids, id)
 				}
@@ -159,7 +160,7 @@ func TestSpeculativeSampling(t *testing.T) {
 	m := openModel(t, dir)
 	prompt := repetitive(ref.PromptIDs)
 	run := func(k int) ([]int, k3.GenerateResult) {
-		sm, err := k3.NewSampler(k3.SamplerOptions{Temperature: 0.3, Seed: 17})
+		sm, err := sample.New(sample.Options{Temperature: 0.3, Seed: 17})
 		require.NoError(t, err)
 		ids, _, res := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: 32, Sampler: sm, Speculative: k})
 		return ids, res
@@ -248,7 +249,7 @@ func BenchmarkSpeculativePerf(b *testing.B) {
 						b.Fatal(err)
 					}
 					o := k3.GenerateOptions{MaxTokens: 24, Speculative: k, OnDone: func(r k3.GenerateResult) { res = r }}
-					for _, err := range s.GenerateWith(ctx, o) {
+					for _, err := range s.Generate(ctx, o) {
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -298,7 +299,7 @@ func BenchmarkSecondTurnPerf(b *testing.B) {
 		if err := s.Prefill(ctx, turn2); err != nil {
 			b.Fatal(err)
 		}
-		for _, err := range s.GenerateWith(ctx, k3.GenerateOptions{MaxTokens: 8}) {
+		for _, err := range s.Generate(ctx, k3.GenerateOptions{MaxTokens: 8}) {
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,7 +1,6 @@
 package k3
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,11 +8,10 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"reflect"
-	"slices"
 	"strings"
 
-	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/layout"
+	"github.com/k3-project/k3/sample"
 )
 
 // State-file errors, one per refusal class, for errors.Is.
@@ -45,7 +43,7 @@ const MaxStatePositions = 1 << 24
 //	     kvpp (floats per position per MLA layer of the first cache part: kv_lora_rank, the
 //	     latent form), ropepp (qk_rope_head_dim)
 //	 96  end of the C engine's header; version 2 continues:
-//	 96  [32]byte config digest, [32]byte tensor-set digest (Model.Fingerprint)
+//	 96  [32]byte config digest, [32]byte tensor-set digest (fingerprint)
 //	160  int32 n_kda (KDA layers), int32 n_logits (vocab, or 0 without last logits),
 //	     uint32 flags (bit 0: sampler record present; no other bit may be set), uint32 0
 //	176  uint32 CRC-32C of bytes 0..175
@@ -67,90 +65,18 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Fingerprint identifies what a state file may be restored into: a digest of the configuration
+// fingerprint identifies what a state file may be restored into: a digest of the configuration
 // (every field but the informative eos_token_id) and a digest of the bound tensor set (sorted
 // names, dtypes and shapes of the text model's tensors). Two checkpoints of one geometry with
 // different weight values share a fingerprint.
-type Fingerprint struct {
+type fingerprint struct {
 	Config  [32]byte
 	Tensors [32]byte
 }
 
-// Fingerprint computes the model's fingerprint (SHA-256 digests).
-func (m *Model) Fingerprint() Fingerprint {
-	return Fingerprint{Config: configDigest(&m.cfg), Tensors: m.tensorDigest()}
-}
-
-// configDigest hashes the configuration field by field, in declaration order, with each field's
-// name, so a field added to config.Config is covered without changing this code.
-func configDigest(c *config.Config) [32]byte {
-	h := sha256.New()
-	v := reflect.ValueOf(c).Elem()
-	t := v.Type()
-	var b [8]byte
-	putU64 := func(x uint64) { binary.LittleEndian.PutUint64(b[:], x); h.Write(b[:]) }
-	putStr := func(s string) { putU64(uint64(len(s))); io.WriteString(h, s) }
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Name == "EOSTokenIDs" {
-			continue
-		}
-		putStr(f.Name)
-		fv := v.Field(i)
-		switch fv.Kind() {
-		case reflect.Int:
-			putU64(uint64(fv.Int()))
-		case reflect.Float64:
-			putU64(math.Float64bits(fv.Float()))
-		case reflect.Bool:
-			if fv.Bool() {
-				putU64(1)
-			} else {
-				putU64(0)
-			}
-		case reflect.Slice:
-			putU64(uint64(fv.Len()))
-			for j := range fv.Len() {
-				putU64(uint64(fv.Index(j).Int()))
-			}
-		default:
-			putStr(fmt.Sprint(fv.Interface()))
-		}
-	}
-	var d [32]byte
-	h.Sum(d[:0])
-	return d
-}
-
-// tensorDigest hashes the text model's tensor set as the checkpoint lists it.
-func (m *Model) tensorDigest() [32]byte {
-	type entry struct {
-		name, dtype string
-		shape       []int64
-	}
-	var es []entry
-	for _, t := range m.ck.Tensors() {
-		if strings.HasPrefix(t.Name, "language_model.") {
-			es = append(es, entry{t.Name, t.DType.String(), t.Shape})
-		}
-	}
-	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.name, b.name) })
-	h := sha256.New()
-	var b [8]byte
-	put := func(x uint64) { binary.LittleEndian.PutUint64(b[:], x); h.Write(b[:]) }
-	for _, e := range es {
-		put(uint64(len(e.name)))
-		io.WriteString(h, e.name)
-		put(uint64(len(e.dtype)))
-		io.WriteString(h, e.dtype)
-		put(uint64(len(e.shape)))
-		for _, d := range e.shape {
-			put(uint64(d))
-		}
-	}
-	var d [32]byte
-	h.Sum(d[:0])
-	return d
+// fingerprint computes the model's fingerprint (SHA-256 digests).
+func (m *Model) fingerprint() fingerprint {
+	return fingerprint{Config: m.cfg.Digest(), Tensors: m.ck.Digest(layout.TextPrefix)}
 }
 
 // stateHeader is the decoded fixed header.
@@ -158,7 +84,7 @@ type stateHeader struct {
 	fp                         [12]int32
 	nBound, nMLA, cached, nseq int32
 	kper, kvpp, ropepp         int64
-	digest                     Fingerprint
+	digest                     fingerprint
 	nKDA, nLogits              int32
 	flags                      uint32
 }
@@ -169,7 +95,7 @@ func (m *Model) stateHeader() stateHeader {
 		fp: [12]int32{int32(c.Hidden), int32(c.NumLayers), int32(c.Vocab), int32(c.KDAHeads), int32(c.KDAHeadDim),
 			int32(c.ConvK), int32(c.MLAHeads), int32(c.QKNope), int32(c.QKRope), int32(c.VHead), int32(c.NumExperts), int32(c.TopK)},
 		nBound: int32(len(m.layers)),
-		digest: m.Fingerprint(),
+		digest: m.fingerprint(),
 	}
 	for l := range m.layers {
 		if k := m.layers[l].kda; k != nil {
@@ -228,7 +154,7 @@ func decodeStateHeader(b []byte) stateHeader {
 // latent caches, last logits — and, when sm is not nil, the sampler's options and random state,
 // as a K3ST version 2 file (layout above). LoadSession restores it into a session of the same
 // model that continues bit-identically. A session broken by a failed call cannot be saved.
-func (s *Session) Save(w io.Writer, sm *Sampler) error {
+func (s *Session) Save(w io.Writer, sm *sample.Sampler) error {
 	if s.broken != nil {
 		return s.broken
 	}
@@ -275,11 +201,11 @@ func (s *Session) Save(w io.Writer, sm *Sampler) error {
 	}
 	sw.f32s(s.logits)
 	if sm != nil {
-		o := sm.o
+		o, st := sm.Options(), sm.State()
 		for _, v := range []uint64{math.Float64bits(o.Temperature), uint64(o.TopK), math.Float64bits(o.TopP),
 			math.Float64bits(o.MinP), math.Float64bits(o.RepeatPenalty), math.Float64bits(o.FrequencyPenalty),
 			math.Float64bits(o.PresencePenalty), uint64(o.PenaltyWindow), o.Seed,
-			sm.rng.s[0], sm.rng.s[1], sm.rng.s[2], sm.rng.s[3]} {
+			st[0], st[1], st[2], st[3]} {
 			sw.u64(v)
 		}
 	}
@@ -339,7 +265,7 @@ func (sw *stateWriter) f32s(v []float32) {
 // ErrStateModel (another configuration or tensor set), ErrStateCacheForm, ErrStateTruncated and
 // ErrStateCorrupt (a consistent checksum over impossible values). Memory grows only with the
 // bytes actually read. LoadSession reads exactly the file's bytes from r.
-func LoadSession(m *Model, r io.Reader) (*Session, *Sampler, error) {
+func LoadSession(m *Model, r io.Reader) (*Session, *sample.Sampler, error) {
 	hb := make([]byte, stateHeaderSize)
 	got, err := io.ReadFull(r, hb[:8])
 	if head := hb[:min(got, 4)]; !strings.HasPrefix("K3ST", string(head)) {
@@ -452,17 +378,16 @@ func LoadSession(m *Model, r io.Reader) (*Session, *Sampler, error) {
 		s.ids[i] = int(id)
 	}
 	s.pos, s.logits = n, logits
-	var sm *Sampler
+	var sm *sample.Sampler
 	if rec != nil {
 		f := math.Float64frombits
-		o := SamplerOptions{Temperature: f(rec[0]), TopK: int(int64(rec[1])), TopP: f(rec[2]), MinP: f(rec[3]),
+		o := sample.Options{Temperature: f(rec[0]), TopK: int(int64(rec[1])), TopP: f(rec[2]), MinP: f(rec[3]),
 			RepeatPenalty: f(rec[4]), FrequencyPenalty: f(rec[5]), PresencePenalty: f(rec[6]),
 			PenaltyWindow: int(int64(rec[7])), Seed: rec[8]}
 		var err error
-		if sm, err = NewSampler(o); err != nil {
+		if sm, err = sample.Resume(o, [4]uint64(rec[9:13])); err != nil {
 			return nil, nil, fmt.Errorf("%w: sampler record: %w", ErrStateCorrupt, err)
 		}
-		copy(sm.rng.s[:], rec[9:13])
 	}
 	return s, sm, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/sample"
 )
 
 var stateErrors = []error{k3.ErrStateMagic, k3.ErrStateVersion, k3.ErrStateChecksum, k3.ErrStateTruncated,
@@ -35,7 +36,7 @@ func stateSentinel(err error) error {
 	return found
 }
 
-func saveState(t testing.TB, s *k3.Session, sm *k3.Sampler) []byte {
+func saveState(t testing.TB, s *k3.Session, sm *sample.Sampler) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	require.NoError(t, s.Save(&buf, sm))
@@ -51,7 +52,7 @@ func TestStateContinuesBitIdentically(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)
-			sm, err := k3.NewSampler(k3.SamplerOptions{Temperature: 0.9, TopK: 30, RepeatPenalty: 1.2, Seed: 9})
+			sm, err := sample.New(sample.Options{Temperature: 0.9, TopK: 30, RepeatPenalty: 1.2, Seed: 9})
 			require.NoError(t, err)
 			s := m.NewSession()
 			require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
@@ -105,9 +106,9 @@ func f32bits(v []float32) []uint32 {
 // stateSections returns the byte offsets where the sections of a K3ST v2 file of this session
 // start, and the file length.
 func stateSections(t *testing.T, m *k3.Model, s *k3.Session, sampler bool) []int {
-	c, in := m.Config(), m.Info()
+	c := m.Config()
 	nKDA := c.NumLayers - len(c.FullAttn)
-	kper := int(in.KDAStateBytes) / nKDA / 4
+	kper := int(m.Plan().KDAStateBytes) / nKDA / 4
 	nMLA := len(c.FullAttn)
 	off := []int{0, 4, 8, 56, 72, 96, 160, 176, 180}
 	p := 180 + 4*s.Len()
@@ -136,7 +137,7 @@ func TestStateRefusals(t *testing.T) {
 	m := openModel(t, tinyDir)
 	s := m.NewSession()
 	require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
-	sm, err := k3.NewSampler(k3.SamplerOptions{Temperature: 1, Seed: 1})
+	sm, err := sample.New(sample.Options{Temperature: 1, Seed: 1})
 	require.NoError(t, err)
 	data := saveState(t, s, sm)
 	load := func(b []byte) error {
@@ -253,7 +254,7 @@ func TestStateTestdataSeeds(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Join("testdata", "state"), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join("testdata", "state", "empty.k3st"), saveState(t, s, nil), 0o644))
 		require.NoError(t, s.Prefill(context.Background(), ref.PromptIDs[:4]))
-		sm, err := k3.NewSampler(k3.SamplerOptions{Temperature: 0.7, TopP: 0.9, Seed: 3})
+		sm, err := sample.New(sample.Options{Temperature: 0.7, TopP: 0.9, Seed: 3})
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join("testdata", "state", "tiny.k3st"), saveState(t, s, sm), 0o644))
 	}

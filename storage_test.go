@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func f32Bytes(v []float32) []byte {
@@ -43,26 +46,20 @@ func TestStorageEquivalence(t *testing.T) {
 	src := filepath.Join(fixtures.Path(t, "models"), "tiny")
 	ref := loadReference(t, src)
 	ck, err := safetensors.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ck.Close()
 	m0 := openModel(t, src)
 	H := m0.Config().KDAHeads
 	var a, b []safetensors.WriteTensor
 	for _, tt := range ck.Tensors() {
 		data, err := ck.Read(tt)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		wa := safetensors.WriteTensor{Name: tt.Name, DType: tt.DType, Shape: tt.Shape, Data: data}
 		wb := wa
 		switch {
 		case tt.DType == safetensors.F32:
 			v, err := ck.ReadF32(tt)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			truncBF16(v)
 			wa.Data = f32Bytes(v)
 			wb.DType, wb.Data = safetensors.BF16, bf16Bytes(v)
@@ -74,11 +71,9 @@ func TestStorageEquivalence(t *testing.T) {
 			case strings.HasSuffix(tt.Name, ".A_log"):
 				wb.Shape, wb.Data = []int64{int64(H)}, bf16Bytes(v[:H])
 			}
-		case tt.Name == "language_model.lm_head.weight":
+		case tt.Name == layout.HeadName:
 			v, err := ck.ReadF32(tt)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			wb.DType, wb.Data = safetensors.F32, f32Bytes(v)
 		}
 		a, b = append(a, wa), append(b, wb)
@@ -88,30 +83,19 @@ func TestStorageEquivalence(t *testing.T) {
 		safetensors.WriteTensor{Name: "vision_tower.encoder.blocks.0.attn.qkv.weight", DType: safetensors.F32, Shape: []int64{2, 2}, Data: f32Bytes([]float32{1, 2, 3, 4})},
 		safetensors.WriteTensor{Name: "mm_projector.proj.0.weight", DType: safetensors.U8, Shape: []int64{3}, Data: []byte{1, 2, 3}})
 	cfg, err := os.ReadFile(filepath.Join(src, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var logits [2][][]float32
 	for i, ts := range [][]safetensors.WriteTensor{a, b} {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
+		require.NoError(t, safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil))
 		m := openModel(t, dir)
-		if logits[i], err = m.Forward(context.Background(), ref.FullIDs); err != nil {
-			t.Fatal(err)
-		}
+		logits[i], err = m.Forward(context.Background(), ref.FullIDs)
+		require.NoError(t, err)
 	}
 	for p := range logits[0] {
-		if !sameBits(logits[0][p], logits[1][p]) {
-			t.Fatalf("position %d: F32 and BF16 storage of the same values give different logits", p)
-		}
+		require.True(t, sameBits(logits[0][p], logits[1][p]), "position %d: F32 and BF16 storage of the same values give different logits", p)
 	}
 	// The rounded model is a different model; it must still be a sane one.
-	if d := digest(logits[0]); d == 0 {
-		t.Error("empty digest")
-	}
+	assert.NotZero(t, digest(logits[0]), "empty digest")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -14,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/trunk"
 )
@@ -100,8 +103,8 @@ func TestTrunkBudgetsBitIdentical(t *testing.T) {
 							c.check(t, m.Plan().Trunk)
 							got := runModel(t, m, ref)
 							assert.Equal(t, want, got, "tokens and logits must equal the mapped run's")
-							st, ok := m.TrunkStats()
-							require.True(t, ok)
+							st := m.Stats().Trunk
+							require.NotNil(t, st)
 							assert.Zero(t, st.OutOfOrder, "the walk order must follow the layer math")
 							if layout == "packed" {
 								assert.Equal(t, m.Config().NumLayers, st.Verified, "every packed layer verified on first load")
@@ -318,7 +321,7 @@ func TestTrunkTracer(t *testing.T) {
 	// Read-ahead may still be filling a slot when Forward returns, and the tracer hears of a
 	// read before the statistics count its piece; Close waits for every fill.
 	require.NoError(t, m.Close())
-	st, _ := m.TrunkStats()
+	st := m.Stats().Trunk
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	assert.Equal(t, m.Config().NumLayers, tr.layers)
@@ -343,4 +346,99 @@ func (c *countTracer) LayerDone(layer int, d time.Duration) {
 	c.mu.Lock()
 	c.layers++
 	c.mu.Unlock()
+}
+
+// walkTracer records, in order, which tensor each streamed read of a layer's weights was for,
+// and where each layer ended.
+type walkTracer struct {
+	mu     sync.Mutex
+	byOff  []map[int64]string // per layer: checkpoint offset of each streamed matrix → its name
+	events []walkEvent
+}
+
+type walkEvent struct {
+	layer int
+	name  string // "" marks the end of the layer
+}
+
+func (w *walkTracer) ExpertRequest(layer, expert int) {}
+
+func (w *walkTracer) TrunkRead(layer int, off, n int64, d time.Duration) {
+	if layer < 0 {
+		return // embedding rows and the head
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// A row range of a tensor starts inside it: find the tensor starting at or before off.
+	best, bestOff := "", int64(-1)
+	for o, name := range w.byOff[layer] {
+		if o <= off && o > bestOff {
+			best, bestOff = name, o
+		}
+	}
+	w.events = append(w.events, walkEvent{layer, best})
+}
+
+func (w *walkTracer) LayerDone(layer int, d time.Duration) {
+	w.mu.Lock()
+	w.events = append(w.events, walkEvent{layer: layer})
+	w.mu.Unlock()
+}
+
+// TestStreamWalkOrder holds the layer math to the order package layout declares: with one ring
+// slot at the trunk floor nothing is read ahead and every matrix streams, so the reads of a
+// forward pass happen in exactly the order the math asks for the matrices. For every layer of
+// every pass, the order in which its matrices were first read must be layout.Layer's order of
+// its matrices, which is the order the binder lists them to the trunk planner.
+func TestStreamWalkOrder(t *testing.T) {
+	for _, dir := range fixtures.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ref := loadReference(t, dir)
+			cfg, err := config.Load(filepath.Join(dir, "config.json"))
+			require.NoError(t, err)
+			ck, err := safetensors.Open(dir)
+			require.NoError(t, err)
+			defer ck.Close()
+			tr := &walkTracer{byOff: make([]map[int64]string, cfg.NumLayers)}
+			want := make([][]string, cfg.NumLayers)
+			for l := range cfg.NumLayers {
+				tr.byOff[l] = map[int64]string{}
+				for _, s := range layout.Layer(cfg, l) {
+					if s.Kind != layout.Matrix {
+						continue
+					}
+					ts, ok := ck.Tensor(s.Name)
+					require.True(t, ok, s.Name)
+					tr.byOff[l][ts.Offset] = s.Name
+					want[l] = append(want[l], s.Name)
+				}
+			}
+			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+			m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(1),
+				k3.WithThreads(2), k3.WithTracer(tr))
+			require.Equal(t, 1, m.Plan().Trunk.Slots)
+			require.Empty(t, m.Plan().Trunk.Pinned)
+			s := m.NewSession()
+			require.NoError(t, s.Prefill(context.Background(), ref.PromptIDs))
+			require.NoError(t, s.Step(context.Background(), ref.FullIDs[len(ref.PromptIDs)]))
+			m.Close()
+
+			var got []string
+			passes := 0
+			for _, e := range tr.events {
+				if e.name != "" {
+					if !slices.Contains(got, e.name) {
+						got = append(got, e.name)
+					}
+					continue
+				}
+				require.Equal(t, want[e.layer], got, "layer %d: first reads of its matrices in pass %d", e.layer, passes)
+				got = got[:0]
+				if e.layer == cfg.NumLayers-1 {
+					passes++
+				}
+			}
+			assert.Equal(t, 2, passes)
+		})
+	}
 }

@@ -25,7 +25,7 @@ type KDAConfig struct {
 	Workers int
 	// Pool, when set, runs the splits of heads and channels (the mat-muls
 	// split as their matrices do); nil starts goroutines per call.
-	Pool *parallel.Pool
+	Pool Runner
 }
 
 // KDAWeights are the tensors of one KDA layer (`self_attn.` names of SPEC
@@ -61,6 +61,7 @@ type KDA struct {
 
 // NewKDA validates the weights against cfg and binds them.
 func NewKDA(cfg KDAConfig, w KDAWeights) (*KDA, error) {
+	cfg.Pool = parallel.RunnerOr(cfg.Pool)
 	e, h, d := cfg.Hidden, cfg.Heads, cfg.HeadDim
 	if e <= 0 || h <= 0 || d <= 0 || cfg.ConvK < 1 {
 		return nil, fmt.Errorf("attention: kda: invalid shape hidden=%d heads=%d head_dim=%d conv_k=%d", e, h, d, cfg.ConvK)

@@ -27,7 +27,7 @@ type MLAConfig struct {
 	Workers int
 	// Pool, when set, runs the split of the heads (the mat-muls split as
 	// their matrices do); nil starts goroutines per call.
-	Pool *parallel.Pool
+	Pool Runner
 }
 
 // MLAWeights are the tensors of one MLA layer (`self_attn.` names of SPEC
@@ -61,6 +61,7 @@ type MLA struct {
 
 // NewMLA validates the weights against cfg and binds them.
 func NewMLA(cfg MLAConfig, w MLAWeights) (*MLA, error) {
+	cfg.Pool = parallel.RunnerOr(cfg.Pool)
 	e, hm, rq, rkv, dn, dr, dv := cfg.Hidden, cfg.Heads, cfg.QLoRA, cfg.KVLoRA, cfg.NoPE, cfg.Rope, cfg.VHead
 	if e <= 0 || hm <= 0 || rq <= 0 || rkv <= 0 || dn <= 0 || dr < 0 || dv <= 0 {
 		return nil, fmt.Errorf("attention: mla: invalid shape hidden=%d heads=%d q_lora=%d kv_lora=%d nope=%d rope=%d v=%d",

@@ -24,3 +24,13 @@ type Workspace struct {
 
 // NewWorkspace returns an empty workspace.
 func NewWorkspace() *Workspace { return new(Workspace) }
+
+// Runner runs the splits of a call on worker goroutines the caller keeps, so that a layer
+// starts none per call (the root package shares one set of workers among all layers). Run calls
+// t.Run over disjoint ranges covering [0, n), each at least grain long, on at most workers
+// goroutines, and returns when all are done; Limit reports how many of workers it would use.
+// Results never depend on the Runner.
+type Runner interface {
+	Run(n, workers, grain int, t interface{ Run(lo, hi int) })
+	Limit(workers int) int
+}

@@ -258,7 +258,7 @@ func TestCodedModelLayersBitIdentical(t *testing.T) {
 	}
 }
 
-// A corrupt record fails the load with *moe.ExpertLoadError (rans.ErrCorrupt)
+// A corrupt record fails the load with *ExpertLoadError (rans.ErrCorrupt)
 // and leaves the slot EMPTY: the next request reads and fails again, and the
 // other experts still load.
 func TestCodedCorruptRecord(t *testing.T) {
@@ -286,7 +286,7 @@ func TestCodedCorruptRecord(t *testing.T) {
 			defer s.Close()
 			for try := range 2 {
 				_, _, err = s.Get(layer, expert)
-				var le *moe.ExpertLoadError
+				var le *cache.ExpertLoadError
 				require.ErrorAs(t, err, &le, "try %d", try)
 				assert.Equal(t, layer, le.Layer)
 				assert.Equal(t, expert, le.Expert)

@@ -36,7 +36,7 @@
 // bit-identical. Slots are no bigger than for the raw checkpoint; readers
 // (decoder and scratch) are reused, so a load allocates nothing. A record
 // that fails to decode fails the load like a failed read: an
-// *moe.ExpertLoadError (wrapping rans.ErrCorrupt), the slot left EMPTY.
+// *ExpertLoadError (wrapping rans.ErrCorrupt), the slot left EMPTY.
 // BytesRead counts stored bytes, so it shows the container's saving, and
 // DecodeSeconds the time spent decoding.
 //
@@ -54,7 +54,7 @@
 // (EMPTY → INFLIGHT), read sorted by (shard, offset) on up to
 // WithReadWorkers goroutines and published (RESIDENT) only when complete. A
 // failed or short read returns its slot to EMPTY and fails the call with an
-// *moe.ExpertLoadError naming the layer and expert. Returned experts are
+// *ExpertLoadError naming the layer and expert. Returned experts are
 // MXFP4 views of the slot memory, leased until the release function runs: a
 // leased or INFLIGHT slot is never a victim. MaxBatch (moe.BatchLimiter)
 // tells the MoE how many distinct experts one call may lease, so a prefill

@@ -24,7 +24,7 @@ func Example() {
 	s.BeginStep()
 	experts, release, err := s.Experts(1, []int{4, 520, 17}, nil)
 	if err != nil {
-		log.Fatal(err) // an *moe.ExpertLoadError naming layer and expert
+		log.Fatal(err) // an *cache.ExpertLoadError naming layer and expert
 	}
 	_ = experts // moe.Expert views, valid until release
 	release()

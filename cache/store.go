@@ -333,7 +333,7 @@ func (s *Store) GetMany(layer int, ids []int, dst []moe.Expert) ([]moe.Expert, f
 // being filled), are read sorted by (shard, offset) on up to
 // WithReadWorkers goroutines and published only when complete. A failed or
 // short read leaves its slot EMPTY and fails the call with an
-// *moe.ExpertLoadError naming the layer and expert; no lease survives a
+// *ExpertLoadError naming the layer and expert; no lease survives a
 // failed call.
 func (s *Store) Experts(layer int, ids []int, dst []moe.Expert) ([]moe.Expert, func(), error) {
 	li, err := s.check(layer, ids)
@@ -348,15 +348,15 @@ func (s *Store) Experts(layer int, ids []int, dst []moe.Expert) ([]moe.Expert, f
 
 func (s *Store) check(layer int, ids []int) (int, error) {
 	if layer < 0 || layer >= len(s.layerIdx) || s.layerIdx[layer] < 0 {
-		return 0, &moe.ExpertLoadError{Layer: layer, Expert: -1, Err: ErrUnknownLayer}
+		return 0, &ExpertLoadError{Layer: layer, Expert: -1, Err: ErrUnknownLayer}
 	}
 	if len(ids) > s.maxBatch {
-		return 0, &moe.ExpertLoadError{Layer: layer, Expert: -1,
+		return 0, &ExpertLoadError{Layer: layer, Expert: -1,
 			Err: fmt.Errorf("%w: %d ids, MaxBatch %d", ErrBatchTooLarge, len(ids), s.maxBatch)}
 	}
 	for _, id := range ids {
 		if id < 0 || id >= s.cfg.NumExperts {
-			return 0, &moe.ExpertLoadError{Layer: layer, Expert: id,
+			return 0, &ExpertLoadError{Layer: layer, Expert: id,
 				Err: fmt.Errorf("%w: want [0, %d)", ErrExpertID, s.cfg.NumExperts)}
 		}
 	}
@@ -437,7 +437,7 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 	if s.closed {
 		s.mu.Unlock()
 		s.leases.Put(ls)
-		return nil, nil, &moe.ExpertLoadError{Layer: layer, Expert: -1, Err: ErrClosed}
+		return nil, nil, &ExpertLoadError{Layer: layer, Expert: -1, Err: ErrClosed}
 	}
 	s.fillSeq++
 	token := s.fillSeq
@@ -478,7 +478,7 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 				continue
 			}
 			if err != nil {
-				failed = &moe.ExpertLoadError{Layer: layer, Expert: ids[i], Err: err}
+				failed = &ExpertLoadError{Layer: layer, Expert: ids[i], Err: err}
 				s.unreserve(ls.reads)
 				ls.reads = ls.reads[:0]
 				break
@@ -500,7 +500,7 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 				c.decodeNanos += int64(dec)
 			})
 			if err := s.publish(ls.reads, ls.errs, originDemand); err != nil && failed == nil {
-				failed = &moe.ExpertLoadError{Layer: layer, Expert: err.expert, Err: err.err}
+				failed = &ExpertLoadError{Layer: layer, Expert: err.expert, Err: err.err}
 			}
 		}
 		if failed != nil {
@@ -864,7 +864,7 @@ func (s *Store) direct(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 	if s.closed {
 		s.mu.Unlock()
 		s.leases.Put(ls)
-		return nil, nil, &moe.ExpertLoadError{Layer: layer, Expert: -1, Err: ErrClosed}
+		return nil, nil, &ExpertLoadError{Layer: layer, Expert: -1, Err: ErrClosed}
 	}
 	s.demand(layer, li, ids)
 	s.add(func(c *counters) { c.misses += int64(len(ids)) })
@@ -878,7 +878,7 @@ func (s *Store) direct(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 		var err error
 		if sc, err = newArena(int64(s.maxBatch)*s.slotBytes, false); err != nil {
 			s.leases.Put(ls)
-			return nil, nil, &moe.ExpertLoadError{Layer: layer, Expert: -1, Err: err}
+			return nil, nil, &ExpertLoadError{Layer: layer, Expert: -1, Err: err}
 		}
 	}
 	ls.direct = sc
@@ -898,7 +898,7 @@ func (s *Store) direct(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 	var bytes int64
 	for i, err := range errs {
 		if err != nil && failed == nil {
-			failed = &moe.ExpertLoadError{Layer: layer, Expert: ids[i], Err: err}
+			failed = &ExpertLoadError{Layer: layer, Expert: ids[i], Err: err}
 		}
 		if err == nil {
 			bytes += s.locs[s.key(li, ids[i])].storedBytes()

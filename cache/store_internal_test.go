@@ -128,7 +128,7 @@ func TestFixtureByteExactUnderPressure(t *testing.T) {
 	}
 }
 
-// A failed or short read surfaces as *moe.ExpertLoadError naming layer and
+// A failed or short read surfaces as *ExpertLoadError naming layer and
 // expert; the slot is left EMPTY, never served, and no lease survives. The
 // same expert reads fine once the storage heals.
 func TestFaultInjection(t *testing.T) {
@@ -147,7 +147,7 @@ func TestFaultInjection(t *testing.T) {
 				_, release, err := s.Experts(0, []int{3, bad, 11}, nil)
 				require.Error(t, err)
 				require.Nil(t, release)
-				var le *moe.ExpertLoadError
+				var le *ExpertLoadError
 				require.True(t, errors.As(err, &le), "%v", err)
 				require.Equal(t, 0, le.Layer)
 				require.Equal(t, bad, le.Expert)
@@ -301,7 +301,7 @@ func TestBadInput(t *testing.T) {
 	s, err := New(ck, Config{Layers: []int{0}, NumExperts: fixNE, TopK: 4, Shapes: &Shapes{W1: [2]int{8, 128}, W2: [2]int{8, 128}, W3: [2]int{8, 128}}})
 	require.NoError(t, err)
 	defer s.Close()
-	var le *moe.ExpertLoadError
+	var le *ExpertLoadError
 	_, _, err = s.Experts(1, []int{0}, nil)
 	require.ErrorAs(t, err, &le)
 	require.ErrorIs(t, err, ErrUnknownLayer)

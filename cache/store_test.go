@@ -143,7 +143,7 @@ func TestLeasesPreventEviction(t *testing.T) {
 		}
 		_, _, err = s.Get(0, 9)
 		require.ErrorIs(t, err, cache.ErrNoEvictableSlot)
-		var le *moe.ExpertLoadError
+		var le *cache.ExpertLoadError
 		require.ErrorAs(t, err, &le)
 		require.Equal(t, 9, le.Expert)
 		for _, r := range rels {

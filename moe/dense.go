@@ -16,8 +16,8 @@ type Dense struct {
 	gate, up, down quant.Matrix
 	beta1, beta2   float32
 	workers        int
-	splits         *parallel.Pool // runs the activation's split; nil: goroutines per call
-	pool           sync.Pool      // *Workspace for calls that bring none
+	splits         parallel.Runner // runs the activation's split; nil: goroutines per call
+	pool           sync.Pool       // *Workspace for calls that bring none
 }
 
 // NewDense binds a gated MLP: gate and up are [I, E], down is [E, I].
@@ -29,7 +29,7 @@ func NewDense(gate, up, down quant.Matrix, beta1, beta2 float32, workers int) (*
 
 // NewDensePool is NewDense with the split of the activation run on pool
 // (the mat-muls split as their matrices do).
-func NewDensePool(gate, up, down quant.Matrix, beta1, beta2 float32, workers int, pool *parallel.Pool) (*Dense, error) {
+func NewDensePool(gate, up, down quant.Matrix, beta1, beta2 float32, workers int, pool Runner) (*Dense, error) {
 	if gate == nil || up == nil || down == nil {
 		return nil, fmt.Errorf("moe: dense: gate, up and down are required")
 	}
@@ -41,7 +41,7 @@ func NewDensePool(gate, up, down quant.Matrix, beta1, beta2 float32, workers int
 	if !(beta1 > 0) || !(beta2 > 0) {
 		return nil, fmt.Errorf("moe: dense: SiTU betas %v, %v must be > 0", beta1, beta2)
 	}
-	return &Dense{gate: gate, up: up, down: down, beta1: beta1, beta2: beta2, workers: workers, splits: pool}, nil
+	return &Dense{gate: gate, up: up, down: down, beta1: beta1, beta2: beta2, workers: workers, splits: parallel.RunnerOr(pool)}, nil
 }
 
 // Width returns the model width E.
@@ -84,7 +84,7 @@ func (d *Dense) ForwardWith(dst, x []float32, T int, ws *Workspace) error {
 // The activation is split on pool (nil: goroutines per call) with its
 // arguments parked in glu, which the caller keeps, so the split allocates
 // nothing.
-func gatedMLP(dst, x []float32, n int, w1, w3, w2 quant.Matrix, b1, b2 float32, workers int, pool *parallel.Pool, glu *gluSplit, g, u []float32) {
+func gatedMLP(dst, x []float32, n int, w1, w3, w2 quant.Matrix, b1, b2 float32, workers int, pool parallel.Runner, glu *gluSplit, g, u []float32) {
 	i := w1.Rows()
 	g, u = g[:n*i], u[:n*i]
 	quant.MatMulParallel(w1, g, i, x, n, workers)

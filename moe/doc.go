@@ -7,8 +7,8 @@
 //
 // Routed experts are obtained through ExpertSource, so an in-memory set
 // (MemExperts) and a disk-backed cache are interchangeable without touching
-// the math; an expert that cannot be loaded fails the forward pass with
-// *ExpertLoadError. Experts may be any quant.Matrix (MXFP4 in the released
+// the math; an expert that cannot be loaded fails the forward pass with the
+// source's error, wrapped. Experts may be any quant.Matrix (MXFP4 in the released
 // checkpoint, f32 in the operator fixtures).
 //
 // For T > 1 positions the experts are fetched once for the union of the

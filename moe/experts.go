@@ -17,9 +17,9 @@ type Expert struct {
 // layer, in the order of ids, to dst[:0] (so a caller that keeps dst between
 // calls allocates nothing per token) and returns that slice with a release function the caller calls
 // exactly once when it no longer uses them (a cache may then evict them).
-// A failure should be an *ExpertLoadError naming the expert; any other
-// error is wrapped in one with Expert = −1. Implementations must be safe for
-// concurrent use.
+// A failure should name the layer and expert (the expert cache's error type
+// does); the forward pass fails with it, wrapped. Implementations must be safe
+// for concurrent use.
 type ExpertSource interface {
 	Experts(layer int, ids []int, dst []Expert) ([]Expert, func(), error)
 }
@@ -42,10 +42,10 @@ func (m *MemExperts) Experts(layer int, ids []int, dst []Expert) ([]Expert, func
 	out := dst[:0]
 	for _, id := range ids {
 		if !ok {
-			return nil, nil, &ExpertLoadError{Layer: layer, Expert: id, Err: fmt.Errorf("no experts for layer %d", layer)}
+			return nil, nil, fmt.Errorf("moe: no experts for layer %d", layer)
 		}
 		if id < 0 || id >= len(all) {
-			return nil, nil, &ExpertLoadError{Layer: layer, Expert: id, Err: fmt.Errorf("expert id outside [0, %d)", len(all))}
+			return nil, nil, fmt.Errorf("moe: layer %d: expert id %d outside [0, %d)", layer, id, len(all))
 		}
 		out = append(out, all[id])
 	}

@@ -1,7 +1,6 @@
 package moe
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -32,7 +31,7 @@ type Config struct {
 	// Pool, when set, runs the splits of the experts and of the shared
 	// expert's activation (the mat-muls split as their matrices do); nil
 	// starts goroutines per call.
-	Pool *parallel.Pool
+	Pool Runner
 }
 
 // Weights are the trunk tensors of one MoE layer (`block_sparse_moe.` names
@@ -68,6 +67,7 @@ type MoE struct {
 
 // New validates and binds a MoE layer; src supplies its routed experts.
 func New(cfg Config, w Weights, src ExpertSource) (*MoE, error) {
+	cfg.Pool = parallel.RunnerOr(cfg.Pool)
 	e, l := cfg.Hidden, cfg.Latent
 	if e <= 0 || l <= 0 || cfg.Inter <= 0 {
 		return nil, fmt.Errorf("moe: layer %d: invalid shape hidden=%d latent=%d inter=%d", cfg.Layer, e, l, cfg.Inter)
@@ -298,11 +298,9 @@ func (m *MoE) runWave(ws *Workspace, uniq, start, slots []int, z, y []float32, g
 	nu := len(uniq)
 	experts, release, err := m.src.Experts(c.Layer, uniq, ws.experts[:0])
 	if err != nil {
-		var le *ExpertLoadError
-		if errors.As(err, &le) {
-			return err
-		}
-		return &ExpertLoadError{Layer: c.Layer, Expert: -1, Err: err}
+		// The source names the expert (the expert cache's error type does); the forward pass
+		// fails instead of skipping it (§4.8).
+		return fmt.Errorf("moe: layer %d: routed experts: %w", c.Layer, err)
 	}
 	ws.experts = experts[:0] // keep the capacity for the next call
 	if release == nil {
@@ -310,13 +308,12 @@ func (m *MoE) runWave(ws *Workspace, uniq, start, slots []int, z, y []float32, g
 	}
 	if len(experts) != nu {
 		release()
-		return &ExpertLoadError{Layer: c.Layer, Expert: -1,
-			Err: fmt.Errorf("source returned %d experts for %d ids", len(experts), nu)}
+		return fmt.Errorf("moe: layer %d: the expert source returned %d experts for %d ids", c.Layer, len(experts), nu)
 	}
 	for n, ex := range experts {
 		if err := m.checkExpert(ex); err != nil {
 			release()
-			return &ExpertLoadError{Layer: c.Layer, Expert: uniq[n], Err: err}
+			return fmt.Errorf("moe: layer %d: expert %d: %w", c.Layer, uniq[n], err)
 		}
 	}
 	r := &ws.run

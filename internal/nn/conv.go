@@ -78,7 +78,8 @@ func (c *ConvCall) Run(lo, hi int) { c.s.channels(c.dst, c.x, c.tail, c.T, lo, h
 // ForwardPool is ForwardParallel with the split run on pool (nil: goroutines
 // per call), its arguments parked in call, which must not be in use by
 // another call (nil: a new one, taken only when the channels split).
-func (s *ShortConv) ForwardPool(dst, x, tail []float32, T, workers int, pool *parallel.Pool, call *ConvCall) error {
+func (s *ShortConv) ForwardPool(dst, x, tail []float32, T, workers int, pool parallel.Runner, call *ConvCall) error {
+	pool = parallel.RunnerOr(pool)
 	c, k := s.c, s.k
 	if T < 0 || len(x) < T*c || len(dst) < T*c || len(tail) != c*(k-1) {
 		return fmt.Errorf("nn: short conv: len(x)=%d len(dst)=%d for T=%d C=%d, len(tail)=%d want %d",

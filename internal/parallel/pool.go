@@ -47,8 +47,26 @@ const SpinWindow = 100 * time.Microsecond
 // Task is work over index ranges; Pool.Run calls Run(lo, hi) once per chunk, from several
 // goroutines at once. A pointer to a reused struct makes a call that allocates nothing, which a
 // func literal capturing its arguments cannot.
-type Task interface {
+//
+// It is an alias so that packages can name the same method set in their own exported
+// interfaces (attention.Runner, moe.Runner) without exposing this internal package.
+type Task = interface {
 	Run(lo, hi int)
+}
+
+// Runner is what the kernels need of a Pool; a nil *Pool is a valid Runner that starts
+// goroutines per call.
+type Runner interface {
+	Run(n, workers, grain int, t Task)
+	Limit(workers int) int
+}
+
+// RunnerOr returns r, or a nil *Pool when r is nil, so that callers never test for nil.
+func RunnerOr(r Runner) Runner {
+	if r == nil {
+		return (*Pool)(nil)
+	}
+	return r
 }
 
 // funcTask adapts a func to Task; a func value fits an interface without allocating.

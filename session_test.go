@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fixtures"
 )
@@ -20,14 +23,10 @@ func TestDeterminismThreads(t *testing.T) {
 			for _, n := range []int{1, 2, 3} {
 				m := openModel(t, dir, k3.WithThreads(n))
 				rows, err := m.Forward(context.Background(), ref.FullIDs)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				digests = append(digests, digest(rows))
 			}
-			if digests[0] != digests[1] || digests[0] != digests[2] {
-				t.Errorf("digests differ across thread counts 1, 2, 3: %016x", digests)
-			}
+			assert.Equal(t, []uint64{digests[0], digests[0], digests[0]}, digests, "digests differ across thread counts 1, 2, 3")
 			t.Logf("DIGEST %s teacher-forced logits fnv1a64=%016x (threads 1, 2, 3 agree)", filepath.Base(dir), digests[0])
 		})
 	}
@@ -42,9 +41,7 @@ func TestChunkedPrefill(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)
 			whole, err := m.Forward(ctx, ref.FullIDs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			for _, split := range [][]int{{1}, {5, 1, 7}, {3, 3, 3, 3}, {len(ref.FullIDs) - 1}} {
 				s := m.NewSession()
 				var rows [][]float32
@@ -54,24 +51,16 @@ func TestChunkedPrefill(t *testing.T) {
 						break
 					}
 					r, err := s.PrefillAll(ctx, rest[:n])
-					if err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, err)
 					rows, rest = append(rows, r...), rest[n:]
 				}
 				for len(rest) > 0 { // the remainder one position at a time
-					if err := s.Step(ctx, rest[0]); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, s.Step(ctx, rest[0]))
 					rows, rest = append(rows, s.Logits()), rest[1:]
 				}
-				if s.Len() != len(ref.FullIDs) {
-					t.Fatalf("session length %d, want %d", s.Len(), len(ref.FullIDs))
-				}
+				require.Equal(t, len(ref.FullIDs), s.Len(), "session length")
 				for p := range whole {
-					if !sameBits(whole[p], rows[p]) {
-						t.Fatalf("split %v: position %d differs from the unchunked forward", split, p)
-					}
+					require.True(t, sameBits(whole[p], rows[p]), "split %v: position %d differs from the unchunked forward", split, p)
 				}
 				lastRows(t, m, ref.FullIDs, split, whole)
 			}
@@ -91,21 +80,15 @@ func lastRows(t *testing.T, m *k3.Model, ids, split []int, whole [][]float32) {
 		if n > len(rest) {
 			break
 		}
-		if err := s.Prefill(ctx, rest[:n]); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Prefill(ctx, rest[:n]))
 		rest, pos = rest[n:], pos+n
-		if !sameBits(whole[pos-1], s.Logits()) {
-			t.Fatalf("split %v through Prefill: logits at position %d differ from the unchunked forward", split, pos-1)
-		}
+		require.True(t, sameBits(whole[pos-1], s.Logits()),
+			"split %v through Prefill: logits at position %d differ from the unchunked forward", split, pos-1)
 	}
 	for ; len(rest) > 0; rest, pos = rest[1:], pos+1 {
-		if err := s.Step(ctx, rest[0]); err != nil {
-			t.Fatal(err)
-		}
-		if !sameBits(whole[pos], s.Logits()) {
-			t.Fatalf("split %v through Prefill: step at position %d differs from the unchunked forward", split, pos)
-		}
+		require.NoError(t, s.Step(ctx, rest[0]))
+		require.True(t, sameBits(whole[pos], s.Logits()),
+			"split %v through Prefill: step at position %d differs from the unchunked forward", split, pos)
 	}
 }
 
@@ -118,76 +101,52 @@ func TestSnapshotRestore(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)
 			s := m.NewSession()
-			if err := s.Prefill(ctx, ref.PromptIDs); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
 			snap, err := s.Snapshot()
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			clone, err := s.Clone()
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			cont := ref.FullIDs[len(ref.PromptIDs):]
 			run := func(s *k3.Session) [][]float32 {
 				var out [][]float32
 				for _, id := range cont[:6] {
-					if err := s.Step(ctx, id); err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, s.Step(ctx, id))
 					out = append(out, s.Logits())
 				}
 				return out
 			}
 			first := run(s)
 			for round := 0; round < 2; round++ {
-				if err := s.Restore(snap); err != nil {
-					t.Fatal(err)
-				}
-				if s.Len() != len(ref.PromptIDs) {
-					t.Fatalf("restored length %d", s.Len())
-				}
+				require.NoError(t, s.Restore(snap))
+				require.Equal(t, len(ref.PromptIDs), s.Len(), "restored length")
 				again := run(s)
 				for i := range first {
-					if !sameBits(first[i], again[i]) {
-						t.Fatalf("round %d step %d: restored continuation differs", round, i)
-					}
+					require.True(t, sameBits(first[i], again[i]), "round %d step %d: restored continuation differs", round, i)
 				}
 			}
 			fromClone := run(clone)
 			for i := range first {
-				if !sameBits(first[i], fromClone[i]) {
-					t.Fatalf("step %d: clone continuation differs", i)
-				}
+				require.True(t, sameBits(first[i], fromClone[i]), "step %d: clone continuation differs", i)
 			}
 			other := openModel(t, dir)
-			if err := other.NewSession().Restore(snap); !errors.Is(err, k3.ErrForeignSnapshot) {
-				t.Errorf("restore into another model's session: %v, want ErrForeignSnapshot", err)
-			}
+			assert.ErrorIs(t, other.NewSession().Restore(snap), k3.ErrForeignSnapshot, "restore into another model's session")
 		})
 	}
 }
 
-// TestMLACacheBytes: the latent cache grows by exactly Info().MLACacheBytesPerPosition per
+// TestMLACacheBytes: the latent cache grows by exactly Plan().MLABytesPerPosition per
 // position.
 func TestMLACacheBytes(t *testing.T) {
 	dir := fixtures.Models(t)[0]
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	c := m.Config()
-	per := m.Info().MLACacheBytesPerPosition
+	per := m.Plan().MLABytesPerPosition
 	nMLA := len(c.FullAttn)
-	if want := int64(nMLA * (c.KVLoRA + c.QKRope) * 4); per != want {
-		t.Errorf("MLACacheBytesPerPosition %d, want %d", per, want)
-	}
+	assert.Equal(t, int64(nMLA*(c.KVLoRA+c.QKRope)*4), per, "MLABytesPerPosition")
 	s := m.NewSession()
-	if err := s.Prefill(context.Background(), ref.PromptIDs); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.MLACacheBytes(); got != int64(len(ref.PromptIDs))*per {
-		t.Errorf("after %d positions the caches hold %d bytes, want %d", len(ref.PromptIDs), got, int64(len(ref.PromptIDs))*per)
-	}
+	require.NoError(t, s.Prefill(context.Background(), ref.PromptIDs))
+	assert.Equal(t, int64(len(ref.PromptIDs))*per, k3.MLACacheBytes(s), "after %d positions", len(ref.PromptIDs))
 }
 
 // TestTokenErrors: ids outside [0, V) are typed errors and leave the session usable.
@@ -198,22 +157,18 @@ func TestTokenErrors(t *testing.T) {
 	V := m.Config().Vocab
 	s := m.NewSession()
 	for _, ids := range [][]int{{1, -1}, {V}, {0, 1, V + 7}} {
-		var te *k3.TokenError
-		if err := s.Prefill(ctx, ids); !errors.As(err, &te) {
-			t.Errorf("Prefill(%v): %v, want *TokenError", ids, err)
-		} else if te.ID != ids[te.Pos] || te.Vocab != V {
-			t.Errorf("Prefill(%v): %+v", ids, te)
+		err := s.Prefill(ctx, ids)
+		te, ok := errors.AsType[*k3.TokenError](err)
+		if assert.True(t, ok, "Prefill(%v): %v, want *TokenError", ids, err) {
+			assert.Equal(t, ids[te.Pos], te.ID, "Prefill(%v): %+v", ids, te)
+			assert.Equal(t, V, te.Vocab, "Prefill(%v): %+v", ids, te)
 		}
 	}
-	if err := s.Prefill(ctx, nil); !errors.Is(err, k3.ErrEmptyInput) {
-		t.Errorf("Prefill(nil): %v", err)
-	}
-	if _, err := s.Next(); !errors.Is(err, k3.ErrNoLogits) {
-		t.Errorf("Next before any position: %v", err)
-	}
-	if err := s.Prefill(ctx, []int{1, 2}); err != nil || s.Len() != 2 {
-		t.Fatalf("session unusable after rejected input: %v (len %d)", err, s.Len())
-	}
+	assert.ErrorIs(t, s.Prefill(ctx, nil), k3.ErrEmptyInput, "Prefill(nil)")
+	_, err := s.Next()
+	assert.ErrorIs(t, err, k3.ErrNoLogits, "Next before any position")
+	require.NoError(t, s.Prefill(ctx, []int{1, 2}), "session unusable after rejected input")
+	require.Equal(t, 2, s.Len(), "session unusable after rejected input")
 }
 
 // TestCancel: a cancelled context stops generation with context.Canceled; a cancel seen before a
@@ -235,16 +190,11 @@ func TestCancel(t *testing.T) {
 			cancel()
 		}
 	}
-	if n != 2 || !errors.Is(gotErr, context.Canceled) {
-		t.Errorf("after cancel: %d tokens, error %v; want 2 and context.Canceled", n, gotErr)
-	}
+	assert.Equal(t, 2, n, "tokens before the cancel took effect")
+	assert.ErrorIs(t, gotErr, context.Canceled)
 	s := m.NewSession()
-	if err := s.Prefill(ctx, []int{1}); !errors.Is(err, context.Canceled) {
-		t.Errorf("Prefill with cancelled ctx: %v", err)
-	}
-	if err := s.Prefill(context.Background(), []int{1}); err != nil {
-		t.Errorf("session unusable after a cancel before the call: %v", err)
-	}
+	assert.ErrorIs(t, s.Prefill(ctx, []int{1}), context.Canceled, "Prefill with cancelled ctx")
+	assert.NoError(t, s.Prefill(context.Background(), []int{1}), "session unusable after a cancel before the call")
 }
 
 // TestGenerateStop: generation ends right after a stop id, which is yielded; MaxTokens 0 yields
@@ -262,50 +212,35 @@ func TestGenerateStop(t *testing.T) {
 	}
 	var got []int
 	for id, err := range m.Generate(ctx, ref.PromptIDs, k3.GenerateOptions{MaxTokens: 10, Stop: []int{stop}}) {
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got = append(got, id)
 	}
-	if len(got) != first+1 || got[len(got)-1] != stop {
-		t.Errorf("stop id %d: got %v, want %v", stop, got, cont[:first+1])
-	}
+	require.Len(t, got, first+1, "stop id %d: got %v, want %v", stop, got, cont[:first+1])
+	assert.Equal(t, stop, got[len(got)-1], "the stop id is yielded last")
 	for range m.Generate(ctx, ref.PromptIDs, k3.GenerateOptions{MaxTokens: 0}) {
 		t.Error("MaxTokens 0 yielded a token")
 	}
 	s := m.NewSession()
-	if err := s.Prefill(ctx, ref.PromptIDs); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
 	got = got[:0]
-	for id, err := range s.Generate(ctx, 5, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
+	for id, err := range s.Generate(ctx, k3.GenerateOptions{MaxTokens: 5}) {
+		require.NoError(t, err)
 		got = append(got, id)
 	}
-	if len(got) != 5 || countEq(got, cont) != 5 || s.Len() != len(ref.PromptIDs)+4 {
-		t.Errorf("Session.Generate: %v (len %d), want %v", got, s.Len(), cont[:5])
-	}
+	assert.Len(t, got, 5, "Session.Generate: %v, want %v", got, cont[:5])
+	assert.Equal(t, 5, countEq(got, cont), "Session.Generate: %v, want %v", got, cont[:5])
+	assert.Equal(t, len(ref.PromptIDs)+4, s.Len(), "the session holds every yielded token but the last")
 }
 
 // TestClosed: a closed model refuses work with ErrClosed.
 func TestClosed(t *testing.T) {
 	dir := fixtures.Models(t)[0]
 	m, err := k3.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s := m.NewSession()
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Prefill(context.Background(), []int{1}); !errors.Is(err, k3.ErrClosed) {
-		t.Errorf("Prefill after Close: %v", err)
-	}
-	if err := m.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
+	require.NoError(t, m.Close())
+	assert.ErrorIs(t, s.Prefill(context.Background(), []int{1}), k3.ErrClosed, "Prefill after Close")
+	assert.NoError(t, m.Close(), "second Close")
 }
 
 // TestPrefillLong: a prompt longer than MaxChunk (run internally in chunks, skipping the head on
@@ -319,16 +254,11 @@ func TestPrefillLong(t *testing.T) {
 		ids[i] = (i*37 + 11) % V
 	}
 	all, err := m.Forward(ctx, ids)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s := m.NewSession()
-	if err := s.Prefill(ctx, ids); err != nil {
-		t.Fatal(err)
-	}
-	if s.Len() != len(ids) || !sameBits(s.Logits(), all[len(ids)-1]) {
-		t.Errorf("chunked Prefill of %d ids: len %d, last logits equal %v", len(ids), s.Len(), sameBits(s.Logits(), all[len(ids)-1]))
-	}
+	require.NoError(t, s.Prefill(ctx, ids))
+	assert.Equal(t, len(ids), s.Len())
+	assert.True(t, sameBits(s.Logits(), all[len(ids)-1]), "chunked Prefill of %d ids: last logits differ", len(ids))
 }
 
 // cancelAfter is a context whose Err turns to Canceled after n calls: it cancels a forward pass
@@ -352,41 +282,26 @@ func TestBrokenSession(t *testing.T) {
 	m := openModel(t, fixtures.Models(t)[0])
 	bg := context.Background()
 	s := m.NewSession()
-	if err := s.Prefill(bg, []int{1, 2, 3}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Prefill(bg, []int{1, 2, 3}))
 	snap, err := s.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ref, err := s.Clone()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ref.Step(bg, 4); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, ref.Step(bg, 4))
 	err = s.Step(&cancelAfter{Context: bg, n: 3}, 4) // the check before the pass, then layers 0 and 1 run
-	var fe *k3.ForwardError
-	if !errors.As(err, &fe) || fe.Layer != 2 || !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled step: %v, want a *ForwardError at layer 2 wrapping context.Canceled", err)
-	}
-	if err := s.Step(bg, 4); !errors.Is(err, k3.ErrBroken) {
-		t.Errorf("step on a broken session: %v, want ErrBroken", err)
-	}
-	if _, err := s.Snapshot(); !errors.Is(err, k3.ErrBroken) {
-		t.Errorf("snapshot of a broken session: %v", err)
-	}
-	if err := s.Restore(snap); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Step(bg, 4); err != nil || !sameBits(s.Logits(), ref.Logits()) {
-		t.Errorf("after Restore: %v, logits equal %v", err, sameBits(s.Logits(), ref.Logits()))
-	}
+	fe, ok := errors.AsType[*k3.ForwardError](err)
+	require.True(t, ok, "cancelled step: %v, want a *ForwardError", err)
+	require.Equal(t, 2, fe.Layer, "the layer the cancel was seen at")
+	require.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, s.Step(bg, 4), k3.ErrBroken, "step on a broken session")
+	_, err = s.Snapshot()
+	assert.ErrorIs(t, err, k3.ErrBroken, "snapshot of a broken session")
+	require.NoError(t, s.Restore(snap))
+	assert.NoError(t, s.Step(bg, 4), "after Restore")
+	assert.True(t, sameBits(s.Logits(), ref.Logits()), "after Restore: logits differ")
 	s.Reset()
-	if err := s.Prefill(bg, []int{1, 2, 3, 4}); err != nil || !sameBits(s.Logits(), ref.Logits()) {
-		t.Errorf("after Reset: %v", err)
-	}
+	assert.NoError(t, s.Prefill(bg, []int{1, 2, 3, 4}), "after Reset")
+	assert.True(t, sameBits(s.Logits(), ref.Logits()), "after Reset: logits differ")
 }
 
 // TestConcurrentSessions: sessions of one model run concurrently with identical results.
@@ -416,8 +331,6 @@ func TestConcurrentSessions(t *testing.T) {
 		}()
 	}
 	for range 4 {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, <-errs)
 	}
 }

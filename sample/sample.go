@@ -1,4 +1,4 @@
-package k3
+package sample
 
 import (
 	"errors"
@@ -9,10 +9,17 @@ import (
 	"github.com/k3-project/k3/internal/fmath"
 )
 
-// ErrBadSampler reports SamplerOptions outside their documented ranges.
-var ErrBadSampler = errors.New("k3: invalid sampler options")
+// Errors of a pick or of New, for errors.Is.
+var (
+	// ErrOptions reports Options outside their documented ranges.
+	ErrOptions = errors.New("sample: invalid options")
+	// ErrEmpty reports an empty logits slice.
+	ErrEmpty = errors.New("sample: no logits")
+	// ErrAllNaN reports logits that are all NaN, so nothing can be picked.
+	ErrAllNaN = errors.New("sample: every logit is NaN")
+)
 
-// SamplerOptions configures a Sampler. The zero value is greedy decoding (Argmax).
+// Options configures a Sampler. The zero value is greedy decoding (Argmax).
 //
 // A pick runs these stages in this fixed order, all in float64:
 //
@@ -34,7 +41,7 @@ var ErrBadSampler = errors.New("k3: invalid sampler options")
 // one u per sampled token (none when greedy); speculative verification draws one per verified
 // draft token and one more after a rejection. Nothing depends on thread count, build tags or the
 // machine, so one seed gives one token sequence everywhere.
-type SamplerOptions struct {
+type Options struct {
 	// Temperature ≥ 0 divides the logits; 0 means greedy.
 	Temperature float64
 	// TopK ≥ 0 keeps the K most likely candidates; 0 keeps all.
@@ -56,36 +63,36 @@ type SamplerOptions struct {
 	Seed uint64
 }
 
-func (o SamplerOptions) validate() error {
+func (o Options) validate() error {
 	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	switch {
 	case !finite(o.Temperature) || o.Temperature < 0:
-		return fmt.Errorf("%w: temperature %v (want a finite value ≥ 0)", ErrBadSampler, o.Temperature)
+		return fmt.Errorf("%w: temperature %v (want a finite value ≥ 0)", ErrOptions, o.Temperature)
 	case o.TopK < 0:
-		return fmt.Errorf("%w: top-k %d < 0", ErrBadSampler, o.TopK)
+		return fmt.Errorf("%w: top-k %d < 0", ErrOptions, o.TopK)
 	case !(o.TopP >= 0 && o.TopP <= 1):
-		return fmt.Errorf("%w: top-p %v outside [0, 1]", ErrBadSampler, o.TopP)
+		return fmt.Errorf("%w: top-p %v outside [0, 1]", ErrOptions, o.TopP)
 	case !(o.MinP >= 0 && o.MinP < 1):
-		return fmt.Errorf("%w: min-p %v outside [0, 1)", ErrBadSampler, o.MinP)
+		return fmt.Errorf("%w: min-p %v outside [0, 1)", ErrOptions, o.MinP)
 	case !finite(o.RepeatPenalty) || (o.RepeatPenalty != 0 && o.RepeatPenalty < 1):
-		return fmt.Errorf("%w: repeat penalty %v (want 0 or a finite value ≥ 1)", ErrBadSampler, o.RepeatPenalty)
+		return fmt.Errorf("%w: repeat penalty %v (want 0 or a finite value ≥ 1)", ErrOptions, o.RepeatPenalty)
 	case !finite(o.FrequencyPenalty) || !finite(o.PresencePenalty):
-		return fmt.Errorf("%w: frequency/presence penalties must be finite", ErrBadSampler)
+		return fmt.Errorf("%w: frequency/presence penalties must be finite", ErrOptions)
 	case o.PenaltyWindow < 0:
-		return fmt.Errorf("%w: penalty window %d < 0", ErrBadSampler, o.PenaltyWindow)
+		return fmt.Errorf("%w: penalty window %d < 0", ErrOptions, o.PenaltyWindow)
 	}
 	return nil
 }
 
-func (o SamplerOptions) penalised() bool {
+func (o Options) penalised() bool {
 	return (o.RepeatPenalty != 0 && o.RepeatPenalty != 1) || o.FrequencyPenalty != 0 || o.PresencePenalty != 0
 }
 
-// Sampler picks tokens from logits as SamplerOptions describes. Its only state is the random
-// generator, which advances by one draw per sampled token; a state file (Session.Save) records
+// Sampler picks tokens from logits as Options describes. Its only state is the random
+// generator, which advances by one draw per sampled token; a state file (the root package's Session.Save) records
 // it, so a restored sampler continues the same stream. A Sampler is not safe for concurrent use.
 type Sampler struct {
-	o   SamplerOptions
+	o   Options
 	rng xoshiro
 
 	// Scratch reused across picks.
@@ -100,22 +107,36 @@ type candidate struct {
 	e  float64
 }
 
-// NewSampler validates o and returns a sampler at the start of its seed's stream.
-func NewSampler(o SamplerOptions) (*Sampler, error) {
+// New validates o and returns a sampler at the start of its seed's stream.
+func New(o Options) (*Sampler, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	return &Sampler{o: o, rng: newXoshiro(o.Seed)}, nil
 }
 
+// Resume is New with the random generator at state, as State returned it: a sampler saved in
+// the middle of its stream continues it.
+func Resume(o Options, state [4]uint64) (*Sampler, error) {
+	s, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	s.rng.s = state
+	return s, nil
+}
+
+// State returns the random generator's state, for Resume.
+func (s *Sampler) State() [4]uint64 { return s.rng.s }
+
 // Options returns the sampler's configuration.
-func (s *Sampler) Options() SamplerOptions { return s.o }
+func (s *Sampler) Options() Options { return s.o }
 
 // Greedy reports whether the sampler never draws (Temperature 0).
 func (s *Sampler) Greedy() bool { return s.o.Temperature == 0 }
 
 // Sample picks the next token from logits given the ids so far (for the penalties; ignored
-// without them). It returns ErrNoLogits for empty logits and ErrAllNaN when nothing can be
+// without them). It returns ErrEmpty for empty logits and ErrAllNaN when nothing can be
 // picked.
 func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
 	if s.Greedy() {
@@ -126,14 +147,6 @@ func (s *Sampler) Sample(logits []float32, history []int) (int, error) {
 		return 0, err
 	}
 	return c[s.draw(c, -1)].id, nil
-}
-
-// pick is the generation loop's choice: greedy without a sampler.
-func pick(sm *Sampler, logits []float32, history []int) (int, error) {
-	if sm == nil {
-		return Argmax(logits)
-	}
-	return sm.Sample(logits, history)
 }
 
 // penalty applies stage 1 to the counted ids, calling f for each penalised id with its new value.
@@ -179,7 +192,7 @@ func (s *Sampler) greedy(logits []float32, history []int) (int, error) {
 		return Argmax(logits)
 	}
 	if len(logits) == 0 {
-		return 0, ErrNoLogits
+		return 0, ErrEmpty
 	}
 	pen := make(map[int]float64)
 	s.penalties(logits, history, func(id int, l float64) { pen[id] = l })
@@ -206,7 +219,7 @@ func (s *Sampler) greedy(logits []float32, history []int) (int, error) {
 // likely first, with e set.
 func (s *Sampler) candidates(logits []float32, history []int) ([]candidate, error) {
 	if len(logits) == 0 {
-		return nil, ErrNoLogits
+		return nil, ErrEmpty
 	}
 	c := s.cand[:0]
 	t := s.o.Temperature
@@ -305,11 +318,11 @@ func (s *Sampler) draw(c []candidate, skip int) int {
 	return last
 }
 
-// accept decides a drafted token by the speculative sampling rule for a point-mass draft:
+// Accept decides a drafted token by the speculative sampling rule for a point-mass draft:
 // accept d with probability p(d); on rejection draw from p with d removed and renormalised.
 // It returns the token to emit and whether it is d. A greedy sampler accepts exactly when d is
 // its pick.
-func (s *Sampler) accept(logits []float32, history []int, d int) (int, bool, error) {
+func (s *Sampler) Accept(logits []float32, history []int, d int) (int, bool, error) {
 	if s.Greedy() {
 		id, err := s.greedy(logits, history)
 		return id, err == nil && id == d, err
@@ -363,3 +376,26 @@ func (x *xoshiro) next() uint64 {
 
 // float64 returns a uniform value in [0, 1) with 53 random bits.
 func (x *xoshiro) float64() float64 { return float64(x.next()>>11) * 0x1p-53 }
+
+// Argmax returns the greedy pick of §4.9: the first index holding the maximum logit, found
+// with a strict > scan from index 0, never a NaN. It returns ErrAllNaN when every logit is NaN
+// and ErrEmpty for an empty slice.
+func Argmax(logits []float32) (int, error) {
+	if len(logits) == 0 {
+		return 0, ErrEmpty
+	}
+	best := -1
+	var bv float32
+	for i, v := range logits {
+		if v != v { // NaN
+			continue
+		}
+		if best < 0 || v > bv {
+			best, bv = i, v
+		}
+	}
+	if best < 0 {
+		return 0, ErrAllNaN
+	}
+	return best, nil
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/sample"
 )
 
 // TestGenerationUnderBudgets: speculative decoding, seeded sampling and saved sessions give the
@@ -36,9 +37,9 @@ func TestGenerationUnderBudgets(t *testing.T) {
 				return ids, digest(steps)
 			}
 			for _, k := range []int{0, 3} {
-				s, err := k3.NewSampler(k3.SamplerOptions{Temperature: 0.8, TopP: 0.9, Seed: 7})
+				s, err := sample.New(sample.Options{Temperature: 0.8, TopP: 0.9, Seed: 7})
 				require.NoError(t, err)
-				s2, err := k3.NewSampler(k3.SamplerOptions{Temperature: 0.8, TopP: 0.9, Seed: 7})
+				s2, err := sample.New(sample.Options{Temperature: 0.8, TopP: 0.9, Seed: 7})
 				require.NoError(t, err)
 				for _, c := range []struct {
 					name   string

@@ -1,0 +1,126 @@
+package k3
+
+import (
+	"sync"
+
+	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/trunk"
+)
+
+// weights is everything a forward pass asks of the storage behind the model's weights, whatever
+// mix of mapped shards, trunk store and expert cache holds them: begin a pass, the pass's read
+// error, the guard against memory faults, and the check a pass's result must pass.
+type weights struct {
+	sources []weightSource
+	// mapped, when some weights are read through shard mappings, guards against their faults.
+	mapped *safetensors.Checkpoint
+	// serial: streamed dense weights go through one ring in walk order, and the expert cache's
+	// leases are sized for one pass, so passes take turns.
+	serial bool
+	walk   sync.Mutex
+}
+
+// weightSource is one storage behind some of the weights; each adapter below implements what
+// its storage needs and leaves the rest as no-ops.
+type weightSource interface {
+	// begin readies the source for a pass.
+	begin()
+	// err is the first read failure of the pass: a streamed matrix that cannot read its bytes
+	// computes NaN and records why here instead of failing the call it is in.
+	err() error
+	// settle is the check the pass's result must pass before it is reported.
+	settle() error
+}
+
+func newWeights(ck *safetensors.Checkpoint, store *trunk.Store, experts *cache.Store) *weights {
+	w := &weights{serial: store != nil || experts != nil}
+	if store == nil || experts == nil {
+		w.mapped = ck
+		w.sources = append(w.sources, mappedShards{ck})
+	}
+	if store != nil {
+		w.sources = append(w.sources, trunkStore{store})
+	}
+	if experts != nil {
+		w.sources = append(w.sources, expertCache{experts})
+	}
+	return w
+}
+
+// begin starts a pass; end must follow.
+func (w *weights) begin() {
+	if w.serial {
+		w.walk.Lock()
+	}
+	for _, s := range w.sources {
+		s.begin()
+	}
+}
+
+// end ends the pass begin started.
+func (w *weights) end() {
+	if w.serial {
+		w.walk.Unlock()
+	}
+}
+
+// err returns the pass's first read failure, if any.
+func (w *weights) err() error {
+	for _, s := range w.sources {
+		if err := s.err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// guard runs fn, turning a memory fault on a mapped shard (a file truncated under the model)
+// into an error naming the shard instead of a crash.
+func (w *weights) guard(fn func() error) error {
+	if w.mapped == nil {
+		return fn()
+	}
+	var err error
+	if gerr := w.mapped.Guard(func() { err = fn() }); gerr != nil {
+		return gerr
+	}
+	return err
+}
+
+// settle returns the pass's read failure or the first source's objection to its result.
+func (w *weights) settle() error {
+	if err := w.err(); err != nil {
+		return err
+	}
+	for _, s := range w.sources {
+		if err := s.settle(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mappedShards are weights read through memory-mapped shards.
+type mappedShards struct{ ck *safetensors.Checkpoint }
+
+func (mappedShards) begin()     {}
+func (mappedShards) err() error { return nil }
+
+// settle re-checks the shard sizes: a shard that shrank under its mapping by less than a page
+// reads zeros instead of faulting.
+func (m mappedShards) settle() error { return m.ck.CheckSizes() }
+
+// trunkStore is the budgeted dense-weight store.
+type trunkStore struct{ s *trunk.Store }
+
+func (t trunkStore) begin()      { t.s.ClearErr() }
+func (t trunkStore) err() error  { return t.s.Err() }
+func (trunkStore) settle() error { return nil }
+
+// expertCache is the routed-expert cache; its failures reach the pass through the MoE layers.
+type expertCache struct{ s *cache.Store }
+
+func (e expertCache) begin()      { e.s.BeginStep() }
+func (expertCache) err() error    { return nil }
+func (expertCache) settle() error { return nil }
