@@ -21,8 +21,9 @@
 // # Getting an encoding
 //
 // For Kimi, LoadDir(modelDir) reads a model directory's tiktoken.model and
-// tokenizer_config.json (LoadKimi takes the two paths) and returns an encoding with the Kimi split rule, the
-// 256 specials at ids N..N+255 and the tokenization_kimi.py pipeline;
+// tokenizer_config.json (LoadKimi takes the two paths) and returns an
+// encoding with the Kimi split rule, the 256 specials at ids N..N+255 and
+// the tokenization_kimi.py pipeline;
 // enc.Ranks().IsKimiReference() tells whether the rank file is the released
 // one (a mismatch is reported, not refused). To reproduce the reference
 // tokenizer's encode, call enc.Encode(text, AllowSpecial).
