@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache/sim"
+	"github.com/k3-project/k3/preset"
+	"github.com/k3-project/k3/sysmem"
 )
 
 // budget is the validated memory request.
@@ -36,7 +37,7 @@ type budget struct {
 
 // parseBudget reads the budget flags. --preset sets both budgets; a --trunk-gb or --cache-gb
 // given after it on the command line wins (argv order), one given before it is overridden.
-func parseBudget(a *args, mem func() (memInfo, error)) (budget, error) {
+func parseBudget(a *args, mem func() (sysmem.Info, error)) (budget, error) {
 	var b budget
 	var err error
 	vals := a.vals
@@ -54,18 +55,15 @@ func parseBudget(a *args, mem func() (memInfo, error)) (budget, error) {
 	}
 	presetTrunk, presetCache := false, false
 	if name, ok := vals["--preset"]; ok {
-		t, c, floor, err := presetBudget(name, mem)
+		t, c, err := presetBudgets(name, mem)
 		if err != nil {
-			if ue, ok := errors.AsType[*usageError](err); ok {
-				return b, ue
-			}
 			return b, usagef("--preset", "%v", err)
 		}
 		b.preset = name
 		presetTrunk = a.last("--preset", "--trunk-gb") == "--preset"
 		presetCache = a.last("--preset", "--cache-gb") == "--preset"
 		if presetTrunk {
-			b.trunkBytes, b.floorTrunk = t, floor
+			b.trunkBytes, b.floorTrunk = t, name == preset.Floor
 		}
 		if presetCache {
 			b.cacheSet, b.cacheBytes = true, c
@@ -173,26 +171,32 @@ func parseDecimal(flag, s string) (float64, error) {
 	return v, nil
 }
 
-// floorPlanBudget is a trunk budget larger than any checkpoint: its plan pins everything and
-// reports the floor.
-const floorPlanBudget = 1 << 50
+// presetBudgets is preset.Budgets with the machine's memory read through mem, and the floor left
+// to resolve (it needs the model directory).
+func presetBudgets(name string, mem func() (sysmem.Info, error)) (trunk, cache int64, err error) {
+	switch name {
+	case preset.Floor:
+		return 0, 0, nil
+	case preset.Auto:
+		m, err := mem()
+		if err != nil {
+			return 0, 0, fmt.Errorf("preset auto: %w", err)
+		}
+		return preset.AutoBudgets(m)
+	}
+	return preset.Budgets(name, "")
+}
 
-// resolve replaces the floor preset by the model's trunk floor, read from the plan of a huge
-// budget (tensor sizes only, nothing is loaded).
+// resolve replaces the floor preset by the model's trunk floor.
 func (b *budget) resolve(dir string) error {
 	if !b.floorTrunk {
 		return nil
 	}
-	big := b.trunkOnly()
-	big.trunkBytes = floorPlanBudget
-	p, err := k3.PlanFor(dir, big.options()...)
+	floor, err := preset.FloorBudget(dir, b.trunkOnly().options()...)
 	if err != nil {
 		return err
 	}
-	if p.Trunk == nil {
-		return fmt.Errorf("preset floor: %s: the plan has no trunk part", dir)
-	}
-	b.trunkBytes, b.floorTrunk = p.Trunk.Floor, false
+	b.trunkBytes, b.floorTrunk = floor, false
 	return nil
 }
 

@@ -14,7 +14,9 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/preset"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/sysmem"
 )
 
 var doctorCmd = command{name: "doctor", flags: flagSpec{"--dir": true, "--probe-mb": true, "--seconds": true},
@@ -61,11 +63,11 @@ func (b bandwidth) mbs() float64 {
 
 // cmdDoctor is `k3 doctor [model_dir]`.
 func cmdDoctor(argv []string, stdout, stderr io.Writer) int {
-	return doctor(argv, stdout, stderr, readMemInfo)
+	return doctor(argv, stdout, stderr, sysmem.Read)
 }
 
 // doctor reads the machine's memory through readMem (tests give a small machine).
-func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, error)) int {
+func doctor(argv []string, stdout, stderr io.Writer, readMem func() (sysmem.Info, error)) int {
 	a, code, ok := doctorCmd.parse(argv, stdout, stderr)
 	if !ok {
 		return code
@@ -102,17 +104,17 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 		fail(stderr, fmt.Errorf("doctor: memory: %w", err))
 		return exitRuntime
 	}
-	fmt.Fprintf(stdout, "memory   %s\n", mem.source())
-	fmt.Fprintf(stdout, "         usable by k3: %.2f GB (ceiling %.2f GB)\n", float64(mem.usable())/gb, float64(mem.ceiling())/gb)
+	fmt.Fprintf(stdout, "memory   %s\n", mem)
+	fmt.Fprintf(stdout, "         usable by k3: %.2f GB (ceiling %.2f GB)\n", float64(mem.Usable())/gb, float64(mem.Ceiling())/gb)
 	suggest := "auto"
-	if t, c, err := autoBudget(mem); err != nil {
+	if t, c, err := preset.AutoBudgets(mem); err != nil {
 		fmt.Fprintf(stdout, "         auto: %v\n", err)
 		suggest = ""
 	} else {
 		fmt.Fprintf(stdout, "         auto preset here: trunk %.2f GB, cache %.2f GB\n", float64(t)/gb, float64(c)/gb)
 	}
-	if p := largestFixedPreset(mem); p != "" {
-		fmt.Fprintf(stdout, "         largest fixed preset that fits: %s\n", p)
+	if p, ok := preset.Largest(mem); ok {
+		fmt.Fprintf(stdout, "         largest fixed preset that fits: %s\n", p.Name)
 	}
 
 	// The model's floor decides whether it can run at all.
@@ -131,12 +133,12 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 			fail(stderr, err)
 			return openExit(err)
 		}
-		floor := planTotal(floorPlan)
+		floor := floorPlan.Total()
 		fmt.Fprintf(stdout, "model    %s: %d layers, floor plan %s (trunk %s + expert scratch %s)\n",
 			model, cfg.NumLayers, human(floor), human(floorPlan.Trunk.Total), human(floorPlan.Cache.Total))
-		if floor > mem.usable() {
+		if floor > mem.Usable() {
 			fmt.Fprintf(stdout, "verdict  this machine cannot run the model: %s usable, the floor needs %s\n",
-				human(mem.usable()), human(floor))
+				human(mem.Usable()), human(floor))
 			return exitRuntime
 		}
 		if suggest == "" {
@@ -145,7 +147,7 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 		presetPlan = floorPlan
 		if suggest != "floor" {
 			var b budget
-			b, err = parseBudget(&args{vals: map[string]string{"--preset": suggest}, at: map[string]int{"--preset": 0}}, func() (memInfo, error) { return mem, nil })
+			b, err = parseBudget(&args{vals: map[string]string{"--preset": suggest}, at: map[string]int{"--preset": 0}}, func() (sysmem.Info, error) { return mem, nil })
 			if err == nil {
 				presetPlan, err = k3.PlanFor(model, b.options()...)
 			}
@@ -203,35 +205,6 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 	}
 	fmt.Fprintf(stdout, "next     %s\n", next)
 	return exitOK
-}
-
-// planTotal is the memory a plan allocates: trunk arena and ring, expert slots or scratch.
-func planTotal(p k3.Plan) int64 {
-	var n int64
-	if p.Trunk != nil {
-		n += p.Trunk.Total
-	}
-	if p.Cache != nil {
-		n += p.Cache.Total
-	}
-	return n
-}
-
-// largestFixedPreset is the largest preset of the table whose budgets plus auto's reserve fit in
-// the usable memory ("" when none does).
-func largestFixedPreset(m memInfo) string {
-	avail := float64(m.usable()) / gb
-	reserve := autoMargin + autoMarginFrac*avail + autoEmbedHead + autoState
-	best := ""
-	for _, p := range presets {
-		if p.floor || p.auto {
-			continue
-		}
-		if p.trunkGB+p.cacheGB+reserve <= avail {
-			best = p.name
-		}
-	}
-	return best
 }
 
 // human prints a byte count in MB below a GB, in GB above.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -45,7 +46,7 @@ func cmdPlan(argv []string, stdout, stderr io.Writer) int {
 	if len(a.pos) != 1 {
 		return planCmd.usageFail(stderr, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos)))
 	}
-	b, err := parseBudget(a, readMemInfo)
+	b, err := parseBudget(a, sysmem.Read)
 	if err != nil {
 		return planCmd.usageFail(stderr, err)
 	}
@@ -74,9 +75,9 @@ func cmdPlan(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "preset %s\n", b.preset)
 	}
 	fmt.Fprintln(stdout, p.String())
-	if m, err := readMemInfo(); err == nil {
+	if m, err := sysmem.Read(); err == nil {
 		// Session state, activations and the Go runtime come on top of the plan.
-		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", human(planTotal(p)), human(m.usable()), m.source())
+		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", human(p.Total()), human(m.Usable()), m)
 	}
 	return exitOK
 }

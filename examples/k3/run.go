@@ -19,6 +19,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/cache/trace"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/trunk"
 )
@@ -120,7 +121,7 @@ func parseRun(a *args) (*runOptions, error) {
 		return nil, err
 	}
 	var err error
-	if o.budget, err = parseBudget(a, readMemInfo); err != nil {
+	if o.budget, err = parseBudget(a, sysmem.Read); err != nil {
 		return nil, err
 	}
 	if s, ok := vals["--gen"]; ok {
