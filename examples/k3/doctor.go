@@ -17,6 +17,7 @@ import (
 	"github.com/k3-project/k3/preset"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/sysmem"
+	"github.com/k3-project/k3/tokenizer"
 )
 
 var doctorCmd = command{name: "doctor", flags: flagSpec{"--dir": true, "--probe-mb": true, "--seconds": true},
@@ -242,8 +243,8 @@ func bytesPerToken(cfg *config.Config, p k3.Plan) tokenBytes {
 }
 
 func hasTokenizer(dir string) bool {
-	_, e1 := os.Stat(filepath.Join(dir, tokRanksFile))
-	_, e2 := os.Stat(filepath.Join(dir, tokConfigFile))
+	_, e1 := os.Stat(filepath.Join(dir, tokenizer.RanksFileName))
+	_, e2 := os.Stat(filepath.Join(dir, tokenizer.ConfigFileName))
 	return e1 == nil && e2 == nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -208,7 +209,7 @@ func (o *runOptions) parsePrompt(vals map[string]string) error {
 		}
 	}
 	if o.tokDir == "" {
-		return usagef(o.promptFlag, "a text prompt needs --tok DIR (the directory of %s and %s)", tokRanksFile, tokConfigFile)
+		return usagef(o.promptFlag, "a text prompt needs --tok DIR (the directory of %s and %s)", tokenizer.RanksFileName, tokenizer.ConfigFileName)
 	}
 	return nil
 }
@@ -402,7 +403,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	stop := o.stop
 	if !o.stopGiven && !o.noStop {
 		var dropped []int
-		stop, dropped = defaultStop(enc, cfg.EOSTokenIDs, cfg.Vocab)
+		stop, dropped = k3.DefaultStop(enc, cfg)
 		if len(dropped) > 0 {
 			fmt.Fprintf(stderr, "k3: note: default stop ids %v are outside the vocabulary [0, %d) and cannot occur\n", dropped, cfg.Vocab)
 		}
@@ -528,7 +529,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			now.Sub(last).Seconds(), hit, mbString(read), piece(stream, id))
 		last = now
 		rep.GeneratedIDs = append(rep.GeneratedIDs, id)
-		if contains(stop, id) {
+		if slices.Contains(stop, id) {
 			rep.StopReason = "stop_id"
 		}
 		if gotSig.get() != nil {
@@ -643,15 +644,6 @@ func nonNil(s []int) []int {
 		return []int{}
 	}
 	return s
-}
-
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func signalExit(s os.Signal) int {
