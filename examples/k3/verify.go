@@ -1,14 +1,10 @@
 package main
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/safetensors"
@@ -31,11 +27,6 @@ Progress goes to stderr (a bar on a terminal). Every problem is reported, one li
 file; the exit code is 0 when all checks pass, 1 when any fails, 2 for usage errors (including
 an unreadable or malformed manifest).
 `}
-
-const indexFile = "model.safetensors.index.json"
-
-// verifyProblem is one failed check, naming the file.
-type verifyProblem struct{ file, msg string }
 
 func cmdVerify(argv []string, stdout, stderr io.Writer) int {
 	a, code, ok := verifyCmd.parse(argv, stdout, stderr)
@@ -67,17 +58,17 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) int {
 		return verifyCmd.usageFail(stderr, err)
 	}
 	dir := a.pos[0]
-	shards, problems, err := checkShards(dir)
+	shards, problems, err := safetensors.CheckDir(dir)
 	if err != nil {
 		fail(stderr, fmt.Errorf("verify: %w", err))
 		return exitRuntime
 	}
 	var total int64
-	for _, s := range shards {
-		total += s.size
+	for _, size := range shards {
+		total += size
 	}
 	for _, p := range problems {
-		fmt.Fprintf(stderr, "k3 verify: %s: %s\n", p.file, p.msg)
+		fmt.Fprintf(stderr, "k3 verify: %s\n", p)
 	}
 	n := len(problems)
 	// Digests are computed only for a checkpoint whose structure holds: a broken one is named
@@ -169,140 +160,3 @@ func (f *fileProgress) report(file string, done, _ int64) {
 }
 
 func (f *fileProgress) finish() { f.p.finish() }
-
-// shardInfo is one checked shard.
-type shardInfo struct {
-	name string
-	size int64
-}
-
-// checkShards checks every shard's presence, header and size against the index (or, without
-// one, every *.safetensors file). err is a failure to read the directory or the index itself.
-func checkShards(dir string) ([]shardInfo, []verifyProblem, error) {
-	var problems []verifyProblem
-	byShard := map[string][]string{} // shard -> tensors the index places there
-	var names []string
-	totalSize := int64(-1)
-	b, err := os.ReadFile(filepath.Join(dir, indexFile))
-	switch {
-	case err == nil:
-		wm, ts, err := safetensors.ParseIndex(b)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, indexFile), err)
-		}
-		totalSize = ts
-		for t, s := range wm {
-			byShard[s] = append(byShard[s], t)
-		}
-		for s := range byShard {
-			names = append(names, s)
-		}
-	case errors.Is(err, os.ErrNotExist):
-		m, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(m) == 0 {
-			return nil, nil, fmt.Errorf("%s: no %s and no *.safetensors file", dir, indexFile)
-		}
-		for _, p := range m {
-			names = append(names, filepath.Base(p))
-		}
-	default:
-		return nil, nil, err
-	}
-	slices.Sort(names)
-	var shards []shardInfo
-	var tensorBytes int64
-	for _, name := range names {
-		size, sum, msg := checkShard(filepath.Join(dir, name), byShard[name])
-		if msg != "" {
-			problems = append(problems, verifyProblem{name, msg})
-			continue
-		}
-		shards = append(shards, shardInfo{name, size})
-		tensorBytes += sum
-	}
-	if totalSize >= 0 && len(problems) == 0 && tensorBytes != totalSize {
-		problems = append(problems, verifyProblem{indexFile, fmt.Sprintf("total_size %d, the shards hold %d tensor bytes", totalSize, tensorBytes)})
-	}
-	return shards, problems, nil
-}
-
-// checkShard validates one shard's header and size and that it holds the listed tensors. It
-// returns the file size, the sum of its tensors' bytes, or a message describing the problem.
-func checkShard(path string, listed []string) (size, tensorBytes int64, msg string) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, 0, "missing (the index names it)"
-	}
-	if err != nil {
-		return 0, 0, err.Error()
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, 0, err.Error()
-	}
-	size = st.Size()
-	h, err := safetensors.ReadHeader(path, f)
-	if err != nil {
-		if errors.Is(err, safetensors.ErrDataBeyondFile) {
-			if want, ok := describedSize(f); ok {
-				return 0, 0, fmt.Sprintf("truncated: %d bytes, its header describes %d", size, want)
-			}
-		}
-		return 0, 0, err.Error()
-	}
-	have := make(map[string]bool, len(h.Tensors))
-	for _, t := range h.Tensors {
-		have[t.Name] = true
-		tensorBytes += t.Size
-	}
-	if want := h.DataOffset + tensorBytes; want != size {
-		return 0, 0, fmt.Sprintf("%d bytes, its header describes %d", size, want)
-	}
-	var absent []string
-	for _, t := range listed {
-		if !have[t] {
-			absent = append(absent, t)
-		}
-	}
-	if len(absent) > 0 {
-		slices.Sort(absent)
-		return 0, 0, fmt.Sprintf("lacks %d tensor(s) the index places in it, the first %s", len(absent), absent[0])
-	}
-	return size, tensorBytes, ""
-}
-
-// describedSize is the file size a header describes (8 + header length + the largest data end),
-// read leniently for the message about a truncated file; ok is false when it cannot be told.
-func describedSize(f *os.File) (int64, bool) {
-	var pre [8]byte
-	if _, err := f.ReadAt(pre[:], 0); err != nil {
-		return 0, false
-	}
-	n := binary.LittleEndian.Uint64(pre[:])
-	if n > safetensors.MaxHeaderSize {
-		return 0, false
-	}
-	hdr := make([]byte, n)
-	if _, err := f.ReadAt(hdr, 8); err != nil {
-		return 0, false
-	}
-	var entries map[string]json.RawMessage
-	if json.Unmarshal(hdr, &entries) != nil {
-		return 0, false
-	}
-	var end int64
-	for k, v := range entries {
-		var e struct {
-			Offsets []int64 `json:"data_offsets"`
-		}
-		if k == "__metadata__" || json.Unmarshal(v, &e) != nil || len(e.Offsets) != 2 {
-			continue
-		}
-		end = max(end, e.Offsets[1])
-	}
-	return 8 + int64(n) + end, true
-}
