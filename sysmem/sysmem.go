@@ -1,6 +1,7 @@
 // Package sysmem tells how much memory this process may use: the kernel's
 // MemAvailable and MemTotal, lowered by the tightest memory limit of the
-// cgroups (v2 memory.max or v1 memory.limit_in_bytes) the process runs in.
+// cgroups (v2 memory.max or v1 memory.limit_in_bytes) the process runs in;
+// and how much it has used (PeakRSS, RSSFile).
 //
 // Start with Read; ReadFS reads the same files from another file system
 // (a container's, or a test's).

@@ -2,6 +2,7 @@ package sysmem
 
 import (
 	"os"
+	"runtime"
 	"testing"
 	"testing/fstest"
 
@@ -134,4 +135,31 @@ func FuzzHierarchies(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRSSFile: RssFile is read from the status file's kB line.
+func TestRSSFile(t *testing.T) {
+	status := "Name:\tk3\nVmRSS:\t  9000 kB\nRssAnon:\t  1000 kB\nRssFile:\t  8000 kB\n"
+	n, err := rssFile(fstest.MapFS{"proc/self/status": {Data: []byte(status)}})
+	require.NoError(t, err)
+	assert.Equal(t, int64(8000*1024), n)
+	_, err = rssFile(fstest.MapFS{"proc/self/status": {Data: []byte("VmRSS: 1 kB\n")}})
+	assert.Error(t, err)
+}
+
+// TestUsage: on Linux the process has a peak RSS and, running from a
+// mapped binary, file-backed resident pages.
+func TestUsage(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	before := PeakRSS()
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = 1
+	}
+	assert.GreaterOrEqual(t, PeakRSS(), int64(64<<20), "a touched 64 MiB buffer counts")
+	assert.GreaterOrEqual(t, PeakRSS(), before)
+	assert.Positive(t, RSSFile())
+	runtime.KeepAlive(buf)
 }

@@ -592,8 +592,8 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.SecondsPerToken = &spt
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
-	rep.PeakRSSBytes = peakRSS()
-	rep.RSSFileBytes = rssFile()
+	rep.PeakRSSBytes = sysmem.PeakRSS()
+	rep.RSSFileBytes = sysmem.RSSFile()
 	rep.Plan = m.Plan()
 	if st, ok := m.CacheStats(); ok {
 		r := st.Run
