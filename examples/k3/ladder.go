@@ -11,12 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/readrate"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -325,48 +324,9 @@ func (r *rung) overhead() int64 { return r.PeakRSS - r.PlanTotal - r.RSSFile }
 // deviceMBs measures the O_DIRECT read bandwidth of the model's largest shard the way the
 // trunk store reads: 8 MiB aligned reads, 4 in flight, at most 2 GB.
 func deviceMBs(dir string) float64 {
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	var best string
-	var size int64
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && st.Size() > size {
-			best, size = p, st.Size()
-		}
-	}
-	if best == "" {
+	path, _ := readrate.LargestShard(dir)
+	if path == "" {
 		return 0
 	}
-	d, err := safetensors.OpenDirect(best)
-	if err != nil {
-		return 0
-	}
-	defer d.Close()
-	const chunk = 8 << 20
-	n := min(size, 2e9) / chunk
-	if n == 0 {
-		return 0
-	}
-	bufs := make([][]byte, 4)
-	for i := range bufs {
-		b, err := safetensors.AllocAligned(chunk)
-		if err != nil {
-			return 0
-		}
-		bufs[i] = b
-	}
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int64(w); i < n; i += 4 {
-				if _, err := d.ReadAligned(bufs[w], i*chunk, chunk); err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n*chunk) / 1e6 / time.Since(t0).Seconds()
+	return readrate.Direct(path, 4, 0, 2e9).MBs()
 }
