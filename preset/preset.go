@@ -28,7 +28,7 @@ var (
 	// ErrUnknown: no preset has the name.
 	ErrUnknown = errors.New("preset: unknown preset")
 	// ErrTooLittleMemory: the auto rule finds too little memory for K3.
-	ErrTooLittleMemory = errors.New("preset: too little memory for the auto preset")
+	ErrTooLittleMemory = errors.New("preset auto: too little memory for K3")
 )
 
 // Preset is one row of the preset table.
@@ -104,15 +104,28 @@ const floorPlanBudget = 1 << 50
 // the options the model will be opened with (a packed trunk, ring or slot
 // size change the floor); a trunk budget among them is overridden.
 func FloorBudget(dir string, opts ...k3.Option) (int64, error) {
+	floor, _, err := trunkSpan(dir, opts)
+	return floor, err
+}
+
+// FullBudget is the trunk budget that pins the whole trunk of the
+// checkpoint in dir (every layer and the head): the total of its plan under
+// a budget larger than any checkpoint, found as FloorBudget is.
+func FullBudget(dir string, opts ...k3.Option) (int64, error) {
+	_, full, err := trunkSpan(dir, opts)
+	return full, err
+}
+
+func trunkSpan(dir string, opts []k3.Option) (floor, full int64, err error) {
 	opts = append(opts[:len(opts):len(opts)], k3.WithTrunkBudget(floorPlanBudget))
 	p, err := k3.PlanFor(dir, opts...)
 	if err != nil {
-		return 0, fmt.Errorf("preset floor: %w", err)
+		return 0, 0, fmt.Errorf("preset: trunk budgets of %s: %w", dir, err)
 	}
 	if p.Trunk == nil {
-		return 0, fmt.Errorf("preset floor: %s: the plan has no trunk part", dir)
+		return 0, 0, fmt.Errorf("preset: %s: the plan has no trunk part", dir)
 	}
-	return p.Trunk.Floor, nil
+	return p.Trunk.Floor, p.Trunk.Total, nil
 }
 
 // Figures of the auto rule (SPEC §11.1), in GB, for the K3 model.

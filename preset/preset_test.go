@@ -86,6 +86,16 @@ func TestFloorBudget(t *testing.T) {
 	assert.Equal(t, floor, tr)
 	assert.Zero(t, ca, "no expert cache at the floor")
 
+	// The full budget pins every layer and the head.
+	full, err := FullBudget(dir)
+	require.NoError(t, err)
+	p, err := k3.PlanFor(dir, k3.WithTrunkBudget(full))
+	require.NoError(t, err)
+	assert.Equal(t, p.Trunk.Layers, len(p.Trunk.Pinned), "every layer pinned")
+	assert.True(t, p.Trunk.HeadPinned)
+	assert.Equal(t, full, p.Trunk.Total, "the full plan allocates its budget")
+	assert.Greater(t, full, floor)
+
 	// A one-slot ring lowers nothing but must be honoured: the floor is planned with it.
 	ring1, err := FloorBudget(dir, k3.WithTrunkRing(1))
 	require.NoError(t, err)

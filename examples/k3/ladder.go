@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/preset"
 	"github.com/k3-project/k3/readrate"
 	"github.com/k3-project/k3/trunk"
 )
@@ -140,8 +141,11 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 	if threads != "" {
 		extra = append(extra, "--threads", threads)
 	}
-	// floor and all come from the plan of a huge budget, computed without loading anything.
-	big, err := k3.PlanFor(dir, append(popts, k3.WithTrunkBudget(1<<50))...)
+	floor, err := preset.FloorBudget(dir, popts...)
+	var full int64
+	if err == nil {
+		full, err = preset.FullBudget(dir, popts...)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "k3: %v\n", err)
 		return exitRuntime
@@ -166,9 +170,9 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 		switch b {
 		case "mapped":
 		case "floor":
-			r.BudgetBytes = big.Trunk.Floor
+			r.BudgetBytes = floor
 		case "all":
-			r.BudgetBytes = big.Trunk.Total
+			r.BudgetBytes = full
 		default:
 			r.BudgetBytes, _ = parseGB("--budgets", b)
 		}
@@ -246,13 +250,9 @@ func (r *rung) load(path string) error {
 	if rep.SPT != nil {
 		r.SecondsPerTok = *rep.SPT
 	}
+	r.PlanTotal, r.Layers = rep.Plan.Total(), -1
 	if p := rep.Plan.Trunk; p != nil {
-		r.PlanTotal, r.Pinned, r.Layers, r.HeadPinned, r.Slots = p.Total, len(p.Pinned), p.Layers, p.HeadPinned, p.Slots
-	} else {
-		r.Layers = -1
-	}
-	if c := rep.Plan.Cache; c != nil {
-		r.PlanTotal += c.Total // slots, or the zero budget's read scratch
+		r.Pinned, r.Layers, r.HeadPinned, r.Slots = len(p.Pinned), p.Layers, p.HeadPinned, p.Slots
 	}
 	if len(rep.TrunkRaw) > 0 {
 		var st trunk.Stats
