@@ -17,14 +17,6 @@ type progress interface {
 	finish()     // ends the display with a summary line
 }
 
-// progressWriter counts the bytes written through it (for io.Copy into a hash).
-type progressWriter struct{ p progress }
-
-func (w progressWriter) Write(b []byte) (int, error) {
-	w.p.add(int64(len(b)))
-	return len(b), nil
-}
-
 // newProgress starts a display of total bytes labelled desc on w.
 func newProgress(w io.Writer, total int64, desc string) progress {
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
