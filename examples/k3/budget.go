@@ -41,12 +41,7 @@ func parseBudget(a *args, mem func() (sysmem.Info, error)) (budget, error) {
 	var b budget
 	var err error
 	vals := a.vals
-	if v, ok := vals["--config"]; ok {
-		if v == "" {
-			return b, usagef("--config", "empty path")
-		}
-		b.configPath = v
-	}
+	b.configPath = vals["--config"]
 	_, b.verify = vals["--verify"]
 	if v, ok := vals["--layers"]; ok {
 		if b.layers, err = parseInt("--layers", v, 1, 1<<20); err != nil {
@@ -69,12 +64,7 @@ func parseBudget(a *args, mem func() (sysmem.Info, error)) (budget, error) {
 			b.cacheSet, b.cacheBytes = true, c
 		}
 	}
-	if s, ok := vals["--trunk"]; ok {
-		if s == "" {
-			return b, usagef("--trunk", "empty path")
-		}
-		b.trunkDir = s
-	}
+	b.trunkDir = vals["--trunk"]
 	if s, ok := vals["--trunk-gb"]; ok && !presetTrunk {
 		if b.trunkBytes, err = parseGB("--trunk-gb", s); err != nil {
 			return b, err
@@ -104,12 +94,7 @@ func parseBudget(a *args, mem func() (sysmem.Info, error)) (budget, error) {
 			return b, err
 		}
 	}
-	if s, ok := vals["--dump-cache-trace"]; ok {
-		if s == "" {
-			return b, usagef("--dump-cache-trace", "empty path")
-		}
-		b.traceDir = s
-	}
+	b.traceDir = vals["--dump-cache-trace"]
 	if s, ok := vals["--trunk-slot-mb"]; ok {
 		mb, err := parseDecimal("--trunk-slot-mb", s)
 		if err != nil {

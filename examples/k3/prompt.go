@@ -56,9 +56,6 @@ func synthNote(path string) string {
 // readPromptFile reads --prompt-file. An unreadable file is a bad argument (exit 2): nothing has
 // been started yet and the user has to fix the command line.
 func readPromptFile(path string) (string, error) {
-	if path == "" {
-		return "", usagef("--prompt-file", "empty path")
-	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", usagef("--prompt-file", "%v", err)

@@ -156,15 +156,9 @@ func parseRun(a *args) (*runOptions, error) {
 		return nil, err
 	}
 	if s, ok := vals["--out"]; ok {
-		if s == "" {
-			return nil, usagef("--out", "empty path")
-		}
 		o.out = s
 	}
 	if s, ok := vals["--dump-logits"]; ok {
-		if s == "" {
-			return nil, usagef("--dump-logits", "empty path")
-		}
 		if s == "-" {
 			return nil, usagef("--dump-logits", "binary logits cannot go to stdout; give a file")
 		}
@@ -190,12 +184,7 @@ func (o *runOptions) parsePrompt(vals map[string]string) error {
 		return usagef(given[1], "conflicts with %s: give exactly one of --ids, --prompt, --prompt-file", given[0])
 	}
 	o.promptFlag = given[0]
-	if s, ok := vals["--tok"]; ok {
-		if s == "" {
-			return usagef("--tok", "empty path")
-		}
-		o.tokDir = s
-	}
+	o.tokDir = vals["--tok"]
 	var err error
 	switch o.promptFlag {
 	case "--ids":

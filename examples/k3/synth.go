@@ -184,9 +184,6 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) int {
 			threads, err = parseInt("--threads", s, 1, 4096)
 		}
 	}
-	if err == nil && a.has("--keep") && a.vals["--keep"] == "" {
-		err = usagef("--keep", "empty path")
-	}
 	if err != nil {
 		return demoCmd.usageFail(stderr, err)
 	}

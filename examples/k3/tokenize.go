@@ -45,8 +45,6 @@ func cmdTokenize(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = usagef("", "takes no positional arguments (input is read from stdin)")
 	case a.has("--tok") == a.has("--encoding"):
 		err = usagef("--tok", "give exactly one of --tok DIR and --encoding NAME")
-	case a.has("--tok") && a.vals["--tok"] == "":
-		err = usagef("--tok", "empty path")
 	case a.has("--decode") && a.has("--ordinary"):
 		err = usagef("--ordinary", "applies to encoding, not to --decode")
 	}

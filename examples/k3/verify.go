@@ -39,10 +39,6 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) int {
 		err = usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos))
 	case a.has("--manifest") && a.has("--write-manifest"):
 		err = usagef("--write-manifest", "conflicts with --manifest")
-	case a.has("--manifest") && a.vals["--manifest"] == "":
-		err = usagef("--manifest", "empty path")
-	case a.has("--write-manifest") && a.vals["--write-manifest"] == "":
-		err = usagef("--write-manifest", "empty path")
 	}
 	var want *k3.Manifest
 	if err == nil && a.has("--manifest") {
