@@ -184,7 +184,7 @@ func TestPromptValidation(t *testing.T) {
 	}{
 		{"xab", "id " + strconv.Itoa(tokAB)},
 		{"x[BOS]y", "id " + strconv.Itoa(tokBOS)}, // AllowSpecial: the name is the special's id
-		{"", "empty value"}, // refused by the flag parser, before any tokenizer is read
+		{"", "empty value"},                       // refused by the flag parser, before any tokenizer is read
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(t, dir, "--tok", tk.dir, "--prompt", c.prompt, "--out", filepath.Join(t.TempDir(), "r.json"))
