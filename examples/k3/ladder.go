@@ -202,11 +202,10 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 	dev := [2]float64{devBefore, deviceMBs(dir)}
 	printLadder(stdout, rows, dev, gen)
 	if p := vals["--out"]; p != "" {
-		b, _ := json.MarshalIndent(struct {
+		if err := writeJSON(p, stdout, struct {
 			Rungs     []rung     `json:"rungs"`
 			DirectMBs [2]float64 `json:"device_direct_mb_per_s_before_after"`
-		}{rows, dev}, "", "  ")
-		if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+		}{rows, dev}); err != nil {
 			fmt.Fprintf(stderr, "k3: --out: %v\n", err)
 			return exitRuntime
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,11 +60,7 @@ func cmdPlan(argv []string, stdout, stderr io.Writer) int {
 		return openExit(err)
 	}
 	if a.has("--json") {
-		out, err := json.MarshalIndent(p, "", "  ")
-		if err == nil {
-			_, err = stdout.Write(append(out, '\n'))
-		}
-		if err != nil {
+		if err := writeJSON("-", stdout, p); err != nil {
 			fail(stderr, err)
 			return exitRuntime
 		}

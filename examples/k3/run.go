@@ -598,7 +598,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			gbString(st.BytesRead), gbString(st.HeadBytes), gbString(st.EmbedBytes), st.Reads, st.Mode,
 			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
 	}
-	if err := writeReport(o.out, stdout, &rep); err != nil {
+	if err := writeJSON(o.out, stdout, &rep); err != nil {
 		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
 		if code == exitOK {
 			code = exitRuntime
@@ -650,14 +650,19 @@ func writeLogits(path string, logits []float32) error {
 	return os.WriteFile(path, buf, 0o644)
 }
 
-func writeReport(path string, stdout io.Writer, rep *report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
+// writeJSON writes v as indented JSON to path ("-": stdout).
+func writeJSON(path string, stdout io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
+	return writeOutput(path, stdout, append(b, '\n'))
+}
+
+// writeOutput writes b to path ("-": stdout).
+func writeOutput(path string, stdout io.Writer, b []byte) error {
 	if path == "-" {
-		_, err = stdout.Write(b)
+		_, err := stdout.Write(b)
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
@@ -692,16 +697,7 @@ func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.
 		Matches   int     `json:"tf_matches"`
 		Agreement float64 `json:"tf_agreement"`
 	}{n, matches, float64(matches) / float64(n)}
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err == nil {
-		b = append(b, '\n')
-		if o.out == "-" {
-			_, err = stdout.Write(b)
-		} else {
-			err = os.WriteFile(o.out, b, 0o644)
-		}
-	}
-	if err != nil {
+	if err := writeJSON(o.out, stdout, rep); err != nil {
 		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
 		return exitRuntime
 	}

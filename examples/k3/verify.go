@@ -120,11 +120,7 @@ func writeManifest(dir, path string, stdout io.Writer, progress k3.Progress) err
 	if err != nil {
 		return err
 	}
-	if path == "-" {
-		_, err = stdout.Write(m.Marshal())
-		return err
-	}
-	return os.WriteFile(path, m.Marshal(), 0o644)
+	return writeOutput(path, stdout, m.Marshal())
 }
 
 // fileProgress turns the library's per-file hashing progress into one display over the bytes
