@@ -324,21 +324,9 @@ func cmdPackTrunk(argv []string, stdout, stderr io.Writer) int {
 		return packTrunkCmd.usageFail(stderr, usagef("", "expected <model_dir> <out_dir>, got %d positional arguments", len(a.pos)))
 	}
 	start := time.Now()
-	var p progress
-	var last int64
-	report := func(done, total int64) {
-		if p == nil {
-			p = newProgress(stderr, total, "k3 pack-trunk")
-		}
-		if done > last {
-			p.add(done - last)
-			last = done
-		}
-	}
+	report, finish := reportTo(stderr, "k3 pack-trunk", 0)
 	err := k3.PackTrunk(a.pos[0], a.pos[1], report)
-	if p != nil {
-		p.finish()
-	}
+	finish()
 	if err != nil {
 		fail(stderr, err)
 		return exitRuntime

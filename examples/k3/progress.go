@@ -70,3 +70,27 @@ func (p *lineProgress) line(suffix string) {
 	}
 	fmt.Fprintf(p.w, "%s: %.3f of %.3f GB (%.1f%%), %.0f MB/s%s\n", p.desc, float64(p.done)/1e9, float64(p.total)/1e9, pct, rate, suffix)
 }
+
+// reportTo adapts a library's (done, total) progress callback to a display on w, started by the
+// first report of a total of at least minTotal bytes; finish ends the display, if any.
+func reportTo(w io.Writer, desc string, minTotal int64) (report func(done, total int64), finish func()) {
+	var p progress
+	var last int64
+	report = func(done, total int64) {
+		if total < minTotal {
+			return
+		}
+		if p == nil {
+			p = newProgress(w, total, desc)
+		}
+		if done > last {
+			p.add(done - last)
+			last = done
+		}
+	}
+	return report, func() {
+		if p != nil {
+			p.finish()
+		}
+	}
+}
