@@ -17,7 +17,7 @@ import (
 // slot, embedding rows and lm_head streamed, experts read with a zero cache budget — and compares
 // teacher-forced logits and an incremental greedy continuation bit for bit with the fully mapped
 // run. It needs K3_PERF_DIR (a perf checkpoint, written by k3.Synthesize or
-// `go run ./examples/k3 synth perf DIR`; 1.6 GB) and takes a minute or two.
+// `k3 synth perf DIR` of examples/k3; 1.6 GB) and takes a minute or two.
 func TestPerfFloorBitIdentical(t *testing.T) {
 	dir := os.Getenv("K3_PERF_DIR")
 	if dir == "" {

@@ -75,6 +75,20 @@ func (p *Plan) fillSession(c *config.Config, layers int) {
 	}
 }
 
+// Total is the memory the plan allocates: the trunk's arena and ring and the
+// expert cache's slots or scratch. Session state, activations and the Go
+// runtime come on top.
+func (p Plan) Total() int64 {
+	var n int64
+	if p.Trunk != nil {
+		n += p.Trunk.Total
+	}
+	if p.Cache != nil {
+		n += p.Cache.Total
+	}
+	return n
+}
+
 // String itemises the plan, one component a line.
 func (p Plan) String() string {
 	var b strings.Builder

@@ -66,7 +66,9 @@ func TestRealScale(t *testing.T) {
 	m.Close()
 
 	bin := filepath.Join(t.TempDir(), "k3")
-	out, err := exec.Command("go", "build", "-o", bin, "./examples/k3").CombinedOutput()
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join("examples", "k3") // a module of its own
+	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	ids := "1008,10484,318,15383,387"
 	runs := []struct {

@@ -4,9 +4,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
-
-	tiktoken "github.com/pkoukk/tiktoken-go"
 
 	"github.com/k3-project/k3/internal/benchutil"
 	"github.com/k3-project/k3/internal/fixtures"
@@ -50,76 +47,8 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
-// BenchmarkVsTiktokenGo alternates this package and
-// github.com/pkoukk/tiktoken-go (same ranks, same pattern string, ordinary
-// mode) on the fixture corpus in every iteration, so both see the same
-// machine load, and reports both throughputs and their ratio. tiktoken-go's
-// regexp2 has no class intersection (&&), so for kimi-o200k it runs a
-// different split and its ids differ from the oracle (logged).
-func BenchmarkVsTiktokenGo(b *testing.B) {
-	fs := loadFixtures(b)
-	for _, set := range []string{"all", "nolong"} {
-		texts, size := benchTexts(b, set == "nolong")
-		for _, fe := range fs.encs {
-			b.Run(set+"/"+fe.name, func(b *testing.B) {
-				tk := tiktokenGo(b, fe)
-				var ours, theirs time.Duration
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					t0 := time.Now()
-					for _, t := range texts {
-						if _, err := fe.enc.EncodeOrdinary(t); err != nil {
-							b.Fatal(err)
-						}
-					}
-					t1 := time.Now()
-					for _, t := range texts {
-						tk.EncodeOrdinary(t)
-					}
-					ours += t1.Sub(t0)
-					theirs += time.Since(t1)
-				}
-				b.StopTimer()
-				mb := float64(size) * float64(b.N) / 1e6
-				b.ReportMetric(mb/ours.Seconds(), "k3-MB/s")
-				b.ReportMetric(mb/theirs.Seconds(), "tiktoken-go-MB/s")
-				b.ReportMetric(theirs.Seconds()/ours.Seconds(), "x-tiktoken-go")
-			})
-		}
-	}
-}
-
-// tiktokenGo builds tiktoken-go's CoreBPE from the same ranks (no network:
-// the encoder map is passed directly).
-func tiktokenGo(b *testing.B, fe *fixtureEncoding) *tiktoken.Tiktoken {
-	r := fe.enc.Ranks()
-	enc := make(map[string]int, r.Len())
-	for i := 0; i < r.Len(); i++ {
-		t, _ := r.Token(i)
-		enc[string(t)] = i
-	}
-	bpe, err := tiktoken.NewCoreBPE(enc, fe.Specials, fe.Pattern)
-	if err != nil {
-		b.Skipf("tiktoken-go cannot compile the %s pattern: %v", fe.name, err)
-	}
-	sp := map[string]any{}
-	for k := range fe.Specials {
-		sp[k] = true
-	}
-	tk := tiktoken.NewTiktoken(bpe, nil, sp)
-	// Report whether tiktoken-go is doing the same work correctly.
-	bad := 0
-	for _, c := range loadFixtures(b).cases {
-		if c.Category == "long" {
-			continue // quadratic there; checked ids would take minutes
-		}
-		if _, ok := equalInts(tk.EncodeOrdinary(c.text), fe.expectedRows[c.ID].Ordinary); !ok {
-			bad++
-		}
-	}
-	b.Logf("tiktoken-go %s: %d non-long cases differ from the oracle ids", fe.name, bad)
-	return tk
-}
+// BenchmarkVsTiktokenGo, which races github.com/pkoukk/tiktoken-go on the
+// same corpus, lives in the crosscheck module (its own go.mod).
 
 // BenchmarkLoadO200K parses the o200k rank file (199,998 ranks) from disk
 // and reports the heap it retains.

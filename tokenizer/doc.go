@@ -20,14 +20,17 @@
 //
 // # Getting an encoding
 //
-// For Kimi, LoadKimi(modelPath, configPath) reads tiktoken.model and
-// tokenizer_config.json and returns an encoding with the Kimi split rule, the
-// 256 specials at ids N..N+255 and the tokenization_kimi.py pipeline;
+// For Kimi, LoadDir(modelDir) reads a model directory's tiktoken.model and
+// tokenizer_config.json (LoadKimi takes the two paths) and returns an
+// encoding with the Kimi split rule, the 256 specials at ids N..N+255 and
+// the tokenization_kimi.py pipeline;
 // enc.Ranks().IsKimiReference() tells whether the rank file is the released
 // one (a mismatch is reported, not refused). To reproduce the reference
 // tokenizer's encode, call enc.Encode(text, AllowSpecial).
 //
-// For cl100k_base or o200k_base, load the rank file with LoadRanks and call
+// For cl100k_base or o200k_base, the packages tokenizer/cl100k and
+// tokenizer/o200k embed the rank files, and tokenizer/bundled finds either by
+// name (GetEncoding). For another rank file, load it with LoadRanks and call
 // New with SplitCL100K or SplitO200K and the special-token map; the result
 // matches tiktoken's ids. NewRanks builds a vocabulary from token bytes in
 // code.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache/sim"
+	"github.com/k3-project/k3/preset"
+	"github.com/k3-project/k3/sysmem"
 )
 
 // budget is the validated memory request.
@@ -36,16 +37,11 @@ type budget struct {
 
 // parseBudget reads the budget flags. --preset sets both budgets; a --trunk-gb or --cache-gb
 // given after it on the command line wins (argv order), one given before it is overridden.
-func parseBudget(a *args, mem func() (memInfo, error)) (budget, error) {
+func parseBudget(a *args, mem func() (sysmem.Info, error)) (budget, error) {
 	var b budget
 	var err error
 	vals := a.vals
-	if v, ok := vals["--config"]; ok {
-		if v == "" {
-			return b, usagef("--config", "empty path")
-		}
-		b.configPath = v
-	}
+	b.configPath = vals["--config"]
 	_, b.verify = vals["--verify"]
 	if v, ok := vals["--layers"]; ok {
 		if b.layers, err = parseInt("--layers", v, 1, 1<<20); err != nil {
@@ -54,29 +50,21 @@ func parseBudget(a *args, mem func() (memInfo, error)) (budget, error) {
 	}
 	presetTrunk, presetCache := false, false
 	if name, ok := vals["--preset"]; ok {
-		t, c, floor, err := presetBudget(name, mem)
+		t, c, err := presetBudgets(name, mem)
 		if err != nil {
-			if ue, ok := errors.AsType[*usageError](err); ok {
-				return b, ue
-			}
 			return b, usagef("--preset", "%v", err)
 		}
 		b.preset = name
 		presetTrunk = a.last("--preset", "--trunk-gb") == "--preset"
 		presetCache = a.last("--preset", "--cache-gb") == "--preset"
 		if presetTrunk {
-			b.trunkBytes, b.floorTrunk = t, floor
+			b.trunkBytes, b.floorTrunk = t, name == preset.Floor
 		}
 		if presetCache {
 			b.cacheSet, b.cacheBytes = true, c
 		}
 	}
-	if s, ok := vals["--trunk"]; ok {
-		if s == "" {
-			return b, usagef("--trunk", "empty path")
-		}
-		b.trunkDir = s
-	}
+	b.trunkDir = vals["--trunk"]
 	if s, ok := vals["--trunk-gb"]; ok && !presetTrunk {
 		if b.trunkBytes, err = parseGB("--trunk-gb", s); err != nil {
 			return b, err
@@ -106,12 +94,7 @@ func parseBudget(a *args, mem func() (memInfo, error)) (budget, error) {
 			return b, err
 		}
 	}
-	if s, ok := vals["--dump-cache-trace"]; ok {
-		if s == "" {
-			return b, usagef("--dump-cache-trace", "empty path")
-		}
-		b.traceDir = s
-	}
+	b.traceDir = vals["--dump-cache-trace"]
 	if s, ok := vals["--trunk-slot-mb"]; ok {
 		mb, err := parseDecimal("--trunk-slot-mb", s)
 		if err != nil {
@@ -173,26 +156,32 @@ func parseDecimal(flag, s string) (float64, error) {
 	return v, nil
 }
 
-// floorPlanBudget is a trunk budget larger than any checkpoint: its plan pins everything and
-// reports the floor.
-const floorPlanBudget = 1 << 50
+// presetBudgets is preset.Budgets with the machine's memory read through mem, and the floor left
+// to resolve (it needs the model directory).
+func presetBudgets(name string, mem func() (sysmem.Info, error)) (trunk, cache int64, err error) {
+	switch name {
+	case preset.Floor:
+		return 0, 0, nil
+	case preset.Auto:
+		m, err := mem()
+		if err != nil {
+			return 0, 0, fmt.Errorf("preset auto: %w", err)
+		}
+		return preset.AutoBudgets(m)
+	}
+	return preset.Budgets(name, "")
+}
 
-// resolve replaces the floor preset by the model's trunk floor, read from the plan of a huge
-// budget (tensor sizes only, nothing is loaded).
+// resolve replaces the floor preset by the model's trunk floor.
 func (b *budget) resolve(dir string) error {
 	if !b.floorTrunk {
 		return nil
 	}
-	big := b.trunkOnly()
-	big.trunkBytes = floorPlanBudget
-	p, err := k3.PlanFor(dir, big.options()...)
+	floor, err := preset.FloorBudget(dir, b.trunkOnly().options()...)
 	if err != nil {
 		return err
 	}
-	if p.Trunk == nil {
-		return fmt.Errorf("preset floor: %s: the plan has no trunk part", dir)
-	}
-	b.trunkBytes, b.floorTrunk = p.Trunk.Floor, false
+	b.trunkBytes, b.floorTrunk = floor, false
 	return nil
 }
 
@@ -335,21 +324,9 @@ func cmdPackTrunk(argv []string, stdout, stderr io.Writer) int {
 		return packTrunkCmd.usageFail(stderr, usagef("", "expected <model_dir> <out_dir>, got %d positional arguments", len(a.pos)))
 	}
 	start := time.Now()
-	var p progress
-	var last int64
-	report := func(done, total int64) {
-		if p == nil {
-			p = newProgress(stderr, total, "k3 pack-trunk")
-		}
-		if done > last {
-			p.add(done - last)
-			last = done
-		}
-	}
+	report, finish := reportTo(stderr, "k3 pack-trunk", 0)
 	err := k3.PackTrunk(a.pos[0], a.pos[1], report)
-	if p != nil {
-		p.finish()
-	}
+	finish()
 	if err != nil {
 		fail(stderr, err)
 		return exitRuntime

@@ -19,6 +19,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/preset"
 )
 
 // planJSON runs `k3 plan --json` and decodes the plan.
@@ -42,26 +43,26 @@ func TestExecPlanPresets(t *testing.T) {
 			require.Equal(t, 0, r.code, r.stderr)
 			require.NotNil(t, big.Trunk)
 			floor := big.Trunk.Floor
-			for _, p := range presets {
-				got, r := planJSON(t, dir, "--preset", p.name)
-				if p.auto && r.code == exitUsage {
+			for _, p := range preset.All() {
+				got, r := planJSON(t, dir, "--preset", p.Name)
+				if p.Name == preset.Auto && r.code == exitUsage {
 					// This machine may have too little memory for K3's auto rule: a refusal naming it.
 					assert.Contains(t, r.stderr, "preset auto")
 					continue
 				}
-				require.Equal(t, 0, r.code, "%s: %s", p.name, r.stderr)
-				require.NotNil(t, got.Trunk, p.name)
-				require.NotNil(t, got.Cache, p.name)
+				require.Equal(t, 0, r.code, "%s: %s", p.Name, r.stderr)
+				require.NotNil(t, got.Trunk, p.Name)
+				require.NotNil(t, got.Cache, p.Name)
 				switch {
-				case p.floor:
+				case p.Name == preset.Floor:
 					assert.Equal(t, floor, got.Trunk.Budget, "floor is the model's trunk floor")
 					assert.Zero(t, got.Cache.Budget, "floor has no expert cache")
 					assert.Equal(t, got.Trunk.Floor, got.Trunk.Budget)
-				case p.auto:
+				case p.Name == preset.Auto:
 					assert.Positive(t, got.Trunk.Budget)
 				default:
-					assert.Equal(t, int64(p.trunkGB*gb), got.Trunk.Budget, p.name)
-					assert.Equal(t, int64(p.cacheGB*gb), got.Cache.Budget, p.name)
+					assert.Equal(t, p.Trunk, got.Trunk.Budget, p.Name)
+					assert.Equal(t, p.Cache, got.Cache.Budget, p.Name)
 				}
 			}
 			later, r := planJSON(t, dir, "--preset", "laptop", "--cache-gb", "0.001", "--trunk-gb", "0.002")

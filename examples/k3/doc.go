@@ -36,12 +36,10 @@
 // Before any weights load, run checks that --out and --dump-logits can be written, reads and
 // validates config.json and checks the prompt and stop ids against its vocabulary.
 //
-// The presets of SPEC §11.1 (laptop, desktop, workstation, server, max, floor, auto) are listed
-// by --list-presets and chosen with run/plan --preset NAME; a --trunk-gb or --cache-gb later on
-// the command line overrides the preset's figure, an earlier one is overridden by it. floor is
-// the model's own trunk floor (from the plan of a huge budget: one ring slot holding the largest
-// unsplittable piece) with no expert cache; auto is computed from /proc/meminfo's MemAvailable
-// and the tightest cgroup v2 memory.max on the process's cgroup path.
+// The presets (laptop, desktop, workstation, server, max, floor, auto; --list-presets) come from
+// package preset and are chosen with run/plan --preset NAME; a --trunk-gb or --cache-gb later on
+// the command line overrides the preset's figure, an earlier one is overridden by it. auto reads
+// this machine's memory through package sysmem (MemAvailable and cgroup v1/v2 limits).
 //
 // run prints the memory plan before allocating, one line per token (index, id, seconds, the true
 // resident hit rate of that token's expert requests, the bytes the trunk and the expert store
@@ -59,8 +57,9 @@
 // a verify check that fails); 4 a routed expert could not be loaded; 130/143 interrupted by
 // SIGINT/SIGTERM after writing the report for the tokens so far.
 //
-// It imports only public packages of the module (the root k3 package, config, safetensors,
-// tokenizer and its cl100k/o200k encodings, trunk, cache, cache/sim, cache/trace; its tests add
-// internal/fixtures), never the internal
-// or layer packages, so that it shows what a user of the library can do.
+// It imports only public packages of the module (its tests add internal/fixtures), never the
+// internal or layer packages, so that it shows what a user of the library can do. It is a module
+// of its own (go.mod with a replace to the library), so its plotting and progress-bar
+// dependencies stay out of the library's module graph: from the repository root,
+// go -C examples/k3 run . demo.
 package main

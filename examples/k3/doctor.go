@@ -1,20 +1,19 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/preset"
+	"github.com/k3-project/k3/readrate"
+	"github.com/k3-project/k3/sysmem"
+	"github.com/k3-project/k3/tokenizer"
 )
 
 var doctorCmd = command{name: "doctor", flags: flagSpec{"--dir": true, "--probe-mb": true, "--seconds": true},
@@ -44,28 +43,13 @@ Exit codes: 0 the model can run (or no model given); 1 it cannot: the memory ava
 the model's floor plan; 2 usage.
 `}
 
-// bandwidth is one doctor measurement.
-type bandwidth struct {
-	name  string
-	bytes int64
-	sec   float64
-	err   error
-}
-
-func (b bandwidth) mbs() float64 {
-	if b.err != nil || b.sec <= 0 {
-		return 0
-	}
-	return float64(b.bytes) / 1e6 / b.sec
-}
-
 // cmdDoctor is `k3 doctor [model_dir]`.
 func cmdDoctor(argv []string, stdout, stderr io.Writer) int {
-	return doctor(argv, stdout, stderr, readMemInfo)
+	return doctor(argv, stdout, stderr, sysmem.Read)
 }
 
 // doctor reads the machine's memory through readMem (tests give a small machine).
-func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, error)) int {
+func doctor(argv []string, stdout, stderr io.Writer, readMem func() (sysmem.Info, error)) int {
 	a, code, ok := doctorCmd.parse(argv, stdout, stderr)
 	if !ok {
 		return code
@@ -102,17 +86,17 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 		fail(stderr, fmt.Errorf("doctor: memory: %w", err))
 		return exitRuntime
 	}
-	fmt.Fprintf(stdout, "memory   %s\n", mem.source())
-	fmt.Fprintf(stdout, "         usable by k3: %.2f GB (ceiling %.2f GB)\n", float64(mem.usable())/gb, float64(mem.ceiling())/gb)
+	fmt.Fprintf(stdout, "memory   %s\n", mem)
+	fmt.Fprintf(stdout, "         usable by k3: %.2f GB (ceiling %.2f GB)\n", float64(mem.Usable())/gb, float64(mem.Ceiling())/gb)
 	suggest := "auto"
-	if t, c, err := autoBudget(mem); err != nil {
+	if t, c, err := preset.AutoBudgets(mem); err != nil {
 		fmt.Fprintf(stdout, "         auto: %v\n", err)
 		suggest = ""
 	} else {
 		fmt.Fprintf(stdout, "         auto preset here: trunk %.2f GB, cache %.2f GB\n", float64(t)/gb, float64(c)/gb)
 	}
-	if p := largestFixedPreset(mem); p != "" {
-		fmt.Fprintf(stdout, "         largest fixed preset that fits: %s\n", p)
+	if p, ok := preset.Largest(mem); ok {
+		fmt.Fprintf(stdout, "         largest fixed preset that fits: %s\n", p.Name)
 	}
 
 	// The model's floor decides whether it can run at all.
@@ -131,12 +115,12 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 			fail(stderr, err)
 			return openExit(err)
 		}
-		floor := planTotal(floorPlan)
+		floor := floorPlan.Total()
 		fmt.Fprintf(stdout, "model    %s: %d layers, floor plan %s (trunk %s + expert scratch %s)\n",
 			model, cfg.NumLayers, human(floor), human(floorPlan.Trunk.Total), human(floorPlan.Cache.Total))
-		if floor > mem.usable() {
+		if floor > mem.Usable() {
 			fmt.Fprintf(stdout, "verdict  this machine cannot run the model: %s usable, the floor needs %s\n",
-				human(mem.usable()), human(floor))
+				human(mem.Usable()), human(floor))
 			return exitRuntime
 		}
 		if suggest == "" {
@@ -145,7 +129,7 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 		presetPlan = floorPlan
 		if suggest != "floor" {
 			var b budget
-			b, err = parseBudget(&args{vals: map[string]string{"--preset": suggest}, at: map[string]int{"--preset": 0}}, func() (memInfo, error) { return mem, nil })
+			b, err = parseBudget(&args{vals: map[string]string{"--preset": suggest}, at: map[string]int{"--preset": 0}}, func() (sysmem.Info, error) { return mem, nil })
 			if err == nil {
 				presetPlan, err = k3.PlanFor(model, b.options()...)
 			}
@@ -175,16 +159,16 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 	}
 	defer cleanup()
 	limit := time.Duration(capSec * float64(time.Second))
-	res := []bandwidth{measureDirect(target, 1, limit), measureDirect(target, 16, limit), measureBuffered(target, limit)}
+	res := []readrate.Result{readrate.Direct(target, 1, limit, 0), readrate.Direct(target, 16, limit, 0), readrate.Buffered(target, limit)}
 	best := 0.0
 	for _, r := range res {
-		if r.err != nil {
-			fmt.Fprintf(stdout, "disk     %-22s failed: %v\n", r.name, r.err)
+		if r.Err != nil {
+			fmt.Fprintf(stdout, "disk     %-22s failed: %v\n", r.Method, r.Err)
 			continue
 		}
-		fmt.Fprintf(stdout, "disk     %-22s %9.1f MB/s  (%.2f GB in %.2f s)\n", r.name, r.mbs(), float64(r.bytes)/gb, r.sec)
-		if r.name != "buffered" {
-			best = math.Max(best, r.mbs())
+		fmt.Fprintf(stdout, "disk     %-22s %9.1f MB/s  (%.2f GB in %.2f s)\n", r.Method, r.MBs(), float64(r.Bytes)/gb, r.Seconds)
+		if r.Method != "buffered" {
+			best = math.Max(best, r.MBs())
 		}
 	}
 	if model == "" {
@@ -203,35 +187,6 @@ func doctor(argv []string, stdout, stderr io.Writer, readMem func() (memInfo, er
 	}
 	fmt.Fprintf(stdout, "next     %s\n", next)
 	return exitOK
-}
-
-// planTotal is the memory a plan allocates: trunk arena and ring, expert slots or scratch.
-func planTotal(p k3.Plan) int64 {
-	var n int64
-	if p.Trunk != nil {
-		n += p.Trunk.Total
-	}
-	if p.Cache != nil {
-		n += p.Cache.Total
-	}
-	return n
-}
-
-// largestFixedPreset is the largest preset of the table whose budgets plus auto's reserve fit in
-// the usable memory ("" when none does).
-func largestFixedPreset(m memInfo) string {
-	avail := float64(m.usable()) / gb
-	reserve := autoMargin + autoMarginFrac*avail + autoEmbedHead + autoState
-	best := ""
-	for _, p := range presets {
-		if p.floor || p.auto {
-			continue
-		}
-		if p.trunkGB+p.cacheGB+reserve <= avail {
-			best = p.name
-		}
-	}
-	return best
 }
 
 // human prints a byte count in MB below a GB, in GB above.
@@ -269,168 +224,34 @@ func bytesPerToken(cfg *config.Config, p k3.Plan) tokenBytes {
 }
 
 func hasTokenizer(dir string) bool {
-	_, e1 := os.Stat(filepath.Join(dir, tokRanksFile))
-	_, e2 := os.Stat(filepath.Join(dir, tokConfigFile))
+	_, e1 := os.Stat(filepath.Join(dir, tokenizer.RanksFileName))
+	_, e2 := os.Stat(filepath.Join(dir, tokenizer.ConfigFileName))
 	return e1 == nil && e2 == nil
 }
 
-// probeTarget is the file to read: the model's largest shard, or a new file of size bytes in
-// dir (written, synced and dropped from the page cache so the reads reach the device).
+// probeTarget returns the file to time: the model's largest shard, or a temporary file on the
+// same file system (removed by cleanup) when the shards are too small to time or sparse (a
+// synthetic checkpoint's holes read as zeros without touching the device).
 func probeTarget(model, dir string, size int64) (string, func(), error) {
 	if model != "" {
-		paths, _ := filepath.Glob(filepath.Join(model, "*.safetensors"))
-		best, bestSize := "", int64(0)
-		for _, p := range paths {
-			if st, err := os.Stat(p); err == nil && st.Size() > bestSize {
-				best, bestSize = p, st.Size()
-			}
-		}
+		best, bestSize := readrate.LargestShard(model)
 		if best == "" {
 			return "", nil, fmt.Errorf("%s: no *.safetensors shard", model)
 		}
-		if bestSize >= minShardProbe && !sparse(best) {
+		if bestSize >= minShardProbe && !readrate.Sparse(best) {
 			return best, func() {}, nil
 		}
-		// Shards too small to time, or sparse (a synthetic checkpoint's holes read as zeros
-		// without touching the device): a temporary file on the same file system.
 		dir = model
 	}
-	f, err := os.CreateTemp(dir, ".k3-doctor-*")
+	name, err := readrate.TempFile(dir, size, probeWriteTime)
 	if err != nil {
 		return "", nil, err
 	}
-	name := f.Name()
-	cleanup := func() { os.Remove(name) }
-	buf := make([]byte, 8<<20)
-	for i := range buf {
-		buf[i] = byte(i*131 + i>>9) // not zeros, so no file system can elide the data
-	}
-	// Writing is capped at probeWriteTime once 64 MiB are down, so a slow disk keeps the whole
-	// check near ten seconds; the reads then cover what was written.
-	deadline := time.Now().Add(probeWriteTime)
-	written := int64(0)
-	for written < size && err == nil && (written < 64<<20 || time.Now().Before(deadline)) {
-		var k int
-		k, err = f.Write(buf[:min(int64(len(buf)), size-written)])
-		written += int64(k)
-	}
-	size = written
-	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = unix.Fadvise(int(f.Fd()), 0, size, unix.FADV_DONTNEED)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	return name, cleanup, nil
+	return name, func() { os.Remove(name) }, nil
 }
-
-// sparse reports whether fewer than 90% of a file's bytes are allocated on disk.
-func sparse(path string) bool {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return false
-	}
-	return st.Blocks*512 < st.Size/10*9
-}
-
-const probeChunk = 8 << 20
 
 // probeWriteTime bounds the writing of the temporary probe file.
 const probeWriteTime = 5 * time.Second
 
 // minShardProbe is the smallest shard worth timing; below it doctor writes a temporary file.
 const minShardProbe = 256 << 20
-
-// measureDirect reads the file in aligned 8 MiB O_DIRECT reads with depth goroutines in flight,
-// each walking its own stride, until the file or the time cap ends.
-func measureDirect(path string, depth int, limit time.Duration) bandwidth {
-	r := bandwidth{name: fmt.Sprintf("O_DIRECT queue depth %d", depth)}
-	st, err := os.Stat(path)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	d, err := safetensors.OpenDirect(path)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	defer d.Close()
-	if why := d.FallbackReason(); why != nil {
-		r.name += " (buffered fallback: " + why.Error() + ")"
-	}
-	n := st.Size() / probeChunk
-	if n == 0 {
-		r.err = fmt.Errorf("%s: smaller than one %d-byte read", path, probeChunk)
-		return r
-	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	deadline := t0.Add(limit)
-	for w := range depth {
-		buf, err := safetensors.AllocAligned(probeChunk)
-		if err != nil {
-			r.err = err
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer safetensors.FreeAligned(buf)
-			var got int64
-			var werr error
-			for i := int64(w); i < n && time.Now().Before(deadline); i += int64(depth) {
-				if _, werr = d.ReadAligned(buf, i*probeChunk, probeChunk); werr != nil {
-					break
-				}
-				got += probeChunk
-			}
-			mu.Lock()
-			r.bytes += got
-			if werr != nil && r.err == nil {
-				r.err = werr
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	r.sec = time.Since(t0).Seconds()
-	return r
-}
-
-// measureBuffered reads the file in 8 MiB buffered reads after asking the kernel to drop its
-// cached pages (a shard read moments ago would otherwise be measured from memory).
-func measureBuffered(path string, limit time.Duration) bandwidth {
-	r := bandwidth{name: "buffered"}
-	f, err := os.Open(path)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	defer f.Close()
-	_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED) // advisory: pages others map stay
-	buf := make([]byte, probeChunk)
-	t0 := time.Now()
-	deadline := t0.Add(limit)
-	for off := int64(0); time.Now().Before(deadline); off += probeChunk {
-		k, err := f.ReadAt(buf, off)
-		r.bytes += int64(k)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			r.err = err
-			break
-		}
-	}
-	r.sec = time.Since(t0).Seconds()
-	return r
-}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/sysmem"
 )
 
 // TestDoctorCannotRun: a machine whose usable memory is below the model's floor plan is told so
@@ -15,7 +16,7 @@ import (
 // auto reserve does not fit.
 func TestDoctorCannotRun(t *testing.T) {
 	dir := fixtures.Models(t)[0]
-	small := func() (memInfo, error) { return memInfo{memAvailable: 4096, memTotal: 1 << 20}, nil }
+	small := func() (sysmem.Info, error) { return sysmem.Info{Available: 4096, Total: 1 << 20}, nil }
 	var out, errb bytes.Buffer
 	code := doctor([]string{dir}, &out, &errb, small)
 	assert.Equal(t, exitRuntime, code, errb.String())
@@ -23,14 +24,14 @@ func TestDoctorCannotRun(t *testing.T) {
 	assert.NotContains(t, out.String(), "disk ", "refused before the disk is measured")
 
 	// 8 MB with a 4 MB cgroup limit: auto refuses (its reserve is K3's), the tiny model's floor fits.
-	mid := func() (memInfo, error) {
-		return memInfo{memAvailable: 8e6, memTotal: 16e6, cgLimit: 4e6, cgUsed: 1e6, cgPath: "/test"}, nil
+	mid := func() (sysmem.Info, error) {
+		return sysmem.Info{Available: 8e6, Total: 16e6, Limit: 4e6, Used: 1e6, Cgroup: "/test"}, nil
 	}
 	out.Reset()
 	errb.Reset()
 	code = doctor([]string{dir, "--probe-mb", "64", "--seconds", "0.5"}, &out, &errb, mid)
 	require.Equal(t, exitOK, code, errb.String())
-	assert.Contains(t, out.String(), "cgroup /test memory.max 0.00 GB")
+	assert.Contains(t, out.String(), "cgroup /test memory limit 0.00 GB")
 	assert.Contains(t, out.String(), "suggest  --preset floor")
 	assert.Contains(t, out.String(), "next     k3 run "+dir+" --preset floor")
 }

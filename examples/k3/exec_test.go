@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/preset"
 )
 
 // These tests build the k3 binary and run it as a user would: exit codes, stdout and stderr are
@@ -118,8 +119,8 @@ func TestExecWithoutModel(t *testing.T) {
 		assert.Contains(t, r.stdout, want, args)
 	}
 	r := execK3(t, "", "", "--list-presets")
-	for _, p := range presets {
-		assert.Contains(t, r.stdout, "\n"+p.name+" ", "preset %s listed", p.name)
+	for _, p := range preset.All() {
+		assert.Contains(t, r.stdout, "\n"+p.Name+" ", "preset %s listed", p.Name)
 	}
 }
 

@@ -150,11 +150,3 @@ func ratio(a, b int64) float64 {
 	}
 	return float64(a) / float64(b)
 }
-
-// cmdExperts dispatches the two container subcommands.
-func cmdExperts(cmd string, args []string, stdout, stderr io.Writer) int {
-	if cmd == "compress-experts" {
-		return cmdCompressExperts(args, stdout, stderr)
-	}
-	return cmdVerifyExperts(args, stdout, stderr)
-}

@@ -58,8 +58,8 @@ func (a *args) last(flags ...string) string {
 func isHelp(a string) bool { return a == "-h" || a == "--help" }
 
 // parseArgs splits a command line into positional arguments and flag values, in argv order
-// (later wins). Flags are written --name value or --name=value; a value-less flag listed with
-// false must not be given a value. -h or --help anywhere before "--" (even where a value is
+// (later wins). Flags are written --name value or --name=value, the value never empty; a
+// value-less flag listed with false must not be given a value. -h or --help anywhere before "--" (even where a value is
 // expected) returns errHelp, so help is always one word away; a value that really is "--help" is
 // written --flag=--help.
 func parseArgs(argv []string, spec flagSpec) (*args, error) {
@@ -103,6 +103,9 @@ func parseArgs(argv []string, spec flagSpec) (*args, error) {
 			}
 			i++
 			val = argv[i]
+		}
+		if val == "" {
+			return nil, usagef(name, "empty value") // no flag means anything by an empty path, list or name
 		}
 		p.vals[name], p.at[name] = val, i
 		if p.all == nil {

@@ -137,26 +137,11 @@ func parseGenFlags(a *args, incremental bool, tokDir string) (genOptions, error)
 	}
 	if _, ok := vals["--stop"]; ok {
 		g.stops = a.all["--stop"]
-		for _, s := range g.stops {
-			if s == "" {
-				return g, usagef("--stop", "empty stop string")
-			}
-		}
 		if tokDir == "" {
 			return g, usagef("--stop", "stop strings are matched on decoded text and need --tok DIR")
 		}
 	}
-	for _, f := range []struct {
-		flag string
-		dst  *string
-	}{{"--save-state", &g.saveState}, {"--load-state", &g.loadState}} {
-		if s, ok := vals[f.flag]; ok {
-			if s == "" {
-				return g, usagef(f.flag, "empty path")
-			}
-			*f.dst = s
-		}
-	}
+	g.saveState, g.loadState = vals["--save-state"], vals["--load-state"]
 	if g.loadState != "" && !incremental {
 		return g, usagef("--load-state", "conflicts with --full-recompute (a saved state continues incrementally)")
 	}

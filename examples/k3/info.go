@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -57,12 +56,10 @@ func cmdInfo(argv []string, stdout, stderr io.Writer) int {
 	out := infoJSON{Layers: c.NumLayers, Vocab: c.Vocab, Hidden: c.Hidden, Params: in.Params, Bytes: in.Bytes,
 		EmbedHead: class(in.EmbedHead), Trunk: class(in.Trunk), Experts: class(in.Experts),
 		KDAStateBytes: in.KDAStateBytes, MLACacheBytesPerPosition: in.MLACacheBytesPerPosition}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
+	if err := writeJSON("-", stdout, out); err != nil {
 		fail(stderr, err)
 		return exitRuntime
 	}
-	fmt.Fprintf(stdout, "%s\n", b)
 	return exitOK
 }
 

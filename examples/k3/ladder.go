@@ -11,12 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/preset"
+	"github.com/k3-project/k3/readrate"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -141,8 +141,11 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 	if threads != "" {
 		extra = append(extra, "--threads", threads)
 	}
-	// floor and all come from the plan of a huge budget, computed without loading anything.
-	big, err := k3.PlanFor(dir, append(popts, k3.WithTrunkBudget(1<<50))...)
+	floor, err := preset.FloorBudget(dir, popts...)
+	var full int64
+	if err == nil {
+		full, err = preset.FullBudget(dir, popts...)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "k3: %v\n", err)
 		return exitRuntime
@@ -167,9 +170,9 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 		switch b {
 		case "mapped":
 		case "floor":
-			r.BudgetBytes = big.Trunk.Floor
+			r.BudgetBytes = floor
 		case "all":
-			r.BudgetBytes = big.Trunk.Total
+			r.BudgetBytes = full
 		default:
 			r.BudgetBytes, _ = parseGB("--budgets", b)
 		}
@@ -199,11 +202,10 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 	dev := [2]float64{devBefore, deviceMBs(dir)}
 	printLadder(stdout, rows, dev, gen)
 	if p := vals["--out"]; p != "" {
-		b, _ := json.MarshalIndent(struct {
+		if err := writeJSON(p, stdout, struct {
 			Rungs     []rung     `json:"rungs"`
 			DirectMBs [2]float64 `json:"device_direct_mb_per_s_before_after"`
-		}{rows, dev}, "", "  ")
-		if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
+		}{rows, dev}); err != nil {
 			fmt.Fprintf(stderr, "k3: --out: %v\n", err)
 			return exitRuntime
 		}
@@ -247,13 +249,9 @@ func (r *rung) load(path string) error {
 	if rep.SPT != nil {
 		r.SecondsPerTok = *rep.SPT
 	}
+	r.PlanTotal, r.Layers = rep.Plan.Total(), -1
 	if p := rep.Plan.Trunk; p != nil {
-		r.PlanTotal, r.Pinned, r.Layers, r.HeadPinned, r.Slots = p.Total, len(p.Pinned), p.Layers, p.HeadPinned, p.Slots
-	} else {
-		r.Layers = -1
-	}
-	if c := rep.Plan.Cache; c != nil {
-		r.PlanTotal += c.Total // slots, or the zero budget's read scratch
+		r.Pinned, r.Layers, r.HeadPinned, r.Slots = len(p.Pinned), p.Layers, p.HeadPinned, p.Slots
 	}
 	if len(rep.TrunkRaw) > 0 {
 		var st trunk.Stats
@@ -325,48 +323,9 @@ func (r *rung) overhead() int64 { return r.PeakRSS - r.PlanTotal - r.RSSFile }
 // deviceMBs measures the O_DIRECT read bandwidth of the model's largest shard the way the
 // trunk store reads: 8 MiB aligned reads, 4 in flight, at most 2 GB.
 func deviceMBs(dir string) float64 {
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	var best string
-	var size int64
-	for _, p := range paths {
-		if st, err := os.Stat(p); err == nil && st.Size() > size {
-			best, size = p, st.Size()
-		}
-	}
-	if best == "" {
+	path, _ := readrate.LargestShard(dir)
+	if path == "" {
 		return 0
 	}
-	d, err := safetensors.OpenDirect(best)
-	if err != nil {
-		return 0
-	}
-	defer d.Close()
-	const chunk = 8 << 20
-	n := min(size, 2e9) / chunk
-	if n == 0 {
-		return 0
-	}
-	bufs := make([][]byte, 4)
-	for i := range bufs {
-		b, err := safetensors.AllocAligned(chunk)
-		if err != nil {
-			return 0
-		}
-		bufs[i] = b
-	}
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int64(w); i < n; i += 4 {
-				if _, err := d.ReadAligned(bufs[w], i*chunk, chunk); err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n*chunk) / 1e6 / time.Since(t0).Seconds()
+	return readrate.Direct(path, 4, 0, 2e9).MBs()
 }

@@ -83,36 +83,24 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return listGeometries(stdout)
 	case "--list-presets":
 		return listPresets(stdout, stderr)
-	case "synth":
-		return cmdSynth(argv[1:], stdout, stderr)
-	case "demo":
-		return cmdDemo(argv[1:], stdout, stderr)
-	case "info":
-		return cmdInfo(argv[1:], stdout, stderr)
-	case "tokenize":
-		return cmdTokenize(argv[1:], os.Stdin, stdout, stderr)
-	case "verify":
-		return cmdVerify(argv[1:], stdout, stderr)
-	case "run":
-		return cmdRun(argv[1:], stdout, stderr, nil)
-	case "pack-trunk":
-		return cmdPackTrunk(argv[1:], stdout, stderr)
-	case "ladder":
-		return cmdLadder(argv[1:], stdout, stderr)
-	case "plan":
-		return cmdPlan(argv[1:], stdout, stderr)
-	case "doctor":
-		return cmdDoctor(argv[1:], stdout, stderr)
-	case "sim-cache":
-		return cmdSimCache(argv[1:], stdout, stderr)
-	case "compress-experts", "verify-experts":
-		return cmdExperts(argv[0], argv[1:], stdout, stderr)
+	}
+	if cmd, ok := subcommands[argv[0]]; ok {
+		return cmd(argv[1:], stdout, stderr)
 	}
 	if strings.HasPrefix(argv[0], "-") && !isHelp(argv[0]) && len(argv) == 1 {
 		fmt.Fprintf(stderr, "k3: %s: unknown flag or command (k3 --help for usage)\n", argv[0])
 		return exitUsage
 	}
 	return cmdRun(argv, stdout, stderr, nil)
+}
+
+// subcommands runs each subcommand on its arguments.
+var subcommands = map[string]func(argv []string, stdout, stderr io.Writer) int{
+	"synth": cmdSynth, "demo": cmdDemo, "info": cmdInfo, "verify": cmdVerify, "pack-trunk": cmdPackTrunk,
+	"ladder": cmdLadder, "plan": cmdPlan, "doctor": cmdDoctor, "sim-cache": cmdSimCache,
+	"compress-experts": cmdCompressExperts, "verify-experts": cmdVerifyExperts,
+	"tokenize": func(argv []string, stdout, stderr io.Writer) int { return cmdTokenize(argv, os.Stdin, stdout, stderr) },
+	"run":      func(argv []string, stdout, stderr io.Writer) int { return cmdRun(argv, stdout, stderr, nil) },
 }
 
 // commands lists the subcommands for "k3 help NAME".

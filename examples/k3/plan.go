@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -45,7 +45,7 @@ func cmdPlan(argv []string, stdout, stderr io.Writer) int {
 	if len(a.pos) != 1 {
 		return planCmd.usageFail(stderr, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos)))
 	}
-	b, err := parseBudget(a, readMemInfo)
+	b, err := parseBudget(a, sysmem.Read)
 	if err != nil {
 		return planCmd.usageFail(stderr, err)
 	}
@@ -60,11 +60,7 @@ func cmdPlan(argv []string, stdout, stderr io.Writer) int {
 		return openExit(err)
 	}
 	if a.has("--json") {
-		out, err := json.MarshalIndent(p, "", "  ")
-		if err == nil {
-			_, err = stdout.Write(append(out, '\n'))
-		}
-		if err != nil {
+		if err := writeJSON("-", stdout, p); err != nil {
 			fail(stderr, err)
 			return exitRuntime
 		}
@@ -74,9 +70,9 @@ func cmdPlan(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "preset %s\n", b.preset)
 	}
 	fmt.Fprintln(stdout, p.String())
-	if m, err := readMemInfo(); err == nil {
+	if m, err := sysmem.Read(); err == nil {
 		// Session state, activations and the Go runtime come on top of the plan.
-		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", human(planTotal(p)), human(m.usable()), m.source())
+		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", human(p.Total()), human(m.Usable()), m)
 	}
 	return exitOK
 }

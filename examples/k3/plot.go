@@ -17,9 +17,6 @@ import (
 
 // checkPlotPath refuses a --plot path the chart could not be saved to, before any work is done.
 func checkPlotPath(p string) error {
-	if p == "" {
-		return usagef("--plot", "empty path")
-	}
 	if !strings.EqualFold(filepath.Ext(p), ".svg") && !strings.EqualFold(filepath.Ext(p), ".png") {
 		return usagef("--plot", "%s: the chart is written as .svg or .png", p)
 	}

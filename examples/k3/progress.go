@@ -17,14 +17,6 @@ type progress interface {
 	finish()     // ends the display with a summary line
 }
 
-// progressWriter counts the bytes written through it (for io.Copy into a hash).
-type progressWriter struct{ p progress }
-
-func (w progressWriter) Write(b []byte) (int, error) {
-	w.p.add(int64(len(b)))
-	return len(b), nil
-}
-
 // newProgress starts a display of total bytes labelled desc on w.
 func newProgress(w io.Writer, total int64, desc string) progress {
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -77,4 +69,28 @@ func (p *lineProgress) line(suffix string) {
 		rate = float64(p.done) / 1e6 / sec
 	}
 	fmt.Fprintf(p.w, "%s: %.3f of %.3f GB (%.1f%%), %.0f MB/s%s\n", p.desc, float64(p.done)/1e9, float64(p.total)/1e9, pct, rate, suffix)
+}
+
+// reportTo adapts a library's (done, total) progress callback to a display on w, started by the
+// first report of a total of at least minTotal bytes; finish ends the display, if any.
+func reportTo(w io.Writer, desc string, minTotal int64) (report func(done, total int64), finish func()) {
+	var p progress
+	var last int64
+	report = func(done, total int64) {
+		if total < minTotal {
+			return
+		}
+		if p == nil {
+			p = newProgress(w, total, desc)
+		}
+		if done > last {
+			p.add(done - last)
+			last = done
+		}
+	}
+	return report, func() {
+		if p != nil {
+			p.finish()
+		}
+	}
 }

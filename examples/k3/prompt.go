@@ -11,16 +11,6 @@ import (
 	"github.com/k3-project/k3/tokenizer"
 )
 
-// Files of a Kimi tokenizer directory (SPEC §10.1).
-const (
-	tokRanksFile  = "tiktoken.model"
-	tokConfigFile = "tokenizer_config.json"
-)
-
-// defaultStopNames are the specials that end a turn (SPEC §11.2): the model ends turns with
-// [EOS], and config.json's eos is <|end_of_msg|>.
-var defaultStopNames = [...]string{"[EOS]", "<|end_of_msg|>"}
-
 // tokLoadError is a tokenizer that could not be loaded; it is a runtime failure (exit 1), unlike
 // a prompt that the loaded tokenizer refuses (exit 2).
 type tokLoadError struct{ err error }
@@ -31,19 +21,19 @@ func (e *tokLoadError) Unwrap() error { return e.err }
 // loadTokenizer reads dir/tiktoken.model and dir/tokenizer_config.json. A rank file that is not
 // the released Kimi one is a warning, not a refusal: a user may run a modified vocabulary.
 func loadTokenizer(dir string) (*tokenizer.Encoding, []string, error) {
-	enc, err := tokenizer.LoadKimi(filepath.Join(dir, tokRanksFile), filepath.Join(dir, tokConfigFile))
+	enc, err := tokenizer.LoadDir(dir)
 	if err != nil {
 		return nil, nil, &tokLoadError{err}
 	}
 	var warnings []string
-	if note := synthNote(filepath.Join(dir, tokConfigFile)); note != "" {
+	if note := synthNote(filepath.Join(dir, tokenizer.ConfigFileName)); note != "" {
 		// k3 synth's tokenizer is a prefix of o200k_base on purpose: nothing to warn about.
 		return enc, nil, nil
 	}
 	if !enc.IsKimiReference() {
 		d := enc.Ranks().Digest()
 		warnings = append(warnings, fmt.Sprintf("%s in %s (SHA-256 %x) is not the released Kimi rank file (SHA-256 %s); ids may not match the model's",
-			tokRanksFile, dir, d[:], tokenizer.KimiRanksSHA256))
+			tokenizer.RanksFileName, dir, d[:], tokenizer.KimiRanksSHA256))
 	}
 	return enc, warnings, nil
 }
@@ -66,9 +56,6 @@ func synthNote(path string) string {
 // readPromptFile reads --prompt-file. An unreadable file is a bad argument (exit 2): nothing has
 // been started yet and the user has to fix the command line.
 func readPromptFile(path string) (string, error) {
-	if path == "" {
-		return "", usagef("--prompt-file", "empty path")
-	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", usagef("--prompt-file", "%v", err)
@@ -98,33 +85,4 @@ func encodePrompt(enc *tokenizer.Encoding, flag, text string) ([]int, error) {
 		return nil, usagef(flag, "the prompt encodes to %d ids, at most %d allowed", len(ids), maxPrompt)
 	}
 	return ids, nil
-}
-
-// defaultStop is the stop set of SPEC §11.2 when neither --stop-ids nor --no-stop is given: the
-// tokenizer's [EOS] and <|end_of_msg|> (when a tokenizer is loaded and defines them), then the
-// config's eos_token_id, without duplicates. Ids outside [0, vocab) cannot be generated; they are
-// returned in dropped so the caller can say so (a synthetic tokenizer for a vocabulary below 512
-// puts its specials there).
-func defaultStop(enc *tokenizer.Encoding, configEOS []int, vocab int) (stop, dropped []int) {
-	add := func(id int) {
-		switch {
-		case contains(stop, id) || contains(dropped, id):
-		case id < 0 || id >= vocab:
-			dropped = append(dropped, id)
-		default:
-			stop = append(stop, id)
-		}
-	}
-	if enc != nil {
-		specials := enc.SpecialTokens()
-		for _, name := range defaultStopNames {
-			if id, ok := specials[name]; ok {
-				add(id)
-			}
-		}
-	}
-	for _, id := range configEOS {
-		add(id)
-	}
-	return stop, dropped
 }

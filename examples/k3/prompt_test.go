@@ -175,7 +175,7 @@ func tablePieces(t *testing.T, stderr string) string {
 }
 
 // TestPromptValidation: prompt ids must lie in the model's vocabulary (a merged token and a
-// special name encode to ids >= 256 here), and an empty prompt is refused; all exit 2.
+// special name encode to ids >= 256 here), and an empty prompt (flag or file) is refused; all exit 2.
 func TestPromptValidation(t *testing.T) {
 	dir := synthTiny(t)
 	tk := writeTestTok(t)
@@ -184,13 +184,20 @@ func TestPromptValidation(t *testing.T) {
 	}{
 		{"xab", "id " + strconv.Itoa(tokAB)},
 		{"x[BOS]y", "id " + strconv.Itoa(tokBOS)}, // AllowSpecial: the name is the special's id
-		{"", "no tokens"},
+		{"", "empty value"},                       // refused by the flag parser, before any tokenizer is read
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(t, dir, "--tok", tk.dir, "--prompt", c.prompt, "--out", filepath.Join(t.TempDir(), "r.json"))
 		if code != exitUsage || !strings.Contains(stderr, "--prompt") || !strings.Contains(stderr, c.want) {
 			t.Errorf("--prompt %q: exit %d, %s; want 2 naming --prompt and %q", c.prompt, code, stderr, c.want)
 		}
+	}
+	empty := filepath.Join(t.TempDir(), "empty.txt")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, dir, "--tok", tk.dir, "--prompt-file", empty); code != exitUsage || !strings.Contains(stderr, "--prompt-file") || !strings.Contains(stderr, "no tokens") {
+		t.Errorf("empty prompt file: exit %d, %s", code, stderr)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.txt")
 	if err := os.WriteFile(bad, []byte("x\xffy"), 0o644); err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/cache/trace"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/trunk"
 )
@@ -120,7 +122,7 @@ func parseRun(a *args) (*runOptions, error) {
 		return nil, err
 	}
 	var err error
-	if o.budget, err = parseBudget(a, readMemInfo); err != nil {
+	if o.budget, err = parseBudget(a, sysmem.Read); err != nil {
 		return nil, err
 	}
 	if s, ok := vals["--gen"]; ok {
@@ -154,15 +156,9 @@ func parseRun(a *args) (*runOptions, error) {
 		return nil, err
 	}
 	if s, ok := vals["--out"]; ok {
-		if s == "" {
-			return nil, usagef("--out", "empty path")
-		}
 		o.out = s
 	}
 	if s, ok := vals["--dump-logits"]; ok {
-		if s == "" {
-			return nil, usagef("--dump-logits", "empty path")
-		}
 		if s == "-" {
 			return nil, usagef("--dump-logits", "binary logits cannot go to stdout; give a file")
 		}
@@ -188,12 +184,7 @@ func (o *runOptions) parsePrompt(vals map[string]string) error {
 		return usagef(given[1], "conflicts with %s: give exactly one of --ids, --prompt, --prompt-file", given[0])
 	}
 	o.promptFlag = given[0]
-	if s, ok := vals["--tok"]; ok {
-		if s == "" {
-			return usagef("--tok", "empty path")
-		}
-		o.tokDir = s
-	}
+	o.tokDir = vals["--tok"]
 	var err error
 	switch o.promptFlag {
 	case "--ids":
@@ -207,7 +198,7 @@ func (o *runOptions) parsePrompt(vals map[string]string) error {
 		}
 	}
 	if o.tokDir == "" {
-		return usagef(o.promptFlag, "a text prompt needs --tok DIR (the directory of %s and %s)", tokRanksFile, tokConfigFile)
+		return usagef(o.promptFlag, "a text prompt needs --tok DIR (the directory of %s and %s)", tokenizer.RanksFileName, tokenizer.ConfigFileName)
 	}
 	return nil
 }
@@ -401,7 +392,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	stop := o.stop
 	if !o.stopGiven && !o.noStop {
 		var dropped []int
-		stop, dropped = defaultStop(enc, cfg.EOSTokenIDs, cfg.Vocab)
+		stop, dropped = k3.DefaultStop(enc, cfg)
 		if len(dropped) > 0 {
 			fmt.Fprintf(stderr, "k3: note: default stop ids %v are outside the vocabulary [0, %d) and cannot occur\n", dropped, cfg.Vocab)
 		}
@@ -527,7 +518,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			now.Sub(last).Seconds(), hit, mbString(read), piece(stream, id))
 		last = now
 		rep.GeneratedIDs = append(rep.GeneratedIDs, id)
-		if contains(stop, id) {
+		if slices.Contains(stop, id) {
 			rep.StopReason = "stop_id"
 		}
 		if gotSig.get() != nil {
@@ -590,8 +581,8 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.SecondsPerToken = &spt
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
-	rep.PeakRSSBytes = peakRSS()
-	rep.RSSFileBytes = rssFile()
+	rep.PeakRSSBytes = sysmem.PeakRSS()
+	rep.RSSFileBytes = sysmem.RSSFile()
 	rep.Plan = m.Plan()
 	if st, ok := m.CacheStats(); ok {
 		r := st.Run
@@ -607,7 +598,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			gbString(st.BytesRead), gbString(st.HeadBytes), gbString(st.EmbedBytes), st.Reads, st.Mode,
 			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
 	}
-	if err := writeReport(o.out, stdout, &rep); err != nil {
+	if err := writeJSON(o.out, stdout, &rep); err != nil {
 		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
 		if code == exitOK {
 			code = exitRuntime
@@ -644,15 +635,6 @@ func nonNil(s []int) []int {
 	return s
 }
 
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 func signalExit(s os.Signal) int {
 	if s == syscall.SIGTERM {
 		return 143
@@ -668,14 +650,19 @@ func writeLogits(path string, logits []float32) error {
 	return os.WriteFile(path, buf, 0o644)
 }
 
-func writeReport(path string, stdout io.Writer, rep *report) error {
-	b, err := json.MarshalIndent(rep, "", "  ")
+// writeJSON writes v as indented JSON to path ("-": stdout).
+func writeJSON(path string, stdout io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
+	return writeOutput(path, stdout, append(b, '\n'))
+}
+
+// writeOutput writes b to path ("-": stdout).
+func writeOutput(path string, stdout io.Writer, b []byte) error {
 	if path == "-" {
-		_, err = stdout.Write(b)
+		_, err := stdout.Write(b)
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
@@ -710,16 +697,7 @@ func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.
 		Matches   int     `json:"tf_matches"`
 		Agreement float64 `json:"tf_agreement"`
 	}{n, matches, float64(matches) / float64(n)}
-	b, err := json.MarshalIndent(rep, "", "  ")
-	if err == nil {
-		b = append(b, '\n')
-		if o.out == "-" {
-			_, err = stdout.Write(b)
-		} else {
-			err = os.WriteFile(o.out, b, 0o644)
-		}
-	}
-	if err != nil {
+	if err := writeJSON(o.out, stdout, rep); err != nil {
 		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
 		return exitRuntime
 	}

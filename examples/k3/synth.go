@@ -62,24 +62,10 @@ func cmdSynth(argv []string, stdout, stderr io.Writer) int {
 		return synthCmd.usageFail(stderr, err)
 	}
 	stop := removeOnSignal(k3.SynthesisStagingDir(a.pos[1]), stderr)
-	var p progress
-	var last int64
-	report := func(done, total int64) {
-		if total < 64<<20 {
-			return // the small geometries take a moment; a bar would only flicker
-		}
-		if p == nil {
-			p = newProgress(stderr, total, "k3 synth "+a.pos[0])
-		}
-		if done > last {
-			p.add(done - last)
-			last = done
-		}
-	}
+	// The small geometries take a moment; a bar would only flicker.
+	report, finish := reportTo(stderr, "k3 synth "+a.pos[0], 64<<20)
 	err = k3.SynthesizeProgress(a.pos[1], a.pos[0], seed, report)
-	if p != nil {
-		p.finish()
-	}
+	finish()
 	stop()
 	if err != nil {
 		fail(stderr, err)
@@ -183,9 +169,6 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) int {
 		if s, ok := a.vals["--threads"]; ok {
 			threads, err = parseInt("--threads", s, 1, 4096)
 		}
-	}
-	if err == nil && a.has("--keep") && a.vals["--keep"] == "" {
-		err = usagef("--keep", "empty path")
 	}
 	if err != nil {
 		return demoCmd.usageFail(stderr, err)

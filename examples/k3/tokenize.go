@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -8,8 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/k3-project/k3/tokenizer"
-	"github.com/k3-project/k3/tokenizer/cl100k"
-	"github.com/k3-project/k3/tokenizer/o200k"
+	"github.com/k3-project/k3/tokenizer/bundled"
 )
 
 var tokenizeCmd = command{name: "tokenize", flags: flagSpec{"--tok": true, "--encoding": true, "--decode": false, "--ordinary": false},
@@ -45,8 +45,6 @@ func cmdTokenize(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = usagef("", "takes no positional arguments (input is read from stdin)")
 	case a.has("--tok") == a.has("--encoding"):
 		err = usagef("--tok", "give exactly one of --tok DIR and --encoding NAME")
-	case a.has("--tok") && a.vals["--tok"] == "":
-		err = usagef("--tok", "empty path")
 	case a.has("--decode") && a.has("--ordinary"):
 		err = usagef("--ordinary", "applies to encoding, not to --decode")
 	}
@@ -64,13 +62,8 @@ func cmdTokenize(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "k3: warning: %s\n", w)
 		}
 	} else {
-		switch name := a.vals["--encoding"]; name {
-		case cl100k.Name:
-			enc, err = cl100k.Encoding()
-		case o200k.Name:
-			enc, err = o200k.Encoding()
-		default:
-			return tokenizeCmd.usageFail(stderr, usagef("--encoding", "unknown encoding %q (known: %s, %s)", name, cl100k.Name, o200k.Name))
+		if enc, err = bundled.GetEncoding(a.vals["--encoding"]); errors.Is(err, bundled.ErrUnknown) {
+			return tokenizeCmd.usageFail(stderr, usagef("--encoding", "%v", err))
 		}
 		if err != nil {
 			fail(stderr, err)

@@ -1,13 +1,12 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd
 
-package main
+package sysmem
 
 import (
 	"runtime"
 	"syscall"
 )
 
-// peakRSS is the process's maximum resident set size (getrusage ru_maxrss), in bytes.
 func peakRSS() int64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

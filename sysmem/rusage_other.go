@@ -1,6 +1,5 @@
 //go:build !(linux || darwin || freebsd || netbsd || openbsd)
 
-package main
+package sysmem
 
-// peakRSS is unknown on this platform.
 func peakRSS() int64 { return 0 }

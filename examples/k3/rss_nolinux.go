@@ -1,5 +1,0 @@
-//go:build !linux
-
-package main
-
-func rssFile() int64 { return 0 }

@@ -1,0 +1,182 @@
+// Package preset holds k3's memory presets: named trunk and expert-cache
+// budgets for the K3 model (SPEC §11.1), the auto rule that sizes them from
+// the memory this machine lets the process use, and the floor, the least
+// memory a checkpoint runs in.
+//
+// Start with Budgets, which turns a preset name and a checkpoint directory
+// into the two budgets for k3.WithTrunkBudget and k3.WithCacheBudget.
+package preset
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/sysmem"
+)
+
+// Names of the presets whose budgets are derived rather than fixed.
+const (
+	Floor = "floor" // the checkpoint's minimum (FloorBudget)
+	Auto  = "auto"  // sized from this machine's memory (AutoBudgets)
+)
+
+// Errors of the presets (errors.Is).
+var (
+	// ErrUnknown: no preset has the name.
+	ErrUnknown = errors.New("preset: unknown preset")
+	// ErrTooLittleMemory: the auto rule finds too little memory for K3.
+	ErrTooLittleMemory = errors.New("preset auto: too little memory for K3")
+)
+
+// Preset is one row of the preset table.
+type Preset struct {
+	Name string
+	// Trunk and Cache are the budgets in bytes, both 0 for Floor and Auto,
+	// whose budgets Budgets derives.
+	Trunk, Cache int64
+	// Note is what the row is for, with the peak RSS measured on K3.
+	Note string
+}
+
+// gb is the decimal gigabyte the presets are written in.
+const gb = 1e9
+
+// All returns the preset table, smallest first, then Floor and Auto (a new
+// slice on every call).
+func All() []Preset {
+	return []Preset{
+		{Name: "laptop", Trunk: 3 * gb, Cache: 1 * gb, Note: "8.2 GB peak RSS measured"},
+		{Name: "desktop", Trunk: 16 * gb, Cache: 10 * gb, Note: "31.9 GB peak RSS measured"},
+		{Name: "workstation", Trunk: 60 * gb, Cache: 30 * gb, Note: "95.5 GB peak RSS measured"},
+		{Name: "server", Trunk: 110 * gb, Cache: 13 * gb, Note: "~128 GB; 90/93 layers pinned, fastest"},
+		{Name: "max", Trunk: 110 * gb, Cache: 109 * gb, Note: "~224 GB; not faster than server"},
+		{Name: Floor, Note: "the model's minimum: one trunk ring slot, TopK+1 expert slots (slow)"},
+		{Name: Auto, Note: "recommended: from MemAvailable and the cgroup memory limit"},
+	}
+}
+
+// Lookup returns the preset called name; the error lists the known names.
+func Lookup(name string) (Preset, error) {
+	var names []string
+	for _, p := range All() {
+		if p.Name == name {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	return Preset{}, fmt.Errorf("%w %q (known: %s)", ErrUnknown, name, strings.Join(names, ", "))
+}
+
+// Budgets returns the trunk and expert-cache budgets in bytes of the preset
+// called name for the checkpoint in dir: a fixed row's figures; for Auto,
+// AutoBudgets of this machine (sysmem.Read); for Floor, the checkpoint's
+// trunk floor (FloorBudget, planned with opts) and no expert cache. dir is
+// read only for Floor.
+func Budgets(name, dir string, opts ...k3.Option) (trunk, cache int64, err error) {
+	p, err := Lookup(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	switch p.Name {
+	case Floor:
+		trunk, err = FloorBudget(dir, opts...)
+		return trunk, 0, err
+	case Auto:
+		m, err := sysmem.Read()
+		if err != nil {
+			return 0, 0, fmt.Errorf("preset auto: %w", err)
+		}
+		return AutoBudgets(m)
+	}
+	return p.Trunk, p.Cache, nil
+}
+
+// floorPlanBudget is a trunk budget larger than any checkpoint: its plan
+// pins everything, and a trunk plan reports its floor whatever the budget.
+const floorPlanBudget = 1 << 50
+
+// FloorBudget is the smallest trunk budget the checkpoint in dir accepts
+// (one ring slot of its largest streamed piece, with the embedding, head
+// and side tensors), found by planning without loading anything. opts are
+// the options the model will be opened with (a packed trunk, ring or slot
+// size change the floor); a trunk budget among them is overridden.
+func FloorBudget(dir string, opts ...k3.Option) (int64, error) {
+	floor, _, err := trunkSpan(dir, opts)
+	return floor, err
+}
+
+// FullBudget is the trunk budget that pins the whole trunk of the
+// checkpoint in dir (every layer and the head): the total of its plan under
+// a budget larger than any checkpoint, found as FloorBudget is.
+func FullBudget(dir string, opts ...k3.Option) (int64, error) {
+	_, full, err := trunkSpan(dir, opts)
+	return full, err
+}
+
+func trunkSpan(dir string, opts []k3.Option) (floor, full int64, err error) {
+	opts = append(opts[:len(opts):len(opts)], k3.WithTrunkBudget(floorPlanBudget))
+	p, err := k3.PlanFor(dir, opts...)
+	if err != nil {
+		return 0, 0, fmt.Errorf("preset: trunk budgets of %s: %w", dir, err)
+	}
+	if p.Trunk == nil {
+		return 0, 0, fmt.Errorf("preset: %s: the plan has no trunk part", dir)
+	}
+	return p.Trunk.Floor, p.Trunk.Total, nil
+}
+
+// Figures of the auto rule (SPEC §11.1), in GB, for the K3 model.
+const (
+	autoMargin     = 2.0
+	autoMarginFrac = 0.02
+	autoEmbedHead  = 4.70 // embedding + lm_head
+	autoState      = 1.70 // recurrent state, KV, scratch
+	autoMinUsable  = 3.0
+	autoFullTrunk  = 111 // the whole trunk pinned
+	autoSlack      = 0.5
+	autoMinTrunk   = 2.5
+	autoTrunkShare = 0.55 // of the RAM ceiling: pinning more pushed RSS to ~90% and ran slower
+	autoSmallCache = 0.5
+)
+
+// reserve is what the auto rule keeps outside the two budgets, in GB.
+func reserve(availGB float64) float64 {
+	return autoMargin + autoMarginFrac*availGB + autoEmbedHead + autoState
+}
+
+// AutoBudgets applies the auto rule (SPEC §11.1) to the memory m: the trunk
+// first, capped below the memory ceiling; the cache gets what remains once
+// the whole trunk is pinned. Too little memory is ErrTooLittleMemory, with
+// the figures in the message.
+func AutoBudgets(m sysmem.Info) (trunk, cache int64, err error) {
+	avail, total := float64(m.Usable())/gb, float64(m.Ceiling())/gb
+	res := reserve(avail)
+	usable := avail - res
+	if usable < autoMinUsable {
+		return 0, 0, fmt.Errorf("%w: %.2f GB available (%s) leaves %.2f GB after the %.2f GB reserve; at least %.1f GB is needed",
+			ErrTooLittleMemory, avail, m, usable, res, autoMinUsable)
+	}
+	var t, c float64
+	if usable-autoSlack >= autoFullTrunk {
+		t, c = autoFullTrunk, usable-autoFullTrunk
+	} else {
+		t = math.Min(usable-autoSlack, math.Max(autoMinTrunk, autoTrunkShare*total-res-autoSlack))
+		c = autoSmallCache
+	}
+	return int64(t * gb), int64(c * gb), nil
+}
+
+// Largest returns the largest fixed preset whose budgets plus the auto
+// rule's reserve fit in m's usable memory; ok is false when none does.
+func Largest(m sysmem.Info) (p Preset, ok bool) {
+	avail := float64(m.Usable()) / gb
+	for _, q := range All() {
+		if q.Trunk > 0 && float64(q.Trunk+q.Cache)/gb+reserve(avail) <= avail {
+			p, ok = q, true
+		}
+	}
+	return p, ok
+}

@@ -1,0 +1,15 @@
+package tokenizer
+
+import "path/filepath"
+
+// File names of a Kimi tokenizer in a model directory (SPEC §10.1).
+const (
+	RanksFileName  = "tiktoken.model"
+	ConfigFileName = "tokenizer_config.json"
+)
+
+// LoadDir loads the Kimi tokenizer of a model directory: LoadKimi of its
+// tiktoken.model and tokenizer_config.json.
+func LoadDir(dir string) (*Encoding, error) {
+	return LoadKimi(filepath.Join(dir, RanksFileName), filepath.Join(dir, ConfigFileName))
+}
