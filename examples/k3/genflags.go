@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/sample"
 	"github.com/k3-project/k3/tokenizer"
 )
 
@@ -41,7 +42,7 @@ const genUsage = `sampling, stopping, state and speculation:
 
 // genOptions are the validated flags of this file.
 type genOptions struct {
-	sampler   k3.SamplerOptions
+	sampler   sample.Options
 	sampling  bool // any sampling flag given
 	stops     []string
 	saveState string
@@ -84,7 +85,7 @@ func parseFloat(flag, s string, lo, hi float64, hiOpen bool) (float64, error) {
 // --stop (the flag table keeps only the last value of a flag).
 func parseGenFlags(a *args, incremental bool, tokDir string) (genOptions, error) {
 	vals := a.vals
-	g := genOptions{sampler: k3.SamplerOptions{PenaltyWindow: 64}}
+	g := genOptions{sampler: sample.Options{PenaltyWindow: 64}}
 	var err error
 	floats := []struct {
 		flag    string
@@ -145,7 +146,7 @@ func parseGenFlags(a *args, incremental bool, tokDir string) (genOptions, error)
 	if g.loadState != "" && !incremental {
 		return g, usagef("--load-state", "conflicts with --full-recompute (a saved state continues incrementally)")
 	}
-	if _, err := k3.NewSampler(g.sampler); err != nil {
+	if _, err := sample.New(g.sampler); err != nil {
 		return g, usagef("", "%v", err)
 	}
 	return g, nil
@@ -153,15 +154,15 @@ func parseGenFlags(a *args, incremental bool, tokDir string) (genOptions, error)
 
 // genReport is the "generation" object of the JSON report.
 type genReport struct {
-	Sampler     *k3.SamplerOptions `json:"sampler"` // null: greedy
-	StopString  *string            `json:"stop_string"`
-	LoadedState *string            `json:"loaded_state"`
-	LoadedLen   int                `json:"loaded_positions"`
-	SavedState  *string            `json:"saved_state"`
-	Spec        int                `json:"spec"`
-	Verifies    int                `json:"spec_passes"`
-	Drafted     int                `json:"spec_drafted"`
-	Accepted    int                `json:"spec_accepted"`
+	Sampler     *sample.Options `json:"sampler"` // null: greedy
+	StopString  *string         `json:"stop_string"`
+	LoadedState *string         `json:"loaded_state"`
+	LoadedLen   int             `json:"loaded_positions"`
+	SavedState  *string         `json:"saved_state"`
+	Spec        int             `json:"spec"`
+	Verifies    int             `json:"spec_passes"`
+	Drafted     int             `json:"spec_drafted"`
+	Accepted    int             `json:"spec_accepted"`
 }
 
 // genRun is one run's generation: the session when there is one, and the result.
@@ -169,7 +170,7 @@ type genRun struct {
 	g       *genOptions
 	m       *k3.Model
 	s       *k3.Session
-	sampler *k3.Sampler
+	sampler *sample.Sampler
 	prompt  []int
 	res     k3.GenerateResult
 	rep     genReport
@@ -182,7 +183,7 @@ func (g *genOptions) start(ctx context.Context, m *k3.Model, prompt []int, gopts
 	r := &genRun{g: g, m: m, prompt: prompt, rep: genReport{Spec: g.spec}}
 	var err error
 	if g.sampling {
-		if r.sampler, err = k3.NewSampler(g.sampler); err != nil {
+		if r.sampler, err = sample.New(g.sampler); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -231,7 +232,7 @@ func (g *genOptions) start(ctx context.Context, m *k3.Model, prompt []int, gopts
 	if err := r.s.Prefill(ctx, prompt); err != nil {
 		return nil, nil, err
 	}
-	return r, r.s.GenerateWith(ctx, *gopts), nil
+	return r, r.s.Generate(ctx, *gopts), nil
 }
 
 // stopReason maps the library's reason onto the report's names.

@@ -52,10 +52,10 @@ func cmdInfo(argv []string, stdout, stderr io.Writer) int {
 		return openExit(err)
 	}
 	defer m.Close()
-	c, in := m.Config(), m.Info()
+	c, in, p := m.Config(), m.Info(), m.Plan()
 	out := infoJSON{Layers: c.NumLayers, Vocab: c.Vocab, Hidden: c.Hidden, Params: in.Params, Bytes: in.Bytes,
 		EmbedHead: class(in.EmbedHead), Trunk: class(in.Trunk), Experts: class(in.Experts),
-		KDAStateBytes: in.KDAStateBytes, MLACacheBytesPerPosition: in.MLACacheBytesPerPosition}
+		KDAStateBytes: p.KDAStateBytes, MLACacheBytesPerPosition: p.MLABytesPerPosition}
 	if err := writeJSON("-", stdout, out); err != nil {
 		fail(stderr, err)
 		return exitRuntime
@@ -65,15 +65,15 @@ func cmdInfo(argv []string, stdout, stderr io.Writer) int {
 
 // printPlan writes the memory figures a run depends on, before decoding starts.
 func printPlan(w io.Writer, m *k3.Model, positions int) {
-	in := m.Info()
+	in, p := m.Info(), m.Plan()
 	gb := func(b int64) float64 { return float64(b) / 1e9 }
 	how := "under the memory plan above" // the plan says what is pinned, streamed or cached
-	if p := m.Plan(); p.Mapped && p.Cache == nil {
+	if p.Mapped && p.Cache == nil {
 		how = "memory-mapped"
 	}
 	fmt.Fprintf(w, "k3: weights %.3f GB %s (trunk %.3f, experts %.3f, embed+head %.3f); %d parameters\n",
 		gb(in.Bytes), how, gb(in.Trunk.Bytes), gb(in.Experts.Bytes), gb(in.EmbedHead.Bytes), in.Params)
 	fmt.Fprintf(w, "k3: session state: KDA %.3f MB, MLA latent cache %d B/position (%.3f MB for %d positions)\n",
-		float64(in.KDAStateBytes)/1e6, in.MLACacheBytesPerPosition,
-		float64(in.MLACacheBytesPerPosition*int64(positions))/1e6, positions)
+		float64(p.KDAStateBytes)/1e6, p.MLABytesPerPosition,
+		float64(p.MLABytesPerPosition*int64(positions))/1e6, positions)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/cache/trace"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/sample"
 	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/trunk"
@@ -505,7 +506,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			if fe, ok := errors.AsType[*k3.ForwardError](err); ok && fe.Layer >= 0 {
 				rep.LayersCompleted = fe.Layer // the failing step got through the layers before it
 			}
-			if _, ok := errors.AsType[*k3.ExpertLoadError](err); ok {
+			if _, ok := errors.AsType[*cache.ExpertLoadError](err); ok {
 				fmt.Fprintln(stderr, "k3: RUN INVALID: a routed expert could not be loaded")
 				rep.ExpertDrops++
 				code = exitInvalid
@@ -584,16 +585,16 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	rep.PeakRSSBytes = sysmem.PeakRSS()
 	rep.RSSFileBytes = sysmem.RSSFile()
 	rep.Plan = m.Plan()
-	if st, ok := m.CacheStats(); ok {
+	if st := m.Stats().Cache; st != nil {
 		r := st.Run
-		rep.ExpertBytesRead, rep.Cache = r.BytesRead, &st
+		rep.ExpertBytesRead, rep.Cache = r.BytesRead, st
 		fmt.Fprintf(stderr, "k3: experts: %d requests, %d hits, %d misses, %d evictions, true resident hit rate %.1f%%, %s read in %.2f s; lookahead precision %.0f%% recall %.0f%%\n",
 			r.Requests, r.Hits, r.Misses, r.Evictions, 100*r.TrueHitRate, gbString(rep.ExpertBytesRead), r.LoadSeconds,
 			100*r.PredictPrecision, 100*r.PredictRecall)
 	}
-	if st, ok := m.TrunkStats(); ok {
+	if st := m.Stats().Trunk; st != nil {
 		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
-		rep.Trunk = &st
+		rep.Trunk = st
 		fmt.Fprintf(stderr, "k3: trunk: %s streamed + %s lm_head + %s embedding rows read in %d reads (%s); device %.2f s, compute waited %.2f s (overlap %.0f%%)\n",
 			gbString(st.BytesRead), gbString(st.HeadBytes), gbString(st.EmbedBytes), st.Reads, st.Mode,
 			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
@@ -682,7 +683,7 @@ func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.
 	}
 	matches := 0
 	for i := 0; i+1 < len(o.ids); i++ {
-		id, err := k3.Argmax(rows[i])
+		id, err := sample.Argmax(rows[i])
 		if err != nil {
 			fmt.Fprintf(stderr, "k3: position %d: %v\n", i, err)
 			return exitRuntime

@@ -16,10 +16,10 @@ type tokenCounters struct{ trunk, experts int64 }
 func (c *tokenCounters) step(m *k3.Model) (hit string, read int64) {
 	hit = "    -"
 	var t, e int64
-	if st, ok := m.TrunkStats(); ok {
+	if st := m.Stats().Trunk; st != nil {
 		t = st.BytesRead + st.HeadBytes + st.EmbedBytes
 	}
-	if st, ok := m.CacheStats(); ok {
+	if st := m.Stats().Cache; st != nil {
 		e = st.Run.BytesRead
 		if st.Step.Requests > 0 {
 			hit = fmt.Sprintf("%4.1f%%", 100*st.Step.TrueHitRate)
