@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/synth"
 )
 
 func synthTiny(t testing.TB, seed int64) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := k3.Synthesize(dir, "tiny", seed); err != nil {
+	if err := checkpoint.Synthesize(dir, "tiny", seed); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -158,7 +158,7 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := k3.Open(bad); !errors.As(err, &ce) {
 		t.Errorf("top-k 100 of 8 experts: %v, want *config.ConfigError", err)
 	}
-	if err := k3.Synthesize(t.TempDir(), "enormous", 1); !errors.Is(err, k3.ErrUnknownGeometry) {
+	if err := checkpoint.Synthesize(t.TempDir(), "enormous", 1); !errors.Is(err, checkpoint.ErrUnknownGeometry) {
 		t.Errorf("unknown geometry: %v", err)
 	}
 }
@@ -195,7 +195,7 @@ func TestK3SparseBind(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "k3")
 	start := time.Now()
-	if err := k3.Synthesize(dir, "k3", 1); err != nil {
+	if err := checkpoint.Synthesize(dir, "k3", 1); err != nil {
 		t.Fatal(err)
 	}
 	synth := time.Since(start)
@@ -231,30 +231,6 @@ func TestK3SparseBind(t *testing.T) {
 	if err := s.Prefill(context.Background(), []int{163840}); err == nil {
 		t.Error("id = vocab accepted")
 	}
-}
-
-// TestPerfGeometryBinds writes the perf geometry's layout with sparse data and binds it, so the
-// benchmark geometry is checked without generating its 1.6 GB.
-func TestPerfGeometryBinds(t *testing.T) {
-	g, ok := synth.Lookup("perf")
-	if !ok {
-		t.Fatal("perf geometry missing")
-	}
-	g.Sparse = true
-	dir := filepath.Join(t.TempDir(), "perf")
-	if err := synth.Write(dir, g, 1); err != nil {
-		t.Fatal(err)
-	}
-	m := openModel(t, dir)
-	in := m.Info()
-	c := m.Config()
-	if want := int64((c.NumLayers - c.FirstDense) * c.NumExperts * 3 * c.MoEInter * c.Latent); in.Experts.Params != want {
-		t.Errorf("expert parameters %d, want %d", in.Experts.Params, want)
-	}
-	if want := int64(len(c.FullAttn) * (c.KVLoRA + c.QKRope) * 4); in.MLACacheBytesPerPosition != want {
-		t.Errorf("MLA bytes per position %d, want %d", in.MLACacheBytesPerPosition, want)
-	}
-	t.Logf("perf: %d parameters, %d bytes (%d trunk, %d experts)", in.Params, in.Bytes, in.Trunk.Bytes, in.Experts.Bytes)
 }
 
 // TestStrayShardWarning: a *.safetensors file the index does not name is ignored with a warning.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 )
 
 // Example synthesizes the tiny geometry and decodes greedily from it, incrementally and by full
@@ -19,7 +20,7 @@ func Example() {
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "tiny")
-	if err := k3.Synthesize(dir, "tiny", 42); err != nil {
+	if err := checkpoint.Synthesize(dir, "tiny", 42); err != nil {
 		log.Fatal(err)
 	}
 	m, err := k3.Open(dir, k3.WithThreads(2))
@@ -55,7 +56,7 @@ func ExampleSession_Snapshot() {
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "tiny")
-	if err := k3.Synthesize(dir, "tiny", 1); err != nil {
+	if err := checkpoint.Synthesize(dir, "tiny", 1); err != nil {
 		log.Fatal(err)
 	}
 	m, err := k3.Open(dir)

@@ -6,11 +6,13 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/k3-project/k3/attention"
 	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/nn"
 	"github.com/k3-project/k3/quant"
@@ -39,7 +41,7 @@ type options struct {
 
 	configPath string // "" : dir/config.json
 	layers     int    // 0: all
-	integrity  integrityOptions
+	integrity  checkpoint.CheckOptions
 }
 
 // WithThreads sets the number of goroutines used for mat-vec rows, heads and positions (n ≥ 1;
@@ -210,6 +212,21 @@ func WithLayers(n int) Option {
 	}
 }
 
+// WithVerify makes Open hash every model tensor whose shard declares a colibri.sha256 digest
+// (§7.3) and refuse the model on the first mismatch (safetensors.ErrChecksum, naming shard and
+// tensor). It reads every stamped byte once, so it is opt-in: on K3 that is terabytes.
+// Integrity reports what it cost.
+func WithVerify() Option {
+	return func(o *options) error { o.integrity.Verify = true; return nil }
+}
+
+// WithExtraLayers lets Open accept a checkpoint holding layers beyond num_hidden_layers, for a
+// caller that asked for fewer layers on purpose (the CLI's --layers N); Integrity lists them.
+// Without it they are refused with a *checkpoint.ExtraLayersError.
+func WithExtraLayers() Option {
+	return func(o *options) error { o.integrity.ExtraLayers = true; return nil }
+}
+
 // WithTracer reports weight traffic and per-layer timings to t as they happen.
 func WithTracer(t Tracer) Option {
 	return func(o *options) error { o.tracer = t; return nil }
@@ -254,7 +271,7 @@ type Model struct {
 	nlayers int
 	skipped int // tensors of layers left out by WithLayers
 	info    Info
-	integ   IntegrityReport
+	integ   checkpoint.Report
 	mu      sync.RWMutex // guards closed against in-flight forwards
 	closed  bool
 }
@@ -361,9 +378,10 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	if o.layers > 0 {
 		m.nlayers = o.layers
 	}
-	if err := m.preflight(o.integrity); err != nil {
+	o.integrity.Layers = m.nlayers
+	if m.integ, err = checkpoint.Check(dir, ck, cfg, o.integrity); err != nil {
 		m.Close()
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 	}
 	m.plan = Plan{Mapped: true, Packed: o.packedDir}
 	d := &prepared{opts: o}
@@ -381,7 +399,7 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	d.dense = db.dense
 	m.plan.fillSession(cfg, m.nlayers)
 	if m.nlayers < cfg.NumLayers {
-		m.skipped = countBeyond(ck, m.nlayers)
+		m.skipped = m.integ.SkippedTensors
 	}
 	for _, t := range db.dense {
 		m.plan.DenseBytes += t.Size
@@ -469,6 +487,13 @@ func (m *Model) Close() error {
 		first = err
 	}
 	return first
+}
+
+// Integrity returns what Open's integrity checks (checkpoint.Check) found and cost.
+func (m *Model) Integrity() checkpoint.Report {
+	r := m.integ
+	r.ExtraLayers = slices.Clone(r.ExtraLayers)
+	return r
 }
 
 // Config returns a copy of the model's configuration.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/trunk"
@@ -56,7 +57,7 @@ func TestTrunkBudgetsBitIdentical(t *testing.T) {
 			ref := loadReference(t, dir)
 			want := runModel(t, openModel(t, dir), ref)
 			packed := t.TempDir()
-			require.NoError(t, k3.PackTrunk(dir, packed, nil))
+			require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
 			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
 			all := fl.Total + fl.EmbedBytes // everything pinned (Total of a huge budget)
 			cases := []struct {
@@ -239,7 +240,7 @@ func TestPackedTrunkFaults(t *testing.T) {
 	ref := loadReference(t, dir)
 	t.Run("truncated", func(t *testing.T) {
 		p := t.TempDir()
-		require.NoError(t, k3.PackTrunk(dir, p, nil))
+		require.NoError(t, checkpoint.PackTrunk(dir, p, nil))
 		bin := filepath.Join(p, trunk.BinName)
 		st, err := os.Stat(bin)
 		require.NoError(t, err)
@@ -250,7 +251,7 @@ func TestPackedTrunkFaults(t *testing.T) {
 	})
 	t.Run("interrupted", func(t *testing.T) {
 		p := t.TempDir()
-		require.NoError(t, k3.PackTrunk(dir, p, nil))
+		require.NoError(t, checkpoint.PackTrunk(dir, p, nil))
 		require.NoError(t, os.Remove(filepath.Join(p, trunk.LayoutName)))
 		_, err := k3.Open(dir, k3.WithPackedTrunk(p))
 		require.ErrorIs(t, err, trunk.ErrIncomplete)
@@ -258,7 +259,7 @@ func TestPackedTrunkFaults(t *testing.T) {
 	for _, pinned := range []bool{true, false} {
 		t.Run(fmt.Sprintf("checksum/pinned=%v", pinned), func(t *testing.T) {
 			p := t.TempDir()
-			require.NoError(t, k3.PackTrunk(dir, p, nil))
+			require.NoError(t, checkpoint.PackTrunk(dir, p, nil))
 			l, err := trunk.ReadLayout(p, 0+mustLayers(t, dir), trunk.Expect{})
 			require.NoError(t, err)
 			r := l.Layers[3]

@@ -1,4 +1,4 @@
-package k3_test
+package checkpoint_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/internal/race"
@@ -76,9 +77,9 @@ func TestExtraLayersRefused(t *testing.T) {
 		la["full_attn_layers"] = []int{4, 8, 12}
 	})
 	_, err := k3.Open(dir)
-	var ee *k3.ExtraLayersError
+	var ee *checkpoint.ExtraLayersError
 	require.ErrorAs(t, err, &ee)
-	assert.ErrorIs(t, err, k3.ErrExtraLayers)
+	assert.ErrorIs(t, err, checkpoint.ErrExtraLayers)
 	assert.Equal(t, []int{12}, ee.Layers)
 	assert.Equal(t, 12, ee.Declared)
 
@@ -296,7 +297,7 @@ func TestRelabelledDType(t *testing.T) {
 				m.Close()
 				return
 			}
-			require.ErrorIs(t, err, k3.ErrRelabelled)
+			require.ErrorIs(t, err, checkpoint.ErrRelabelled)
 			assert.Contains(t, err.Error(), name)
 		})
 	}
