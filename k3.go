@@ -405,7 +405,8 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 		m.plan.DenseBytes += t.Size
 	}
 	if o.cacheSet {
-		if m.plan.Cache, err = planCache(cfg, o); err != nil {
+		if m.plan.Cache, err = cache.NewPlan(cache.PlanConfig{ExpertBytes: expertBytes(cfg), TopK: cfg.TopK,
+			Budget: o.cacheBudget, Policy: o.cachePolicy, Prefetch: o.prefetch}); err != nil {
 			m.Close()
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}

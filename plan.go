@@ -20,7 +20,7 @@ type Plan struct {
 	// Packed is the packed trunk directory, if any.
 	Packed string `json:"packed_trunk,omitempty"`
 	// Cache is the routed-expert cache (nil: experts are memory-mapped).
-	Cache *CachePlan `json:"cache,omitempty"`
+	Cache *cache.Plan `json:"cache,omitempty"`
 	// DenseBytes are the checkpoint bytes of every dense matrix (layers, embedding, head).
 	DenseBytes int64 `json:"dense_bytes"`
 	// KDAStateBytes is the recurrent state and conv tails one session keeps (all KDA layers).
@@ -29,44 +29,11 @@ type Plan struct {
 	MLABytesPerPosition int64 `json:"mla_cache_bytes_per_position"`
 }
 
-// CachePlan is the expert cache part of a plan.
-type CachePlan struct {
-	Budget      int64  `json:"budget_bytes"`
-	Policy      string `json:"policy"`
-	ExpertBytes int64  `json:"expert_bytes"`
-	SlotBytes   int64  `json:"slot_bytes"`
-	Slots       int    `json:"slots"`
-	// ScratchBytes is the per-call read buffer of a zero budget (TopK slots), 0 otherwise.
-	ScratchBytes int64 `json:"scratch_bytes"`
-	Prefetch     int   `json:"prefetch"`
-	Total        int64 `json:"total_bytes"`
-}
-
 // expertBytes is one routed expert's checkpoint bytes: three MXFP4 matrices of MoEInter×Latent
 // values, each half a byte per value plus one E8M0 scale byte per 32 values.
 func expertBytes(c *config.Config) int64 {
 	per := int64(c.MoEInter) * int64(c.Latent)
 	return 3 * (per/2 + per/32)
-}
-
-func planCache(c *config.Config, o options) (*CachePlan, error) {
-	eb := expertBytes(c)
-	p := &CachePlan{Budget: o.cacheBudget, Policy: string(cache.S3FIFO), ExpertBytes: eb, SlotBytes: cache.SlotSize(eb), Prefetch: o.prefetch}
-	if o.cachePolicy != "" {
-		p.Policy = string(o.cachePolicy)
-	}
-	if p.Budget > 0 {
-		if lo := cache.MinBudget(p.SlotBytes, c.TopK); p.Budget < lo {
-			return nil, fmt.Errorf("%w: %d bytes asked, the minimum is %d bytes (%s: TopK + 1 = %d experts of %d bytes)",
-				cache.ErrBudgetTooSmall, p.Budget, lo, trunk.GB(lo), c.TopK+1, p.SlotBytes)
-		}
-		p.Slots = int(p.Budget / p.SlotBytes)
-		p.Total = int64(p.Slots) * p.SlotBytes
-	} else {
-		p.ScratchBytes = int64(c.TopK) * p.SlotBytes
-		p.Total = p.ScratchBytes
-	}
-	return p, nil
 }
 
 func (p *Plan) fillSession(c *config.Config, layers int) {
