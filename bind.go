@@ -57,7 +57,7 @@ type binder struct {
 	// cachedExperts: the expert store (cache.Store) locates and checks the routed experts,
 	// which may be entropy-coded, so neither pass maps them.
 	cachedExperts bool
-	packed        *packedTrunk   // per-layer tensors come from trunk.bin when set
+	packed        *trunk.Packed  // per-layer tensors come from trunk.bin when set
 	pool          *parallel.Pool // runs the split mat-vecs of mapped matrices (nil: goroutines per call)
 }
 
@@ -71,10 +71,10 @@ func (b *binder) err(dir string) error {
 // lookup returns the tensor or records it as missing (with the shard the index names).
 func (b *binder) lookup(name string) *safetensors.Tensor {
 	if b.packed != nil && b.item >= 0 && !strings.Contains(name, ".experts.") {
-		if t, ok := b.packed.tensors[name]; ok {
+		if t, ok := b.packed.Tensor(name); ok {
 			return t
 		}
-		b.missing = append(b.missing, name+" (not in "+b.packed.layoutPath+")")
+		b.missing = append(b.missing, name+" (not in "+b.packed.LayoutPath()+")")
 		return nil
 	}
 	t, err := b.ck.Require(name)
@@ -195,8 +195,8 @@ func (b *binder) readF32(t *safetensors.Tensor) ([]float32, error) {
 		b.side += 4 * t.NumElements()
 		return nil, nil
 	}
-	if b.packed != nil && t.File == b.packed.bin {
-		return b.packed.readF32(t)
+	if b.packed != nil && b.packed.Holds(t) {
+		return b.packed.ReadF32(t)
 	}
 	return b.ck.ReadF32(t)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/k3-project/k3/internal/nn"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -29,7 +31,7 @@ type options struct {
 	ring        int
 	slotBytes   int64
 	packedDir   string
-	trunkOpen   trunk.Opener
+	open        storage.Opener // nil: storage.Open
 	noVerify    bool
 	tracer      Tracer
 
@@ -37,7 +39,6 @@ type options struct {
 	cacheBudget int64
 	cachePolicy cache.PolicyName
 	prefetch    int
-	cacheOpen   cache.Opener
 
 	configPath string // "" : dir/config.json
 	layers     int    // 0: all
@@ -120,14 +121,17 @@ func WithoutTrunkVerify() Option {
 	return func(o *options) error { o.noVerify = true; return nil }
 }
 
-// WithTrunkOpener replaces how the trunk store opens files (default: O_DIRECT with a buffered
-// fallback). It is the seam for exotic storage and for fault injection in tests.
-func WithTrunkOpener(open trunk.Opener) Option {
+// WithOpener replaces how weight files are opened: checkpoint shards, the packed trunk and the
+// files the trunk store and the expert cache stream from (default storage.Open). A file that is
+// an *os.File keeps memory-mapped shards and O_DIRECT reads; any other is read through its
+// ReadAt (shard tensors as heap copies). It is the seam for exotic storage and for fault
+// injection in tests.
+func WithOpener(open storage.Opener) Option {
 	return func(o *options) error {
 		if open == nil {
-			return fmt.Errorf("k3: WithTrunkOpener: nil opener")
+			return fmt.Errorf("k3: WithOpener: nil opener")
 		}
-		o.trunkOpen = open
+		o.open = open
 		return nil
 	}
 }
@@ -170,18 +174,6 @@ func WithExpertPrefetch(n int) Option {
 			return fmt.Errorf("k3: WithExpertPrefetch(%d): negative", n)
 		}
 		o.prefetch = n
-		return nil
-	}
-}
-
-// WithCacheOpener replaces how the expert cache opens shard files: the seam for fault
-// injection in tests.
-func WithCacheOpener(open cache.Opener) Option {
-	return func(o *options) error {
-		if open == nil {
-			return fmt.Errorf("k3: WithCacheOpener: nil opener")
-		}
-		o.cacheOpen = open
 		return nil
 	}
 }
@@ -256,7 +248,7 @@ type Model struct {
 	store   *trunk.Store   // nil: mapped
 	pool    *parallel.Pool // persistent workers for the dense matrices' split mat-vecs (nil: one thread)
 	experts *cache.Store   // nil: mapped experts
-	packed  *packedTrunk
+	packed  *trunk.Packed
 	plan    Plan
 	tracer  Tracer
 	walk    sync.Mutex // serialises forwards that share the store's ring
@@ -297,9 +289,9 @@ func Open(dir string, opts ...Option) (*Model, error) {
 	o := d.opts
 	m.pool = parallel.NewPool(m.threads)
 	if m.plan.Trunk != nil {
-		to := trunk.Options{Open: o.trunkOpen, Pool: m.pool}
+		to := trunk.Options{Open: o.open, Pool: m.pool}
 		if m.packed != nil && !o.noVerify {
-			to.Verify = m.packed.layout.Checksums(m.packed.bin)
+			to.Verify = m.packed.Checksums()
 		}
 		if t := o.tracer; t != nil {
 			to.OnRead = t.TrunkRead
@@ -317,8 +309,8 @@ func Open(dir string, opts ...Option) (*Model, error) {
 		if o.tracer != nil {
 			co = append(co, cache.WithTracer(o.tracer))
 		}
-		if o.cacheOpen != nil {
-			co = append(co, cache.WithOpener(o.cacheOpen))
+		if o.open != nil {
+			co = append(co, cache.WithOpener(o.open))
 		}
 		c := &m.cfg
 		var moeLayers []int
@@ -370,7 +362,7 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	}
 	// WithIncomplete lets the bind step name every absent tensor and the shard that should hold
 	// it, instead of failing at the first absent shard.
-	ck, err := safetensors.Open(dir, safetensors.WithIncomplete())
+	ck, err := safetensors.Open(dir, safetensors.WithIncomplete(), safetensors.WithOpener(o.open))
 	if err != nil {
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 	}
@@ -386,7 +378,13 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	m.plan = Plan{Mapped: true, Packed: o.packedDir}
 	d := &prepared{opts: o}
 	if o.packedDir != "" {
-		if m.packed, err = openPacked(o.packedDir, cfg); err != nil {
+		exp := trunk.Expect{Tensor: func(layer int, t trunk.RunTensor) error {
+			if !strings.HasPrefix(t.Name, layerPrefix(layer)) {
+				return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layerPrefix(layer))
+			}
+			return nil
+		}}
+		if m.packed, err = trunk.OpenPacked(o.packedDir, cfg.NumLayers, exp, o.open); err != nil {
 			m.Close()
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
@@ -481,7 +479,7 @@ func (m *Model) Close() error {
 			first = err
 		}
 	}
-	if err := m.packed.close(); err != nil && first == nil {
+	if err := m.packed.Close(); err != nil && first == nil {
 		first = err
 	}
 	if err := m.ck.Close(); err != nil && first == nil {

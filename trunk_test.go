@@ -3,9 +3,11 @@ package k3_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -155,30 +158,28 @@ func TestTrunkBudgetBelowFloor(t *testing.T) {
 	require.ErrorIs(t, err, trunk.ErrBudget)
 }
 
-// faultFile fails or shortens the reads that cover one offset of one file.
+// faultFile fails or shortens the reads that cover one offset of one file once armed.
 type faultFile struct {
-	trunk.File
+	storage.File
 	at    int64
 	short bool
-	mu    sync.Mutex
-	hits  int
+	armed *atomic.Bool
+	hits  *atomic.Int64
 }
 
-func (f *faultFile) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
-	if off <= f.at && f.at < off+n {
-		f.mu.Lock()
-		f.hits++
-		f.mu.Unlock()
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.armed.Load() && off <= f.at && f.at < off+int64(len(p)) {
+		f.hits.Add(1)
 		if f.short {
-			p, err := f.File.ReadAligned(buf, off, n)
-			if err != nil {
-				return nil, err
+			n, err := f.File.ReadAt(p[:len(p)/2], off)
+			if err == nil {
+				err = io.EOF
 			}
-			return p[:len(p)/2], nil
+			return n, err
 		}
-		return nil, &os.PathError{Op: "read", Path: "fault", Err: syscall.EIO}
+		return 0, &os.PathError{Op: "read", Path: "fault", Err: syscall.EIO}
 	}
-	return f.File.ReadAligned(buf, off, n)
+	return f.File.ReadAt(p, off)
 }
 
 // TestTrunkReadFaults injects EIO and short reads midway through a streamed layer: the forward
@@ -196,17 +197,20 @@ func TestTrunkReadFaults(t *testing.T) {
 		ck.Close()
 		for _, short := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/short=%v", filepath.Base(dir), short), func(t *testing.T) {
-				var ff *faultFile
-				open := func(path string) (trunk.File, int64, error) {
-					f, n, err := trunk.OpenFile(path)
+				// The victim's shard is also read at Open (headers, integrity checks), which
+				// must succeed: the fault is armed once the model is open.
+				var armed atomic.Bool
+				var hits atomic.Int64
+				open := func(path string) (storage.File, error) {
+					f, err := storage.Open(path)
 					if err != nil || path != victim.File {
-						return f, n, err
+						return f, err
 					}
-					ff = &faultFile{File: f, at: victim.Offset + victim.Size/2, short: short}
-					return ff, n, nil
+					return &faultFile{File: f, at: victim.Offset + victim.Size/2, short: short, armed: &armed, hits: &hits}, nil
 				}
 				fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-				m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithTrunkOpener(open))
+				m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithOpener(open))
+				armed.Store(true)
 				s := m.NewSession()
 				err := s.Prefill(context.Background(), ref.PromptIDs)
 				require.Error(t, err)
@@ -228,7 +232,7 @@ func TestTrunkReadFaults(t *testing.T) {
 					require.Equal(t, -1, id)
 					require.ErrorAs(t, err, &re)
 				}
-				assert.Positive(t, ff.hits)
+				assert.Positive(t, hits.Load())
 			})
 		}
 	}

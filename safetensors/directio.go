@@ -3,10 +3,13 @@ package safetensors
 import (
 	"errors"
 	"io"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
 	"unsafe"
+
+	"github.com/k3-project/k3/storage"
 )
 
 // Alignment is the block size of direct reads: offsets, lengths and buffer
@@ -83,6 +86,18 @@ func OpenDirect(path string) (*DirectReader, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// NewAlignedReader reads f (opened from path) with aligned reads: through a
+// second, O_DIRECT descriptor of path when f is an *os.File and the file
+// system allows it, through f's own ReadAt otherwise (Mode and
+// FallbackReason say which), so a File that injects faults sees every read.
+// Close closes only the descriptor it opened; the caller keeps owning f.
+func NewAlignedReader(f storage.File, path string) *DirectReader {
+	if of, ok := f.(*os.File); ok {
+		return openDirectFor(of, path)
+	}
+	return NewDirectReader(f, ModeBuffered, nil)
 }
 
 // Mode reports the current read mode.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/k3-project/k3/internal/fixtures"
+
+	"github.com/k3-project/k3/storage"
 )
 
 func TestWindow(t *testing.T) {
@@ -255,7 +257,7 @@ func TestOpenerFaults(t *testing.T) {
 	}
 	// The data section is cut 100 bytes before the file's claimed end.
 	cut := int64(len(data) - 100)
-	opener := func(path string) (File, error) {
+	opener := func(path string) (storage.File, error) {
 		return &faultFile{faultReader: &faultReader{data: data, cut: cut, maxChunk: 64, eintr: 2}, name: filepath.Base(path), size: int64(len(data))}, nil
 	}
 	c, err := Open(src, WithOpener(opener))
@@ -287,7 +289,7 @@ func TestOpenerFaults(t *testing.T) {
 		t.Errorf("ReadDirect: %v %v", mode, err)
 	}
 	// A header cut short fails the open.
-	_, err = Open(src, WithOpener(func(path string) (File, error) {
+	_, err = Open(src, WithOpener(func(path string) (storage.File, error) {
 		return &faultFile{faultReader: &faultReader{data: data, cut: 500}, name: "x", size: int64(len(data))}, nil
 	}))
 	if !errors.Is(err, ErrShortRead) || !errors.As(err, &e) || e.File != src {

@@ -39,21 +39,3 @@ func AllocAligned(n int) ([]byte, error) {
 
 // FreeAligned releases memory from AllocAligned.
 func FreeAligned(b []byte) error { return unmap(b[:cap(b)]) }
-
-// currentSize returns the size of the file behind f now. For an *os.File it asks fstat(2)
-// directly: File.Stat allocates its FileInfo, and the mapped path re-checks every shard's size
-// after every forward pass.
-func currentSize(f File) (int64, error) {
-	if of, ok := f.(*os.File); ok {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(of.Fd()), &st); err != nil {
-			return 0, err
-		}
-		return st.Size, nil
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
-}

@@ -14,12 +14,14 @@ import (
 
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // Options configure Open.
 type Options struct {
-	// Open opens weight files (default OpenFile: O_DIRECT with a buffered fallback).
-	Open Opener
+	// Open opens weight files (default storage.Open). Files that are an *os.File are read with
+	// O_DIRECT where the file system allows it, others through their ReadAt.
+	Open storage.Opener
 	// NoHugePages leaves MADV_HUGEPAGE off the pinned and ring arenas.
 	NoHugePages bool
 	// Readers is the number of concurrent reads one slot fill is split into (default 4).
@@ -107,8 +109,9 @@ type piece struct {
 
 type openFile struct {
 	path string
-	f    File
-	size int64
+	f    storage.File
+	r    *safetensors.DirectReader // aligned reads of f
+	size int64                     // at open: it bounds every read, so a file that shrinks gives a short read, never zeros
 }
 
 // Store serves the dense weights of a plan. Pinned tensors are loaded at Open; streamed tensors
@@ -155,7 +158,7 @@ type itemState struct {
 // tensors must be the ones the plan was made from.
 func Open(p *Plan, tensors []Tensor, o Options) (*Store, error) {
 	if o.Open == nil {
-		o.Open = OpenFile
+		o.Open = storage.Open
 	}
 	if o.Readers <= 0 {
 		o.Readers = 4
@@ -197,11 +200,16 @@ func (s *Store) file(path string) (*openFile, error) {
 	if f := s.files[path]; f != nil {
 		return f, nil
 	}
-	f, size, err := s.opts.Open(path)
+	f, err := s.opts.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("trunk: open %s: %w", path, err)
 	}
-	of := &openFile{path: path, f: f, size: size}
+	size, err := storage.Size(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("trunk: open %s: %w", path, err)
+	}
+	of := &openFile{path: path, f: f, r: safetensors.NewAlignedReader(f, path), size: size}
 	s.files[path] = of
 	return of, nil
 }
@@ -362,7 +370,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	var errs []error
 	for _, f := range s.files {
-		errs = append(errs, f.f.Close())
+		errs = append(errs, f.r.Close(), f.f.Close())
 	}
 	errs = append(errs, s.pinned.free(), s.ring.free())
 	if s.rows != nil {
@@ -649,14 +657,14 @@ func (s *Store) read(item int, label string, f *openFile, buf []byte, off, n int
 		k := min(s.opts.ChunkBytes, end-at)
 		dst := buf[at-lo:]
 		one := func() {
-			p, err := f.f.ReadAligned(dst, at, k)
+			p, err := f.r.ReadAligned(dst, at, k)
 			switch {
 			case err != nil:
 				errs[c] = fail(at, k, err)
 			case int64(len(p)) != k || (len(p) > 0 && &p[0] != &dst[0]):
 				errs[c] = fail(at, k, fmt.Errorf("%w: %d of %d bytes, or not in place", safetensors.ErrShortRead, len(p), k))
 			}
-			if f.f.Mode() == safetensors.ModeBuffered {
+			if f.r.Mode() == safetensors.ModeBuffered {
 				s.mode.Store(1)
 			}
 		}
