@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/k3-project/k3/internal/parallel"
-	"github.com/k3-project/k3/internal/poolmat"
 	"strconv"
 	"strings"
 
@@ -176,7 +175,10 @@ func (b *binder) matrixOf(name string, rows, cols int, c class, whole bool) quan
 		b.mismatched = append(b.mismatched, fmt.Sprintf("%s: %v", name, err))
 		return nil
 	}
-	return poolmat.Wrap(m, b.pool)
+	if b.pool == nil { // a nil *parallel.Pool in the interface would not read as nil
+		return m
+	}
+	return quant.OnRunner(m, b.pool)
 }
 
 // countExperts counts one MoE layer's routed experts for Info when the expert store, not the

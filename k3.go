@@ -289,7 +289,10 @@ func Open(dir string, opts ...Option) (*Model, error) {
 	o := d.opts
 	m.pool = parallel.NewPool(m.threads)
 	if m.plan.Trunk != nil {
-		to := trunk.Options{Open: o.open, Pool: m.pool}
+		to := trunk.Options{Open: o.open}
+		if m.pool != nil { // a nil *parallel.Pool in the interface would not read as nil
+			to.Runner = m.pool
+		}
 		if m.packed != nil && !o.noVerify {
 			to.Verify = m.packed.Checksums()
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/k3-project/k3/internal/parallel"
 	"math"
 	"slices"
 	"sync"
@@ -30,9 +29,9 @@ type Options struct {
 	ChunkBytes int64
 	// Verify lists packed layers whose run is checked against its sha256 on first load.
 	Verify []Checksum
-	// Pool, when set, runs the row splits of streamed and pinned matrices (see package
-	// poolmat); nil starts goroutines per call.
-	Pool *parallel.Pool
+	// Runner, when set, runs the row splits of streamed and pinned matrices (quant.MatVecOn);
+	// nil starts goroutines per call.
+	Runner quant.Runner
 	// OnRead, when set, is called after every completed read of weights with the item (layer,
 	// Head or Embed), the file offset and length and the time the read took.
 	OnRead func(item int, off, n int64, d time.Duration)

@@ -46,8 +46,9 @@ const SpinWindow = 100 * time.Microsecond
 
 // Task is work over index ranges; Pool.Run calls Run(lo, hi) once per chunk, from several
 // goroutines at once. A pointer to a reused struct makes a call that allocates nothing, which a
-// func literal capturing its arguments cannot.
-type Task interface {
+// func literal capturing its arguments cannot. It is an alias, not a defined type, so that an
+// interface outside internal/ (quant.Runner) can spell Run's signature and a *Pool satisfy it.
+type Task = interface {
 	Run(lo, hi int)
 }
 
