@@ -60,8 +60,8 @@ func (d strictDirect) ReadAt(p []byte, off int64) (int, error) {
 // degrading.
 func withStrictDirect() Option {
 	return func(o *options) {
-		o.aligned = func(f storage.File, _ string) *safetensors.DirectReader {
-			return safetensors.NewDirectReader(strictDirect{f}, safetensors.ModeDirect, nil)
+		o.aligned = func(f storage.File, _ string) *storage.Reader {
+			return storage.NewDirectReader(strictDirect{f}, nil)
 		}
 	}
 }

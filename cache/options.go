@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 )
 
@@ -14,7 +13,7 @@ type options struct {
 	opener  storage.Opener
 	// aligned makes the aligned reader of an opened shard; tests replace it
 	// to read through a strict O_DIRECT stand-in.
-	aligned   func(f storage.File, path string) *safetensors.DirectReader
+	aligned   func(f storage.File, path string) *storage.Reader
 	noDirect  bool
 	noHuge    bool
 	tracer    Tracer
@@ -24,7 +23,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{policy: S3FIFO, workers: 4, prefix: DefaultPrefix, aligned: safetensors.NewAlignedReader}
+	return options{policy: S3FIFO, workers: 4, prefix: DefaultPrefix, aligned: storage.NewReader}
 }
 
 // WithPolicy selects the replacement policy (default S3FIFO).
@@ -35,7 +34,7 @@ func WithReadWorkers(n int) Option { return func(o *options) { o.workers = max(1
 
 // WithOpener replaces how shard files are opened (default storage.Open).
 // Files that are an *os.File are read with O_DIRECT where the file system
-// allows it, others through their ReadAt (safetensors.NewAlignedReader).
+// allows it, others through their ReadAt (storage.NewReader).
 func WithOpener(open storage.Opener) Option { return func(o *options) { o.opener = open } }
 
 // WithoutDirectIO reads through the page cache.

@@ -263,7 +263,7 @@ func (s *Store) locateAll(ck *safetensors.Checkpoint) error {
 // shardFile is an opened shard and its aligned reader.
 type shardFile struct {
 	f storage.File
-	r *safetensors.DirectReader
+	r *storage.Reader
 }
 
 func (s *Store) openFiles() error {
@@ -277,7 +277,7 @@ func (s *Store) openFiles() error {
 			s.closeFiles()
 			return fmt.Errorf("cache: opening %s: %w", p, err)
 		}
-		r := safetensors.NewDirectReader(f, safetensors.ModeBuffered, nil)
+		r := storage.NewBufferedReader(f)
 		if !s.opts.noDirect {
 			r = s.opts.aligned(f, p)
 		}
@@ -316,7 +316,7 @@ func (s *Store) Policy() PolicyName { return s.opts.policy }
 func MinBudget(slotBytes int64, topK int) int64 { return int64(topK+1) * slotBytes }
 
 // SlotSize is the slot stride for experts of expertBytes (SPEC §9.2).
-func SlotSize(expertBytes int64) int64 { return align4096(expertBytes + 2*safetensors.Alignment) }
+func SlotSize(expertBytes int64) int64 { return align4096(expertBytes + 2*storage.Alignment) }
 
 // Experts implements moe.ExpertSource: it appends the experts ids of layer
 // to dst[:0], leased until release is called (exactly once). Resident
@@ -699,8 +699,8 @@ func (s *Store) getReader() *reader {
 		s.readers = s.readers[:n-1]
 		return rd
 	}
-	buf := make([]byte, s.scratchBytes+safetensors.Alignment)
-	skip := (safetensors.Alignment - int64(addr(buf)%safetensors.Alignment)) % safetensors.Alignment
+	buf := make([]byte, s.scratchBytes+storage.Alignment)
+	skip := (storage.Alignment - int64(addr(buf)%storage.Alignment)) % storage.Alignment
 	return &reader{scratch: buf[skip : skip+s.scratchBytes : skip+s.scratchBytes]}
 }
 
@@ -960,7 +960,7 @@ func (s *Store) Close() error {
 
 // ioMode summarises the readers' modes.
 func (s *Store) ioMode() (string, string) {
-	modes := map[safetensors.IOMode]bool{}
+	modes := map[storage.Mode]bool{}
 	var reason []string
 	for _, sf := range s.files {
 		modes[sf.r.Mode()] = true
@@ -971,7 +971,7 @@ func (s *Store) ioMode() (string, string) {
 	switch {
 	case len(modes) > 1:
 		return "mixed", strings.Join(reason, "; ")
-	case modes[safetensors.ModeDirect]:
+	case modes[storage.ModeDirect]:
 		return "direct", ""
 	}
 	return "buffered", strings.Join(reason, "; ")

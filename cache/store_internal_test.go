@@ -13,6 +13,7 @@ import (
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,8 +29,8 @@ func checkSlotBytes(t *testing.T, s *Store, e int) {
 	}
 	l := &s.locs[s.key(0, e)]
 	mem := s.arena.mem[int64(sl)*s.slotBytes : int64(sl+1)*s.slotBytes]
-	_, _, pad := safetensors.Window(l.lo, l.n)
-	if s.files[l.file].r.Mode() == safetensors.ModeBuffered {
+	_, _, pad := storage.Window(l.lo, l.n)
+	if s.files[l.file].r.Mode() == storage.ModeBuffered {
 		pad = 0
 	}
 	for part := range nparts {

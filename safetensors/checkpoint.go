@@ -54,7 +54,7 @@ type shard struct {
 	isMapped atomic.Bool
 
 	directOnce sync.Once
-	direct     *DirectReader
+	direct     *storage.Reader
 
 	sums checksums // ChecksumKey, parsed on first use
 }

@@ -97,9 +97,9 @@ func TestInjectedFaults(t *testing.T) {
 				{"Bytes", func() ([]byte, error) { return ck.Bytes(tt) }},
 				{"ReadF32", func() ([]byte, error) { _, err := ck.ReadF32(tt); return nil, err }},
 				{"ReadDirect", func() ([]byte, error) {
-					buf, err := AllocAligned(int(WindowLen(tt.Offset, tt.Size)))
+					buf, err := storage.AllocAligned(int(storage.WindowLen(tt.Offset, tt.Size)))
 					require.NoError(t, err)
-					defer FreeAligned(buf)
+					defer storage.FreeAligned(buf)
 					p, _, err := ck.ReadDirect(tt, buf)
 					if err != nil {
 						return nil, err

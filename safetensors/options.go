@@ -20,13 +20,13 @@ type options struct {
 	lenient  bool
 	noDirect bool
 
-	// openDirect is openDirectFor; tests replace it to simulate a file
+	// openDirect is storage.NewReader; tests replace it to simulate a file
 	// system that refuses O_DIRECT.
-	openDirect func(f *os.File, path string) *DirectReader
+	openDirect func(f *os.File, path string) *storage.Reader
 }
 
 func defaultOptions() options {
-	return options{open: openRegular, openDirect: openDirectFor}
+	return options{open: openRegular, openDirect: func(f *os.File, path string) *storage.Reader { return storage.NewReader(f, path) }}
 }
 
 // openRegular opens a shard without blocking (a FIFO would block open(2)

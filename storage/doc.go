@@ -7,10 +7,14 @@
 // a regular file without blocking and refuses anything else, so a FIFO in
 // place of a shard cannot hang a read.
 //
-// Aligned reads (§7.5) build on a File: safetensors.NewAlignedReader reads
-// a File through a second O_DIRECT descriptor when the File is an *os.File
-// and the file system allows it, and through the File's own ReadAt
-// otherwise, so whatever an Opener returns is what every read sees.
+// A Reader does the aligned reads of §7.5 on a File: NewReader reads
+// through a second, O_DIRECT descriptor when the File is an *os.File and
+// the file system allows it, and through the File's own ReadAt otherwise
+// (Mode and FallbackReason say which), so whatever an Opener returns is
+// what every read sees. Buffers for direct reads come from AllocAligned;
+// Window gives the 4096-aligned span a read covers. ReadFull is the plain
+// counterpart: chunked, EINTR-safe, and a short read is an error
+// (ErrShortRead), never partial data.
 //
 // This package imports only the standard library, x/sys and internal
 // helpers.

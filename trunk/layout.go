@@ -13,6 +13,7 @@ import (
 
 	"github.com/k3-project/k3/internal/strictjson"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // File names of a packed trunk (SPEC §8.1, §8.2).
@@ -131,7 +132,7 @@ func ParseLayout(data []byte, binSize int64, numLayers int, exp Expect) (*Layout
 	if l.Align, err = int64Field(v, "align"); err != nil {
 		return nil, err
 	}
-	if l.Align != safetensors.Alignment {
+	if l.Align != storage.Alignment {
 		l.Buffered = true
 		if l.Align <= 0 {
 			return nil, layoutErr("align %d", l.Align)
@@ -188,7 +189,7 @@ func parseRun(lv *strictjson.Value, i int, binSize int64, exp Expect) (*LayerRun
 			return nil, layoutErr("layer %d: %s %d is negative", i, f.key, *f.dst)
 		}
 	}
-	if r.FileOff%safetensors.Alignment != 0 || r.NBytes%safetensors.Alignment != 0 {
+	if r.FileOff%storage.Alignment != 0 || r.NBytes%storage.Alignment != 0 {
 		return nil, layoutErr("layer %d: file_off %d and nbytes %d must be multiples of 4096", i, r.FileOff, r.NBytes)
 	}
 	if r.FileOff > binSize || r.NBytes > binSize-r.FileOff {

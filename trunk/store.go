@@ -109,8 +109,8 @@ type piece struct {
 type openFile struct {
 	path string
 	f    storage.File
-	r    *safetensors.DirectReader // aligned reads of f
-	size int64                     // at open: it bounds every read, so a file that shrinks gives a short read, never zeros
+	r    *storage.Reader // aligned reads of f
+	size int64           // at open: it bounds every read, so a file that shrinks gives a short read, never zeros
 }
 
 // Store serves the dense weights of a plan. Pinned tensors are loaded at Open; streamed tensors
@@ -165,8 +165,8 @@ func Open(p *Plan, tensors []Tensor, o Options) (*Store, error) {
 	if o.ChunkBytes <= 0 {
 		o.ChunkBytes = 8 << 20
 	}
-	if o.ChunkBytes%safetensors.Alignment != 0 {
-		return nil, fmt.Errorf("trunk: chunk of %d bytes is not a multiple of %d", o.ChunkBytes, safetensors.Alignment)
+	if o.ChunkBytes%storage.Alignment != 0 {
+		return nil, fmt.Errorf("trunk: chunk of %d bytes is not a multiple of %d", o.ChunkBytes, storage.Alignment)
 	}
 	s := &Store{plan: p, opts: o, files: map[string]*openFile{}, mats: map[string]quant.Matrix{},
 		items: map[int]*itemState{}, walk: -1, wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -208,7 +208,7 @@ func (s *Store) file(path string) (*openFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("trunk: open %s: %w", path, err)
 	}
-	of := &openFile{path: path, f: f, r: safetensors.NewAlignedReader(f, path), size: size}
+	of := &openFile{path: path, f: f, r: storage.NewReader(f, path), size: size}
 	s.files[path] = of
 	return of, nil
 }
@@ -262,7 +262,7 @@ func (s *Store) open(tensors []Tensor) error {
 			}
 		case t.Item == Embed:
 			rr := &rowReader{s: s, t: t, f: f, ctor: ctor}
-			if rr.buf, err = newArena(roundUp(t.rowBytes()+window, safetensors.Alignment), false); err != nil {
+			if rr.buf, err = newArena(roundUp(t.rowBytes()+window, storage.Alignment), false); err != nil {
 				return err
 			}
 			s.rows = rr
@@ -641,10 +641,10 @@ func (s *Store) read(item int, label string, f *openFile, buf []byte, off, n int
 	if off < 0 || n < 0 || off > f.size || n > f.size-off {
 		return nil, fail(off, n, fmt.Errorf("%w: the file has %d bytes", safetensors.ErrShortRead, f.size))
 	}
-	lo, _, pad := safetensors.Window(off, n)
+	lo, _, pad := storage.Window(off, n)
 	end := off + n
-	if int64(len(buf)) < safetensors.WindowLen(off, n) {
-		return nil, fail(off, n, fmt.Errorf("trunk: buffer of %d bytes for a %d-byte window", len(buf), safetensors.WindowLen(off, n)))
+	if int64(len(buf)) < storage.WindowLen(off, n) {
+		return nil, fail(off, n, fmt.Errorf("trunk: buffer of %d bytes for a %d-byte window", len(buf), storage.WindowLen(off, n)))
 	}
 	chunks := int((end - lo + s.opts.ChunkBytes - 1) / s.opts.ChunkBytes)
 	errs := make([]error, chunks)
@@ -663,7 +663,7 @@ func (s *Store) read(item int, label string, f *openFile, buf []byte, off, n int
 			case int64(len(p)) != k || (len(p) > 0 && &p[0] != &dst[0]):
 				errs[c] = fail(at, k, fmt.Errorf("%w: %d of %d bytes, or not in place", safetensors.ErrShortRead, len(p), k))
 			}
-			if f.r.Mode() == safetensors.ModeBuffered {
+			if f.r.Mode() == storage.ModeBuffered {
 				s.mode.Store(1)
 			}
 		}
