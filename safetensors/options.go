@@ -42,8 +42,8 @@ func openRegular(path string) (storage.File, error) {
 	return f, nil
 }
 
-// WithOpener makes Open read shards through open instead of os.Open. When
-// the returned File is not an *os.File, Bytes returns heap copies instead of
+// WithOpener makes Open read shards through open instead of storage.Open.
+// When the returned File is not an *os.File, Bytes returns heap copies instead of
 // mmap views and direct reads fall back to buffered reads through it.
 func WithOpener(open storage.Opener) Option {
 	return func(o *options) {

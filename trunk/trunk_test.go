@@ -257,6 +257,44 @@ func TestPackGathersAndVerifies(t *testing.T) {
 	}
 }
 
+// OpenPacked serves the packed tensors under their names, widens them from trunk.bin, reads
+// through the opener it is given, and names a trunk.bin shorter than trunk.json says.
+func TestOpenPacked(t *testing.T) {
+	_, ts := source(t, 2, 32, 16)
+	dir := packed(t, ts, 2)
+	opened := 0
+	open := func(path string) (storage.File, error) { opened++; return storage.Open(path) }
+	p, err := OpenPacked(dir, 2, Expect{}, open)
+	require.NoError(t, err)
+	defer p.Close()
+	assert.Equal(t, 1, opened)
+	assert.Len(t, p.Checksums(), 2)
+	assert.Equal(t, filepath.Join(dir, LayoutName), p.LayoutPath())
+	src, err := os.ReadFile(ts[0].File)
+	require.NoError(t, err)
+	for _, tt := range ts {
+		pt, ok := p.Tensor(tt.Name)
+		if tt.Item < 0 {
+			require.False(t, ok, "%s is not a layer's", tt.Name)
+			continue
+		}
+		require.True(t, ok, tt.Name)
+		require.True(t, p.Holds(pt))
+		got, err := p.ReadF32(pt)
+		require.NoError(t, err)
+		want := make([]float32, tt.Rows*tt.Cols)
+		require.NoError(t, safetensors.WidenF32(want, src[tt.Offset:tt.Offset+tt.Size], safetensors.BF16))
+		require.Equal(t, want, got, tt.Name)
+	}
+	_, ok := p.Tensor("layers.9.nothing")
+	assert.False(t, ok)
+	last, ok := p.Tensor(ts[len(ts)-2].Name)
+	require.True(t, ok)
+	require.NoError(t, os.Truncate(filepath.Join(dir, BinName), last.Offset+2))
+	_, err = p.ReadF32(last)
+	require.ErrorIs(t, err, safetensors.ErrShortRead)
+}
+
 func TestPackVerbatim(t *testing.T) {
 	// One contiguous run per layer: copied verbatim with run_start and the shard name.
 	path := filepath.Join(t.TempDir(), "s.safetensors")
