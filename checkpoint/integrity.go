@@ -16,8 +16,13 @@ import (
 	"github.com/k3-project/k3/safetensors"
 )
 
-// modelPrefix starts the names of the text model's tensors (§3.3).
-const modelPrefix = "language_model.model."
+// Prefixes of the released tensor names (§3.3): textPrefix starts every
+// tensor of the text model (the vision tower's are left alone), modelPrefix
+// its decoder's.
+const (
+	textPrefix  = "language_model."
+	modelPrefix = textPrefix + "model."
+)
 
 // Sentinel errors of the pre-bind integrity checks (errors.Is).
 var (
@@ -191,7 +196,7 @@ func (c *checker) checkStamps() error {
 		return err
 	}
 	for _, t := range c.ck.Tensors() {
-		if !strings.HasPrefix(t.Name, "language_model.") {
+		if !strings.HasPrefix(t.Name, textPrefix) {
 			continue
 		}
 		if base, ok := strings.CutSuffix(t.Name, ".weight_packed"); ok {
@@ -276,7 +281,7 @@ func (c *checker) checkRelabelled() error {
 	buf := make([]byte, 2*relabelSample)
 	for _, t := range c.ck.Tensors() {
 		if len(t.Shape) != 2 || t.DType != safetensors.BF16 && t.DType != safetensors.F16 ||
-			t.NumElements() < relabelSample || !strings.HasPrefix(t.Name, "language_model.") {
+			t.NumElements() < relabelSample || !strings.HasPrefix(t.Name, textPrefix) {
 			continue
 		}
 		off := (t.Size/2 - int64(len(buf))/2) &^ 1
@@ -342,7 +347,7 @@ func (c *checker) verifyDigests() error {
 	start := time.Now()
 	defer func() { c.rep.VerifySeconds = time.Since(start).Seconds() }()
 	for _, t := range c.ck.Tensors() {
-		if !strings.HasPrefix(t.Name, "language_model.") {
+		if !strings.HasPrefix(t.Name, textPrefix) {
 			continue
 		}
 		checked, err := c.ck.VerifyTensor(t)
