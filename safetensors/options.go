@@ -14,7 +14,6 @@ type Option func(*options)
 
 type options struct {
 	open     storage.Opener
-	custom   bool
 	warn     func(msg string)
 	workers  int
 	lenient  bool
@@ -49,7 +48,6 @@ func WithOpener(open storage.Opener) Option {
 	return func(o *options) {
 		if open != nil {
 			o.open = open
-			o.custom = true
 		}
 	}
 }

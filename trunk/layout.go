@@ -81,7 +81,7 @@ func allowedDType(d string) (safetensors.DType, error) {
 // ErrIncomplete when trunk.json is absent but trunk.bin or a partial pack is there).
 func ReadLayout(dir string, numLayers int, exp Expect) (*Layout, error) {
 	path := filepath.Join(dir, LayoutName)
-	f, err := os.Open(path)
+	f, err := storage.Open(path) // never blocks on a FIFO
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if _, e := os.Stat(filepath.Join(dir, BinName)); e == nil {
@@ -91,7 +91,7 @@ func ReadLayout(dir string, numLayers int, exp Expect) (*Layout, error) {
 		return nil, fmt.Errorf("trunk: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxLayoutBytes+1))
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, maxLayoutBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("trunk: read %s: %w", path, err)
 	}

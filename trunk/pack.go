@@ -112,7 +112,7 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 	}
 	defer out.Close()
 	buf := make([]byte, o.ChunkBytes)
-	files := map[string]*os.File{}
+	files := map[string]storage.File{}
 	defer func() {
 		for _, f := range files {
 			f.Close()
@@ -136,7 +136,7 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 			}
 			f := files[s.src.File]
 			if f == nil {
-				if f, err = os.Open(s.src.File); err != nil {
+				if f, err = storage.Open(s.src.File); err != nil {
 					return nil, fmt.Errorf("trunk: pack: %w", err)
 				}
 				files[s.src.File] = f
