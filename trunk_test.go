@@ -238,6 +238,50 @@ func TestTrunkReadFaults(t *testing.T) {
 	}
 }
 
+// readerOnly hides the *os.File behind a storage.File, so nothing can be mapped or read with
+// O_DIRECT: every byte comes through ReadAt.
+type readerOnly struct{ storage.File }
+
+// TestOneOpener: WithOpener opens every weight file (the shards, for the checkpoint and the
+// expert cache, and trunk.bin), and a model whose files are plain ReaderAts gives the mapped
+// run's tokens and logits bit for bit.
+func TestOneOpener(t *testing.T) {
+	dir := fixtures.Models(t)[0]
+	ref := loadReference(t, dir)
+	want := runModel(t, openModel(t, dir), ref)
+	packed := t.TempDir()
+	require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
+	var mu sync.Mutex
+	opened := map[string]int{}
+	open := func(path string) (storage.File, error) {
+		mu.Lock()
+		opened[filepath.Base(path)]++
+		mu.Unlock()
+		f, err := storage.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		return readerOnly{f}, nil
+	}
+	fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+	m := openModel(t, dir, k3.WithPackedTrunk(packed), k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot),
+		k3.WithCacheBudget(0), k3.WithOpener(open))
+	assert.Equal(t, want, runModel(t, m, ref), "tokens and logits must equal the mapped run's")
+	ck, err := safetensors.Open(dir)
+	require.NoError(t, err)
+	shards := ck.Shards()
+	ck.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	assert.GreaterOrEqual(t, opened[trunk.BinName], 1, "trunk.bin")
+	total := 0
+	for _, s := range shards {
+		assert.GreaterOrEqual(t, opened[filepath.Base(s)], 1, s)
+		total += opened[filepath.Base(s)]
+	}
+	assert.Greater(t, total, len(shards), "the expert cache opens shards too")
+}
+
 // TestPackedTrunkFaults: a truncated trunk.bin and a changed byte are refused by name.
 func TestPackedTrunkFaults(t *testing.T) {
 	dir := fixtures.Models(t)[0]
