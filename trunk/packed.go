@@ -2,7 +2,6 @@ package trunk
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/k3-project/k3/safetensors"
@@ -63,10 +62,7 @@ func (p *Packed) Checksums() []Checksum { return p.layout.Checksums(p.bin) }
 // ReadF32 reads a small tensor of trunk.bin and widens it exactly.
 func (p *Packed) ReadF32(t *safetensors.Tensor) ([]float32, error) {
 	buf := make([]byte, t.Size)
-	if _, err := p.f.ReadAt(buf, t.Offset); err != nil {
-		if err == io.EOF {
-			err = safetensors.ErrShortRead
-		}
+	if err := storage.ReadFull(p.f, buf, t.Offset); err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", p.bin, t.Name, err)
 	}
 	dst := make([]float32, t.NumElements())
