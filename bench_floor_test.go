@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/benchutil"
 	"github.com/k3-project/k3/internal/dot"
 )
@@ -175,7 +176,7 @@ func BenchmarkFloor(b *testing.B) {
 		b.Skipf("set %s to a directory for the synthetic perf checkpoint (about 1.6 GB, synthesized on first use)", floorPerfEnv)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := k3.Synthesize(dir, "perf", 1); err != nil {
+		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/benchutil"
 	"github.com/k3-project/k3/internal/fixtures"
 )
@@ -85,7 +86,7 @@ func BenchmarkDecodePerf(b *testing.B) {
 		dir = filepath.Join(b.TempDir(), "perf")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := k3.Synthesize(dir, "perf", 1); err != nil {
+		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
 			b.Fatal(err)
 		}
 	}

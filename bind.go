@@ -8,7 +8,6 @@ import (
 
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/parallel"
-	"github.com/k3-project/k3/internal/poolmat"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
@@ -43,7 +42,7 @@ type binder struct {
 	// cachedExperts: the expert store (cache.Store) locates and checks the routed experts,
 	// which may be entropy-coded, so the binder leaves them alone.
 	cachedExperts bool
-	packed        *packedTrunk // per-layer tensors come from trunk.bin when set
+	packed        *trunk.Packed // per-layer tensors come from trunk.bin when set
 }
 
 // bound is one tensor of the table as the walk found it, and once loaded its value.
@@ -115,10 +114,10 @@ func item(s layout.Tensor) int {
 // lookup returns the tensor or records it as missing (with the shard the index names).
 func (b *binder) lookup(s layout.Tensor) *safetensors.Tensor {
 	if b.packed != nil && s.Class == layout.Trunk {
-		if t, ok := b.packed.tensors[s.Name]; ok {
+		if t, ok := b.packed.Tensor(s.Name); ok {
 			return t
 		}
-		b.missing = append(b.missing, MissingTensor{Name: s.Name, Packed: b.packed.layoutPath})
+		b.missing = append(b.missing, MissingTensor{Name: s.Name, Packed: b.packed.LayoutPath()})
 		return nil
 	}
 	t, err := b.ck.Require(s.Name)
@@ -310,8 +309,8 @@ func (b *binder) loadOne(e *bound, store *trunk.Store, pool *parallel.Pool) {
 	if s.Kind != layout.Matrix {
 		var v []float32
 		var err error
-		if b.packed != nil && e.t.File == b.packed.bin {
-			v, err = b.packed.readF32(e.t)
+		if b.packed != nil && b.packed.Holds(e.t) {
+			v, err = b.packed.ReadF32(e.t)
 		} else {
 			v, err = b.ck.ReadF32(e.t)
 		}
@@ -348,7 +347,10 @@ func (b *binder) loadOne(e *bound, store *trunk.Store, pool *parallel.Pool) {
 		fail(err)
 		return
 	}
-	e.mat = poolmat.Wrap(m, pool)
+	e.mat = m
+	if pool != nil { // a nil *parallel.Pool in the interface would not read as nil
+		e.mat = quant.OnRunner(m, pool)
+	}
 }
 
 // values indexes bound tensors by their table key.

@@ -15,15 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/synth"
 	"github.com/k3-project/k3/safetensors"
 )
 
 func synthTiny(t testing.TB, seed int64) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
-	require.NoError(t, k3.Synthesize(dir, "tiny", seed))
+	require.NoError(t, checkpoint.Synthesize(dir, "tiny", seed))
 	return dir
 }
 
@@ -131,7 +131,7 @@ func TestOpenErrors(t *testing.T) {
 	_, err = k3.Open(bad)
 	var ce *config.ConfigError
 	assert.ErrorAs(t, err, &ce, "top-k 100 of 8 experts")
-	assert.ErrorIs(t, k3.Synthesize(t.TempDir(), "enormous", 1), k3.ErrUnknownGeometry)
+	assert.ErrorIs(t, checkpoint.Synthesize(t.TempDir(), "enormous", 1), checkpoint.ErrUnknownGeometry)
 }
 
 // TestSynthDecodes: a synthetic tiny model decodes, full recompute equals incremental, and its
@@ -162,7 +162,7 @@ func TestK3SparseBind(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "k3")
 	start := time.Now()
-	require.NoError(t, k3.Synthesize(dir, "k3", 1))
+	require.NoError(t, checkpoint.Synthesize(dir, "k3", 1))
 	synth := time.Since(start)
 	start = time.Now()
 	m := openModel(t, dir, k3.WithThreads(2))
@@ -191,22 +191,6 @@ func TestK3SparseBind(t *testing.T) {
 	assert.Zero(t, s.Len(), "fresh session not empty")
 	assert.Zero(t, k3.MLACacheBytes(s), "fresh session not empty")
 	assert.Error(t, s.Prefill(context.Background(), []int{163840}), "id = vocab accepted")
-}
-
-// TestPerfGeometryBinds writes the perf geometry's layout with sparse data and binds it, so the
-// benchmark geometry is checked without generating its 1.6 GB.
-func TestPerfGeometryBinds(t *testing.T) {
-	g, ok := synth.Lookup("perf")
-	require.True(t, ok, "perf geometry missing")
-	g.Sparse = true
-	dir := filepath.Join(t.TempDir(), "perf")
-	require.NoError(t, synth.Write(dir, g, 1))
-	m := openModel(t, dir)
-	in := m.Info()
-	c := m.Config()
-	assert.Equal(t, int64((c.NumLayers-c.FirstDense)*c.NumExperts*3*c.MoEInter*c.Latent), in.Experts.Params, "expert parameters")
-	assert.Equal(t, int64(len(c.FullAttn)*(c.KVLoRA+c.QKRope)*4), m.Plan().MLABytesPerPosition, "MLA bytes per position")
-	t.Logf("perf: %d parameters, %d bytes (%d trunk, %d experts)", in.Params, in.Bytes, in.Trunk.Bytes, in.Experts.Bytes)
 }
 
 // TestStrayShardWarning: a *.safetensors file the index does not name is ignored with a warning.

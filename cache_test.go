@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // cacheBudgets returns the budgets for a model: 0, TopK + 1 slots, half and all experts.
@@ -85,22 +87,23 @@ func TestCacheBudgetTooSmall(t *testing.T) {
 	require.ErrorIs(t, err, cache.ErrBudgetTooSmall)
 }
 
-// failReader fails reads that cover one offset with EIO.
+// failReader fails reads that cover one offset with EIO once armed.
 type failReader struct {
-	cache.Reader
-	at int64
-	mu sync.Mutex
-	n  int
+	storage.File
+	at    int64
+	armed *atomic.Bool
+	mu    sync.Mutex
+	n     int
 }
 
-func (f *failReader) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
-	if f.at < 0 || off <= f.at && f.at < off+n {
+func (f *failReader) ReadAt(p []byte, off int64) (int, error) {
+	if f.armed.Load() && (f.at < 0 || off <= f.at && f.at < off+int64(len(p))) {
 		f.mu.Lock()
 		f.n++
 		f.mu.Unlock()
-		return nil, syscall.EIO
+		return 0, syscall.EIO
 	}
-	return f.Reader.ReadAligned(buf, off, n)
+	return f.File.ReadAt(p, off)
 }
 
 // TestCacheReadFault: a failed expert read surfaces as *ExpertLoadError naming layer and expert;
@@ -120,16 +123,18 @@ func TestCacheReadFault(t *testing.T) {
 			ck.Close()
 			require.NotNil(t, target)
 			var fr []*failReader
-			open := func(path string) (cache.Reader, error) {
-				d, err := safetensors.OpenDirect(path)
+			var armed atomic.Bool // the shard is also read at Open (headers, checks, bound tensors)
+			open := func(path string) (storage.File, error) {
+				f, err := storage.Open(path)
 				if err != nil || path != target.File {
-					return d, err
+					return f, err
 				}
-				f := &failReader{Reader: d, at: -1} // every expert read of this shard fails
-				fr = append(fr, f)
-				return f, nil
+				r := &failReader{File: f, at: -1, armed: &armed} // every expert read of this shard fails
+				fr = append(fr, r)
+				return r, nil
 			}
-			m := openModel(t, dir, k3.WithCacheBudget(0), k3.WithCacheOpener(open))
+			m := openModel(t, dir, k3.WithCacheBudget(0), k3.WithOpener(open))
+			armed.Store(true)
 			// Teacher forcing over the whole reference touches most experts of every layer.
 			_, err = m.Forward(context.Background(), ref.FullIDs)
 			require.Error(t, err)

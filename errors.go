@@ -16,8 +16,6 @@ var (
 	ErrNoLogits = errors.New("k3: no logits yet (prefill at least one position first)")
 	// ErrEmptyInput: a call that needs at least one token id got none.
 	ErrEmptyInput = errors.New("k3: no token ids")
-	// ErrUnknownGeometry: Synthesize was given a geometry name Geometries does not list.
-	ErrUnknownGeometry = errors.New("k3: unknown synthetic geometry")
 	// ErrForeignSnapshot: Restore was given a snapshot of another model's session.
 	ErrForeignSnapshot = errors.New("k3: snapshot belongs to another model")
 	// ErrContextFull: a prompt does not fit in GenerateOptions.MaxContext.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/sample"
 )
 
@@ -21,7 +22,7 @@ func ExampleSession_Save() {
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "tiny")
-	if err := k3.Synthesize(dir, "tiny", 5); err != nil {
+	if err := checkpoint.Synthesize(dir, "tiny", 5); err != nil {
 		log.Fatal(err)
 	}
 	m, err := k3.Open(dir)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/tokenizer"
 )
 
@@ -21,7 +22,7 @@ func Example() {
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "tiny")
-	if err := k3.Synthesize(dir, "tiny", 42); err != nil {
+	if err := checkpoint.Synthesize(dir, "tiny", 42); err != nil {
 		log.Fatal(err)
 	}
 
@@ -70,7 +71,7 @@ func ExampleModel_Generate() {
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "tiny")
-	if err := k3.Synthesize(dir, "tiny", 42); err != nil {
+	if err := checkpoint.Synthesize(dir, "tiny", 42); err != nil {
 		log.Fatal(err)
 	}
 	m, err := k3.Open(dir, k3.WithThreads(2))
@@ -106,7 +107,7 @@ func ExampleSession_Snapshot() {
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "tiny")
-	if err := k3.Synthesize(dir, "tiny", 1); err != nil {
+	if err := checkpoint.Synthesize(dir, "tiny", 1); err != nil {
 		log.Fatal(err)
 	}
 	m, err := k3.Open(dir)

@@ -2,19 +2,25 @@ package k3
 
 import (
 	"fmt"
-	"github.com/k3-project/k3/internal/parallel"
 	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/layout"
+
 	"github.com/k3-project/k3/attention"
 	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/nn"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -27,7 +33,7 @@ type options struct {
 	ring        int
 	slotBytes   int64
 	packedDir   string
-	trunkOpen   trunk.Opener
+	open        storage.Opener // nil: storage.Open
 	noVerify    bool
 	tracer      Tracer
 
@@ -35,11 +41,10 @@ type options struct {
 	cacheBudget int64
 	cachePolicy cache.PolicyName
 	prefetch    int
-	cacheOpen   cache.Opener
 
 	configPath string // "" : dir/config.json
 	layers     int    // 0: all
-	integrity  integrityOptions
+	integrity  checkpoint.CheckOptions
 }
 
 // WithThreads sets the number of goroutines used for mat-vec rows, heads and positions (n ≥ 1;
@@ -118,14 +123,17 @@ func WithoutTrunkVerify() Option {
 	return func(o *options) error { o.noVerify = true; return nil }
 }
 
-// WithTrunkOpener replaces how the trunk store opens files (default: O_DIRECT with a buffered
-// fallback). It is the seam for exotic storage and for fault injection in tests.
-func WithTrunkOpener(open trunk.Opener) Option {
+// WithOpener replaces how weight files are opened: checkpoint shards, the packed trunk and the
+// files the trunk store and the expert cache stream from (default storage.Open). A file that is
+// an *os.File keeps memory-mapped shards and O_DIRECT reads; any other is read through its
+// ReadAt (shard tensors as heap copies). It is the seam for exotic storage and for fault
+// injection in tests.
+func WithOpener(open storage.Opener) Option {
 	return func(o *options) error {
 		if open == nil {
-			return fmt.Errorf("k3: WithTrunkOpener: nil opener")
+			return fmt.Errorf("k3: WithOpener: nil opener")
 		}
-		o.trunkOpen = open
+		o.open = open
 		return nil
 	}
 }
@@ -172,18 +180,6 @@ func WithExpertPrefetch(n int) Option {
 	}
 }
 
-// WithCacheOpener replaces how the expert cache opens shard files: the seam for fault
-// injection in tests.
-func WithCacheOpener(open cache.Opener) Option {
-	return func(o *options) error {
-		if open == nil {
-			return fmt.Errorf("k3: WithCacheOpener: nil opener")
-		}
-		o.cacheOpen = open
-		return nil
-	}
-}
-
 // WithConfigFile reads the model configuration from path instead of config.json in the
 // checkpoint directory.
 func WithConfigFile(path string) Option {
@@ -208,6 +204,21 @@ func WithLayers(n int) Option {
 		o.layers = n
 		return nil
 	}
+}
+
+// WithVerify makes Open hash every model tensor whose shard declares a colibri.sha256 digest
+// (§7.3) and refuse the model on the first mismatch (safetensors.ErrChecksum, naming shard and
+// tensor). It reads every stamped byte once, so it is opt-in: on K3 that is terabytes.
+// Integrity reports what it cost.
+func WithVerify() Option {
+	return func(o *options) error { o.integrity.Verify = true; return nil }
+}
+
+// WithExtraLayers lets Open accept a checkpoint holding layers beyond num_hidden_layers, for a
+// caller that asked for fewer layers on purpose (the CLI's --layers N); Integrity lists them.
+// Without it they are refused with a *checkpoint.ExtraLayersError.
+func WithExtraLayers() Option {
+	return func(o *options) error { o.integrity.ExtraLayers = true; return nil }
 }
 
 // WithTracer reports weight traffic and per-layer timings to t as they happen.
@@ -239,7 +250,7 @@ type Model struct {
 	store   *trunk.Store   // nil: mapped
 	pool    *parallel.Pool // persistent workers for the dense matrices' split mat-vecs (nil: one thread)
 	experts *cache.Store   // nil: mapped experts
-	packed  *packedTrunk
+	packed  *trunk.Packed
 	plan    Plan
 	tracer  Tracer
 	weights *weights // what a forward pass asks of the storage of all of the above
@@ -254,7 +265,7 @@ type Model struct {
 	nlayers int
 	skipped int // tensors of layers left out by WithLayers
 	info    Info
-	integ   IntegrityReport
+	integ   checkpoint.Report
 	mu      sync.RWMutex // guards closed against in-flight forwards
 	closed  bool
 }
@@ -280,9 +291,12 @@ func Open(dir string, opts ...Option) (*Model, error) {
 	o := d.opts
 	m.pool = parallel.NewPool(m.threads)
 	if m.plan.Trunk != nil {
-		to := trunk.Options{Open: o.trunkOpen, Pool: m.pool}
+		to := trunk.Options{Open: o.open}
+		if m.pool != nil { // a nil *parallel.Pool in the interface would not read as nil
+			to.Runner = m.pool
+		}
 		if m.packed != nil && !o.noVerify {
-			to.Verify = m.packed.layout.Checksums(m.packed.bin)
+			to.Verify = m.packed.Checksums()
 		}
 		if t := o.tracer; t != nil {
 			to.OnRead = t.TrunkRead
@@ -300,8 +314,8 @@ func Open(dir string, opts ...Option) (*Model, error) {
 		if o.tracer != nil {
 			co = append(co, cache.WithTracer(o.tracer))
 		}
-		if o.cacheOpen != nil {
-			co = append(co, cache.WithOpener(o.cacheOpen))
+		if o.open != nil {
+			co = append(co, cache.WithOpener(o.open))
 		}
 		c := &m.cfg
 		var moeLayers []int
@@ -359,7 +373,7 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	}
 	// WithIncomplete lets the bind step name every absent tensor and the shard that should hold
 	// it, instead of failing at the first absent shard.
-	ck, err := safetensors.Open(dir, safetensors.WithIncomplete())
+	ck, err := safetensors.Open(dir, safetensors.WithIncomplete(), safetensors.WithOpener(o.open))
 	if err != nil {
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 	}
@@ -367,14 +381,21 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	if o.layers > 0 {
 		m.nlayers = o.layers
 	}
-	if err := m.preflight(o.integrity); err != nil {
+	o.integrity.Layers = m.nlayers
+	if m.integ, err = checkpoint.Check(dir, ck, cfg, o.integrity); err != nil {
 		m.Close()
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 	}
 	m.plan = Plan{Mapped: true, Packed: o.packedDir}
 	d := &prepared{opts: o}
 	if o.packedDir != "" {
-		if m.packed, err = openPacked(o.packedDir, cfg); err != nil {
+		exp := trunk.Expect{Tensor: func(layer int, t trunk.RunTensor) error {
+			if !strings.HasPrefix(t.Name, layerPrefix(layer)) {
+				return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layerPrefix(layer))
+			}
+			return nil
+		}}
+		if m.packed, err = trunk.OpenPacked(o.packedDir, cfg.NumLayers, exp, o.open); err != nil {
 			m.Close()
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
@@ -388,13 +409,14 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	d.bind = db
 	m.plan.fillSession(cfg, m.nlayers)
 	if m.nlayers < cfg.NumLayers {
-		m.skipped = countBeyond(ck, m.nlayers)
+		m.skipped = m.integ.SkippedTensors
 	}
 	for _, t := range db.dense {
 		m.plan.DenseBytes += t.Size
 	}
 	if o.cacheSet {
-		if m.plan.Cache, err = planCache(cfg, o); err != nil {
+		if m.plan.Cache, err = cache.NewPlan(cache.PlanConfig{ExpertBytes: layout.ExpertBytes(cfg), TopK: cfg.TopK,
+			Budget: o.cacheBudget, Policy: o.cachePolicy, Prefetch: o.prefetch}); err != nil {
 			m.Close()
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
@@ -474,13 +496,20 @@ func (m *Model) Close() error {
 			first = err
 		}
 	}
-	if err := m.packed.close(); err != nil && first == nil {
+	if err := m.packed.Close(); err != nil && first == nil {
 		first = err
 	}
 	if err := m.ck.Close(); err != nil && first == nil {
 		first = err
 	}
 	return first
+}
+
+// Integrity returns what Open's integrity checks (checkpoint.Check) found and cost.
+func (m *Model) Integrity() checkpoint.Report {
+	r := m.integ
+	r.ExtraLayers = slices.Clone(r.ExtraLayers)
+	return r
 }
 
 // Config returns a copy of the model's configuration.

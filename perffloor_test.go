@@ -16,8 +16,8 @@ import (
 // wrong byte anywhere would show) at the memory floor — trunk at its floor budget with one ring
 // slot, embedding rows and lm_head streamed, experts read with a zero cache budget — and compares
 // teacher-forced logits and an incremental greedy continuation bit for bit with the fully mapped
-// run. It needs K3_PERF_DIR (a perf checkpoint, written by k3.Synthesize or
-// `k3 synth perf DIR` of examples/k3; 1.6 GB) and takes a minute or two.
+// run. It needs K3_PERF_DIR (a perf checkpoint, written by checkpoint.Synthesize or
+// `go run ./examples/k3 synth perf DIR`; 1.6 GB) and takes a minute or two.
 func TestPerfFloorBitIdentical(t *testing.T) {
 	dir := os.Getenv("K3_PERF_DIR")
 	if dir == "" {

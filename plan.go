@@ -6,7 +6,6 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -21,46 +20,13 @@ type Plan struct {
 	// Packed is the packed trunk directory, if any.
 	Packed string `json:"packed_trunk,omitempty"`
 	// Cache is the routed-expert cache (nil: experts are memory-mapped).
-	Cache *CachePlan `json:"cache,omitempty"`
+	Cache *cache.Plan `json:"cache,omitempty"`
 	// DenseBytes are the checkpoint bytes of every dense matrix (layers, embedding, head).
 	DenseBytes int64 `json:"dense_bytes"`
 	// KDAStateBytes is the recurrent state and conv tails one session keeps (all KDA layers).
 	KDAStateBytes int64 `json:"kda_state_bytes_per_session"`
 	// MLABytesPerPosition is what one session's MLA latent caches grow by per position.
 	MLABytesPerPosition int64 `json:"mla_cache_bytes_per_position"`
-}
-
-// CachePlan is the expert cache part of a plan.
-type CachePlan struct {
-	Budget      int64  `json:"budget_bytes"`
-	Policy      string `json:"policy"`
-	ExpertBytes int64  `json:"expert_bytes"`
-	SlotBytes   int64  `json:"slot_bytes"`
-	Slots       int    `json:"slots"`
-	// ScratchBytes is the per-call read buffer of a zero budget (TopK slots), 0 otherwise.
-	ScratchBytes int64 `json:"scratch_bytes"`
-	Prefetch     int   `json:"prefetch"`
-	Total        int64 `json:"total_bytes"`
-}
-
-func planCache(c *config.Config, o options) (*CachePlan, error) {
-	eb := layout.ExpertBytes(c)
-	p := &CachePlan{Budget: o.cacheBudget, Policy: string(cache.S3FIFO), ExpertBytes: eb, SlotBytes: cache.SlotSize(eb), Prefetch: o.prefetch}
-	if o.cachePolicy != "" {
-		p.Policy = string(o.cachePolicy)
-	}
-	if p.Budget > 0 {
-		if lo := cache.MinBudget(p.SlotBytes, c.TopK); p.Budget < lo {
-			return nil, fmt.Errorf("%w: %d bytes asked, the minimum is %d bytes (%s: TopK + 1 = %d experts of %d bytes)",
-				cache.ErrBudgetTooSmall, p.Budget, lo, trunk.GB(lo), c.TopK+1, p.SlotBytes)
-		}
-		p.Slots = int(p.Budget / p.SlotBytes)
-		p.Total = int64(p.Slots) * p.SlotBytes
-	} else {
-		p.ScratchBytes = int64(c.TopK) * p.SlotBytes
-		p.Total = p.ScratchBytes
-	}
-	return p, nil
 }
 
 func (p *Plan) fillSession(c *config.Config, layers int) {

@@ -29,6 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 )
 
 type cliReport struct {
@@ -51,7 +52,7 @@ func TestRealScale(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
 		t0 := time.Now()
-		require.NoError(t, k3.Synthesize(dir, "k3-routed", 1))
+		require.NoError(t, checkpoint.Synthesize(dir, "k3-routed", 1))
 		t.Logf("wrote k3-routed in %.1f s", time.Since(t0).Seconds())
 	}
 	t.Logf("on disk: %s", du(t, dir))

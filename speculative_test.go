@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/sample"
 )
@@ -184,7 +185,7 @@ func perfDir(tb testing.TB) string {
 		tb.Skip("perf geometry: set K3_PERF_DIR to a directory holding (or to receive) the ~1.6 GB checkpoint")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := k3.Synthesize(dir, "perf", 1); err != nil {
+		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
 			tb.Fatal(err)
 		}
 	}

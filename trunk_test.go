@@ -3,10 +3,12 @@ package k3_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -15,10 +17,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -59,7 +63,7 @@ func TestTrunkBudgetsBitIdentical(t *testing.T) {
 			ref := loadReference(t, dir)
 			want := runModel(t, openModel(t, dir), ref)
 			packed := t.TempDir()
-			require.NoError(t, k3.PackTrunk(dir, packed, nil))
+			require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
 			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
 			all := fl.Total + fl.EmbedBytes // everything pinned (Total of a huge budget)
 			cases := []struct {
@@ -157,30 +161,28 @@ func TestTrunkBudgetBelowFloor(t *testing.T) {
 	require.ErrorIs(t, err, trunk.ErrBudget)
 }
 
-// faultFile fails or shortens the reads that cover one offset of one file.
+// faultFile fails or shortens the reads that cover one offset of one file once armed.
 type faultFile struct {
-	trunk.File
+	storage.File
 	at    int64
 	short bool
-	mu    sync.Mutex
-	hits  int
+	armed *atomic.Bool
+	hits  *atomic.Int64
 }
 
-func (f *faultFile) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
-	if off <= f.at && f.at < off+n {
-		f.mu.Lock()
-		f.hits++
-		f.mu.Unlock()
+func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
+	if f.armed.Load() && off <= f.at && f.at < off+int64(len(p)) {
+		f.hits.Add(1)
 		if f.short {
-			p, err := f.File.ReadAligned(buf, off, n)
-			if err != nil {
-				return nil, err
+			n, err := f.File.ReadAt(p[:len(p)/2], off)
+			if err == nil {
+				err = io.EOF
 			}
-			return p[:len(p)/2], nil
+			return n, err
 		}
-		return nil, &os.PathError{Op: "read", Path: "fault", Err: syscall.EIO}
+		return 0, &os.PathError{Op: "read", Path: "fault", Err: syscall.EIO}
 	}
-	return f.File.ReadAligned(buf, off, n)
+	return f.File.ReadAt(p, off)
 }
 
 // TestTrunkReadFaults injects EIO and short reads midway through a streamed layer: the forward
@@ -198,17 +200,20 @@ func TestTrunkReadFaults(t *testing.T) {
 		ck.Close()
 		for _, short := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/short=%v", filepath.Base(dir), short), func(t *testing.T) {
-				var ff *faultFile
-				open := func(path string) (trunk.File, int64, error) {
-					f, n, err := trunk.OpenFile(path)
+				// The victim's shard is also read at Open (headers, integrity checks), which
+				// must succeed: the fault is armed once the model is open.
+				var armed atomic.Bool
+				var hits atomic.Int64
+				open := func(path string) (storage.File, error) {
+					f, err := storage.Open(path)
 					if err != nil || path != victim.File {
-						return f, n, err
+						return f, err
 					}
-					ff = &faultFile{File: f, at: victim.Offset + victim.Size/2, short: short}
-					return ff, n, nil
+					return &faultFile{File: f, at: victim.Offset + victim.Size/2, short: short, armed: &armed, hits: &hits}, nil
 				}
 				fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-				m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithTrunkOpener(open))
+				m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithOpener(open))
+				armed.Store(true)
 				s := m.NewSession()
 				err := s.Prefill(context.Background(), ref.PromptIDs)
 				require.Error(t, err)
@@ -230,10 +235,54 @@ func TestTrunkReadFaults(t *testing.T) {
 					require.Equal(t, -1, id)
 					require.ErrorAs(t, err, &re)
 				}
-				assert.Positive(t, ff.hits)
+				assert.Positive(t, hits.Load())
 			})
 		}
 	}
+}
+
+// readerOnly hides the *os.File behind a storage.File, so nothing can be mapped or read with
+// O_DIRECT: every byte comes through ReadAt.
+type readerOnly struct{ storage.File }
+
+// TestOneOpener: WithOpener opens every weight file (the shards, for the checkpoint and the
+// expert cache, and trunk.bin), and a model whose files are plain ReaderAts gives the mapped
+// run's tokens and logits bit for bit.
+func TestOneOpener(t *testing.T) {
+	dir := fixtures.Models(t)[0]
+	ref := loadReference(t, dir)
+	want := runModel(t, openModel(t, dir), ref)
+	packed := t.TempDir()
+	require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
+	var mu sync.Mutex
+	opened := map[string]int{}
+	open := func(path string) (storage.File, error) {
+		mu.Lock()
+		opened[filepath.Base(path)]++
+		mu.Unlock()
+		f, err := storage.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		return readerOnly{f}, nil
+	}
+	fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+	m := openModel(t, dir, k3.WithPackedTrunk(packed), k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot),
+		k3.WithCacheBudget(0), k3.WithOpener(open))
+	assert.Equal(t, want, runModel(t, m, ref), "tokens and logits must equal the mapped run's")
+	ck, err := safetensors.Open(dir)
+	require.NoError(t, err)
+	shards := ck.Shards()
+	ck.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	assert.GreaterOrEqual(t, opened[trunk.BinName], 1, "trunk.bin")
+	total := 0
+	for _, s := range shards {
+		assert.GreaterOrEqual(t, opened[filepath.Base(s)], 1, s)
+		total += opened[filepath.Base(s)]
+	}
+	assert.Greater(t, total, len(shards), "the expert cache opens shards too")
 }
 
 // TestPackedTrunkFaults: a truncated trunk.bin and a changed byte are refused by name.
@@ -242,7 +291,7 @@ func TestPackedTrunkFaults(t *testing.T) {
 	ref := loadReference(t, dir)
 	t.Run("truncated", func(t *testing.T) {
 		p := t.TempDir()
-		require.NoError(t, k3.PackTrunk(dir, p, nil))
+		require.NoError(t, checkpoint.PackTrunk(dir, p, nil))
 		bin := filepath.Join(p, trunk.BinName)
 		st, err := os.Stat(bin)
 		require.NoError(t, err)
@@ -253,7 +302,7 @@ func TestPackedTrunkFaults(t *testing.T) {
 	})
 	t.Run("interrupted", func(t *testing.T) {
 		p := t.TempDir()
-		require.NoError(t, k3.PackTrunk(dir, p, nil))
+		require.NoError(t, checkpoint.PackTrunk(dir, p, nil))
 		require.NoError(t, os.Remove(filepath.Join(p, trunk.LayoutName)))
 		_, err := k3.Open(dir, k3.WithPackedTrunk(p))
 		require.ErrorIs(t, err, trunk.ErrIncomplete)
@@ -261,7 +310,7 @@ func TestPackedTrunkFaults(t *testing.T) {
 	for _, pinned := range []bool{true, false} {
 		t.Run(fmt.Sprintf("checksum/pinned=%v", pinned), func(t *testing.T) {
 			p := t.TempDir()
-			require.NoError(t, k3.PackTrunk(dir, p, nil))
+			require.NoError(t, checkpoint.PackTrunk(dir, p, nil))
 			l, err := trunk.ReadLayout(p, 0+mustLayers(t, dir), trunk.Expect{})
 			require.NoError(t, err)
 			r := l.Layers[3]

@@ -16,7 +16,7 @@ import (
 
 var benchIDs = []int{3, 11, 17, 22}
 
-// GetMany reading every expert (budget 0, buffered) against a plain pread
+// Experts reading every expert (budget 0, buffered) against a plain pread
 // loop over the same bytes: the store's overhead per cold batch.
 func BenchmarkGetManyCold(b *testing.B) {
 	ck := openFixture(b)

@@ -241,7 +241,7 @@ func TestCodedModelLayersBitIdentical(t *testing.T) {
 							// resident now, so the run read every expert once.
 							for _, l := range layers {
 								for e := range c.NumExperts {
-									_, release, err := s.Get(l, e)
+									_, release, err := s.Experts(l, []int{e}, nil)
 									require.NoError(t, err)
 									release()
 								}
@@ -285,7 +285,7 @@ func TestCodedCorruptRecord(t *testing.T) {
 			require.NoError(t, err)
 			defer s.Close()
 			for try := range 2 {
-				_, _, err = s.Get(layer, expert)
+				_, _, err = s.Experts(layer, []int{expert}, nil)
 				var le *cache.ExpertLoadError
 				require.ErrorAs(t, err, &le, "try %d", try)
 				assert.Equal(t, layer, le.Layer)
@@ -298,7 +298,7 @@ func TestCodedCorruptRecord(t *testing.T) {
 				assert.Equal(t, int64(try+1), st.Run.Failures)
 			}
 			other := (expert + 1) % c.NumExperts
-			_, release, err := s.Get(layer, other)
+			_, release, err := s.Experts(layer, []int{other}, nil)
 			require.NoError(t, err)
 			release()
 		})

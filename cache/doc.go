@@ -49,7 +49,7 @@
 // the minimum); Budget 0 runs without a cache, reading every request into
 // per-call scratch memory that is reused and retains nothing.
 //
-// Experts (moe.ExpertSource; GetMany and Get are the same call) serves a
+// Experts (moe.ExpertSource) serves a
 // layer's picks: resident experts are hits, the others are given a slot
 // (EMPTY → INFLIGHT), read sorted by (shard, offset) on up to
 // WithReadWorkers goroutines and published (RESIDENT) only when complete. A

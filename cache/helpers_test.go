@@ -2,6 +2,7 @@ package cache
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"sync"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // The cache fixture (SPEC §13.3): layer 0, 24 experts of 1,632 bytes, no
@@ -44,7 +46,7 @@ func fixtureByte(e, w int, scale bool, n int) byte {
 
 // strictDirect is a ReaderAt that behaves like an O_DIRECT descriptor:
 // offset, length and buffer address must be multiples of 4096 (else EINVAL).
-type strictDirect struct{ f *os.File }
+type strictDirect struct{ f io.ReaderAt }
 
 func (d strictDirect) ReadAt(p []byte, off int64) (int, error) {
 	if off%4096 != 0 || len(p)%4096 != 0 || (len(p) > 0 && uintptr(unsafe.Pointer(&p[0]))%4096 != 0) {
@@ -53,21 +55,15 @@ func (d strictDirect) ReadAt(p []byte, off int64) (int, error) {
 	return d.f.ReadAt(p, off)
 }
 
-// strictReader is a direct-mode Reader over strictDirect with no buffered
-// fallback, so a misaligned slot fails instead of silently degrading.
-type strictReader struct {
-	*safetensors.DirectReader
-	f *os.File
-}
-
-func (r strictReader) Close() error { return r.f.Close() }
-
-func strictOpener(path string) (Reader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// withStrictDirect reads every shard in direct mode through strictDirect
+// with no buffered fallback, so a misaligned slot fails instead of silently
+// degrading.
+func withStrictDirect() Option {
+	return func(o *options) {
+		o.aligned = func(f storage.File, _ string) *storage.Reader {
+			return storage.NewDirectReader(strictDirect{f}, nil)
+		}
 	}
-	return strictReader{safetensors.NewDirectReader(strictDirect{f}, safetensors.ModeDirect, nil), f}, nil
 }
 
 // faultFile injects failures into reads that overlap [lo, hi): EIO, or a
@@ -107,23 +103,20 @@ func (ff *faultFile) ReadAt(p []byte, off int64) (int, error) {
 	return ff.f.ReadAt(p, off)
 }
 
-type faultReader struct {
-	*safetensors.DirectReader
-	f *os.File
-}
-
-func (r faultReader) Close() error { return r.f.Close() }
+// Stat and Close make a faultFile a storage.File.
+func (ff *faultFile) Stat() (fs.FileInfo, error) { return ff.f.Stat() }
+func (ff *faultFile) Close() error               { return ff.f.Close() }
 
 // faultOpener opens every shard through one faultFile (the fixtures used
 // with it have one shard).
-func faultOpener(ff *faultFile) Opener {
-	return func(path string) (Reader, error) {
+func faultOpener(ff *faultFile) storage.Opener {
+	return func(path string) (storage.File, error) {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, err
 		}
 		ff.f = f
-		return faultReader{safetensors.NewDirectReader(ff, safetensors.ModeBuffered, nil), f}, nil
+		return ff, nil
 	}
 }
 

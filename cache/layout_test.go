@@ -108,7 +108,7 @@ func TestContiguousAndScatteredLayouts(t *testing.T) {
 		for _, pol := range []PolicyName{LRU, S3FIFO} {
 			s, err := New(ck, Config{Layers: []int{0, 1}, NumExperts: ne, TopK: 2, Budget: int64(slots) * slot,
 				Shapes: &Shapes{W1: [2]int{8, 64}, W2: [2]int{8, 64}, W3: [2]int{8, 64}}},
-				WithOpener(strictOpener), WithPolicy(pol))
+				withStrictDirect(), WithPolicy(pol))
 			require.NoError(t, err)
 			r := rand.New(rand.NewPCG(uint64(slots), 3))
 			for range 60 {

@@ -9,6 +9,7 @@ import (
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/quant/rans"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // ErrExpertTensor reports a routed expert whose tensors are missing or
@@ -62,9 +63,9 @@ const partAlign = 64
 // raw expert, in the scratch for a coded one.
 func (l *location) readSpan() int64 {
 	if l.contiguous {
-		return align4096(l.n + 2*safetensors.Alignment)
+		return align4096(l.n + 2*storage.Alignment)
 	}
-	return l.base[nparts-1] + align4096(safetensors.WindowLen(l.off[nparts-1], l.size[nparts-1]))
+	return l.base[nparts-1] + align4096(storage.WindowLen(l.off[nparts-1], l.size[nparts-1]))
 }
 
 // need is the slot space the expert uses. A coded expert's parts, packed
@@ -97,7 +98,7 @@ func (l *location) storedBytes() int64 {
 }
 
 func align4096(n int64) int64 {
-	return (n + safetensors.Alignment - 1) &^ (safetensors.Alignment - 1)
+	return (n + storage.Alignment - 1) &^ (storage.Alignment - 1)
 }
 
 // expertPrefix is "<prefix>layers.{L}.block_sparse_moe.experts.{e}.".
@@ -206,7 +207,7 @@ func locate(ck *safetensors.Checkpoint, stamps *quant.Stamps, prefix string, lay
 	var at int64
 	for i, t := range ts {
 		loc.base[i] = at
-		at += align4096(safetensors.WindowLen(t.Offset, t.Size))
+		at += align4096(storage.WindowLen(t.Offset, t.Size))
 	}
 	loc.n = own
 	return loc, nil

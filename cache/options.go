@@ -1,31 +1,19 @@
 package cache
 
 import (
-	"os"
-
-	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
-
-// Reader reads aligned windows of one shard file (SPEC §7.5);
-// *safetensors.DirectReader is one. ReadAligned returns the n payload bytes
-// at off as a sub-slice of buf, which is 4096-aligned with room for the
-// enclosing window. Tests implement it to inject failed and short reads.
-type Reader interface {
-	ReadAligned(buf []byte, off, n int64) ([]byte, error)
-	Mode() safetensors.IOMode
-	Close() error
-}
-
-// Opener opens a shard file for expert reads.
-type Opener func(path string) (Reader, error)
 
 // Option configures a Store.
 type Option func(*options)
 
 type options struct {
-	policy    PolicyName
-	workers   int
-	opener    Opener
+	policy  PolicyName
+	workers int
+	opener  storage.Opener
+	// aligned makes the aligned reader of an opened shard; tests replace it
+	// to read through a strict O_DIRECT stand-in.
+	aligned   func(f storage.File, path string) *storage.Reader
 	noDirect  bool
 	noHuge    bool
 	tracer    Tracer
@@ -35,18 +23,19 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{policy: S3FIFO, workers: 4, prefix: DefaultPrefix}
+	return options{policy: S3FIFO, workers: 4, prefix: DefaultPrefix, aligned: storage.NewReader}
 }
 
 // WithPolicy selects the replacement policy (default S3FIFO).
 func WithPolicy(p PolicyName) Option { return func(o *options) { o.policy = p } }
 
-// WithReadWorkers bounds the concurrent reads of one GetMany (default 4).
+// WithReadWorkers bounds the concurrent reads of one Experts call (default 4).
 func WithReadWorkers(n int) Option { return func(o *options) { o.workers = max(1, n) } }
 
-// WithOpener replaces how shard files are opened (default: O_DIRECT where
-// the file system allows it, else buffered; see safetensors.OpenDirect).
-func WithOpener(open Opener) Option { return func(o *options) { o.opener = open } }
+// WithOpener replaces how shard files are opened (default storage.Open).
+// Files that are an *os.File are read with O_DIRECT where the file system
+// allows it, others through their ReadAt (storage.NewReader).
+func WithOpener(open storage.Opener) Option { return func(o *options) { o.opener = open } }
 
 // WithoutDirectIO reads through the page cache.
 func WithoutDirectIO() Option { return func(o *options) { o.noDirect = true } }
@@ -70,27 +59,3 @@ func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 // in the background (so the reads overlap the layer's compute). It stays off when the cache has fewer than 2·TopK + 8
 // slots (Stats reports it).
 func WithSpeculation() Option { return func(o *options) { o.speculate = true } }
-
-// bufferedReader is a buffered DirectReader that owns its file.
-type bufferedReader struct {
-	*safetensors.DirectReader
-	f *os.File
-}
-
-func (b bufferedReader) Close() error { return b.f.Close() }
-
-func openBuffered(path string) (Reader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	return bufferedReader{safetensors.NewDirectReader(f, safetensors.ModeBuffered, nil), f}, nil
-}
-
-func openDirect(path string) (Reader, error) {
-	d, err := safetensors.OpenDirect(path)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
-}

@@ -15,9 +15,9 @@ type counters struct {
 
 // Counters are the SPEC §9.5 figures of one token step or of the run.
 type Counters struct {
-	// Requests is the experts asked for by demand calls (Experts, GetMany,
-	// Get). Hits were served by a slot holding the expert (or being filled
-	// by a prefetch); Misses needed a demand read. TrueHits were served by
+	// Requests is the experts asked for by demand calls (Experts). Hits
+	// were served by a slot holding the expert (or being filled by a
+	// prefetch); Misses needed a demand read. TrueHits were served by
 	// content already resident when the current step began (BeginStep).
 	Requests  int64 `json:"requests"`
 	Hits      int64 `json:"hits"`

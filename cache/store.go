@@ -13,6 +13,7 @@ import (
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/rans"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 var (
@@ -86,7 +87,7 @@ type Store struct {
 	opts     options
 	layerIdx []int32 // layer → index into cfg.Layers, −1
 	locs     []location
-	files    []Reader
+	files    []shardFile
 	paths    []string
 
 	expertBytes int64 // largest expert payload
@@ -259,30 +260,36 @@ func (s *Store) locateAll(ck *safetensors.Checkpoint) error {
 	return errors.Join(errs...)
 }
 
+// shardFile is an opened shard and its aligned reader.
+type shardFile struct {
+	f storage.File
+	r *storage.Reader
+}
+
 func (s *Store) openFiles() error {
 	open := s.opts.opener
-	switch {
-	case open != nil:
-	case s.opts.noDirect:
-		open = openBuffered
-	default:
-		open = openDirect
+	if open == nil {
+		open = storage.Open
 	}
 	for _, p := range s.paths {
-		r, err := open(p)
+		f, err := open(p)
 		if err != nil {
 			s.closeFiles()
 			return fmt.Errorf("cache: opening %s: %w", p, err)
 		}
-		s.files = append(s.files, r)
+		r := storage.NewBufferedReader(f)
+		if !s.opts.noDirect {
+			r = s.opts.aligned(f, p)
+		}
+		s.files = append(s.files, shardFile{f, r})
 	}
 	return nil
 }
 
 func (s *Store) closeFiles() error {
 	var errs []error
-	for _, r := range s.files {
-		errs = append(errs, r.Close())
+	for _, sf := range s.files {
+		errs = append(errs, sf.r.Close(), sf.f.Close())
 	}
 	s.files = nil
 	return errors.Join(errs...)
@@ -309,23 +316,7 @@ func (s *Store) Policy() PolicyName { return s.opts.policy }
 func MinBudget(slotBytes int64, topK int) int64 { return int64(topK+1) * slotBytes }
 
 // SlotSize is the slot stride for experts of expertBytes (SPEC §9.2).
-func SlotSize(expertBytes int64) int64 { return align4096(expertBytes + 2*safetensors.Alignment) }
-
-// Get returns expert id of layer under a lease; call release exactly once
-// when done with the view.
-func (s *Store) Get(layer, id int) (moe.Expert, func(), error) {
-	var one [1]moe.Expert
-	out, release, err := s.Experts(layer, []int{id}, one[:0])
-	if err != nil {
-		return moe.Expert{}, nil, err
-	}
-	return out[0], release, nil
-}
-
-// GetMany is Experts (SPEC §9.4's name).
-func (s *Store) GetMany(layer int, ids []int, dst []moe.Expert) ([]moe.Expert, func(), error) {
-	return s.Experts(layer, ids, dst)
-}
+func SlotSize(expertBytes int64) int64 { return align4096(expertBytes + 2*storage.Alignment) }
 
 // Experts implements moe.ExpertSource: it appends the experts ids of layer
 // to dst[:0], leased until release is called (exactly once). Resident
@@ -708,8 +699,8 @@ func (s *Store) getReader() *reader {
 		s.readers = s.readers[:n-1]
 		return rd
 	}
-	buf := make([]byte, s.scratchBytes+safetensors.Alignment)
-	skip := (safetensors.Alignment - int64(addr(buf)%safetensors.Alignment)) % safetensors.Alignment
+	buf := make([]byte, s.scratchBytes+storage.Alignment)
+	skip := (storage.Alignment - int64(addr(buf)%storage.Alignment)) % storage.Alignment
 	return &reader{scratch: buf[skip : skip+s.scratchBytes : skip+s.scratchBytes]}
 }
 
@@ -815,7 +806,7 @@ func (s *Store) fill(mem []byte, l *location, rd *reader) (moe.Expert, time.Dura
 // readParts reads the expert's stored parts into buf (4096-aligned, at
 // least readSpan bytes).
 func (s *Store) readParts(buf []byte, l *location) ([nparts][]byte, error) {
-	r := s.files[l.file]
+	r := s.files[l.file].r
 	var parts [nparts][]byte
 	if l.contiguous {
 		p, err := r.ReadAligned(buf, l.lo, l.n)
@@ -969,18 +960,18 @@ func (s *Store) Close() error {
 
 // ioMode summarises the readers' modes.
 func (s *Store) ioMode() (string, string) {
-	modes := map[safetensors.IOMode]bool{}
+	modes := map[storage.Mode]bool{}
 	var reason []string
-	for _, r := range s.files {
-		modes[r.Mode()] = true
-		if f, ok := r.(interface{ FallbackReason() error }); ok && f.FallbackReason() != nil && len(reason) == 0 {
-			reason = append(reason, f.FallbackReason().Error())
+	for _, sf := range s.files {
+		modes[sf.r.Mode()] = true
+		if why := sf.r.FallbackReason(); why != nil && len(reason) == 0 {
+			reason = append(reason, why.Error())
 		}
 	}
 	switch {
 	case len(modes) > 1:
 		return "mixed", strings.Join(reason, "; ")
-	case modes[safetensors.ModeDirect]:
+	case modes[storage.ModeDirect]:
 		return "direct", ""
 	}
 	return "buffered", strings.Join(reason, "; ")

@@ -13,6 +13,7 @@ import (
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,8 +29,8 @@ func checkSlotBytes(t *testing.T, s *Store, e int) {
 	}
 	l := &s.locs[s.key(0, e)]
 	mem := s.arena.mem[int64(sl)*s.slotBytes : int64(sl+1)*s.slotBytes]
-	_, _, pad := safetensors.Window(l.lo, l.n)
-	if s.files[l.file].Mode() == safetensors.ModeBuffered {
+	_, _, pad := storage.Window(l.lo, l.n)
+	if s.files[l.file].r.Mode() == storage.ModeBuffered {
 		pad = 0
 	}
 	for part := range nparts {
@@ -93,7 +94,7 @@ func TestFixtureByteExactUnderPressure(t *testing.T) {
 			for _, batched := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%d/batched=%v", pol, nslots, batched), func(t *testing.T) {
 					s, err := New(ck, Config{Layers: []int{0}, NumExperts: fixNE, TopK: fixTopK, Budget: int64(nslots) * SlotSize(fixExpertBytes)},
-						WithPolicy(pol), WithOpener(strictOpener), WithReadWorkers(3))
+						WithPolicy(pol), withStrictDirect(), WithReadWorkers(3))
 					require.NoError(t, err)
 					defer func() { require.NoError(t, s.Close()) }()
 					require.Equal(t, int64(12288), s.SlotBytes())
@@ -188,7 +189,7 @@ func TestFaultInjection(t *testing.T) {
 
 // Many goroutines requesting overlapping batches (and prefetching) always
 // see the right bytes; run with -race.
-func TestConcurrentGetMany(t *testing.T) {
+func TestConcurrentExperts(t *testing.T) {
 	ck := openFixture(t)
 	for _, pol := range []PolicyName{LRU, S3FIFO} {
 		s, err := New(ck, Config{Layers: []int{0}, NumExperts: fixNE, TopK: fixTopK, Budget: 20 * SlotSize(fixExpertBytes)},

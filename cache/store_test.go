@@ -40,7 +40,7 @@ func fixtureStore(t testing.TB, ck *safetensors.Checkpoint, topK, slots int, opt
 // get requests one expert and releases it at once.
 func get(t testing.TB, s *cache.Store, layer, e int) {
 	t.Helper()
-	_, release, err := s.Get(layer, e)
+	_, release, err := s.Experts(layer, []int{e}, nil)
 	require.NoError(t, err)
 	release()
 }
@@ -122,7 +122,7 @@ func TestLeasesPreventEviction(t *testing.T) {
 	ck := openFixture(t)
 	for _, pol := range []cache.PolicyName{cache.LRU, cache.S3FIFO} {
 		s := fixtureStore(t, ck, 4, 5, cache.WithPolicy(pol))
-		held, release, err := s.Get(0, 0)
+		held, release, err := s.Experts(0, []int{0}, nil)
 		require.NoError(t, err)
 		for e := 1; e < 24; e++ {
 			get(t, s, 0, e)
@@ -137,11 +137,11 @@ func TestLeasesPreventEviction(t *testing.T) {
 
 		var rels []func()
 		for e := range 5 {
-			_, r, err := s.Get(0, e)
+			_, r, err := s.Experts(0, []int{e}, nil)
 			require.NoError(t, err)
 			rels = append(rels, r)
 		}
-		_, _, err = s.Get(0, 9)
+		_, _, err = s.Experts(0, []int{9}, nil)
 		require.ErrorIs(t, err, cache.ErrNoEvictableSlot)
 		var le *cache.ExpertLoadError
 		require.ErrorAs(t, err, &le)

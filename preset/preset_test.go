@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/trunk"
 )
@@ -72,7 +73,7 @@ func TestLargest(t *testing.T) {
 // TestFloorBudget: the floor is accepted and one byte less is refused.
 func TestFloorBudget(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, k3.Synthesize(dir, "tiny", 1))
+	require.NoError(t, checkpoint.Synthesize(dir, "tiny", 1))
 	floor, err := FloorBudget(dir)
 	require.NoError(t, err)
 	require.Positive(t, floor)

@@ -16,9 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/k3-project/k3/storage"
 	"golang.org/x/sys/unix"
-
-	"github.com/k3-project/k3/safetensors"
 )
 
 // Chunk is the size of one read, the trunk ring's read size.
@@ -52,7 +51,7 @@ func Direct(path string, depth int, limit time.Duration, maxBytes int64) Result 
 		r.Err = err
 		return r
 	}
-	d, err := safetensors.OpenDirect(path)
+	d, err := storage.OpenReader(path)
 	if err != nil {
 		r.Err = err
 		return r
@@ -74,7 +73,7 @@ func Direct(path string, depth int, limit time.Duration, maxBytes int64) Result 
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	for w := range depth {
-		buf, err := safetensors.AllocAligned(Chunk)
+		buf, err := storage.AllocAligned(Chunk)
 		if err != nil {
 			r.Err = err
 			break
@@ -82,7 +81,7 @@ func Direct(path string, depth int, limit time.Duration, maxBytes int64) Result 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer safetensors.FreeAligned(buf)
+			defer storage.FreeAligned(buf)
 			var got int64
 			var werr error
 			for i := int64(w); i < n && (limit <= 0 || time.Since(t0) < limit); i += int64(depth) {

@@ -1,8 +1,12 @@
 package safetensors
 
 import (
+	"errors"
+	"io"
 	"os"
 	"strconv"
+
+	"github.com/k3-project/k3/storage"
 )
 
 // Bytes returns the tensor's data as a read-only view of a shared memory
@@ -102,10 +106,10 @@ func (c *Checkpoint) ReadF32(t *Tensor) ([]float32, error) {
 
 // ReadDirect reads the whole tensor into buf with an aligned direct read
 // (SPEC §7.5) and returns the payload inside buf plus the mode used. buf
-// must be 4096-aligned (see AllocAligned) with capacity of at least
-// WindowLen(t.Offset, t.Size); on a file system that refuses O_DIRECT the
+// must be 4096-aligned (see storage.AllocAligned) with capacity of at least
+// storage.WindowLen(t.Offset, t.Size); on a file system that refuses O_DIRECT the
 // read falls back to buffered I/O, reported once through the warnings.
-func (c *Checkpoint) ReadDirect(t *Tensor, buf []byte) ([]byte, IOMode, error) {
+func (c *Checkpoint) ReadDirect(t *Tensor, buf []byte) ([]byte, storage.Mode, error) {
 	s, err := c.shardOf(t)
 	if err != nil {
 		return nil, 0, err
@@ -114,12 +118,12 @@ func (c *Checkpoint) ReadDirect(t *Tensor, buf []byte) ([]byte, IOMode, error) {
 		f, isOS := s.f.(*os.File)
 		switch {
 		case c.opts.noDirect:
-			s.direct = NewDirectReader(s.f, ModeBuffered, nil)
+			s.direct = storage.NewBufferedReader(s.f)
 		case !isOS:
-			s.direct = NewDirectReader(s.f, ModeBuffered, nil)
+			s.direct = storage.NewBufferedReader(s.f)
 		default:
 			s.direct = c.opts.openDirect(f, s.path)
-			if s.direct.Mode() == ModeBuffered {
+			if s.direct.Mode() == storage.ModeBuffered {
 				c.warn("safetensors: direct I/O unavailable for " + s.path + ", using buffered reads: " + errString(s.direct.FallbackReason()))
 			}
 		}
@@ -132,11 +136,11 @@ func (c *Checkpoint) ReadDirect(t *Tensor, buf []byte) ([]byte, IOMode, error) {
 }
 
 // DirectMode reports which read mode ReadDirect has used for t's shard so
-// far (ModeBuffered before the first direct read).
-func (c *Checkpoint) DirectMode(t *Tensor) IOMode {
+// far (storage.ModeBuffered before the first direct read).
+func (c *Checkpoint) DirectMode(t *Tensor) storage.Mode {
 	s, err := c.shardOf(t)
 	if err != nil || s.direct == nil {
-		return ModeBuffered
+		return storage.ModeBuffered
 	}
 	return s.direct.Mode()
 }
@@ -160,4 +164,14 @@ func withTensor(err error, t *Tensor) error {
 		return e
 	}
 	return &Error{File: t.File, Tensor: t.Name, Pos: -1, Err: err}
+}
+
+// readFull is storage.ReadFull with a short read made an *Error, which the
+// callers then label with the file and tensor (withFile, withTensor).
+func readFull(r io.ReaderAt, p []byte, off int64) error {
+	err := storage.ReadFull(r, p, off)
+	if err != nil && errors.Is(err, ErrShortRead) {
+		return &Error{Pos: -1, Err: err}
+	}
+	return err
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/k3-project/k3/storage"
 )
 
 // IndexFileName is the index of a sharded checkpoint (SPEC §7.4).
@@ -38,7 +40,7 @@ type Checkpoint struct {
 type shard struct {
 	path string
 	base string
-	f    File
+	f    storage.File
 	size int64
 
 	meta       map[string]string
@@ -52,7 +54,7 @@ type shard struct {
 	isMapped atomic.Bool
 
 	directOnce sync.Once
-	direct     *DirectReader
+	direct     *storage.Reader
 
 	sums checksums // ChecksumKey, parsed on first use
 }
@@ -192,7 +194,7 @@ func (c *Checkpoint) openShard(path string) (*shard, error) {
 
 // ReadHeader reads and validates the header of one safetensors file through
 // r (its size comes from r.Stat); path only labels errors.
-func ReadHeader(path string, r File) (*Header, error) {
+func ReadHeader(path string, r storage.File) (*Header, error) {
 	p, _, err := readHeader(path, r, maphash.MakeSeed(), true)
 	if err != nil {
 		return nil, err
@@ -202,7 +204,7 @@ func ReadHeader(path string, r File) (*Header, error) {
 	return h, nil
 }
 
-func readHeader(path string, f File, seed maphash.Seed, dedupe bool) (*parsed, int64, error) {
+func readHeader(path string, f storage.File, seed maphash.Seed, dedupe bool) (*parsed, int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, 0, err

@@ -15,10 +15,10 @@
 //
 // Tensor bytes are reached three ways: Bytes returns a zero-copy view of a
 // shared read-only mapping; ReadAt does buffered reads that loop in chunks
-// of at most 1 GiB and treat a short read as an error; ReadDirect and
-// DirectReader do 4096-aligned O_DIRECT reads into off-heap buffers
-// (AllocAligned), falling back to buffered reads where the file system
-// refuses O_DIRECT. Advise forwards madvise/fadvise hints for streaming.
+// of at most 1 GiB and treat a short read as an error; ReadDirect does
+// 4096-aligned O_DIRECT reads into off-heap buffers (storage.Reader,
+// storage.AllocAligned), falling back to buffered reads where the file
+// system refuses O_DIRECT. Advise forwards madvise/fadvise hints for streaming.
 // ReadF32 and the standalone converters (BF16ToF32, F16ToF32, ...) widen
 // elements to float32 exactly.
 //

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/k3-project/k3/storage"
 )
 
 // Sentinel errors. Every validation failure wraps exactly one of them in an
@@ -64,12 +66,12 @@ var (
 
 	// Access.
 	ErrNotFound      = errors.New("safetensors: tensor not found")
-	ErrShortRead     = errors.New("safetensors: short read")
+	ErrShortRead     = storage.ErrShortRead
 	ErrOutOfRange    = errors.New("safetensors: read outside the tensor")
 	ErrClosed        = errors.New("safetensors: checkpoint closed")
 	ErrForeignTensor = errors.New("safetensors: tensor does not belong to this checkpoint")
 	ErrNotWidenable  = errors.New("safetensors: dtype cannot be widened to float32")
-	ErrUnaligned     = errors.New("safetensors: direct-I/O buffer not 4096-aligned or too small")
+	ErrUnaligned     = storage.ErrUnaligned
 	ErrLength        = errors.New("safetensors: source and destination lengths disagree")
 	// ErrNotRegular: a shard or index path is a FIFO, device, socket or
 	// directory; opening or reading it could block forever.

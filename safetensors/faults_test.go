@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/internal/faultfs"
+
+	"github.com/k3-project/k3/storage"
 )
 
 // faultCkpt writes a two-shard checkpoint of 64 KiB tensors (so each shard
@@ -41,7 +43,7 @@ func faultCkpt(t *testing.T) (string, map[string][]byte) {
 
 func openFaulty(t *testing.T, dir string, x *faultfs.FS) *Checkpoint {
 	t.Helper()
-	ck, err := Open(dir, WithOpener(func(p string) (File, error) {
+	ck, err := Open(dir, WithOpener(func(p string) (storage.File, error) {
 		f, err := x.Open(p)
 		if err != nil {
 			return nil, err
@@ -95,9 +97,9 @@ func TestInjectedFaults(t *testing.T) {
 				{"Bytes", func() ([]byte, error) { return ck.Bytes(tt) }},
 				{"ReadF32", func() ([]byte, error) { _, err := ck.ReadF32(tt); return nil, err }},
 				{"ReadDirect", func() ([]byte, error) {
-					buf, err := AllocAligned(int(WindowLen(tt.Offset, tt.Size)))
+					buf, err := storage.AllocAligned(int(storage.WindowLen(tt.Offset, tt.Size)))
 					require.NoError(t, err)
-					defer FreeAligned(buf)
+					defer storage.FreeAligned(buf)
 					p, _, err := ck.ReadDirect(tt, buf)
 					if err != nil {
 						return nil, err
@@ -122,13 +124,13 @@ func TestInjectedFaults(t *testing.T) {
 	t.Run("shrunk before open", func(t *testing.T) {
 		x := faultfs.New()
 		x.Shrink(shard1, 1000)
-		_, err := Open(dir, WithOpener(func(p string) (File, error) { return x.Open(p) }))
+		_, err := Open(dir, WithOpener(func(p string) (storage.File, error) { return x.Open(p) }))
 		assert.ErrorIs(t, err, ErrDataBeyondFile)
 	})
 	t.Run("flipped header byte", func(t *testing.T) {
 		x := faultfs.New()
 		x.Flip(shard1, 8, 0) // '{' → 'z'
-		_, err := Open(dir, WithOpener(func(p string) (File, error) { return x.Open(p) }))
+		_, err := Open(dir, WithOpener(func(p string) (storage.File, error) { return x.Open(p) }))
 		assert.ErrorIs(t, err, ErrNotObject)
 	})
 }
@@ -291,7 +293,7 @@ func FuzzFaults(f *testing.F) {
 		case 3:
 			x.Shrink("m.safetensors", o)
 		}
-		ck, err := Open(path, WithOpener(func(p string) (File, error) { return x.Open(p) }))
+		ck, err := Open(path, WithOpener(func(p string) (storage.File, error) { return x.Open(p) }))
 		if err != nil {
 			return
 		}

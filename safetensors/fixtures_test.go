@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/fixtures"
+
+	"github.com/k3-project/k3/storage"
 )
 
 func TestFixtureST(t *testing.T) {
@@ -55,7 +57,7 @@ func TestFixtureST(t *testing.T) {
 			if err != nil || !bytes.Equal(rd, want) {
 				t.Errorf("%s: Read mismatch (%v)", name, err)
 			}
-			buf, err := AllocAligned(int(WindowLen(tt.Offset, tt.Size)) + Alignment)
+			buf, err := storage.AllocAligned(int(storage.WindowLen(tt.Offset, tt.Size)) + storage.Alignment)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +65,7 @@ func TestFixtureST(t *testing.T) {
 			if err != nil || !bytes.Equal(p, want) {
 				t.Errorf("%s: ReadDirect mismatch (%v)", name, err)
 			}
-			FreeAligned(buf)
+			storage.FreeAligned(buf)
 			if Widenable(tt.DType) {
 				f, err := c.ReadF32(tt)
 				if err != nil {

@@ -62,7 +62,7 @@ func FuzzHeader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, hdr []byte, dataLen uint32) {
 		h, err := ParseHeader("fuzz", hdr, int64(dataLen))
-		// The same bytes as a file, read through the File seam.
+		// The same bytes as a file, read through the storage.File seam.
 		file := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
 		file = append(file, hdr...)
 		if dataLen <= 1<<16 {

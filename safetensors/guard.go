@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"unsafe"
+
+	"github.com/k3-project/k3/storage"
 )
 
 // Guard runs fn, which reads views returned by Bytes, and turns a memory
@@ -83,7 +85,7 @@ func (c *Checkpoint) CheckSizes() error {
 }
 
 func (s *shard) checkSize() error {
-	size, err := currentSize(s.f)
+	size, err := storage.Size(s.f)
 	if err != nil {
 		return &Error{File: s.path, Pos: -1, Err: err, Detail: "re-checking the size"}
 	}

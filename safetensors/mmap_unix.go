@@ -26,34 +26,3 @@ func unmap(b []byte) error {
 	}
 	return unix.Munmap(b)
 }
-
-// AllocAligned returns n bytes of zeroed anonymous memory outside the Go
-// heap, page-aligned (so valid for direct reads) and invisible to the
-// garbage collector. Release it with FreeAligned.
-func AllocAligned(n int) ([]byte, error) {
-	if n <= 0 {
-		return nil, unix.EINVAL
-	}
-	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-}
-
-// FreeAligned releases memory from AllocAligned.
-func FreeAligned(b []byte) error { return unmap(b[:cap(b)]) }
-
-// currentSize returns the size of the file behind f now. For an *os.File it asks fstat(2)
-// directly: File.Stat allocates its FileInfo, and the mapped path re-checks every shard's size
-// after every forward pass.
-func currentSize(f File) (int64, error) {
-	if of, ok := f.(*os.File); ok {
-		var st unix.Stat_t
-		if err := unix.Fstat(int(of.Fd()), &st); err != nil {
-			return 0, err
-		}
-		return st.Size, nil
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
-}

@@ -2,44 +2,35 @@ package safetensors
 
 import (
 	"errors"
-	"io"
-	"io/fs"
 	"os"
 
 	"github.com/k3-project/k3/internal/regfile"
-)
 
-// File is what a shard is read through. *os.File implements it; tests and
-// exotic storage supply their own through WithOpener.
-type File interface {
-	io.ReaderAt
-	io.Closer
-	Stat() (fs.FileInfo, error)
-}
+	"github.com/k3-project/k3/storage"
+)
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	open     func(path string) (File, error)
-	custom   bool
+	open     storage.Opener
 	warn     func(msg string)
 	workers  int
 	lenient  bool
 	noDirect bool
 
-	// openDirect is openDirectFor; tests replace it to simulate a file
+	// openDirect is storage.NewReader; tests replace it to simulate a file
 	// system that refuses O_DIRECT.
-	openDirect func(f *os.File, path string) *DirectReader
+	openDirect func(f *os.File, path string) *storage.Reader
 }
 
 func defaultOptions() options {
-	return options{open: openRegular, openDirect: openDirectFor}
+	return options{open: openRegular, openDirect: func(f *os.File, path string) *storage.Reader { return storage.NewReader(f, path) }}
 }
 
 // openRegular opens a shard without blocking (a FIFO would block open(2)
 // forever) and refuses anything but a regular file.
-func openRegular(path string) (File, error) {
+func openRegular(path string) (storage.File, error) {
 	f, _, err := regfile.Open(path)
 	if errors.Is(err, regfile.ErrNotRegular) {
 		return nil, newErr(path, "", -1, ErrNotRegular, err.Error())
@@ -50,14 +41,13 @@ func openRegular(path string) (File, error) {
 	return f, nil
 }
 
-// WithOpener makes Open read shards through open instead of os.Open. When
-// the returned File is not an *os.File, Bytes returns heap copies instead of
+// WithOpener makes Open read shards through open instead of storage.Open.
+// When the returned File is not an *os.File, Bytes returns heap copies instead of
 // mmap views and direct reads fall back to buffered reads through it.
-func WithOpener(open func(path string) (File, error)) Option {
+func WithOpener(open storage.Opener) Option {
 	return func(o *options) {
 		if open != nil {
 			o.open = open
-			o.custom = true
 		}
 	}
 }

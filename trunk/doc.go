@@ -1,8 +1,8 @@
 // Package trunk holds the dense weights of a model (every per-layer tensor except routed experts,
 // plus the output head) under a memory budget: it plans what stays resident and what streams,
 // loads the resident part, streams the rest from disk through a small ring of aligned slots in
-// the fixed walk order of a forward pass, and packs a checkpoint's trunk into the trunk.bin +
-// trunk.json layout of SPEC §8.
+// the fixed walk order of a forward pass, packs a checkpoint's trunk into the trunk.bin +
+// trunk.json layout of SPEC §8 and opens a packed trunk again (OpenPacked).
 //
 // The layer math never sees where its weights come from: Store.Matrix returns a quant.Matrix,
 // either a view of resident memory or a matrix whose row ranges are leased from the ring while a
@@ -11,5 +11,6 @@
 //
 // The package knows nothing of the model: callers describe tensors (name, file, offset, size,
 // dtype, matrix shape, the order in which the layer math first uses them) and receive matrices.
-// It imports quant and safetensors, never the root package.
+// It reads files through package storage, imports quant and safetensors, and never the root
+// package.
 package trunk

@@ -13,6 +13,7 @@ import (
 
 	"github.com/k3-project/k3/internal/strictjson"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // File names of a packed trunk (SPEC §8.1, §8.2).
@@ -80,7 +81,7 @@ func allowedDType(d string) (safetensors.DType, error) {
 // ErrIncomplete when trunk.json is absent but trunk.bin or a partial pack is there).
 func ReadLayout(dir string, numLayers int, exp Expect) (*Layout, error) {
 	path := filepath.Join(dir, LayoutName)
-	f, err := os.Open(path)
+	f, err := storage.Open(path) // never blocks on a FIFO
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if _, e := os.Stat(filepath.Join(dir, BinName)); e == nil {
@@ -90,7 +91,7 @@ func ReadLayout(dir string, numLayers int, exp Expect) (*Layout, error) {
 		return nil, fmt.Errorf("trunk: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxLayoutBytes+1))
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, maxLayoutBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("trunk: read %s: %w", path, err)
 	}
@@ -131,7 +132,7 @@ func ParseLayout(data []byte, binSize int64, numLayers int, exp Expect) (*Layout
 	if l.Align, err = int64Field(v, "align"); err != nil {
 		return nil, err
 	}
-	if l.Align != safetensors.Alignment {
+	if l.Align != storage.Alignment {
 		l.Buffered = true
 		if l.Align <= 0 {
 			return nil, layoutErr("align %d", l.Align)
@@ -188,7 +189,7 @@ func parseRun(lv *strictjson.Value, i int, binSize int64, exp Expect) (*LayerRun
 			return nil, layoutErr("layer %d: %s %d is negative", i, f.key, *f.dst)
 		}
 	}
-	if r.FileOff%safetensors.Alignment != 0 || r.NBytes%safetensors.Alignment != 0 {
+	if r.FileOff%storage.Alignment != 0 || r.NBytes%storage.Alignment != 0 {
 		return nil, layoutErr("layer %d: file_off %d and nbytes %d must be multiples of 4096", i, r.FileOff, r.NBytes)
 	}
 	if r.FileOff > binSize || r.NBytes > binSize-r.FileOff {

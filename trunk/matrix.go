@@ -5,8 +5,6 @@ import (
 	"math"
 	"sync"
 
-	"github.com/k3-project/k3/internal/poolmat"
-
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 )
@@ -76,7 +74,7 @@ func (m *Matrix) MatVecWorkers(dst, x []float32, workers int) {
 		panic(fmt.Sprintf("trunk.Matrix.MatVec %s: len(dst)=%d len(x)=%d, want %d and %d", m.t.Name, len(dst), len(x), m.Rows(), m.Cols()))
 	}
 	m.each(func(v quant.Matrix, r0, r1 int) {
-		poolmat.MatVec(m.s.opts.Pool, v, dst[r0-m.lo:r1-m.lo], x, workers)
+		quant.MatVecOn(m.s.opts.Runner, v, dst[r0-m.lo:r1-m.lo], x, workers)
 	}, func(r0, r1 int) { fillNaN(dst[r0-m.lo : r1-m.lo]) })
 }
 
@@ -90,7 +88,7 @@ func (m *Matrix) MatMulWorkers(dst []float32, stride int, x []float32, n, worker
 		return
 	}
 	m.each(func(v quant.Matrix, r0, r1 int) {
-		poolmat.MatMul(m.s.opts.Pool, v, dst[r0-m.lo:], stride, x, n, workers)
+		quant.MatMulOn(m.s.opts.Runner, v, dst[r0-m.lo:], stride, x, n, workers)
 	}, func(r0, r1 int) {
 		for t := range n {
 			fillNaN(dst[t*stride+r0-m.lo : t*stride+r1-m.lo])

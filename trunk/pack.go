@@ -15,6 +15,7 @@ import (
 
 	"github.com/k3-project/k3/internal/strictjson"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // SourceTensor is one trunk tensor to pack, located in a checkpoint shard.
@@ -53,7 +54,7 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 	if err := os.Remove(layoutPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("trunk: pack: %w", err)
 	}
-	l := &Layout{NumLayers: len(layers), Align: safetensors.Alignment}
+	l := &Layout{NumLayers: len(layers), Align: storage.Alignment}
 	type seg struct {
 		src      SourceTensor
 		runOff   int64
@@ -94,7 +95,7 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 			}
 			r.Unpadded = plans[i][len(plans[i])-1].runOff + srt[len(srt)-1].Size
 		}
-		r.NBytes = roundUp(r.Unpadded, safetensors.Alignment)
+		r.NBytes = roundUp(r.Unpadded, storage.Alignment)
 		for _, s := range plans[i] {
 			r.Tensors = append(r.Tensors, RunTensor{Name: s.src.Name, Off: s.runOff, NBytes: s.src.Size, DType: s.src.DType, Shape: s.src.Shape})
 		}
@@ -111,7 +112,7 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 	}
 	defer out.Close()
 	buf := make([]byte, o.ChunkBytes)
-	files := map[string]*os.File{}
+	files := map[string]storage.File{}
 	defer func() {
 		for _, f := range files {
 			f.Close()
@@ -135,7 +136,7 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 			}
 			f := files[s.src.File]
 			if f == nil {
-				if f, err = os.Open(s.src.File); err != nil {
+				if f, err = storage.Open(s.src.File); err != nil {
 					return nil, fmt.Errorf("trunk: pack: %w", err)
 				}
 				files[s.src.File] = f

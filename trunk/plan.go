@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // Defaults of PlanConfig.
@@ -21,7 +21,7 @@ const (
 	DefaultSlotBytes = 64 << 20
 	// window is the room a slot keeps for the aligned window around a piece: up to 4096 bytes
 	// before it and after it (SPEC §9.2).
-	window = 2 * safetensors.Alignment
+	window = 2 * storage.Alignment
 )
 
 // PlanConfig is the input of Plan.
@@ -117,7 +117,7 @@ type item struct {
 // pinnedBytes is the arena room a pinned tensor takes: its aligned window, so it can be read
 // with O_DIRECT straight into place.
 func pinnedBytes(t *Tensor) int64 {
-	return roundUp(safetensors.WindowLen(t.Offset, t.Size), safetensors.Alignment)
+	return roundUp(storage.WindowLen(t.Offset, t.Size), storage.Alignment)
 }
 
 // minPiece is the smallest slot that can hold t's smallest piece: the whole tensor when Whole,
@@ -127,7 +127,7 @@ func minPiece(t *Tensor) int64 {
 	if t.Whole {
 		n = t.Size
 	}
-	return roundUp(n+window, safetensors.Alignment)
+	return roundUp(n+window, storage.Alignment)
 }
 
 // NewPlan plans tensors (every matrix of every layer and the head, and the embedding table if
@@ -182,7 +182,7 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 			p.LayerBytes += t.Size
 		}
 		minSlot = max(minSlot, minPiece(t))
-		maxSlot = max(maxSlot, roundUp(t.Size+window, safetensors.Alignment))
+		maxSlot = max(maxSlot, roundUp(t.Size+window, storage.Alignment))
 	}
 	if embed != nil {
 		p.EmbedRowSize = embed.rowBytes()
@@ -212,14 +212,14 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 	})
 	// A slot larger than a sixteenth of the budget buys fewer reads at the price of pins; a
 	// tensor larger than a slot streams in row ranges, so no slot needs to hold the largest one.
-	capSlot := max(minSlot, min(roundUp(slotCap, safetensors.Alignment), (avail/16)&^(safetensors.Alignment-1)))
+	capSlot := max(minSlot, min(roundUp(slotCap, storage.Alignment), (avail/16)&^(storage.Alignment-1)))
 	// The ring: slots as large as the cap allows (fewer, larger reads), shrunk towards the floor's
 	// slot before the read-ahead slot is given up.
 	fit := func(slot int64) (int, int64) {
 		r := ring
 		for int64(r)*slot > avail {
 			if slot > minSlot {
-				slot = max(minSlot, (avail/int64(r))&^(safetensors.Alignment-1))
+				slot = max(minSlot, (avail/int64(r))&^(storage.Alignment-1))
 				continue
 			}
 			if r == 1 {
@@ -246,7 +246,7 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 		var n int64
 		for i := range tensors {
 			if t := &tensors[i]; t.Item != Embed && !pinnedSet[t.Item] {
-				n = max(n, roundUp(t.Size+window, safetensors.Alignment))
+				n = max(n, roundUp(t.Size+window, storage.Alignment))
 			}
 		}
 		if n == 0 {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/k3-project/k3/internal/parallel"
 	"math"
 	"slices"
 	"sync"
@@ -14,12 +13,14 @@ import (
 
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // Options configure Open.
 type Options struct {
-	// Open opens weight files (default OpenFile: O_DIRECT with a buffered fallback).
-	Open Opener
+	// Open opens weight files (default storage.Open). Files that are an *os.File are read with
+	// O_DIRECT where the file system allows it, others through their ReadAt.
+	Open storage.Opener
 	// NoHugePages leaves MADV_HUGEPAGE off the pinned and ring arenas.
 	NoHugePages bool
 	// Readers is the number of concurrent reads one slot fill is split into (default 4).
@@ -28,9 +29,9 @@ type Options struct {
 	ChunkBytes int64
 	// Verify lists packed layers whose run is checked against its sha256 on first load.
 	Verify []Checksum
-	// Pool, when set, runs the row splits of streamed and pinned matrices (see package
-	// poolmat); nil starts goroutines per call.
-	Pool *parallel.Pool
+	// Runner, when set, runs the row splits of streamed and pinned matrices (quant.MatVecOn);
+	// nil starts goroutines per call.
+	Runner quant.Runner
 	// OnRead, when set, is called after every completed read of weights with the item (layer,
 	// Head or Embed), the file offset and length and the time the read took.
 	OnRead func(item int, off, n int64, d time.Duration)
@@ -107,8 +108,9 @@ type piece struct {
 
 type openFile struct {
 	path string
-	f    File
-	size int64
+	f    storage.File
+	r    *storage.Reader // aligned reads of f
+	size int64           // at open: it bounds every read, so a file that shrinks gives a short read, never zeros
 }
 
 // Store serves the dense weights of a plan. Pinned tensors are loaded at Open; streamed tensors
@@ -155,7 +157,7 @@ type itemState struct {
 // tensors must be the ones the plan was made from.
 func Open(p *Plan, tensors []Tensor, o Options) (*Store, error) {
 	if o.Open == nil {
-		o.Open = OpenFile
+		o.Open = storage.Open
 	}
 	if o.Readers <= 0 {
 		o.Readers = 4
@@ -163,8 +165,8 @@ func Open(p *Plan, tensors []Tensor, o Options) (*Store, error) {
 	if o.ChunkBytes <= 0 {
 		o.ChunkBytes = 8 << 20
 	}
-	if o.ChunkBytes%safetensors.Alignment != 0 {
-		return nil, fmt.Errorf("trunk: chunk of %d bytes is not a multiple of %d", o.ChunkBytes, safetensors.Alignment)
+	if o.ChunkBytes%storage.Alignment != 0 {
+		return nil, fmt.Errorf("trunk: chunk of %d bytes is not a multiple of %d", o.ChunkBytes, storage.Alignment)
 	}
 	s := &Store{plan: p, opts: o, files: map[string]*openFile{}, mats: map[string]quant.Matrix{},
 		items: map[int]*itemState{}, walk: -1, wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -197,11 +199,16 @@ func (s *Store) file(path string) (*openFile, error) {
 	if f := s.files[path]; f != nil {
 		return f, nil
 	}
-	f, size, err := s.opts.Open(path)
+	f, err := s.opts.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("trunk: open %s: %w", path, err)
 	}
-	of := &openFile{path: path, f: f, size: size}
+	size, err := storage.Size(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("trunk: open %s: %w", path, err)
+	}
+	of := &openFile{path: path, f: f, r: storage.NewReader(f, path), size: size}
 	s.files[path] = of
 	return of, nil
 }
@@ -255,7 +262,7 @@ func (s *Store) open(tensors []Tensor) error {
 			}
 		case t.Item == Embed:
 			rr := &rowReader{s: s, t: t, f: f, ctor: ctor}
-			if rr.buf, err = newArena(roundUp(t.rowBytes()+window, safetensors.Alignment), false); err != nil {
+			if rr.buf, err = newArena(roundUp(t.rowBytes()+window, storage.Alignment), false); err != nil {
 				return err
 			}
 			s.rows = rr
@@ -362,7 +369,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	var errs []error
 	for _, f := range s.files {
-		errs = append(errs, f.f.Close())
+		errs = append(errs, f.r.Close(), f.f.Close())
 	}
 	errs = append(errs, s.pinned.free(), s.ring.free())
 	if s.rows != nil {
@@ -634,10 +641,10 @@ func (s *Store) read(item int, label string, f *openFile, buf []byte, off, n int
 	if off < 0 || n < 0 || off > f.size || n > f.size-off {
 		return nil, fail(off, n, fmt.Errorf("%w: the file has %d bytes", safetensors.ErrShortRead, f.size))
 	}
-	lo, _, pad := safetensors.Window(off, n)
+	lo, _, pad := storage.Window(off, n)
 	end := off + n
-	if int64(len(buf)) < safetensors.WindowLen(off, n) {
-		return nil, fail(off, n, fmt.Errorf("trunk: buffer of %d bytes for a %d-byte window", len(buf), safetensors.WindowLen(off, n)))
+	if int64(len(buf)) < storage.WindowLen(off, n) {
+		return nil, fail(off, n, fmt.Errorf("trunk: buffer of %d bytes for a %d-byte window", len(buf), storage.WindowLen(off, n)))
 	}
 	chunks := int((end - lo + s.opts.ChunkBytes - 1) / s.opts.ChunkBytes)
 	errs := make([]error, chunks)
@@ -649,14 +656,14 @@ func (s *Store) read(item int, label string, f *openFile, buf []byte, off, n int
 		k := min(s.opts.ChunkBytes, end-at)
 		dst := buf[at-lo:]
 		one := func() {
-			p, err := f.f.ReadAligned(dst, at, k)
+			p, err := f.r.ReadAligned(dst, at, k)
 			switch {
 			case err != nil:
 				errs[c] = fail(at, k, err)
 			case int64(len(p)) != k || (len(p) > 0 && &p[0] != &dst[0]):
 				errs[c] = fail(at, k, fmt.Errorf("%w: %d of %d bytes, or not in place", safetensors.ErrShortRead, len(p), k))
 			}
-			if f.f.Mode() == safetensors.ModeBuffered {
+			if f.r.Mode() == storage.ModeBuffered {
 				s.mode.Store(1)
 			}
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // source writes a file holding nl layers of two bf16 matrices each (rows×cols, deterministic
@@ -100,21 +101,21 @@ func TestPlanFloorAndPinning(t *testing.T) {
 // slowFile delays reads randomly and can fail one offset: it shakes out races between the
 // read-ahead goroutine and the compute side.
 type slowFile struct {
-	File
+	storage.File
 	r    *rand.Rand
 	mu   sync.Mutex
 	fail int64
 }
 
-func (s *slowFile) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
+func (s *slowFile) ReadAt(p []byte, off int64) (int, error) {
 	s.mu.Lock()
 	d := time.Duration(s.r.IntN(200)) * time.Microsecond
 	s.mu.Unlock()
 	time.Sleep(d)
-	if s.fail >= 0 && off <= s.fail && s.fail < off+n {
-		return nil, syscall.EIO
+	if s.fail >= 0 && off <= s.fail && s.fail < off+int64(len(p)) {
+		return 0, syscall.EIO
 	}
-	return s.File.ReadAligned(buf, off, n)
+	return s.File.ReadAt(p, off)
 }
 
 // TestRingNeverServesStaleBytes walks the pieces many times through rings of 1 … 8 slots with
@@ -135,9 +136,9 @@ func TestRingNeverServesStaleBytes(t *testing.T) {
 				p, err := NewPlan(ts, 5, PlanConfig{Budget: int64(ring) * floor.MinSlot, Ring: ring, SlotBytes: 1})
 				require.NoError(t, err)
 				require.Equal(t, ring, p.Slots)
-				open := func(path string) (File, int64, error) {
-					f, n, err := BufferedOpener(path)
-					return &slowFile{File: f, r: rand.New(rand.NewPCG(uint64(ring), 9)), fail: -1}, n, err
+				open := func(path string) (storage.File, error) {
+					f, err := storage.Open(path)
+					return &slowFile{File: f, r: rand.New(rand.NewPCG(uint64(ring), 9)), fail: -1}, err
 				}
 				s, err := Open(p, ts, Options{Open: open, ChunkBytes: 4096})
 				require.NoError(t, err)
@@ -174,9 +175,9 @@ func TestStreamReadFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, p.Slots, 1)
 	target := ts[2] // layer 1's first matrix
-	open := func(path string) (File, int64, error) {
-		f, n, err := BufferedOpener(path)
-		return &slowFile{File: f, r: rand.New(rand.NewPCG(1, 1)), fail: target.Offset + target.Size/2}, n, err
+	open := func(path string) (storage.File, error) {
+		f, err := storage.Open(path)
+		return &slowFile{File: f, r: rand.New(rand.NewPCG(1, 1)), fail: target.Offset + target.Size/2}, err
 	}
 	s, err := Open(p, ts, Options{Open: open})
 	require.NoError(t, err)
@@ -254,6 +255,44 @@ func TestPackGathersAndVerifies(t *testing.T) {
 			}
 		}
 	}
+}
+
+// OpenPacked serves the packed tensors under their names, widens them from trunk.bin, reads
+// through the opener it is given, and names a trunk.bin shorter than trunk.json says.
+func TestOpenPacked(t *testing.T) {
+	_, ts := source(t, 2, 32, 16)
+	dir := packed(t, ts, 2)
+	opened := 0
+	open := func(path string) (storage.File, error) { opened++; return storage.Open(path) }
+	p, err := OpenPacked(dir, 2, Expect{}, open)
+	require.NoError(t, err)
+	defer p.Close()
+	assert.Equal(t, 1, opened)
+	assert.Len(t, p.Checksums(), 2)
+	assert.Equal(t, filepath.Join(dir, LayoutName), p.LayoutPath())
+	src, err := os.ReadFile(ts[0].File)
+	require.NoError(t, err)
+	for _, tt := range ts {
+		pt, ok := p.Tensor(tt.Name)
+		if tt.Item < 0 {
+			require.False(t, ok, "%s is not a layer's", tt.Name)
+			continue
+		}
+		require.True(t, ok, tt.Name)
+		require.True(t, p.Holds(pt))
+		got, err := p.ReadF32(pt)
+		require.NoError(t, err)
+		want := make([]float32, tt.Rows*tt.Cols)
+		require.NoError(t, safetensors.WidenF32(want, src[tt.Offset:tt.Offset+tt.Size], safetensors.BF16))
+		require.Equal(t, want, got, tt.Name)
+	}
+	_, ok := p.Tensor("layers.9.nothing")
+	assert.False(t, ok)
+	last, ok := p.Tensor(ts[len(ts)-2].Name)
+	require.True(t, ok)
+	require.NoError(t, os.Truncate(filepath.Join(dir, BinName), last.Offset+2))
+	_, err = p.ReadF32(last)
+	require.ErrorIs(t, err, safetensors.ErrShortRead)
 }
 
 func TestPackVerbatim(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache/sim"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/preset"
 	"github.com/k3-project/k3/sysmem"
 )
@@ -325,7 +326,7 @@ func cmdPackTrunk(argv []string, stdout, stderr io.Writer) int {
 	}
 	start := time.Now()
 	report, finish := reportTo(stderr, "k3 pack-trunk", 0)
-	err := k3.PackTrunk(a.pos[0], a.pos[1], report)
+	err := checkpoint.PackTrunk(a.pos[0], a.pos[1], report)
 	finish()
 	if err != nil {
 		fail(stderr, err)

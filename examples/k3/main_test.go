@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/fixtures"
 )
 
@@ -38,7 +38,7 @@ func synthTiny(t *testing.T) string {
 			return
 		}
 		tinyDir = filepath.Join(d, "tiny")
-		tinyErr = k3.Synthesize(tinyDir, "tiny", 3)
+		tinyErr = checkpoint.Synthesize(tinyDir, "tiny", 3)
 	})
 	if tinyErr != nil {
 		t.Fatal(tinyErr)

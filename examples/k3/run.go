@@ -19,6 +19,7 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/cache/trace"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/sample"
 	"github.com/k3-project/k3/sysmem"
@@ -265,7 +266,7 @@ func openExit(err error) int {
 		return exitUsage
 	}
 	if errors.Is(err, config.ErrInvalidJSON) || errors.Is(err, config.ErrTooLarge) || budgetRefused(err) ||
-		errors.Is(err, config.ErrTooFewTensors) || errors.Is(err, k3.ErrExtraLayers) {
+		errors.Is(err, config.ErrTooFewTensors) || errors.Is(err, checkpoint.ErrExtraLayers) {
 		return exitUsage
 	}
 	return exitRuntime

@@ -11,15 +11,15 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 )
 
 func listGeometries(stdout io.Writer) int {
 	w := 0
-	for _, g := range k3.Geometries() {
+	for _, g := range checkpoint.Geometries() {
 		w = max(w, len(g.Name))
 	}
-	for _, g := range k3.Geometries() {
+	for _, g := range checkpoint.Geometries() {
 		fmt.Fprintf(stdout, "%-*s  %s\n", w, g.Name, g.Description)
 	}
 	return exitOK
@@ -61,15 +61,15 @@ func cmdSynth(argv []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return synthCmd.usageFail(stderr, err)
 	}
-	stop := removeOnSignal(k3.SynthesisStagingDir(a.pos[1]), stderr)
+	stop := removeOnSignal(checkpoint.SynthesisStagingDir(a.pos[1]), stderr)
 	// The small geometries take a moment; a bar would only flicker.
 	report, finish := reportTo(stderr, "k3 synth "+a.pos[0], 64<<20)
-	err = k3.SynthesizeProgress(a.pos[1], a.pos[0], seed, report)
+	err = checkpoint.SynthesizeProgress(a.pos[1], a.pos[0], seed, report)
 	finish()
 	stop()
 	if err != nil {
 		fail(stderr, err)
-		if errors.Is(err, k3.ErrDirNotEmpty) {
+		if errors.Is(err, checkpoint.ErrDirNotEmpty) {
 			return exitUsage // the command line names a directory that cannot be used
 		}
 		return exitRuntime
@@ -111,14 +111,14 @@ func removeOnSignal(staging string, stderr io.Writer) (stop func()) {
 
 func geometryNames() string {
 	var names []string
-	for _, g := range k3.Geometries() {
+	for _, g := range checkpoint.Geometries() {
 		names = append(names, g.Name)
 	}
 	return strings.Join(names, ", ")
 }
 
 func knownGeometry(name string) bool {
-	for _, g := range k3.Geometries() {
+	for _, g := range checkpoint.Geometries() {
 		if g.Name == name {
 			return true
 		}
@@ -183,9 +183,9 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) int {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	if err := k3.Synthesize(dir, "tiny", int64(seed)); err != nil {
+	if err := checkpoint.Synthesize(dir, "tiny", int64(seed)); err != nil {
 		fail(stderr, err)
-		if errors.Is(err, k3.ErrDirNotEmpty) {
+		if errors.Is(err, checkpoint.ErrDirNotEmpty) {
 			return exitUsage
 		}
 		return exitRuntime

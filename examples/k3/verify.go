@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/safetensors"
 )
 
@@ -40,7 +40,7 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) int {
 	case a.has("--manifest") && a.has("--write-manifest"):
 		err = usagef("--write-manifest", "conflicts with --manifest")
 	}
-	var want *k3.Manifest
+	var want *checkpoint.Manifest
 	if err == nil && a.has("--manifest") {
 		want, err = readManifest(a.vals["--manifest"])
 	}
@@ -72,8 +72,8 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) int {
 	if n == 0 && (want != nil || out != "") {
 		progress := hashProgress(stderr, dir)
 		if want != nil {
-			var me *k3.ManifestError
-			if err := k3.VerifyManifest(dir, want, progress.report); errors.As(err, &me) {
+			var me *checkpoint.ManifestError
+			if err := checkpoint.VerifyManifest(dir, want, progress.report); errors.As(err, &me) {
 				for _, p := range me.Problems {
 					fmt.Fprintf(stderr, "k3 verify: %s\n", p)
 				}
@@ -101,13 +101,13 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) int {
 }
 
 // readManifest reads --manifest; an unreadable or malformed file is a usage error.
-func readManifest(path string) (*k3.Manifest, error) {
+func readManifest(path string) (*checkpoint.Manifest, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, usagef("--manifest", "%v", err)
 	}
 	defer f.Close()
-	m, err := k3.ReadManifest(f)
+	m, err := checkpoint.ReadManifest(f)
 	if err != nil {
 		return nil, usagef("--manifest", "%s: %v", path, err)
 	}
@@ -115,8 +115,8 @@ func readManifest(path string) (*k3.Manifest, error) {
 }
 
 // writeManifest writes the manifest of dir to path ("-": stdout).
-func writeManifest(dir, path string, stdout io.Writer, progress k3.Progress) error {
-	m, err := k3.BuildManifest(dir, progress)
+func writeManifest(dir, path string, stdout io.Writer, progress checkpoint.Progress) error {
+	m, err := checkpoint.BuildManifest(dir, progress)
 	if err != nil {
 		return err
 	}

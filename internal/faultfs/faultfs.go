@@ -14,12 +14,13 @@
 //   - Shrink(name, size): Stat and ReadAt see the file as size bytes long,
 //     as a file truncated underneath its reader does.
 //
-// Use it with safetensors through a closure (safetensors.File has the same
-// method set as *File):
+// A *File has the method set of storage.File, so an Opener made of a
+// closure reads every weight file through the rules (k3.WithOpener for a
+// model, safetensors.WithOpener for a checkpoint):
 //
 //	ffs := faultfs.New()
 //	ffs.Flip("model-00002-of-00003.safetensors", 4096, 3)
-//	ck, err := safetensors.Open(dir, safetensors.WithOpener(func(p string) (safetensors.File, error) {
+//	ck, err := safetensors.Open(dir, safetensors.WithOpener(func(p string) (storage.File, error) {
 //		f, err := ffs.Open(p)
 //		if err != nil {
 //			return nil, err
@@ -139,7 +140,7 @@ func (x *FS) snapshot(name string, read bool) rules {
 }
 
 // File is an open file seen through an FS. It implements io.ReaderAt,
-// io.Closer and Stat, the method set of safetensors.File.
+// io.Closer and Stat, the method set of storage.File.
 type File struct {
 	x    *FS
 	name string

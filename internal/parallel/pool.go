@@ -48,8 +48,8 @@ const SpinWindow = 100 * time.Microsecond
 // goroutines at once. A pointer to a reused struct makes a call that allocates nothing, which a
 // func literal capturing its arguments cannot.
 //
-// It is an alias so that packages can name the same method set in their own exported
-// interfaces (attention.Runner, moe.Runner) without exposing this internal package.
+// It is an alias, not a defined type, so that interfaces outside internal/ (quant.Runner,
+// attention.Runner, moe.Runner) can spell Run's signature and a *Pool satisfy them.
 type Task = interface {
 	Run(lo, hi int)
 }

@@ -1,4 +1,4 @@
-package k3
+package checkpoint
 
 import (
 	"encoding/base64"
@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/k3-project/k3/internal/synth"
+	"github.com/k3-project/k3/checkpoint/internal/synth"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/tokenizer/o200k"
 )
@@ -60,7 +60,7 @@ func synthesize(dir string, g synth.Geometry, seed int64, progress func(done, to
 	}
 	staging := SynthesisStagingDir(dir)
 	if err := os.RemoveAll(staging); err != nil { // a previous run's leftover
-		return fmt.Errorf("k3: synthesize: removing a previous partial output: %w", err)
+		return fmt.Errorf("checkpoint: synthesize: removing a previous partial output: %w", err)
 	}
 	err := synth.WriteProgress(staging, g, seed, progress)
 	if err == nil {
@@ -71,7 +71,7 @@ func synthesize(dir string, g synth.Geometry, seed int64, progress func(done, to
 	}
 	if err != nil {
 		os.RemoveAll(staging)
-		return fmt.Errorf("k3: synthesize %s into %s: %w", g.Name, dir, err)
+		return fmt.Errorf("checkpoint: synthesize %s into %s: %w", g.Name, dir, err)
 	}
 	return nil
 }
@@ -83,9 +83,9 @@ func checkEmptyTarget(dir string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("k3: synthesize: %w", err)
+		return fmt.Errorf("checkpoint: synthesize: %w", err)
 	case len(ents) > 0:
-		return fmt.Errorf("k3: synthesize: %w: %s holds %d entries", ErrDirNotEmpty, dir, len(ents))
+		return fmt.Errorf("checkpoint: synthesize: %w: %s holds %d entries", ErrDirNotEmpty, dir, len(ents))
 	}
 	return nil
 }

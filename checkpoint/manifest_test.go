@@ -1,4 +1,4 @@
-package k3_test
+package checkpoint_test
 
 import (
 	"bytes"
@@ -10,16 +10,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 )
 
 func TestManifest(t *testing.T) {
 	dir := synthTiny(t, 8)
 	var buf bytes.Buffer
 	var calls int
-	require.NoError(t, k3.WriteManifest(dir, &buf, func(string, int64, int64) { calls++ }))
+	require.NoError(t, checkpoint.WriteManifest(dir, &buf, func(string, int64, int64) { calls++ }))
 	assert.Positive(t, calls)
-	m, err := k3.ReadManifest(bytes.NewReader(buf.Bytes()))
+	m, err := checkpoint.ReadManifest(bytes.NewReader(buf.Bytes()))
 	require.NoError(t, err)
 	assert.Len(t, m.Files, 7) // config, index, the synthesized tokenizer's two files, three shards
 	assert.Equal(t, "config.json", m.Files[0].Name)
@@ -30,11 +30,11 @@ func TestManifest(t *testing.T) {
 	orig, err := os.ReadFile(tok)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(tok, []byte("x"), 0o644))
-	assert.ErrorContains(t, k3.VerifyManifest(dir, m, nil), "tiktoken.model: sha256")
+	assert.ErrorContains(t, checkpoint.VerifyManifest(dir, m, nil), "tiktoken.model: sha256")
 	require.NoError(t, os.Remove(tok))
-	assert.ErrorContains(t, k3.VerifyManifest(dir, m, nil), "tiktoken.model: listed in the manifest but not part of the checkpoint")
+	assert.ErrorContains(t, checkpoint.VerifyManifest(dir, m, nil), "tiktoken.model: listed in the manifest but not part of the checkpoint")
 	require.NoError(t, os.WriteFile(tok, orig, 0o644))
-	require.NoError(t, k3.VerifyManifest(dir, m, nil))
+	require.NoError(t, checkpoint.VerifyManifest(dir, m, nil))
 
 	// A changed byte and a truncated shard are both named.
 	s1, s3 := shardPath(dir, 1), shardPath(dir, 3)
@@ -44,10 +44,10 @@ func TestManifest(t *testing.T) {
 	st, err := os.Stat(s3)
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(s3, st.Size()-1))
-	err = k3.VerifyManifest(dir, m, nil)
-	var me *k3.ManifestError
+	err = checkpoint.VerifyManifest(dir, m, nil)
+	var me *checkpoint.ManifestError
 	require.ErrorAs(t, err, &me)
-	assert.ErrorIs(t, err, k3.ErrManifestMismatch)
+	assert.ErrorIs(t, err, checkpoint.ErrManifestMismatch)
 	require.Len(t, me.Problems, 2)
 	assert.Contains(t, err.Error(), filepath.Base(s1)+": sha256")
 	assert.Contains(t, err.Error(), filepath.Base(s3)+": safetensors:") // named by the structure check, not hashed
@@ -55,8 +55,8 @@ func TestManifest(t *testing.T) {
 	z := strings.Repeat("0", 64)
 	for _, bad := range []string{``, z + "  ../x\n", z + " x\n", strings.Repeat("0", 63) + "   x\n", strings.ToUpper(strings.Repeat("a", 64)) + "  x\n",
 		z + "  a\n" + z + "  a\n", "junk\n"} {
-		_, err := k3.ReadManifest(strings.NewReader(bad))
-		assert.ErrorIs(t, err, k3.ErrManifest, bad)
+		_, err := checkpoint.ReadManifest(strings.NewReader(bad))
+		assert.ErrorIs(t, err, checkpoint.ErrManifest, bad)
 	}
 }
 
@@ -65,11 +65,11 @@ func FuzzReadManifest(f *testing.F) {
 	f.Add([]byte(strings.Repeat("ab", 32) + " *a\n" + strings.Repeat("cd", 32) + "  b"))
 	f.Add([]byte("\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := k3.ReadManifest(bytes.NewReader(data))
+		m, err := checkpoint.ReadManifest(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
-		back, err := k3.ReadManifest(bytes.NewReader(m.Marshal()))
+		back, err := checkpoint.ReadManifest(bytes.NewReader(m.Marshal()))
 		if err != nil || len(back.Files) != len(m.Files) {
 			t.Fatalf("round trip: %v", err)
 		}

@@ -1,4 +1,4 @@
-package k3
+package checkpoint
 
 import (
 	"crypto/sha256"
@@ -18,10 +18,10 @@ import (
 // Errors of manifest verification (errors.Is).
 var (
 	// ErrManifest: a manifest file is malformed.
-	ErrManifest = errors.New("k3: malformed manifest")
+	ErrManifest = errors.New("checkpoint: malformed manifest")
 	// ErrManifestMismatch: a checkpoint file is missing, has another size
 	// or another SHA-256 than its manifest says.
-	ErrManifestMismatch = errors.New("k3: checkpoint differs from its manifest")
+	ErrManifestMismatch = errors.New("checkpoint: checkpoint differs from its manifest")
 )
 
 // MaxManifestSize bounds a manifest file (a K3 manifest is under 10 KB).
@@ -91,13 +91,13 @@ func manifestNames(dir string) ([]string, error) {
 func BuildManifest(dir string, progress Progress) (*Manifest, error) {
 	names, err := manifestNames(dir)
 	if err != nil {
-		return nil, fmt.Errorf("k3: manifest of %s: %w", dir, err)
+		return nil, fmt.Errorf("checkpoint: manifest of %s: %w", dir, err)
 	}
 	m := &Manifest{}
 	for _, n := range names {
 		sum, err := hashFile(filepath.Join(dir, n), progress)
 		if err != nil {
-			return nil, fmt.Errorf("k3: manifest of %s: %w", dir, err)
+			return nil, fmt.Errorf("checkpoint: manifest of %s: %w", dir, err)
 		}
 		m.Files = append(m.Files, ManifestFile{Name: n, SHA256: sum})
 	}
@@ -177,7 +177,7 @@ type ManifestError struct {
 }
 
 func (e *ManifestError) Error() string {
-	return fmt.Sprintf("k3: %s differs from its manifest: %s", e.Dir, strings.Join(e.Problems, "; "))
+	return fmt.Sprintf("checkpoint: %s differs from its manifest: %s", e.Dir, strings.Join(e.Problems, "; "))
 }
 
 // Unwrap makes errors.Is(err, ErrManifestMismatch) true.
@@ -205,7 +205,7 @@ func VerifyManifest(dir string, m *Manifest, progress Progress) error {
 	}
 	names, err := manifestNames(dir)
 	if err != nil {
-		return fmt.Errorf("k3: verify %s: %w", dir, err)
+		return fmt.Errorf("checkpoint: verify %s: %w", dir, err)
 	}
 	covered := map[string]bool{}
 	for _, n := range names {

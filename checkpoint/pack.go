@@ -1,4 +1,4 @@
-package k3
+package checkpoint
 
 import (
 	"fmt"
@@ -13,25 +13,25 @@ import (
 
 // PackTrunk copies the trunk of the checkpoint in modelDir (every tensor of every decoder layer
 // except routed experts, SPEC §3.4) into outDir/trunk.bin and outDir/trunk.json (SPEC §8),
-// which WithPackedTrunk reads. progress, if not nil, receives the bytes copied and the total.
+// which k3.WithPackedTrunk reads. progress, if not nil, receives the bytes copied and the total.
 // The files are compatible with kimi-k3-in-c's; a layer whose tensors are not one contiguous
 // run of one shard is gathered instead of refused.
 func PackTrunk(modelDir, outDir string, progress func(done, total int64)) error {
 	cfg, err := config.Load(filepath.Join(modelDir, "config.json"))
 	if err != nil {
-		return fmt.Errorf("k3: pack-trunk %s: %w", modelDir, err)
+		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
 	}
 	ck, err := safetensors.Open(modelDir)
 	if err != nil {
-		return fmt.Errorf("k3: pack-trunk %s: %w", modelDir, err)
+		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
 	}
 	defer ck.Close()
 	layers, err := trunkTensors(ck, cfg)
 	if err != nil {
-		return fmt.Errorf("k3: pack-trunk %s: %w", modelDir, err)
+		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
 	}
 	if _, err := trunk.Pack(outDir, layers, trunk.PackOptions{Progress: progress}); err != nil {
-		return fmt.Errorf("k3: pack-trunk %s: %w", modelDir, err)
+		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
 	}
 	return nil
 }
@@ -39,7 +39,7 @@ func PackTrunk(modelDir, outDir string, progress func(done, total int64)) error 
 // trunkTensors lists each layer's trunk tensors by the layer-name prefix.
 func trunkTensors(ck *safetensors.Checkpoint, cfg *config.Config) ([][]trunk.SourceTensor, error) {
 	layers := make([][]trunk.SourceTensor, cfg.NumLayers)
-	prefix := prefixModel + "layers."
+	prefix := modelPrefix + "layers."
 	for _, t := range ck.Tensors() {
 		rest, ok := strings.CutPrefix(t.Name, prefix)
 		if !ok || strings.Contains(t.Name, ".experts.") {
@@ -57,20 +57,4 @@ func trunkTensors(ck *safetensors.Checkpoint, cfg *config.Config) ([][]trunk.Sou
 			DType: t.DType.String(), Shape: t.Shape})
 	}
 	return layers, nil
-}
-
-// countBeyond counts the checkpoint's tensors of layers ≥ n.
-func countBeyond(ck *safetensors.Checkpoint, n int) int {
-	k := 0
-	for _, t := range ck.Tensors() {
-		rest, ok := strings.CutPrefix(t.Name, prefixModel+"layers.")
-		if !ok {
-			continue
-		}
-		num, _, _ := strings.Cut(rest, ".")
-		if l, err := strconv.Atoi(num); err == nil && l >= n {
-			k++
-		}
-	}
-	return k
 }

@@ -1,4 +1,4 @@
-package k3
+package checkpoint
 
 import (
 	"encoding/binary"
@@ -10,8 +10,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/floatbits"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+)
+
+// Prefixes of the released tensor names (§3.3): textPrefix starts every
+// tensor of the text model (the vision tower's are left alone), modelPrefix
+// its decoder's.
+const (
+	textPrefix  = "language_model."
+	modelPrefix = textPrefix + "model."
 )
 
 // Sentinel errors of the pre-bind integrity checks (errors.Is).
@@ -19,24 +29,25 @@ var (
 	// ErrExtraLayers: the checkpoint holds tensors of decoder layers the
 	// configuration does not declare; running the declared prefix would
 	// decode fluent but wrong text.
-	ErrExtraLayers = errors.New("k3: checkpoint holds layers beyond the configuration")
+	ErrExtraLayers = errors.New("checkpoint: layers beyond the configuration")
 	// ErrRelabelled: a BF16 or F16 matrix whose bits read as the other
 	// 16-bit float (a relabelled dtype decodes as garbage).
-	ErrRelabelled = errors.New("k3: tensor bits contradict their 16-bit float dtype")
+	ErrRelabelled = errors.New("checkpoint: tensor bits contradict their 16-bit float dtype")
 )
 
 // ExtraLayersError names the decoder layers the checkpoint holds beyond
 // num_hidden_layers. It matches ErrExtraLayers.
 type ExtraLayersError struct {
-	Dir      string
-	Declared int   // num_hidden_layers
-	Layers   []int // zero-based indices of the extra layers, ascending
-	Tensors  int   // tensors belonging to them
+	Dir      string // the checkpoint directory
+	Declared int    // num_hidden_layers
+	Layers   []int  // zero-based indices of the extra layers, ascending
+	Tensors  int    // tensors belonging to them
 }
 
 func (e *ExtraLayersError) Error() string {
-	return fmt.Sprintf("k3: %s: config declares %d layers but the checkpoint holds %d tensor(s) of %d more (layers %s); "+
-		"fix num_hidden_layers or remove the tensors", e.Dir, e.Declared, e.Tensors, len(e.Layers), layerList(e.Layers))
+	// Dir is left out: the caller that opened the directory names it.
+	return fmt.Sprintf("checkpoint: config declares %d layers but the checkpoint holds %d tensor(s) of %d more (layers %s); "+
+		"fix num_hidden_layers or remove the tensors", e.Declared, e.Tensors, len(e.Layers), layerList(e.Layers))
 }
 
 // Unwrap makes errors.Is(err, ErrExtraLayers) true.
@@ -57,82 +68,83 @@ func layerList(l []int) string {
 	return b.String()
 }
 
-// integrityOptions are the Open options of the integrity checks.
-type integrityOptions struct {
-	verify      bool // hash every tensor that carries a colibri.sha256 digest
-	extraLayers bool // report, do not refuse, layers beyond the config
+// CheckOptions select the optional integrity checks of Check.
+type CheckOptions struct {
+	// Verify hashes every model tensor whose shard declares a colibri.sha256
+	// digest (§7.3) and refuses the checkpoint on the first mismatch
+	// (safetensors.ErrChecksum, naming shard and tensor). It reads every
+	// stamped byte once, so it is opt-in: on K3 that is terabytes.
+	Verify bool
+	// ExtraLayers reports layers beyond num_hidden_layers in the Report
+	// instead of refusing them with an *ExtraLayersError, for a caller that
+	// runs fewer layers on purpose.
+	ExtraLayers bool
+	// Layers is the number of decoder layers the caller will run (0: all
+	// the configured ones); Report.SkippedTensors counts the tensors of the
+	// others.
+	Layers int
 }
 
-// WithVerify makes Open hash every model tensor whose shard declares a
-// colibri.sha256 digest (SPEC §7.3) and refuse the model on the first
-// mismatch (safetensors.ErrChecksum, naming shard and tensor). It reads
-// every stamped byte once, so it is opt-in: on K3 that is terabytes.
-// Integrity reports what it cost.
-func WithVerify() Option {
-	return func(o *options) error { o.integrity.verify = true; return nil }
-}
-
-// WithExtraLayers lets Open accept a checkpoint holding layers beyond
-// num_hidden_layers, for a caller that asked for fewer layers on purpose
-// (the CLI's --layers N); Integrity lists them. Without it they are refused
-// with an *ExtraLayersError.
-func WithExtraLayers() Option {
-	return func(o *options) error { o.integrity.extraLayers = true; return nil }
-}
-
-// IntegrityReport says what Open checked beyond structure.
-type IntegrityReport struct {
+// Report says what Check checked beyond structure and what it cost.
+type Report struct {
 	// ExtraLayers: zero-based layers present in the checkpoint beyond the
-	// config (only with WithExtraLayers; otherwise Open refused them).
+	// config (only with CheckOptions.ExtraLayers; otherwise Check refused
+	// them).
 	ExtraLayers []int
+	// SkippedTensors: tensors of the layers at or beyond CheckOptions.Layers,
+	// which a caller running fewer layers leaves unbound.
+	SkippedTensors int
 	// StampedTensors: model tensors with a colibri.fmt stamp, all verified.
 	StampedTensors int
 	// VerifiedTensors and VerifiedBytes: tensors hashed against their
-	// colibri.sha256 digest (WithVerify), and their bytes.
+	// colibri.sha256 digest (CheckOptions.Verify), and their bytes.
 	VerifiedTensors int
 	VerifiedBytes   int64
-	// UncheckedTensors: model tensors without a digest (WithVerify).
+	// UncheckedTensors: model tensors without a digest (CheckOptions.Verify).
 	UncheckedTensors int
 	// VerifySeconds: wall time spent hashing.
 	VerifySeconds float64
 }
 
-// Integrity returns what Open's integrity checks found and cost.
-func (m *Model) Integrity() IntegrityReport {
-	r := m.integ
-	r.ExtraLayers = slices.Clone(r.ExtraLayers)
-	return r
-}
-
-// preflight runs the checks that need the configuration and the opened
-// checkpoint but no bound weight, in the order that keeps a hostile input
-// cheap: tensor counts first (before bind allocates anything per layer or
-// per expert), then layers beyond the config, format stamps, relabelled
-// 16-bit floats and, when asked, digests.
-func (m *Model) preflight(o integrityOptions) error {
-	if err := m.cfg.CheckAgainst(m.ck.Listed()); err != nil {
-		return fmt.Errorf("k3: open %s: %w", m.dir, err)
+// Check runs the integrity checks that need the configuration and the
+// opened checkpoint but no bound weight, in the order that keeps a hostile
+// input cheap: tensor counts first (before a binder allocates anything per
+// layer or per expert), then layers beyond the config, format stamps,
+// relabelled 16-bit floats and, when asked, digests. dir only names the
+// checkpoint in an *ExtraLayersError.
+func Check(dir string, ck *safetensors.Checkpoint, cfg *config.Config, o CheckOptions) (Report, error) {
+	c := &checker{dir: dir, ck: ck, cfg: cfg}
+	if err := cfg.CheckAgainst(ck.Listed()); err != nil {
+		return c.rep, err
 	}
-	if err := m.checkLayers(o.extraLayers); err != nil {
-		return err
+	if err := c.checkLayers(o); err != nil {
+		return c.rep, err
 	}
-	if err := m.checkStamps(); err != nil {
-		return fmt.Errorf("k3: open %s: %w", m.dir, err)
+	if err := c.checkStamps(); err != nil {
+		return c.rep, err
 	}
-	if err := m.checkRelabelled(); err != nil {
-		return fmt.Errorf("k3: open %s: %w", m.dir, err)
+	if err := c.checkRelabelled(); err != nil {
+		return c.rep, err
 	}
-	if o.verify {
-		if err := m.verifyDigests(); err != nil {
-			return fmt.Errorf("k3: open %s: %w", m.dir, err)
+	if o.Verify {
+		if err := c.verifyDigests(); err != nil {
+			return c.rep, err
 		}
 	}
-	return nil
+	return c.rep, nil
+}
+
+// checker holds one Check's inputs and the report it fills.
+type checker struct {
+	dir string
+	ck  *safetensors.Checkpoint
+	cfg *config.Config
+	rep Report
 }
 
 // layerOf returns the decoder layer a tensor name belongs to, or -1.
 func layerOf(name string) int {
-	rest, ok := strings.CutPrefix(name, prefixModel+"layers.")
+	rest, ok := strings.CutPrefix(name, modelPrefix+"layers.")
 	if !ok {
 		return -1
 	}
@@ -148,11 +160,15 @@ func layerOf(name string) int {
 }
 
 // checkLayers refuses (or, when allowed, records) layers beyond the config.
-func (m *Model) checkLayers(allow bool) error {
+func (c *checker) checkLayers(o CheckOptions) error {
 	var extra []int
 	tensors := 0
-	for _, t := range m.ck.Tensors() {
-		if l := layerOf(t.Name); l >= m.cfg.NumLayers {
+	for _, t := range c.ck.Tensors() {
+		l := layerOf(t.Name)
+		if o.Layers > 0 && l >= o.Layers {
+			c.rep.SkippedTensors++
+		}
+		if l >= c.cfg.NumLayers {
 			tensors++
 			if i, found := slices.BinarySearch(extra, l); !found {
 				extra = slices.Insert(extra, i, l)
@@ -162,11 +178,11 @@ func (m *Model) checkLayers(allow bool) error {
 	if len(extra) == 0 {
 		return nil
 	}
-	if allow {
-		m.integ.ExtraLayers = extra
+	if o.ExtraLayers {
+		c.rep.ExtraLayers = extra
 		return nil
 	}
-	return &ExtraLayersError{Dir: m.dir, Declared: m.cfg.NumLayers, Layers: extra, Tensors: tensors}
+	return &ExtraLayersError{Dir: c.dir, Declared: c.cfg.NumLayers, Layers: extra, Tensors: tensors}
 }
 
 // checkStamps ingests every shard's colibri.fmt (SPEC §6.8: malformed,
@@ -174,17 +190,17 @@ func (m *Model) checkLayers(allow bool) error {
 // verifies each stamped model tensor against the format its bytes imply,
 // with quant's TRUST-VERIFY-REFUSE: unknown names, known names the bytes
 // contradict and coded formats (which this engine does not bind) refuse.
-func (m *Model) checkStamps() error {
-	stamps, err := quant.LoadStamps(m.ck.Metadata())
+func (c *checker) checkStamps() error {
+	stamps, err := quant.LoadStamps(c.ck.Metadata())
 	if err != nil || stamps.Len() == 0 {
 		return err
 	}
-	for _, t := range m.ck.Tensors() {
-		if !strings.HasPrefix(t.Name, "language_model.") {
+	for _, t := range c.ck.Tensors() {
+		if !strings.HasPrefix(t.Name, textPrefix) {
 			continue
 		}
 		if base, ok := strings.CutSuffix(t.Name, ".weight_packed"); ok {
-			if err := m.checkPairStamp(stamps, t, base); err != nil {
+			if err := c.checkPairStamp(stamps, t, base); err != nil {
 				return err
 			}
 			continue
@@ -196,7 +212,7 @@ func (m *Model) checkStamps() error {
 		if !ok {
 			continue
 		}
-		m.integ.StampedTensors++
+		c.rep.StampedTensors++
 		O, I := logicalShape(t.Shape)
 		if _, _, err := quant.Resolve(t.Name, O, I, quant.TensorDesc{DType: t.DType.String(), NBytes: t.Size}, nil, stamp); err != nil {
 			return err
@@ -211,8 +227,8 @@ func (m *Model) checkStamps() error {
 // checkPairStamp verifies the stamps of an MXFP4 weight_packed /
 // weight_scale pair (stamped under either the packed tensor's name or the
 // pair's base name).
-func (m *Model) checkPairStamp(stamps *quant.Stamps, packed *safetensors.Tensor, base string) error {
-	scale, ok := m.ck.Tensor(base + ".weight_scale")
+func (c *checker) checkPairStamp(stamps *quant.Stamps, packed *safetensors.Tensor, base string) error {
+	scale, ok := c.ck.Tensor(base + ".weight_scale")
 	if !ok || len(packed.Shape) != 2 {
 		return nil // the binder names what is missing or mis-shaped
 	}
@@ -225,7 +241,7 @@ func (m *Model) checkPairStamp(stamps *quant.Stamps, packed *safetensors.Tensor,
 	if !stamped && !scaleStamped {
 		return nil
 	}
-	m.integ.StampedTensors++
+	c.rep.StampedTensors++
 	O, I := int(packed.Shape[0]), 2*int(packed.Shape[1])
 	sd := quant.TensorDesc{DType: scale.DType.String(), NBytes: scale.Size}
 	_, _, err := stamps.ResolvePair(name, scale.Name, O, I, quant.TensorDesc{DType: packed.DType.String(), NBytes: packed.Size}, &sd)
@@ -261,15 +277,15 @@ const relabelSample = 1024
 // vanishingly small next to the largest). Genuine weights of either dtype
 // have a sizeable share of values below 1/16 of the largest and almost
 // none below 2^-24 of it.
-func (m *Model) checkRelabelled() error {
+func (c *checker) checkRelabelled() error {
 	buf := make([]byte, 2*relabelSample)
-	for _, t := range m.ck.Tensors() {
+	for _, t := range c.ck.Tensors() {
 		if len(t.Shape) != 2 || t.DType != safetensors.BF16 && t.DType != safetensors.F16 ||
-			t.NumElements() < relabelSample || !strings.HasPrefix(t.Name, "language_model.") {
+			t.NumElements() < relabelSample || !strings.HasPrefix(t.Name, textPrefix) {
 			continue
 		}
 		off := (t.Size/2 - int64(len(buf))/2) &^ 1
-		if err := m.ck.ReadAt(t, buf, off); err != nil {
+		if err := c.ck.ReadAt(t, buf, off); err != nil {
 			return err
 		}
 		if why := relabelled(buf, t.DType); why != "" {
@@ -290,11 +306,12 @@ func relabelled(b []byte, d safetensors.DType) string {
 	peak := 0.0
 	for i := 0; i+1 < len(b); i += 2 {
 		h := binary.LittleEndian.Uint16(b[i:])
+		// Both widenings are exact; NaN and infinities are skipped below.
 		var v float64
 		if d == safetensors.BF16 {
-			v = float64(math.Float32frombits(uint32(h) << 16))
+			v = float64(floatbits.BF16(h))
 		} else {
-			v = f16(h)
+			v = float64(floatbits.F16(h))
 		}
 		v = math.Abs(v)
 		if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -325,42 +342,24 @@ func relabelled(b []byte, d safetensors.DType) string {
 	return ""
 }
 
-// f16 widens IEEE binary16 bits.
-func f16(h uint16) float64 {
-	e, f := int(h>>10&31), float64(h&1023)
-	var v float64
-	switch e {
-	case 0:
-		v = math.Ldexp(f, -24)
-	case 31:
-		v = math.Inf(1)
-	default:
-		v = math.Ldexp(1024+f, e-25)
-	}
-	if h&0x8000 != 0 {
-		v = -v
-	}
-	return v
-}
-
 // verifyDigests hashes every model tensor that has a colibri.sha256 digest.
-func (m *Model) verifyDigests() error {
+func (c *checker) verifyDigests() error {
 	start := time.Now()
-	defer func() { m.integ.VerifySeconds = time.Since(start).Seconds() }()
-	for _, t := range m.ck.Tensors() {
-		if !strings.HasPrefix(t.Name, "language_model.") {
+	defer func() { c.rep.VerifySeconds = time.Since(start).Seconds() }()
+	for _, t := range c.ck.Tensors() {
+		if !strings.HasPrefix(t.Name, textPrefix) {
 			continue
 		}
-		checked, err := m.ck.VerifyTensor(t)
+		checked, err := c.ck.VerifyTensor(t)
 		if err != nil {
 			return err
 		}
 		if !checked {
-			m.integ.UncheckedTensors++
+			c.rep.UncheckedTensors++
 			continue
 		}
-		m.integ.VerifiedTensors++
-		m.integ.VerifiedBytes += t.Size
+		c.rep.VerifiedTensors++
+		c.rep.VerifiedBytes += t.Size
 	}
 	return nil
 }

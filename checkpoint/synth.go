@@ -1,10 +1,15 @@
-package k3
+package checkpoint
 
 import (
+	"errors"
 	"fmt"
 
-	"github.com/k3-project/k3/internal/synth"
+	"github.com/k3-project/k3/checkpoint/internal/synth"
 )
+
+// ErrUnknownGeometry: Synthesize was given a geometry name Geometries does
+// not list.
+var ErrUnknownGeometry = errors.New("checkpoint: unknown synthetic geometry")
 
 // GeometryInfo names a synthetic checkpoint shape accepted by Synthesize.
 type GeometryInfo struct {

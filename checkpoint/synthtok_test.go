@@ -1,4 +1,4 @@
-package k3
+package checkpoint
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/synth"
+	"github.com/k3-project/k3/checkpoint/internal/synth"
 	"github.com/k3-project/k3/tokenizer"
 )
 
@@ -98,7 +98,7 @@ func TestSynthesizeStaging(t *testing.T) {
 	require.NoError(t, Synthesize(empty, "tiny", 1))
 	err = Synthesize(dir, "tiny", 1)
 	require.ErrorIs(t, err, synth.ErrNotEmpty)
-	assert.Regexp(t, `^k3: synthesize: synth: target directory is not empty`, err.Error())
+	assert.Regexp(t, `^checkpoint: synthesize: synth: target directory is not empty`, err.Error())
 	// A failure leaves neither dir nor staging.
 	blocked := filepath.Join(parent, "file")
 	require.NoError(t, os.WriteFile(blocked, nil, 0o644))
@@ -107,9 +107,9 @@ func TestSynthesizeStaging(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(blocked, ".m.k3-synth-partial"))
 }
 
-// TestRankDataLinkedOnlyWhenUsed: a program that imports k3 but never calls Synthesize does not
-// carry the 3.6 MB o200k rank file (nothing at package level refers to it); one that calls
-// Synthesize does. The programs are built through a -overlay file, so nothing is written into the
+// TestRankDataLinkedOnlyWhenUsed: a program that opens a model (k3 imports this package for its
+// integrity checks) but never calls Synthesize does not carry the 3.6 MB o200k rank file (nothing
+// at package level refers to it); one that calls Synthesize does. The programs are built through a -overlay file, so nothing is written into the
 // source tree.
 func TestRankDataLinkedOnlyWhenUsed(t *testing.T) {
 	if testing.Short() {
@@ -121,14 +121,14 @@ func TestRankDataLinkedOnlyWhenUsed(t *testing.T) {
 	// A line from the middle of o200k_base.tiktoken: rank 149999.
 	const marker = "IGthdHRlbg== 149999"
 	for _, c := range []struct {
-		name, call string
-		linked     bool
+		name, pkg, call string
+		linked          bool
 	}{
-		{"open", `_, err := k3.Open("x"); fmt.Println(err)`, false},
-		{"synth", `fmt.Println(k3.Synthesize("x", "tiny", 1))`, true},
+		{"open", "github.com/k3-project/k3", `_, err := k3.Open("x"); fmt.Println(err)`, false},
+		{"synth", "github.com/k3-project/k3/checkpoint", `fmt.Println(checkpoint.Synthesize("x", "tiny", 1))`, true},
 	} {
 		src := filepath.Join(tmp, c.name+".go")
-		prog := "package main\n\nimport (\n\t\"fmt\"\n\n\t\"github.com/k3-project/k3\"\n)\n\nfunc main() { " + c.call + " }\n"
+		prog := "package main\n\nimport (\n\t\"fmt\"\n\n\t\"" + c.pkg + "\"\n)\n\nfunc main() { " + c.call + " }\n"
 		require.NoError(t, os.WriteFile(src, []byte(prog), 0o644))
 		virtual := filepath.Join(wd, "internal", "linkcheck"+c.name, "main.go")
 		overlay := filepath.Join(tmp, c.name+".json")

@@ -1,4 +1,4 @@
-package k3_test
+package checkpoint_test
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 )
 
 // BenchmarkOpenVerifyPerf measures what WithVerify costs on the synthetic
@@ -15,7 +16,7 @@ import (
 // Open with and without verification in the same run, with the hashing
 // throughput (MB/s) and verification's share of the verified open time.
 // K3_PERF_SUMS names the directory to use; it is created on first use
-// (k3.Synthesize(dir, "perf", 1) plus digests). Page-cache warm: the
+// (checkpoint.Synthesize(dir, "perf", 1) plus digests). Page-cache warm: the
 // figures are the hashing cost, not the disk's.
 //
 //	K3_PERF_SUMS=/tmp/perfsums go test -run XX -bench OpenVerifyPerf -benchtime 3x .
@@ -25,7 +26,7 @@ func BenchmarkOpenVerifyPerf(b *testing.B) {
 		b.Skip("set K3_PERF_SUMS to a directory for the perf checkpoint with digests")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := k3.Synthesize(dir, "perf", 1); err != nil {
+		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
 			b.Fatal(err)
 		}
 		addChecksums(b, dir, 4)
@@ -45,7 +46,7 @@ func BenchmarkOpenVerifyPerf(b *testing.B) {
 			name, opts = "verify", []k3.Option{k3.WithVerify()}
 		}
 		b.Run(name, func(b *testing.B) {
-			var rep k3.IntegrityReport
+			var rep checkpoint.Report
 			var open, hashing float64
 			var bytes int64
 			for b.Loop() {

@@ -18,5 +18,5 @@
 // writes headers only: its 1.56 TB of data stay holes (zeros) in sparse files.
 //
 // The package imports config, safetensors, quant (bf16 rounding) and quant/mxfp4; it must never import the root package,
-// attention or moe (the root package exposes it as k3.Synthesize).
+// attention or moe (package checkpoint exposes it as Synthesize).
 package synth

@@ -1,4 +1,4 @@
-package k3_test
+package checkpoint_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/internal/race"
@@ -76,9 +77,9 @@ func TestExtraLayersRefused(t *testing.T) {
 		la["full_attn_layers"] = []int{4, 8, 12}
 	})
 	_, err := k3.Open(dir)
-	var ee *k3.ExtraLayersError
+	var ee *checkpoint.ExtraLayersError
 	require.ErrorAs(t, err, &ee)
-	assert.ErrorIs(t, err, k3.ErrExtraLayers)
+	assert.ErrorIs(t, err, checkpoint.ErrExtraLayers)
 	assert.Equal(t, []int{12}, ee.Layers)
 	assert.Equal(t, 12, ee.Declared)
 
@@ -296,7 +297,7 @@ func TestRelabelledDType(t *testing.T) {
 				m.Close()
 				return
 			}
-			require.ErrorIs(t, err, k3.ErrRelabelled)
+			require.ErrorIs(t, err, checkpoint.ErrRelabelled)
 			assert.Contains(t, err.Error(), name)
 		})
 	}
@@ -413,4 +414,42 @@ func flip(t *testing.T, path string, at int64) {
 	b[0] ^= 0x10
 	_, err = f.WriteAt(b, at)
 	require.NoError(t, err)
+}
+
+// Check on its own: a clean checkpoint passes, counts what a shorter run
+// leaves unbound, and reports (instead of refusing) layers beyond the
+// config only when asked.
+func TestCheckReport(t *testing.T) {
+	dir := synthTiny(t, 4)
+	cfg, err := config.Load(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	ck, err := safetensors.Open(dir)
+	require.NoError(t, err)
+	defer ck.Close()
+	beyond := func(n int) int {
+		k := 0
+		for _, tt := range ck.Tensors() {
+			var l int
+			if _, err := fmt.Sscanf(tt.Name, "language_model.model.layers.%d.", &l); err == nil && l >= n {
+				k++
+			}
+		}
+		return k
+	}
+	rep, err := checkpoint.Check(dir, ck, cfg, checkpoint.CheckOptions{Layers: 2})
+	require.NoError(t, err)
+	assert.Empty(t, rep.ExtraLayers)
+	assert.Positive(t, rep.SkippedTensors)
+	assert.Equal(t, beyond(2), rep.SkippedTensors)
+
+	short := *cfg
+	short.NumLayers = cfg.NumLayers - 1
+	_, err = checkpoint.Check(dir, ck, &short, checkpoint.CheckOptions{})
+	var ee *checkpoint.ExtraLayersError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, []int{cfg.NumLayers - 1}, ee.Layers)
+	assert.Equal(t, beyond(cfg.NumLayers-1), ee.Tensors)
+	rep, err = checkpoint.Check(dir, ck, &short, checkpoint.CheckOptions{ExtraLayers: true})
+	require.NoError(t, err)
+	assert.Equal(t, []int{cfg.NumLayers - 1}, rep.ExtraLayers)
 }

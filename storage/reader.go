@@ -1,8 +1,11 @@
-package safetensors
+package storage
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"math"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -13,25 +16,25 @@ import (
 // addresses are multiples of it.
 const Alignment = 4096
 
-// IOMode says how a DirectReader reads.
-type IOMode uint8
+// Mode says how a Reader reads.
+type Mode uint8
 
 const (
 	// ModeBuffered reads through the page cache (pad is always 0).
-	ModeBuffered IOMode = iota
+	ModeBuffered Mode = iota
 	// ModeDirect reads with O_DIRECT into aligned buffers.
 	ModeDirect
 )
 
 // String returns "buffered" or "direct".
-func (m IOMode) String() string {
+func (m Mode) String() string {
 	switch m {
 	case ModeBuffered:
 		return "buffered"
 	case ModeDirect:
 		return "direct"
 	}
-	return "IOMode(" + strconv.Itoa(int(m)) + ")"
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
 
 // Window returns the 4096-aligned window enclosing [off, off+n): lo =
@@ -49,44 +52,58 @@ func WindowLen(off, n int64) int64 {
 	return hi - lo
 }
 
-// DirectReader performs the aligned reads of SPEC §7.5 on one file. It
-// reads with O_DIRECT when the file system allows it and otherwise falls
-// back to buffered reads, which Mode and FallbackReason report.
-type DirectReader struct {
+// Reader performs the aligned reads of §7.5 on one file. It reads with
+// O_DIRECT when the file system allows it and otherwise falls back to
+// buffered reads, which Mode and FallbackReason report.
+type Reader struct {
 	mu       sync.Mutex
 	direct   io.ReaderAt // nil in buffered mode
 	buffered io.ReaderAt
 	closers  []io.Closer
-	mode     IOMode
+	mode     Mode
 	reason   error
 }
 
-// NewDirectReader wraps r. With ModeDirect, r must behave like an O_DIRECT
-// descriptor (reads of whole aligned windows); buffered is used for the
-// fallback when a direct read is refused with EINVAL and may be nil. This
-// is the fault-injection seam for tests.
-func NewDirectReader(r io.ReaderAt, mode IOMode, buffered io.ReaderAt) *DirectReader {
-	d := &DirectReader{mode: mode}
-	if mode == ModeDirect {
-		d.direct, d.buffered = r, buffered
-	} else {
-		d.buffered = r
+// NewReader reads f (opened from path) with aligned reads: through a
+// second, O_DIRECT descriptor of path when f is an *os.File and the file
+// system allows it, through f's own ReadAt otherwise (Mode and
+// FallbackReason say which), so a File that injects faults sees every read.
+// Close closes only the descriptor NewReader opened; the caller keeps
+// owning f.
+func NewReader(f File, path string) *Reader {
+	if of, ok := f.(*os.File); ok {
+		return openDirectFor(of, path)
 	}
-	return d
+	return NewBufferedReader(f)
 }
 
-// OpenDirect opens path for aligned direct reads, falling back to buffered
-// reads when O_DIRECT is refused (FallbackReason says why).
-func OpenDirect(path string) (*DirectReader, error) {
-	d, err := openDirect(path)
+// OpenReader opens path with Open for aligned reads (NewReader). The Reader
+// owns the file: Close closes it.
+func OpenReader(path string) (*Reader, error) {
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
+	d := NewReader(f, path)
+	d.closers = append(d.closers, f)
 	return d, nil
 }
 
+// NewDirectReader reads direct, which must behave like an O_DIRECT
+// descriptor (reads of whole aligned windows), and falls back to fallback
+// (which may be nil) when a direct read is refused with EINVAL. Tests use it
+// to stand in for a file system's rules.
+func NewDirectReader(direct, fallback io.ReaderAt) *Reader {
+	return &Reader{mode: ModeDirect, direct: direct, buffered: fallback}
+}
+
+// NewBufferedReader reads r through its ReadAt only.
+func NewBufferedReader(r io.ReaderAt) *Reader {
+	return &Reader{mode: ModeBuffered, buffered: r}
+}
+
 // Mode reports the current read mode.
-func (d *DirectReader) Mode() IOMode {
+func (d *Reader) Mode() Mode {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.mode
@@ -94,7 +111,7 @@ func (d *DirectReader) Mode() IOMode {
 
 // FallbackReason is the error that made the reader use buffered reads, or
 // nil.
-func (d *DirectReader) FallbackReason() error {
+func (d *Reader) FallbackReason() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.reason
@@ -106,9 +123,9 @@ func (d *DirectReader) FallbackReason() error {
 // payload starts at off & 4095. A window running past end of file is fine
 // as long as the payload itself was read. In buffered mode the payload is
 // read to buf[0:n].
-func (d *DirectReader) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
-	if off < 0 || n < 0 || off > maxInt64-n-Alignment {
-		return nil, &Error{Pos: -1, Err: ErrOutOfRange, Detail: "offset " + strconv.FormatInt(off, 10) + " length " + strconv.FormatInt(n, 10)}
+func (d *Reader) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 || off > math.MaxInt64-n-Alignment {
+		return nil, fmt.Errorf("%w: offset %d length %d", ErrOutOfRange, off, n)
 	}
 	d.mu.Lock()
 	direct, buffered := d.direct, d.buffered
@@ -121,10 +138,10 @@ func (d *DirectReader) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
 		d.fallback(err)
 	}
 	if int64(cap(buf)) < n {
-		return nil, &Error{Pos: -1, Err: ErrUnaligned, Detail: "buffer capacity " + strconv.Itoa(cap(buf)) + " < " + strconv.FormatInt(n, 10)}
+		return nil, fmt.Errorf("%w: buffer capacity %d < %d", ErrUnaligned, cap(buf), n)
 	}
 	p := buf[:n]
-	if err := readFull(buffered, p, off); err != nil {
+	if err := ReadFull(buffered, p, off); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -132,7 +149,7 @@ func (d *DirectReader) ReadAligned(buf []byte, off, n int64) ([]byte, error) {
 
 // fallback switches to buffered reads after the kernel refused a direct
 // read (some file systems accept O_DIRECT at open and refuse at read).
-func (d *DirectReader) fallback(err error) {
+func (d *Reader) fallback(err error) {
 	d.mu.Lock()
 	d.direct = nil
 	d.mode = ModeBuffered
@@ -146,8 +163,7 @@ func readWindow(r io.ReaderAt, buf []byte, off, n int64) ([]byte, error) {
 	lo, hi, pad := Window(off, n)
 	w := hi - lo
 	if int64(cap(buf)) < w || (cap(buf) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%Alignment != 0) {
-		return nil, &Error{Pos: -1, Err: ErrUnaligned,
-			Detail: "need a 4096-aligned buffer of " + strconv.FormatInt(w, 10) + " bytes, have capacity " + strconv.Itoa(cap(buf))}
+		return nil, fmt.Errorf("%w: need a 4096-aligned buffer of %d bytes, have capacity %d", ErrUnaligned, w, cap(buf))
 	}
 	if w == 0 {
 		return buf[:0], nil
@@ -158,7 +174,7 @@ func readWindow(r io.ReaderAt, buf []byte, off, n int64) ([]byte, error) {
 		k := min(w-got, maxChunk)
 		m, err := r.ReadAt(buf[got:got+k], lo+got)
 		if m < 0 || int64(m) > k {
-			return nil, errors.New("safetensors: ReadAt returned an invalid count " + strconv.Itoa(m))
+			return nil, fmt.Errorf("storage: ReadAt returned an invalid count %d", m)
 		}
 		got += int64(m)
 		if err == nil {
@@ -176,13 +192,14 @@ func readWindow(r io.ReaderAt, buf []byte, off, n int64) ([]byte, error) {
 		return nil, err
 	}
 	if got < pad+n {
-		return nil, shortRead(int(pad+n), int(got), lo+got)
+		return nil, shortRead(pad+n, got, lo+got)
 	}
 	return buf[pad : pad+n : pad+n], nil
 }
 
-// Close closes the descriptors OpenDirect opened.
-func (d *DirectReader) Close() error {
+// Close closes the descriptors the Reader opened (and, from OpenReader, its
+// file).
+func (d *Reader) Close() error {
 	var first error
 	for _, c := range d.closers {
 		if err := c.Close(); err != nil && first == nil {

@@ -1,4 +1,4 @@
-package poolmat
+package quant_test
 
 import (
 	"encoding/binary"
@@ -22,7 +22,10 @@ func randBF16(rng *rand.Rand, rows, cols int) []byte {
 	return w
 }
 
-// TestSameBitsAsQuant: on the pool, mat-vecs and mat-muls give quant's bits, whatever the
+// A worker pool is a Runner.
+var _ quant.Runner = (*parallel.Pool)(nil)
+
+// TestSameBitsAsQuant: on the pool, mat-vecs and mat-muls give the kernels' bits, whatever the
 // number of workers, and through the wrapper as well.
 func TestSameBitsAsQuant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -42,14 +45,14 @@ func TestSameBitsAsQuant(t *testing.T) {
 		m.MatMul(wantMM, rows, x, 5)
 		for _, workers := range []int{1, 2, 3, 8} {
 			got := make([]float32, rows)
-			MatVec(p, m, got, x[:cols], workers)
+			quant.MatVecOn(p, m, got, x[:cols], workers)
 			require.Equal(t, want, got, "%dx%d workers %d", rows, cols, workers)
-			quant.MatVecParallel(Wrap(m, p), got, x[:cols], workers)
+			quant.MatVecParallel(quant.OnRunner(m, p), got, x[:cols], workers)
 			require.Equal(t, want, got, "wrapped %dx%d workers %d", rows, cols, workers)
 			gotMM := make([]float32, 5*rows)
-			MatMul(p, m, gotMM, rows, x, 5, workers)
+			quant.MatMulOn(p, m, gotMM, rows, x, 5, workers)
 			require.Equal(t, wantMM, gotMM, "mat-mul %dx%d workers %d", rows, cols, workers)
-			MatMul(nil, m, gotMM, rows, x, 5, workers)
+			quant.MatMulOn(nil, m, gotMM, rows, x, 5, workers)
 			require.Equal(t, wantMM, gotMM, "nil pool %dx%d workers %d", rows, cols, workers)
 		}
 	}
@@ -62,15 +65,15 @@ func TestWrapKeepsRows(t *testing.T) {
 	require.NoError(t, err)
 	p := parallel.NewPool(2)
 	defer p.Close()
-	w := Wrap(m, p)
+	w := quant.OnRunner(m, p)
 	rd, ok := w.(quant.RowDecoder)
 	require.True(t, ok)
 	got, want := make([]float32, 32), make([]float32, 32)
 	rd.DecodeRow(got, 5)
 	m.(quant.RowDecoder).DecodeRow(want, 5)
 	require.Equal(t, want, got)
-	require.Equal(t, m, Wrap(m, nil))
-	require.Nil(t, Wrap(nil, p))
+	require.Equal(t, m, quant.OnRunner(m, nil))
+	require.Nil(t, quant.OnRunner(nil, p))
 }
 
 // TestSplitAllocatesNothing: a split mat-vec and mat-mul on the pool allocate nothing once
@@ -86,8 +89,8 @@ func TestSplitAllocatesNothing(t *testing.T) {
 	defer p.Close()
 	x := make([]float32, 2*2048)
 	dst := make([]float32, 2*1024)
-	require.Greater(t, parallel.Chunks(1024, 2, max(minRows, parallel.Grain(2048))), 1, "the call must split")
-	MatVec(p, m, dst[:1024], x[:2048], 2)
-	require.Zero(t, testing.AllocsPerRun(50, func() { MatVec(p, m, dst[:1024], x[:2048], 2) }))
-	require.Zero(t, testing.AllocsPerRun(50, func() { MatMul(p, m, dst, 1024, x, 2, 2) }))
+	require.Greater(t, parallel.Chunks(1024, 2, max(16, parallel.Grain(2048))), 1, "the call must split")
+	quant.MatVecOn(p, m, dst[:1024], x[:2048], 2)
+	require.Zero(t, testing.AllocsPerRun(50, func() { quant.MatVecOn(p, m, dst[:1024], x[:2048], 2) }))
+	require.Zero(t, testing.AllocsPerRun(50, func() { quant.MatMulOn(p, m, dst, 1024, x, 2, 2) }))
 }

@@ -1,0 +1,19 @@
+package checkpoint_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/k3-project/k3/checkpoint"
+)
+
+// synthTiny writes the tiny geometry for seed into a fresh temporary
+// directory.
+func synthTiny(t testing.TB, seed int64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := checkpoint.Synthesize(dir, "tiny", seed); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -1,0 +1,81 @@
+package trunk
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
+)
+
+// Packed is an opened packed trunk (trunk.bin and trunk.json, §8): each
+// layer's dense tensors are looked up here instead of in the checkpoint's
+// shards, as safetensors tensors whose File is the trunk.bin path, so a
+// Store streams them like any other.
+type Packed struct {
+	bin, layoutPath string
+	layout          *Layout
+	tensors         map[string]*safetensors.Tensor
+	f               storage.File
+}
+
+// OpenPacked reads dir/trunk.json, validates it against numLayers and exp
+// (ReadLayout) and opens dir/trunk.bin through open (nil: storage.Open).
+func OpenPacked(dir string, numLayers int, exp Expect, open storage.Opener) (*Packed, error) {
+	l, err := ReadLayout(dir, numLayers, exp)
+	if err != nil {
+		return nil, err
+	}
+	p := &Packed{bin: filepath.Join(dir, BinName), layoutPath: filepath.Join(dir, LayoutName),
+		layout: l, tensors: map[string]*safetensors.Tensor{}}
+	for _, r := range l.Layers {
+		for _, t := range r.Tensors {
+			dt, _ := safetensors.ParseDType(t.DType) // ReadLayout allowed only known dtypes
+			p.tensors[t.Name] = &safetensors.Tensor{Name: t.Name, DType: dt, Shape: t.Shape, File: p.bin,
+				Offset: r.FileOff + t.Off, Size: t.NBytes}
+		}
+	}
+	if open == nil {
+		open = storage.Open
+	}
+	if p.f, err = open(p.bin); err != nil {
+		return nil, fmt.Errorf("packed trunk: %w", err)
+	}
+	return p, nil
+}
+
+// Tensor returns the packed tensor called name.
+func (p *Packed) Tensor(name string) (*safetensors.Tensor, bool) {
+	t, ok := p.tensors[name]
+	return t, ok
+}
+
+// Holds reports whether t lives in this trunk.bin.
+func (p *Packed) Holds(t *safetensors.Tensor) bool { return t.File == p.bin }
+
+// LayoutPath is the path of trunk.json, for messages naming what it lacks.
+func (p *Packed) LayoutPath() string { return p.layoutPath }
+
+// Checksums lists every layer run's sha256 (Options.Verify).
+func (p *Packed) Checksums() []Checksum { return p.layout.Checksums(p.bin) }
+
+// ReadF32 reads a small tensor of trunk.bin and widens it exactly.
+func (p *Packed) ReadF32(t *safetensors.Tensor) ([]float32, error) {
+	buf := make([]byte, t.Size)
+	if err := storage.ReadFull(p.f, buf, t.Offset); err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", p.bin, t.Name, err)
+	}
+	dst := make([]float32, t.NumElements())
+	if err := safetensors.WidenF32(dst, buf, t.DType); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", p.bin, t.Name, err)
+	}
+	return dst, nil
+}
+
+// Close closes trunk.bin. A nil *Packed is closed already.
+func (p *Packed) Close() error {
+	if p == nil || p.f == nil {
+		return nil
+	}
+	return p.f.Close()
+}
