@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,7 +24,7 @@ import (
 // experts (tasks kept in the workspaces); an expert-cache miss builds its views.
 // TestDecodeStepAllocatesNothingPerf checks the splits where they happen, at the perf geometry.
 func TestDecodeStepAllocatesNothing(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
 	for _, dir := range fixtures.Models(t) {
@@ -53,7 +53,7 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 // models run them inline). It needs K3_PERF_DIR naming a synthesized perf checkpoint (the FLOOR
 // benchmark makes one) and skips without it.
 func TestDecodeStepAllocatesNothingPerf(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
 	dir := os.Getenv("K3_PERF_DIR")

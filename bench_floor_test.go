@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/benchutil"
 	"github.com/k3-project/k3/internal/dot"
+	benchutil "github.com/k3-project/k3/internal/testkit"
 )
 
 // floorPerfEnv names the directory holding (or receiving, on first use) the synthetic perf

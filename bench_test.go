@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/benchutil"
-	"github.com/k3-project/k3/internal/fixtures"
+	benchutil "github.com/k3-project/k3/internal/testkit"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 // tokenBytes is the weight bytes one decode step must read: the whole trunk, lm_head, and TopK

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 // digestOutEnv names the file TestDigestHelper writes its digest lines to. The helper does

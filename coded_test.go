@@ -16,7 +16,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/cfs1"
 	"github.com/k3-project/k3/quant/rans"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 // TestDeterminismThreads: logits are bit-identical for 1, 2 and 3 worker goroutines (E1). The

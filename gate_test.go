@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 // reference is a model fixture's reference.json (SPEC §13.2).

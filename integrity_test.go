@@ -18,8 +18,8 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 )
@@ -107,7 +107,7 @@ func TestAbsurdCountsOpen(t *testing.T) {
 			start := time.Now()
 			_, err := k3.Open(dir)
 			require.Error(t, err)
-			if !race.Enabled {
+			if !testkit.RaceEnabled {
 				assert.Less(t, time.Since(start), 100*time.Millisecond)
 			}
 			if tc.want != nil {
@@ -136,7 +136,7 @@ func TestAbsurdCountsOpenRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race runtime's own memory and speed are not the figures measured")
 	}
 	for _, tc := range []struct {

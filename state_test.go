@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 var stateErrors = []error{k3.ErrStateMagic, k3.ErrStateVersion, k3.ErrStateChecksum, k3.ErrStateTruncated,

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 // fakeTokens decodes id i to a fixed, distinct 3-byte string, so stop strings can be placed

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/parallel"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 )
 
@@ -14,7 +14,7 @@ import (
 // allocate nothing either, so the count covers the whole decode path down
 // to the kernels).
 func TestDecodeStepAllocations(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
 	pool := parallel.NewPool(2)

@@ -5,12 +5,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 )
 
 // benchWeights builds random bf16 matrices and counts their bytes, so each
-// benchmark can be compared with benchutil.ReadLoop over the same volume
+// benchmark can be compared with testkit.ReadLoop over the same volume
 // (decode is weight-streaming bound: the ratio says how close to memory
 // speed a step runs).
 type benchWeights struct {
@@ -61,7 +61,7 @@ func BenchmarkKDAStep(b *testing.B) {
 		B: bw.bf16(b, H, E), FA: bw.bf16(b, D, E), FB: bw.bf16(b, P, D), O: bw.bf16(b, E, P),
 		QConv: bw.vec(P*K, 0.3), KConv: bw.vec(P*K, 0.3), VConv: bw.vec(P*K, 0.3),
 		ALog: bw.vec(H, 0.5), DtBias: bw.vec(P, 0.5), ONorm: bw.vec(D, 1)}
-	b.Run("readloop", func(b *testing.B) { benchutil.ReadLoop(b, make([]byte, bw.bytes)) })
+	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bw.bytes)) })
 	for _, T := range []int{1, 32} {
 		x := bw.vec(T*E, 1)
 		out := make([]float32, T*E)
@@ -93,7 +93,7 @@ func BenchmarkMLAStep(b *testing.B) {
 	// A cache of ctx positions filled directly (a normalised latent has
 	// entries of order one), so setup does not cost a long prefill.
 	prefix := bw.vec(ctx*(Rkv+dr), 1)
-	b.Run("readloop", func(b *testing.B) { benchutil.ReadLoop(b, make([]byte, bw.bytes)) })
+	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bw.bytes)) })
 	for _, T := range []int{1, 32} {
 		x := bw.vec(T*E, 1)
 		out := make([]float32, T*E)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/fmath"
-	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
 func TestKDADecayFixture(t *testing.T) {

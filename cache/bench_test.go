@@ -7,8 +7,8 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/require"
@@ -83,7 +83,7 @@ func BenchmarkGetManyHit(b *testing.B) {
 
 // A batch of resident experts allocates nothing (decode steady state).
 func TestHitPathAllocations(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
 	s := fixtureStore(t, openFixture(t), 4, 8)
@@ -186,7 +186,7 @@ func BenchmarkBigCold(b *testing.B) {
 // A decode step of a real MoE layer whose experts are resident in the Store
 // allocates nothing (Store and moe together).
 func TestDecodeStepWithStoreAllocations(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
 	dir := fixtures.Path(t, "models/tiny")

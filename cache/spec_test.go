@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/cache"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/require"
 )

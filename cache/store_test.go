@@ -12,7 +12,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/cache/sim"
 	"github.com/k3-project/k3/cache/trace"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/require"

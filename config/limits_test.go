@@ -15,8 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/fixtures"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // absurd returns the K3 config with one count replaced, as file bytes.
@@ -59,7 +58,7 @@ func TestAbsurdCountsRefused(t *testing.T) {
 			var ce *ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Contains(t, err.Error(), tc.want)
-			if !race.Enabled {
+			if !testkit.RaceEnabled {
 				assert.Less(t, elapsed, 100*time.Millisecond)
 			}
 		})
@@ -82,7 +81,7 @@ func TestAbsurdCountsPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race runtime's own memory and speed are not the figures measured")
 	}
 	dir := t.TempDir()
@@ -152,7 +151,7 @@ func TestCheckAgainst(t *testing.T) {
 // MinTensors agrees with every fixture checkpoint: the binders need exactly
 // these tensors, and the fixture index lists exactly these.
 func TestMinTensorsFixtures(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			c, err := Load(filepath.Join(dir, "config.json"))
 			require.NoError(t, err)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/parallel"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 )
 
@@ -14,7 +14,7 @@ import (
 // (quant's f32 matrices and MemExperts, which fills the workspace's expert
 // slice, allocate nothing either).
 func TestDecodeStepAllocations(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
 	pool := parallel.NewPool(2)

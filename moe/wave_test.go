@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
 // limitedSource is a countingSource that also limits the experts per call.

@@ -4,14 +4,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // TestSteadyStateNoAlloc: once the scratch pools are warm, MatVec, MatMul,
 // DecodeRow and the parallel helpers on one worker allocate nothing, for
 // every format (a decode step makes hundreds of these calls).
 func TestSteadyStateNoAlloc(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector makes sync.Pool drop buffers")
 	}
 	rng := rand.New(rand.NewPCG(11, 12))

@@ -6,14 +6,14 @@ import (
 	"os"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // TestMXFP4Fixture wraps real K3 MXFP4 bytes (SPEC §13.3 mxfp4.json) as a
 // quant.Matrix: DecodeRow reproduces the oracle's dequantised values bit for
 // bit, and MatVec equals the reference RG sum over the bytes.
 func TestMXFP4Fixture(t *testing.T) {
-	raw, err := os.ReadFile(fixtures.Path(t, "mxfp4.json"))
+	raw, err := os.ReadFile(testkit.Path(t, "mxfp4.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 func TestWindow(t *testing.T) {

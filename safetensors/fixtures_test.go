@@ -11,7 +11,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 func TestFixtureST(t *testing.T) {

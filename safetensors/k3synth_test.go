@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/k3-project/k3/internal/benchutil"
+	benchutil "github.com/k3-project/k3/internal/testkit"
 )
 
 // k3Tensors lists the released K3 checkpoint's tensors (SPEC §3.3) with

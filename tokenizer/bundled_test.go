@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/tokenizer/cl100k"
 	"github.com/k3-project/k3/tokenizer/o200k"
@@ -67,7 +67,7 @@ func TestBundledRankFiles(t *testing.T) {
 // TestBundledMatchFixture: each package's specials are the fixture's (tiktoken's), and every
 // fixture case encodes to tiktoken's ids in both modes and decodes back to its bytes.
 func TestBundledMatchFixture(t *testing.T) {
-	dir := fixtures.Path(t, "tokenizer")
+	dir := testkit.Path(t, "tokenizer")
 	var encs map[string]struct {
 		RankSHA256 string         `json:"rank_file_sha256"`
 		Specials   map[string]int `json:"special_tokens"`

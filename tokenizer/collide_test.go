@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // The rank loader's former hash: a fixed splitmix64 finalizer over the
@@ -96,7 +96,7 @@ func TestRankLoadCollisions(t *testing.T) {
 		elapsed := time.Since(start)
 		require.NoError(t, err)
 		t.Logf("chain=%v: %d colliding tokens (%d bytes) loaded in %v", chain, n, len(data), elapsed)
-		if !race.Enabled {
+		if !testkit.RaceEnabled {
 			assert.Less(t, elapsed, 200*time.Millisecond)
 		}
 		assert.True(t, r.seeded, "the crafted file must move the table to the seeded hash")
@@ -111,7 +111,7 @@ func TestRankLoadCollisions(t *testing.T) {
 			_, ok := r.Rank(tok)
 			require.False(t, ok)
 		}
-		if !race.Enabled {
+		if !testkit.RaceEnabled {
 			assert.Less(t, time.Since(start), 200*time.Millisecond)
 		}
 		for i := 256; i < r.Len(); i += 997 {

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 type fixtureEncoding struct {
@@ -64,7 +64,7 @@ var (
 // loadFixtures reads the tokenizer fixture folder once per test binary.
 func loadFixtures(tb testing.TB) *fixtureSet {
 	tb.Helper()
-	dir := fixtures.Path(tb, "tokenizer")
+	dir := testkit.Path(tb, "tokenizer")
 	fixOnce.Do(func() { fix = readFixtures(dir) })
 	if fix.err != nil {
 		tb.Fatal(fix.err)

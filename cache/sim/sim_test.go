@@ -7,7 +7,7 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/cache/trace"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +26,7 @@ var table98 = []struct {
 
 func realTrace(t *testing.T) []trace.Request {
 	t.Helper()
-	tr, err := trace.Open(fixtures.Path(t, "expert_trace.bin"))
+	tr, err := trace.Open(testkit.Path(t, "expert_trace.bin"))
 	require.NoError(t, err)
 	defer tr.Close()
 	reqs, err := tr.Requests()
@@ -125,7 +125,7 @@ func TestEmptyAndTinyTraces(t *testing.T) {
 }
 
 func TestRunFile(t *testing.T) {
-	rep, err := RunFile(fixtures.Path(t, "expert_trace.bin"), Options{CapacitiesGB: []float64{64}})
+	rep, err := RunFile(testkit.Path(t, "expert_trace.bin"), Options{CapacitiesGB: []float64{64}})
 	require.NoError(t, err)
 	require.Len(t, rep.Rows, 1)
 	require.InDelta(t, 49.97, rep.Rows[0].S3FIFO.HitRate(), 0.1)

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,7 +87,7 @@ func TestReaderErrors(t *testing.T) {
 }
 
 func TestRealTraceShape(t *testing.T) {
-	tr, err := Open(fixtures.Path(t, "expert_trace.bin"))
+	tr, err := Open(testkit.Path(t, "expert_trace.bin"))
 	require.NoError(t, err)
 	defer tr.Close()
 	require.Equal(t, 100_096, tr.Len())

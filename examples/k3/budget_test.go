@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 var (

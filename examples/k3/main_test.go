@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {

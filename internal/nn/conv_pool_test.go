@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/parallel"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // ForwardPool splits the channels of a layer wide enough to split (two
@@ -50,7 +50,7 @@ func TestShortConvPool(t *testing.T) {
 			}
 		}
 	}
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		return
 	}
 	if n := testing.AllocsPerRun(20, func() { _ = s.ForwardPool(got[:C], x[:C], tailG, 1, 2, pool, &call) }); n != 0 {
@@ -61,7 +61,7 @@ func TestShortConvPool(t *testing.T) {
 // Forward, which takes no ConvCall, allocates nothing on a layer too narrow
 // to split.
 func TestShortConvForwardAllocatesNothing(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
 	s, err := NewShortConv(64, 4, make([]float32, 64*4))

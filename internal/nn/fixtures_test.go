@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
 func TestRMSNormFixture(t *testing.T) {

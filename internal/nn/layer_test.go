@@ -8,7 +8,7 @@ import (
 
 	"github.com/k3-project/k3/attention"
 	"github.com/k3-project/k3/internal/nn"
-	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 )

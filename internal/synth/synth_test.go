@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
+	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
 )

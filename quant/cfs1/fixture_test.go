@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // entropyBytes is the order-0 entropy of the symbols, in bytes.
@@ -33,7 +33,7 @@ func entropyBytes(data []byte, mode byte) float64 {
 // 3584 of an expert's w1) and checks the sizes against the order-0 entropy
 // and the savings SPEC §6.10 reports (nibbles ≈ 6.2%, scale bytes ≈ 90%).
 func TestRealK3Bytes(t *testing.T) {
-	raw, err := os.ReadFile(fixtures.Path(t, "mxfp4.json"))
+	raw, err := os.ReadFile(testkit.Path(t, "mxfp4.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

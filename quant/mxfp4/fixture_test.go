@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // mxfp4Fixture mirrors shared/fixtures/mxfp4.json (SPEC §13.3): real bytes
@@ -39,7 +39,7 @@ type mxfp4Fixture struct {
 
 func loadFixture(tb testing.TB) (f mxfp4Fixture, packed, scales []byte) {
 	tb.Helper()
-	raw, err := os.ReadFile(fixtures.Path(tb, "mxfp4.json"))
+	raw, err := os.ReadFile(testkit.Path(tb, "mxfp4.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/cfs1"
 )
@@ -68,7 +68,7 @@ func TestBitsPerWeight(t *testing.T) {
 // per weight, and runs every truncation and every single-bit flip of the
 // first 4 rows' record: each is refused or decodes exactly to the sample.
 func TestRealMXFP4(t *testing.T) {
-	raw, err := os.ReadFile(fixtures.Path(t, "mxfp4.json"))
+	raw, err := os.ReadFile(testkit.Path(t, "mxfp4.json"))
 	require.NoError(t, err)
 	var fx struct {
 		Packed struct{ Data []int } `json:"packed"`
@@ -116,7 +116,7 @@ func TestRealMXFP4(t *testing.T) {
 // sample decode to different bytes undetected; with Encode's table none do
 // (TestRealMXFP4).
 func TestTiedFrequenciesBlindSpot(t *testing.T) {
-	raw, err := os.ReadFile(fixtures.Path(t, "mxfp4.json"))
+	raw, err := os.ReadFile(testkit.Path(t, "mxfp4.json"))
 	require.NoError(t, err)
 	var fx struct {
 		Packed struct{ Data []int } `json:"packed"`

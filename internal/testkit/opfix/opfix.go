@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // Tensor is one fixture tensor: row-major data and its shape.
@@ -47,7 +47,7 @@ func Manifest(tb testing.TB) Tolerance {
 	var m struct {
 		Tolerance *Tolerance `json:"tolerance"`
 	}
-	data, err := os.ReadFile(fixtures.Path(tb, "ops/MANIFEST.json"))
+	data, err := os.ReadFile(testkit.Path(tb, "ops/MANIFEST.json"))
 	if err != nil {
 		tb.Fatalf("opfix: %v", err)
 	}
@@ -63,7 +63,7 @@ func Manifest(tb testing.TB) Tolerance {
 // Files lists every ops/*.json fixture except MANIFEST.json, sorted.
 func Files(tb testing.TB) []string {
 	tb.Helper()
-	entries, err := os.ReadDir(fixtures.Path(tb, "ops"))
+	entries, err := os.ReadDir(testkit.Path(tb, "ops"))
 	if err != nil {
 		tb.Fatalf("opfix: %v", err)
 	}
@@ -81,7 +81,7 @@ func Files(tb testing.TB) []string {
 // Load parses ops/<name>.json.
 func Load(tb testing.TB, name string) *Fixture {
 	tb.Helper()
-	data, err := os.ReadFile(fixtures.Path(tb, "ops/"+name+".json"))
+	data, err := os.ReadFile(testkit.Path(tb, "ops/"+name+".json"))
 	if err != nil {
 		tb.Fatalf("opfix: %v", err)
 	}
@@ -196,7 +196,7 @@ func Config(tb testing.TB) map[string]any {
 	var m struct {
 		Config map[string]any `json:"config"`
 	}
-	data, err := os.ReadFile(fixtures.Path(tb, "ops/MANIFEST.json"))
+	data, err := os.ReadFile(testkit.Path(tb, "ops/MANIFEST.json"))
 	if err != nil {
 		tb.Fatalf("opfix: %v", err)
 	}

@@ -3,6 +3,6 @@
 // compares results against them at the tolerance read from MANIFEST.json.
 //
 // It is for tests only (it imports testing) and must not be imported by
-// library code. Fixture paths come from internal/fixtures, so a missing
+// library code. Fixture paths come from testkit, so a missing
 // fixture directory skips (or under CI=true fails) the test.
 package opfix
