@@ -35,10 +35,7 @@ func (b *benchWeights) bf16(tb testing.TB, rows, cols int) quant.Matrix {
 // mla draws bf16 weights (and unit-scale norms) of c's shapes, with the
 // output gate.
 func (b *benchWeights) mla(tb testing.TB, c MLAConfig) MLAWeights {
-	E, Hm, dq, dv := c.Hidden, c.Heads, c.NoPE+c.Rope, c.VHead
-	return MLAWeights{QA: b.bf16(tb, c.QLoRA, E), QANorm: b.vec(c.QLoRA, 1), QB: b.bf16(tb, Hm*dq, c.QLoRA),
-		KVA: b.bf16(tb, c.KVLoRA+c.Rope, E), KVANorm: b.vec(c.KVLoRA, 1), KVB: b.bf16(tb, Hm*(c.NoPE+dv), c.KVLoRA),
-		O: b.bf16(tb, E, Hm*dv), G: b.bf16(tb, Hm*dv, E)}
+	return mlaWeights(b.rng, c, func(rows, cols int) quant.Matrix { return b.bf16(tb, rows, cols) })
 }
 
 func (b *benchWeights) vec(n int, s float64) []float32 {

@@ -1,44 +1,70 @@
 package attention
 
 import (
-	"hash/fnv"
-	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/k3-project/k3/quant"
 )
 
-func mat(t testing.TB, w []float32, rows, cols int) quant.Matrix {
-	t.Helper()
-	m, err := quant.F32FromFloats(rows, cols, w)
+func randF32(r *rand.Rand, n int, s float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * s)
+	}
+	return v
+}
+
+func randBF16(t testing.TB, r *rand.Rand, rows, cols int) quant.Matrix {
+	data, _, err := quant.Quantize(quant.BF16, randF32(r, rows*cols, 0.15), rows, cols, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := quant.NewBF16(rows, cols, data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-// digest is an FNV-1a hash of float bit patterns, for bit-identity checks.
-func digest(vs ...[]float32) uint64 {
-	h := fnv.New64a()
-	var b [4]byte
-	for _, v := range vs {
-		for _, f := range v {
-			u := math.Float32bits(f)
-			b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-			h.Write(b[:])
-		}
+// randomSplit cuts n positions into random consecutive chunks.
+func randomSplit(r *rand.Rand, n int) []int {
+	var out []int
+	for n > 0 {
+		c := 1 + r.IntN(min(n, 7))
+		out = append(out, c)
+		n -= c
 	}
-	return h.Sum64()
+	return out
 }
 
-func sameBits(t *testing.T, what string, got, want []float32) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+// kdaWeights draws KDA weights of c's shapes: matrices from mat, vectors
+// from r, in field order, so a recorded digest depends on the draws staying
+// in this order. alog is the length of A_log (the layer reads one rate per
+// head; some tests draw one per channel).
+func kdaWeights(r *rand.Rand, c KDAConfig, alog int, mat func(rows, cols int) quant.Matrix) KDAWeights {
+	E, H, D, K := c.Hidden, c.Heads, c.HeadDim, c.ConvK
+	P := H * D
+	return KDAWeights{Q: mat(P, E), K: mat(P, E), V: mat(P, E), G: mat(P, E),
+		B: mat(H, E), FA: mat(D, E), FB: mat(P, D), O: mat(E, P),
+		QConv: randF32(r, P*K, 0.5), KConv: randF32(r, P*K, 0.5), VConv: randF32(r, P*K, 0.5),
+		ALog: randF32(r, alog, 0.5), DtBias: randF32(r, P, 0.5), ONorm: randF32(r, D, 1)}
+}
+
+// mlaWeights draws MLA weights of c's shapes (the output gate when
+// c.OutGate) like kdaWeights, in field order.
+func mlaWeights(r *rand.Rand, c MLAConfig, mat func(rows, cols int) quant.Matrix) MLAWeights {
+	E, Hm, dn, dr, dv := c.Hidden, c.Heads, c.NoPE, c.Rope, c.VHead
+	w := MLAWeights{QA: mat(c.QLoRA, E), QANorm: randF32(r, c.QLoRA, 1), QB: mat(Hm*(dn+dr), c.QLoRA),
+		KVA: mat(c.KVLoRA+dr, E), KVANorm: randF32(r, c.KVLoRA, 1), KVB: mat(Hm*(dn+dv), c.KVLoRA),
+		O: mat(E, Hm*dv)}
+	if c.OutGate {
+		w.G = mat(Hm*dv, E)
 	}
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("%s[%d] = %v (%#x), want %v (%#x): not bit-identical", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-		}
-	}
+	return w
+}
+
+// bf16s draws bf16 matrices from r.
+func bf16s(t testing.TB, r *rand.Rand) func(rows, cols int) quant.Matrix {
+	return func(rows, cols int) quant.Matrix { return randBF16(t, r, rows, cols) }
 }

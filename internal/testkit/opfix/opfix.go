@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/quant"
 )
 
 // Tensor is one fixture tensor: row-major data and its shape.
@@ -123,6 +124,24 @@ func (f *Fixture) Tensor(key string, shape ...int) *Tensor {
 func (f *Fixture) F32(key string, shape ...int) []float32 {
 	f.tb.Helper()
 	return f.Tensor(key, shape...).F32()
+}
+
+// Matrix returns the tensor under key, of shape rows×cols, as an f32
+// matrix: the layers' fixtures bind their weights unquantized.
+func (f *Fixture) Matrix(key string, rows, cols int) quant.Matrix {
+	f.tb.Helper()
+	return Matrix(f.tb, f.F32(key, rows, cols), rows, cols)
+}
+
+// Matrix returns w (row-major, rows×cols) as an f32 matrix, failing the test
+// when the sizes disagree.
+func Matrix(tb testing.TB, w []float32, rows, cols int) quant.Matrix {
+	tb.Helper()
+	m, err := quant.F32FromFloats(rows, cols, w)
+	if err != nil {
+		tb.Fatalf("opfix: %v", err)
+	}
+	return m
 }
 
 // Scalar returns the number under key.

@@ -1,11 +1,113 @@
 package attention
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
+
+// The axpy kernels (assembly on amd64) must match the pure-Go loops bit for
+// bit, for every length (vector body plus tail) and for special values.
+func TestAxpyKernelsMatchGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		float32(math.NaN()), math.MaxFloat32, math.SmallestNonzeroFloat32, 1e-30}
+	val := func() float32 {
+		if r.IntN(16) == 0 {
+			return special[r.IntN(len(special))]
+		}
+		return float32(r.NormFloat64() * math.Exp2(float64(r.IntN(40)-20)))
+	}
+	for n := 0; n <= 45; n++ {
+		for trial := range 20 {
+			xs := make([][]float32, 4)
+			for j := range xs {
+				xs[j] = make([]float32, n)
+				for i := range xs[j] {
+					xs[j][i] = val()
+				}
+			}
+			a := []float64{float64(val()), float64(val()), float64(val()), float64(val())}
+			acc0 := make([]float64, n)
+			for i := range acc0 {
+				acc0[i] = float64(val()) * float64(val())
+			}
+			got, want := append([]float64(nil), acc0...), append([]float64(nil), acc0...)
+			axpy4(got, a, xs[0], xs[1], xs[2], xs[3])
+			axpy4Go(want, a, xs[0], xs[1], xs[2], xs[3])
+			compare64(t, "axpy4", n, trial, got, want)
+			got, want = append(got[:0], acc0...), append(want[:0], acc0...)
+			axpy1(got, a[1], xs[2])
+			axpy1Go(want, a[1], xs[2])
+			compare64(t, "axpy1", n, trial, got, want)
+			// axpy4Go is four sequential axpy1Go passes.
+			got, want = append(got[:0], acc0...), append(want[:0], acc0...)
+			axpy4Go(got, a, xs[0], xs[1], xs[2], xs[3])
+			for j := range 4 {
+				axpy1Go(want, a[j], xs[j])
+			}
+			compare64(t, "axpy4Go vs 4×axpy1Go", n, trial, got, want)
+		}
+	}
+}
+
+func compare64(t *testing.T, what string, n, trial int, got, want []float64) {
+	t.Helper()
+	for i := range got {
+		g, w := got[i], want[i]
+		if math.Float64bits(g) != math.Float64bits(w) && !(math.IsNaN(g) && math.IsNaN(w)) {
+			t.Fatalf("%s n=%d trial=%d [%d]: %v, want %v", what, n, trial, i, g, w)
+		}
+	}
+}
+
+// TestAxpyBlock3 holds the three-row block kernel to axpyRows on each row:
+// every accumulator gets the same additions in the same order. Rows of
+// ±2^40 and tiny values make a wrong order or a dropped addition visible.
+func TestAxpyBlock3(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, w := range []int{64, 128, 256} {
+		for _, k := range []int{0, 1, 5, 37} {
+			t.Run(fmt.Sprintf("w%d_k%d", w, k), func(t *testing.T) {
+				as, ak, bs := w+8, k+3, w+5
+				b := make([]float32, max(1, k)*bs)
+				for i := range b {
+					b[i] = float32(r.NormFloat64())
+					if r.IntN(7) == 0 {
+						b[i] = float32(math.Ldexp(1, 40) * float64(1-2*r.IntN(2)))
+					}
+				}
+				a := make([]float64, 3*ak)
+				for i := range a {
+					a[i] = float64(float32(r.NormFloat64()))
+				}
+				acc := make([]float64, 3*as)
+				for i := range acc {
+					acc[i] = float64(float32(r.NormFloat64()))
+				}
+				want := append([]float64(nil), acc...)
+				if !axpyBlock3Applies(w) {
+					t.Skip("the block kernel does not apply on this CPU")
+				}
+				axpyBlock3(acc, as, a, ak, b, bs, k, w)
+				rows := make([][]float32, k)
+				for j := range rows {
+					rows[j] = b[j*bs : j*bs+w]
+				}
+				for tt := range 3 {
+					axpyRows(want[tt*as:tt*as+w], a[tt*ak:tt*ak+k], rows)
+				}
+				for i := range acc {
+					if math.Float64bits(acc[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("acc[%d] = %v, axpyRows %v", i, acc[i], want[i])
+					}
+				}
+			})
+		}
+	}
+}
 
 // The recurrence row kernels (assembly on amd64) must match the float32 Go
 // loops bit for bit, for every length and for special values (NaN payloads
