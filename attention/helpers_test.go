@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
 )
 
@@ -16,15 +17,7 @@ func randF32(r *rand.Rand, n int, s float64) []float32 {
 }
 
 func randBF16(t testing.TB, r *rand.Rand, rows, cols int) quant.Matrix {
-	data, _, err := quant.Quantize(quant.BF16, randF32(r, rows*cols, 0.15), rows, cols, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := quant.NewBF16(rows, cols, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return opfix.BF16(t, randF32(r, rows*cols, 0.15), rows, cols)
 }
 
 // randomSplit cuts n positions into random consecutive chunks.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/k3-project/k3/internal/parallel"
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
 )
 
@@ -14,9 +15,7 @@ import (
 // (quant's f32 matrices and MemExperts, which fills the workspace's expert
 // slice, allocate nothing either).
 func TestDecodeStepAllocations(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("allocation counts are not exact under the race detector")
-	}
+	testkit.SkipAllocsUnderRace(t)
 	pool := parallel.NewPool(2)
 	defer pool.Close()
 	for _, run := range []struct {
@@ -35,7 +34,7 @@ func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {
 		for i := range w {
 			w[i] = float32(r.NormFloat64() * 0.2)
 		}
-		return f32Mat(t, rows, cols, w)
+		return opfix.Matrix(t, w, rows, cols)
 	}
 	const E, L, I, NE, K, SI = 32, 16, 24, 6, 2, 2048 // SI: the activation splits
 	var all []Expert
@@ -65,19 +64,6 @@ func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {
 	if err := m.ForwardRoutedWith(out, x, 1, ids, ws); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(20, func() { _ = m.ForwardRoutedWith(out, x, 1, ids, ws) }); n != 0 {
-		t.Errorf("MoE decode step: %v allocations", n)
-	}
-	if n := testing.AllocsPerRun(20, func() { _ = d.ForwardWith(out, x, 1, ws) }); n != 0 {
-		t.Errorf("dense decode step: %v allocations", n)
-	}
-}
-
-func f32Mat(t *testing.T, rows, cols int, w []float32) quant.Matrix {
-	t.Helper()
-	m, err := quant.F32FromFloats(rows, cols, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	testkit.NoAllocs(t, "MoE decode step", 20, func() { _ = m.ForwardRoutedWith(out, x, 1, ids, ws) })
+	testkit.NoAllocs(t, "dense decode step", 20, func() { _ = d.ForwardWith(out, x, 1, ws) })
 }

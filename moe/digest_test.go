@@ -1,12 +1,12 @@
 package moe
 
 import (
-	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
 )
@@ -21,17 +21,6 @@ var digestRecords = map[string]uint64{
 	"dense": 0xd71edff48e45e9dc,
 }
 
-func digest(v []float32) uint64 {
-	h := fnv.New64a()
-	var b [4]byte
-	for _, f := range v {
-		u := math.Float32bits(f)
-		b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-		h.Write(b[:])
-	}
-	return h.Sum64()
-}
-
 func TestOutputDigests(t *testing.T) {
 	const E, L, I, NE, K, SI, T = 80, 64, 96, 7, 3, 72, 11
 	rng := rand.New(rand.NewPCG(31, 32))
@@ -42,17 +31,7 @@ func TestOutputDigests(t *testing.T) {
 		}
 		return w
 	}
-	bf16 := func(rows, cols int) quant.Matrix {
-		data, _, err := quant.Quantize(quant.BF16, randm(rows*cols, 0.2), rows, cols, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := quant.NewBF16(rows, cols, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	bf16 := func(rows, cols int) quant.Matrix { return opfix.BF16(t, randm(rows*cols, 0.2), rows, cols) }
 	mx := func(rows, cols int) quant.Matrix {
 		p, s, err := mxfp4.Quantize(randm(rows*cols, 0.2), rows, cols)
 		if err != nil {
@@ -103,7 +82,7 @@ func TestOutputDigests(t *testing.T) {
 			}
 			pos += n
 		}
-		got := map[string]uint64{"moe": digest(mo), "dense": digest(do)}
+		got := map[string]uint64{"moe": testkit.Digest(mo), "dense": testkit.Digest(do)}
 		for name, want := range digestRecords {
 			if got[name] != want {
 				t.Errorf("workers=%d minWork=%d pool=%d: %s digest %#x, recorded %#x", workers, run.minWork, run.pool, name, got[name], want)

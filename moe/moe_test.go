@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
@@ -84,7 +85,7 @@ func TestMoEChunkUnionBitIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sameBits(t, "per-token vs chunk-union", one, all)
+	testkit.RequireSameBits(t, "per-token vs chunk-union", one, all)
 	for _, w := range []int{2, 3} {
 		mw, _ := moeFromFixture(t, f, "", 2, w)
 		got := make([]float32, T*128)
@@ -94,7 +95,7 @@ func TestMoEChunkUnionBitIdentical(t *testing.T) {
 		if err := mw.Forward(got[3*128:], x[3*128:], T-3); err != nil {
 			t.Fatal(err)
 		}
-		sameBits(t, fmt.Sprintf("workers=%d chunks [3 %d]", w, T-3), got, all)
+		testkit.RequireSameBits(t, fmt.Sprintf("workers=%d chunks [3 %d]", w, T-3), got, all)
 	}
 }
 
@@ -156,7 +157,7 @@ func TestMoEMXFP4Experts(t *testing.T) {
 		if err := mxfp4.Dequantize(deq, p, s, rows, cols); err != nil {
 			t.Fatal(err)
 		}
-		return mq, mat(t, deq, rows, cols)
+		return mq, opfix.Matrix(t, deq, rows, cols)
 	}
 	for range NE {
 		a1, b1 := toPair(randm(I, L, 0.2), I, L)
@@ -167,8 +168,8 @@ func TestMoEMXFP4Experts(t *testing.T) {
 	}
 	cfg := Config{Layer: 4, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 2.5, Renorm: true,
 		LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5}
-	w := Weights{Gate: mat(t, randm(NE, E, 0.3), NE, E), Bias: randm(NE, 1, 0.05)[:NE],
-		Down: mat(t, randm(L, E, 0.2), L, E), Up: mat(t, randm(E, L, 0.2), E, L), Norm: randm(L, 1, 1)[:L]}
+	w := Weights{Gate: opfix.Matrix(t, randm(NE, E, 0.3), NE, E), Bias: randm(NE, 1, 0.05)[:NE],
+		Down: opfix.Matrix(t, randm(L, E, 0.2), L, E), Up: opfix.Matrix(t, randm(E, L, 0.2), E, L), Norm: randm(L, 1, 1)[:L]}
 	mq, err := New(cfg, w, NewMemExperts(map[int][]Expert{4: q4}))
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func TestDenseMatchesFloat64Reference(t *testing.T) {
 		return v
 	}
 	wg, wu, wd := randv(I*E, 0.5), randv(I*E, 0.5), randv(E*I, 0.3)
-	d, err := NewDense(mat(t, wg, I, E), mat(t, wu, I, E), mat(t, wd, E, I), 4, 25, 1)
+	d, err := NewDense(opfix.Matrix(t, wg, I, E), opfix.Matrix(t, wu, I, E), opfix.Matrix(t, wd, E, I), 4, 25, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestDenseMatchesFloat64Reference(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewDense(mat(t, wg, I, E), mat(t, wu, I, E), mat(t, wg, I, E), 4, 25, 1); err == nil {
+	if _, err := NewDense(opfix.Matrix(t, wg, I, E), opfix.Matrix(t, wu, I, E), opfix.Matrix(t, wg, I, E), 4, 25, 1); err == nil {
 		t.Error("mis-shaped down accepted")
 	}
 }

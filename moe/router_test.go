@@ -13,7 +13,7 @@ func TestRouterFixture(t *testing.T) {
 	f := opfix.Load(t, "router")
 	k, ne := f.Int("top_k"), f.Int("n_experts")
 	const E, rows = 128, 6
-	r, err := NewRouter(mat(t, f.F32("gate_weight", ne, E), ne, E), f.F32("bias", ne), k, true, 1)
+	r, err := NewRouter(f.Matrix("gate_weight", ne, E), f.F32("bias", ne), k, true, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRouterSelectionRules(t *testing.T) {
 }
 
 func TestNewRouterErrors(t *testing.T) {
-	g := mat(t, make([]float32, 4*8), 4, 8)
+	g := opfix.Matrix(t, make([]float32, 4*8), 4, 8)
 	if _, err := NewRouter(g, nil, 5, true, 1); err == nil {
 		t.Error("k > NE accepted")
 	}

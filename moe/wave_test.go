@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
@@ -71,7 +72,7 @@ func TestMoEWavesBitIdentical(t *testing.T) {
 			if err := m.ForwardRoutedWith(got, x, T, nil, NewWorkspace()); err != nil {
 				t.Fatalf("workers %d limit %d: %v", workers, limit, err)
 			}
-			sameBits(t, fmt.Sprintf("workers %d limit %d", workers, limit), got, want)
+			testkit.RequireSameBits(t, fmt.Sprintf("workers %d limit %d", workers, limit), got, want)
 			var fetched []int
 			for _, c := range ls.calls {
 				fetched = append(fetched, c...)

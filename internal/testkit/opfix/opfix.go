@@ -144,6 +144,21 @@ func Matrix(tb testing.TB, w []float32, rows, cols int) quant.Matrix {
 	return m
 }
 
+// BF16 returns w (row-major, rows×cols) rounded to a bf16 matrix, the
+// trunk's format in the released checkpoint.
+func BF16(tb testing.TB, w []float32, rows, cols int) quant.Matrix {
+	tb.Helper()
+	data, _, err := quant.Quantize(quant.BF16, w, rows, cols, 0)
+	if err != nil {
+		tb.Fatalf("opfix: %v", err)
+	}
+	m, err := quant.NewBF16(rows, cols, data)
+	if err != nil {
+		tb.Fatalf("opfix: %v", err)
+	}
+	return m
+}
+
 // Scalar returns the number under key.
 func (f *Fixture) Scalar(key string) float64 {
 	f.tb.Helper()
