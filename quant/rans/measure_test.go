@@ -2,10 +2,8 @@ package rans
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,16 +66,7 @@ func TestBitsPerWeight(t *testing.T) {
 // per weight, and runs every truncation and every single-bit flip of the
 // first 4 rows' record: each is refused or decodes exactly to the sample.
 func TestRealMXFP4(t *testing.T) {
-	raw, err := os.ReadFile(testkit.Path(t, "mxfp4.json"))
-	require.NoError(t, err)
-	var fx struct {
-		Packed struct{ Data []int } `json:"packed"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &fx))
-	packed := make([]byte, len(fx.Packed.Data))
-	for i, v := range fx.Packed.Data {
-		packed[i] = byte(v)
-	}
+	packed := testkit.MXFP4(t).PackedBytes
 	rec, err := Encode(packed)
 	require.NoError(t, err)
 	got := make([]byte, len(packed))
@@ -116,16 +105,7 @@ func TestRealMXFP4(t *testing.T) {
 // sample decode to different bytes undetected; with Encode's table none do
 // (TestRealMXFP4).
 func TestTiedFrequenciesBlindSpot(t *testing.T) {
-	raw, err := os.ReadFile(testkit.Path(t, "mxfp4.json"))
-	require.NoError(t, err)
-	var fx struct {
-		Packed struct{ Data []int } `json:"packed"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &fx))
-	sample := make([]byte, 4*1792)
-	for i := range sample {
-		sample[i] = byte(fx.Packed.Data[i])
-	}
+	sample := testkit.MXFP4(t).PackedBytes[:4*1792]
 	spec, ok := cfs1.SpecFrequencies(sample, cfs1.ModeNibble)
 	require.True(t, ok)
 	_, untied := cfs1.Distinct(spec)
