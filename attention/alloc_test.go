@@ -16,15 +16,7 @@ import (
 // to the kernels).
 func TestDecodeStepAllocations(t *testing.T) {
 	testkit.SkipAllocsUnderRace(t)
-	pool := parallel.NewPool(2)
-	defer pool.Close()
-	for _, run := range []struct {
-		name    string
-		workers int
-		pool    *parallel.Pool
-	}{{"one worker", 1, nil}, {"split on a pool", 2, pool}} {
-		t.Run(run.name, func(t *testing.T) { decodeStepAllocations(t, run.workers, run.pool) })
-	}
+	testkit.OnPools(t, decodeStepAllocations)
 }
 
 func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {

@@ -26,8 +26,9 @@
 // # Layering
 //
 // It is for _test.go files only: it imports "testing" and must never be
-// imported by library code. It imports nothing else from this module, so
-// that any package's internal tests can use it without an import cycle;
-// what needs a library package takes it as an argument (the synthesizer of
-// [Checkpoint]) or lives in a subpackage (opfix, which builds matrices).
+// imported by library code. Of this module it imports only the leaf
+// internal/parallel, so that any other package's internal tests can use it
+// without an import cycle; what needs a library package takes it as an
+// argument (the synthesizer of [Checkpoint]) or lives in a subpackage
+// (opfix, which builds matrices).
 package testkit
