@@ -11,7 +11,6 @@ import (
 )
 
 func TestKDADecayFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "kda_decay")
 	const T, H, D = 4, 4, 16
 	z := f.F32("z", 1, T, H*D)
@@ -30,12 +29,11 @@ func TestKDADecayFixture(t *testing.T) {
 			}
 		}
 	}
-	opfix.Compare(t, tol, "kda_decay g", g, f.F32("g", 1, T, H, D))
-	opfix.Compare(t, tol, "kda_decay alpha", alpha, f.F32("alpha", 1, T, H, D))
+	opfix.Compare(t, f.Tol, "kda_decay g", g, f.F32("g", 1, T, H, D))
+	opfix.Compare(t, f.Tol, "kda_decay alpha", alpha, f.F32("alpha", 1, T, H, D))
 }
 
 func testRecurrence(t *testing.T, name string) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, name)
 	T, H, D := f.Int("T"), f.Int("H"), f.Int("d_k")
 	if f.Int("d_v") != D {
@@ -59,8 +57,8 @@ func testRecurrence(t *testing.T, name string) {
 			kdaStep(S[h*D*D:(h+1)*D*D], q[o:o+D], k[o:o+D], v[o:o+D], alpha[o:o+D], beta[tt*H+h], out[o:o+D], u)
 		}
 	}
-	opfix.Compare(t, tol, name+" out", out, f.F32("out", T, H, D))
-	opfix.Compare(t, tol, name+" state_out", S, f.F32("state_out", H, D, D))
+	opfix.Compare(t, f.Tol, name+" out", out, f.F32("out", T, H, D))
+	opfix.Compare(t, f.Tol, name+" state_out", S, f.F32("state_out", H, D, D))
 }
 
 func TestKDARecur1Fixture(t *testing.T) { testRecurrence(t, "kda_recur1") }
@@ -90,7 +88,6 @@ func kdaFromFixture(t *testing.T, f *opfix.Fixture, workers int) *KDA {
 }
 
 func testKDALayer(t *testing.T, name string) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, name)
 	T := f.Int("T")
 	k := kdaFromFixture(t, f, 1)
@@ -100,8 +97,8 @@ func testKDALayer(t *testing.T, name string) {
 	if err := k.Forward(out, in, T, st); err != nil {
 		t.Fatal(err)
 	}
-	opfix.Compare(t, tol, name+" out", out, f.F32("out", 1, T, 128))
-	opfix.Compare(t, tol, name+" state_out", st.S, f.F32("state_out", 1, 4, 16, 16))
+	opfix.Compare(t, f.Tol, name+" out", out, f.F32("out", 1, T, 128))
+	opfix.Compare(t, f.Tol, name+" state_out", st.S, f.F32("state_out", 1, 4, 16, 16))
 }
 
 func TestKDALayer1Fixture(t *testing.T) { testKDALayer(t, "kda_layer1") }

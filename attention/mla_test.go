@@ -49,7 +49,6 @@ func (o opaque) MatMul(dst []float32, stride int, x []float32, n int) { o.m.MatM
 func (o opaque) Slice(lo, hi int) quant.Matrix                        { return opaque{o.m.Slice(lo, hi)} }
 
 func TestMLAFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "mla")
 	if s := f.Scalar("scale"); float32(s) != mlaFromFixture(t, f, "", 1, false).scale {
 		t.Fatalf("fixture scale %v, layer scale %v", s, mlaFromFixture(t, f, "", 1, false).scale)
@@ -63,14 +62,14 @@ func TestMLAFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 		tag := map[bool]string{false: "mla", true: "mla(extracted key half)"}[hide]
-		opfix.Compare(t, tol, tag+" out", out, f.F32("out", 1, 6, 128))
+		opfix.Compare(t, f.Tol, tag+" out", out, f.F32("out", 1, 6, 128))
 		var lat, rope []float32
 		for s := range c.Len() {
 			lat = append(lat, c.Latent(s)...)
 			rope = append(rope, c.KRope(s)...)
 		}
-		opfix.Compare(t, tol, tag+" kv_latent", lat, f.F32("kv_latent", 1, 6, 32))
-		opfix.Compare(t, tol, tag+" k_rope", rope, f.F32("k_rope", 1, 6, 8))
+		opfix.Compare(t, f.Tol, tag+" kv_latent", lat, f.F32("kv_latent", 1, 6, 32))
+		opfix.Compare(t, f.Tol, tag+" k_rope", rope, f.F32("k_rope", 1, 6, 8))
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 )
 
 func TestMoEFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "moe")
 	for key, want := range map[string]int{"hidden": 128, "latent": 64, "moe_inter": 48, "n_experts": 8, "top_k": 2,
 		"n_shared": 2, "renorm": 1, "latent_norm": 1} {
@@ -31,7 +30,7 @@ func TestMoEFixture(t *testing.T) {
 	if err := m.Forward(out, in, 3); err != nil {
 		t.Fatal(err)
 	}
-	opfix.Compare(t, tol, "moe out", out, f.F32("out", 1, 3, 128))
+	opfix.Compare(t, f.Tol, "moe out", out, f.F32("out", 1, 3, 128))
 }
 
 // countingSource records how the MoE asks for experts.

@@ -9,7 +9,6 @@ import (
 )
 
 func TestRouterFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "router")
 	k, ne := f.Int("top_k"), f.Int("n_experts")
 	const E, rows = 128, 6
@@ -49,7 +48,7 @@ func TestRouterFixture(t *testing.T) {
 			}
 		}
 	}
-	opfix.Compare(t, tol, "router weights", got, want)
+	opfix.Compare(t, f.Tol, "router weights", got, want)
 }
 
 // pickRow runs the selection on given scores and biases (no gate matrix).

@@ -46,18 +46,7 @@ func unsplitmix(x uint64) uint64 {
 // whose home slots are consecutive (run: every insert probes once, yet the
 // table holds one run of n occupied slots that failed lookups walk).
 func collisionFile(t testing.TB, n int, chain bool) []byte {
-	var buf bytes.Buffer
-	rank := 0
-	add := func(tok []byte) {
-		buf.WriteString(encodeBase64(tok))
-		buf.WriteByte(' ')
-		buf.WriteString(itoa(rank))
-		buf.WriteByte('\n')
-		rank++
-	}
-	for b := range 256 {
-		add([]byte{byte(b)})
-	}
+	f := newRankFile()
 	var tok [8]byte
 	for j := range n {
 		h := uint64(j+1)<<32 | 0x5a5a5a5a
@@ -67,9 +56,32 @@ func collisionFile(t testing.TB, n int, chain bool) []byte {
 		k := unsplitmix(h) ^ lenMix8
 		require.Equal(t, h, fixedHash8(k))
 		binary.LittleEndian.PutUint64(tok[:], k)
-		add(tok[:])
+		f.add(tok[:])
 	}
-	return buf.Bytes()
+	return f.buf.Bytes()
+}
+
+// rankFile writes a rank file: the 256 single bytes, then the tokens added,
+// at ranks counting on from 256.
+type rankFile struct {
+	buf  bytes.Buffer
+	rank int
+}
+
+func newRankFile() *rankFile {
+	f := &rankFile{}
+	for b := range 256 {
+		f.add([]byte{byte(b)})
+	}
+	return f
+}
+
+func (f *rankFile) add(tok []byte) {
+	f.buf.WriteString(encodeBase64(tok))
+	f.buf.WriteByte(' ')
+	f.buf.WriteString(itoa(f.rank))
+	f.buf.WriteByte('\n')
+	f.rank++
 }
 
 func itoa(v int) string {
@@ -164,18 +176,7 @@ func FuzzParseRanksAdversarial(f *testing.F) {
 	f.Add(uint64(7), uint64(1<<12), uint16(3000), uint8(2))
 	f.Fuzz(func(t *testing.T, base, stride uint64, count uint16, extra uint8) {
 		n := int(count%6000) + 1
-		var buf bytes.Buffer
-		rank := 0
-		add := func(tok []byte) {
-			buf.WriteString(encodeBase64(tok))
-			buf.WriteByte(' ')
-			buf.WriteString(itoa(rank))
-			buf.WriteByte('\n')
-			rank++
-		}
-		for b := range 256 {
-			add([]byte{byte(b)})
-		}
+		rf := newRankFile()
 		seen := map[uint64]bool{}
 		var tok [8]byte
 		for j := range n {
@@ -188,12 +189,12 @@ func FuzzParseRanksAdversarial(f *testing.F) {
 			// extra shortens some tokens to 7 bytes, mixing lengths (and so
 			// hash inputs) into the crafted set.
 			if extra != 0 && j%int(extra) == 0 {
-				add(tok[:7])
+				rf.add(tok[:7])
 				continue
 			}
-			add(tok[:])
+			rf.add(tok[:])
 		}
-		r, err := ParseRanks(buf.Bytes())
+		r, err := ParseRanks(rf.buf.Bytes())
 		if err != nil {
 			// 7-byte prefixes can repeat; anything else is a loader bug.
 			var re *RankFileError

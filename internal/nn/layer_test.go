@@ -200,7 +200,6 @@ func flatBlocks(s *nn.Stream) []float32 {
 }
 
 func TestLayerFixtures(t *testing.T) {
-	tol := opfix.Manifest(t)
 	c := loadTiny(t)
 	for _, name := range []string{"layer_kda", "layer_mla"} {
 		t.Run(name, func(t *testing.T) {
@@ -211,12 +210,12 @@ func TestLayerFixtures(t *testing.T) {
 			if err := l.res.Forward(s, l.attn(T), l.ffn, 1); err != nil {
 				t.Fatal(err)
 			}
-			opfix.Compare(t, tol, name+" out", s.H, f.F32("out", 1, T, c.E))
+			opfix.Compare(t, f.Tol, name+" out", s.H, f.F32("out", 1, T, c.E))
 			nbOut := f.Tensor("block_residual_out").Shape[1]
 			if len(s.Blocks) != nbOut {
 				t.Fatalf("%d blocks after the layer, want %d", len(s.Blocks), nbOut)
 			}
-			opfix.Compare(t, tol, name+" block_residual_out", flatBlocks(s), f.F32("block_residual_out", T, nbOut, c.E))
+			opfix.Compare(t, f.Tol, name+" block_residual_out", flatBlocks(s), f.F32("block_residual_out", T, nbOut, c.E))
 		})
 	}
 }

@@ -31,6 +31,7 @@ func (t *Tensor) F32() []float32 {
 // Fixture is one parsed ops/*.json file.
 type Fixture struct {
 	Name string
+	Tol  Tolerance // the tolerance of ops/MANIFEST.json, for Compare
 	raw  map[string]json.RawMessage
 	tb   testing.TB
 }
@@ -79,14 +80,16 @@ func Files(tb testing.TB) []string {
 	return names
 }
 
-// Load parses ops/<name>.json.
+// Load parses ops/<name>.json, with the tolerance its values are compared
+// at.
 func Load(tb testing.TB, name string) *Fixture {
 	tb.Helper()
+	tol := Manifest(tb)
 	data, err := os.ReadFile(testkit.Path(tb, "ops/"+name+".json"))
 	if err != nil {
 		tb.Fatalf("opfix: %v", err)
 	}
-	f := &Fixture{Name: name, tb: tb}
+	f := &Fixture{Name: name, Tol: tol, tb: tb}
 	if err := json.Unmarshal(data, &f.raw); err != nil {
 		tb.Fatalf("opfix: %s: %v", name, err)
 	}
