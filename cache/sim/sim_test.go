@@ -138,14 +138,10 @@ func TestRunFile(t *testing.T) {
 func TestHugeCapacityBounded(t *testing.T) {
 	reqs := []trace.Request{{Layer: 1, Expert: 2}, {Layer: 1, Expert: 3}, {Layer: 1, Expert: 2}, {Layer: 2, Expert: 2}}
 	rep := Run(reqs, Options{ExpertBytes: 1})
-	if len(rep.Rows) == 0 {
-		t.Fatal("no rows")
-	}
+	require.NotEmpty(t, rep.Rows)
 	for _, r := range rep.Rows {
 		for _, o := range []Outcome{r.LRU, r.S3FIFO, r.Belady, r.PinLRU} {
-			if o.Hits != 1 {
-				t.Fatalf("%v GB: %+v, want 1 hit", r.GB, o)
-			}
+			require.EqualValues(t, 1, o.Hits, "%v GB: %+v", r.GB, o)
 		}
 	}
 }
