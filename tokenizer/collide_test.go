@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/k3-project/k3/internal/testkit"
 )
 
@@ -54,7 +51,9 @@ func collisionFile(t testing.TB, n int, chain bool) []byte {
 			h = uint64(j+1)<<40 | uint64(j)
 		}
 		k := unsplitmix(h) ^ lenMix8
-		require.Equal(t, h, fixedHash8(k))
+		if got := fixedHash8(k); got != h {
+			t.Fatalf("crafted token %#x hashes to %#x, want %#x", k, got, h)
+		}
 		binary.LittleEndian.PutUint64(tok[:], k)
 		f.add(tok[:])
 	}
@@ -106,14 +105,22 @@ func TestRankLoadCollisions(t *testing.T) {
 		start := time.Now()
 		r, err := ParseRanks(data)
 		elapsed := time.Since(start)
-		require.NoError(t, err)
-		t.Logf("chain=%v: %d colliding tokens (%d bytes) loaded in %v", chain, n, len(data), elapsed)
-		if !testkit.RaceEnabled {
-			assert.Less(t, elapsed, 200*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
 		}
-		assert.True(t, r.seeded, "the crafted file must move the table to the seeded hash")
-		assert.LessOrEqual(t, r.longestRun(), maxProbe)
-		require.Equal(t, n+256, r.Len())
+		t.Logf("chain=%v: %d colliding tokens (%d bytes) loaded in %v", chain, n, len(data), elapsed)
+		if !testkit.RaceEnabled && elapsed >= 200*time.Millisecond {
+			t.Errorf("chain=%v: loaded in %v, want under 200 ms", chain, elapsed)
+		}
+		if !r.seeded {
+			t.Error("the crafted file must move the table to the seeded hash")
+		}
+		if run := r.longestRun(); run > maxProbe {
+			t.Errorf("longest run %d, bound %d", run, maxProbe)
+		}
+		if r.Len() != n+256 {
+			t.Fatalf("%d ranks, want %d", r.Len(), n+256)
+		}
 		// Failed lookups of tokens crafted the same way stay short too.
 		miss := collisionFile(t, 2*n, chain)
 		missRanks, _ := ParseRanks(miss)
@@ -121,16 +128,19 @@ func TestRankLoadCollisions(t *testing.T) {
 		for i := 256 + n; i < missRanks.Len(); i += 7 {
 			tok, _ := missRanks.Token(i)
 			_, ok := r.Rank(tok)
-			require.False(t, ok)
+			if ok {
+				t.Fatalf("crafted token %d not in the table was found", i)
+			}
 		}
-		if !testkit.RaceEnabled {
-			assert.Less(t, time.Since(start), 200*time.Millisecond)
+		if d := time.Since(start); !testkit.RaceEnabled && d >= 200*time.Millisecond {
+			t.Errorf("chain=%v: failed lookups took %v, want under 200 ms", chain, d)
 		}
 		for i := 256; i < r.Len(); i += 997 {
 			tok, _ := r.Token(i)
 			got, ok := r.Rank(tok)
-			assert.True(t, ok)
-			assert.Equal(t, i, got)
+			if !ok || got != i {
+				t.Errorf("token %d found at rank %d, %v", i, got, ok)
+			}
 		}
 	}
 }
@@ -139,8 +149,12 @@ func TestRankLoadCollisions(t *testing.T) {
 func TestRankFixedHashKeptForRealFiles(t *testing.T) {
 	for _, fe := range loadFixtures(t).encs {
 		r := fe.enc.Ranks()
-		assert.False(t, r.seeded, fe.name)
-		assert.Less(t, r.longestRun(), maxProbe/2, fe.name)
+		if r.seeded {
+			t.Errorf("%s: moved to the seeded hash", fe.name)
+		}
+		if run := r.longestRun(); run >= maxProbe/2 {
+			t.Errorf("%s: longest run %d, want under %d", fe.name, run, maxProbe/2)
+		}
 		t.Logf("%s: %d tokens, longest run %d", fe.name, r.Len(), r.longestRun())
 	}
 }
