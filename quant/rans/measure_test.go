@@ -92,9 +92,7 @@ func TestRealMXFP4(t *testing.T) {
 			refused++
 			continue
 		}
-		if !bytes.Equal(out, sample) {
-			t.Fatalf("bit %d flipped: decodes to other bytes undetected", bit)
-		}
+		require.Equal(t, sample, out, "bit %d flipped: decodes to other bytes undetected", bit)
 	}
 	t.Logf("real MXFP4 sample record of %d bytes: all %d truncations and %d of %d bit flips refused, the rest decode exactly",
 		len(srec), len(srec), refused, 8*len(srec))
