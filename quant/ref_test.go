@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"testing"
 )
 
 // Independent reference implementations for the tests. They decode elements
@@ -170,19 +169,6 @@ func refMatVec(f Format, rows, cols, gs int, w, sc []byte, x []float32) []float3
 		}
 	}
 	return out
-}
-
-func sameBits(t *testing.T, what string, got, want []float32) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: len %d, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
-			t.Fatalf("%s: element %d = %v (%#08x), want %v (%#08x)", what, i,
-				got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-		}
-	}
 }
 
 // randFloats returns n values spanning several binades, with signs, so that

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // TestMatVecAgainstReference multiplies random matrices (scale bytes 0 and
@@ -36,7 +38,7 @@ func TestMatVecAgainstReference(t *testing.T) {
 			for r := range rows {
 				want[r] = refDot(w[r*cols:(r+1)*cols], x, func(g int) bool { return scales[r*ng+g] == 255 })
 			}
-			requireSameBits(t, name, got, want)
+			testkit.RequireSameBitsOrNaN(t, name, got, want)
 		}
 	}
 }
@@ -80,7 +82,7 @@ func TestFastEqualsGeneric(t *testing.T) {
 		for name, k := range asm {
 			got := make([]float32, rows)
 			sg := runMatVec(k, got, packed, scales, x)
-			requireSameBits(t, name+" vs generic", got, want)
+			testkit.RequireSameBitsOrNaN(t, name+" vs generic", got, want)
 			if sg != sw {
 				t.Fatalf("%s: stats differ: %+v vs %+v", name, sg, sw)
 			}
@@ -149,7 +151,7 @@ func TestMatMulBlocks(t *testing.T) {
 	for ti := range n {
 		want := make([]float32, rows)
 		MatVec(want, packed, scales, x[ti*cols:(ti+1)*cols])
-		requireSameBits(t, "matmul", dst[ti*rows:(ti+1)*rows], want)
+		testkit.RequireSameBitsOrNaN(t, "matmul", dst[ti*rows:(ti+1)*rows], want)
 		part := make([]float32, rows)
 		for lo := 0; lo < rows; lo += 77 {
 			hi := min(rows, lo+77)
@@ -159,7 +161,7 @@ func TestMatMulBlocks(t *testing.T) {
 			}
 			MatVec(part[lo:hi], p, s, x[ti*cols:(ti+1)*cols])
 		}
-		requireSameBits(t, "row ranges", part, want)
+		testkit.RequireSameBitsOrNaN(t, "row ranges", part, want)
 	}
 }
 
@@ -278,8 +280,8 @@ func TestSummationOrder(t *testing.T) {
 					want[ti*rows+r] = refDot(w[r*cols:(r+1)*cols], x[ti*cols:(ti+1)*cols], nil)
 				}
 			}
-			requireSameBits(t, name, got, want[:rows])
-			requireSameBits(t, name+" matmul", batch, want)
+			testkit.RequireSameBitsOrNaN(t, name, got, want[:rows])
+			testkit.RequireSameBitsOrNaN(t, name+" matmul", batch, want)
 		}
 	}
 }
@@ -366,7 +368,7 @@ func TestPackedAssociation(t *testing.T) {
 		for p := range n {
 			want := make([]float32, rows)
 			runMatVec(genericKernel, want, packed, scales, x[p*cols:(p+1)*cols])
-			requireSameBits(t, fmt.Sprintf("%s columns %v", name, triples[p]), dst[p*rows:(p+1)*rows], want)
+			testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%s columns %v", name, triples[p]), dst[p*rows:(p+1)*rows], want)
 		}
 	}
 }
@@ -388,7 +390,7 @@ func checkMatMul(t *testing.T, what string, k kernel, packed, scales []byte, x [
 	for ti := range n {
 		want := make([]float32, rows)
 		runMatVec(k, want, packed, scales, x[ti*cols:(ti+1)*cols])
-		requireSameBits(t, fmt.Sprintf("%s position %d", what, ti), dst[ti*stride:ti*stride+rows], want)
+		testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%s position %d", what, ti), dst[ti*stride:ti*stride+rows], want)
 		for i := ti*stride + rows; i < min(len(dst), (ti+1)*stride); i++ {
 			if dst[i] != -7 {
 				t.Fatalf("%s: gap element %d overwritten", what, i)
