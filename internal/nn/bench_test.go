@@ -12,18 +12,12 @@ import (
 func BenchmarkShortConv(b *testing.B) {
 	const c, k, T = 2048, 4, 256
 	r := rand.New(rand.NewPCG(1, 2))
-	w := make([]float32, c*k)
-	for i := range w {
-		w[i] = float32(r.NormFloat64() * 0.3)
-	}
+	w := randVec(r, c*k, 0.3)
 	s, err := NewShortConv(c, k, w)
 	if err != nil {
 		b.Fatal(err)
 	}
-	x := make([]float32, T*c)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
+	x := randVec(r, T*c, 1)
 	y := make([]float32, T*c)
 	tail := make([]float32, c*(k-1))
 	b.Run("blocked", func(b *testing.B) {
