@@ -8,6 +8,34 @@ import (
 	"testing"
 )
 
+// kdaStep advances one head's state S ([D][D]) by one position and writes
+// the head output o ([D]); u is scratch of length D. Evaluation (SPEC §5.3),
+// all in f32 with separate roundings:
+//
+//	S[i][j] = α_i ⊗ S[i][j]
+//	u_j = Σ_i (k_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
+//	S[i][j] = S[i][j] ⊕ ((k_i ⊗ β) ⊗ (v_j ⊖ u_j))
+//	o_j = Σ_i (q̂_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
+//
+// Decay and read share one pass over the rows, write and output another
+// (decayRead, writeOut); per output element the order of the additions is
+// the one above. It is the tests' statement of one step: the layer runs
+// kdaSteps, which fuses the passes of consecutive positions.
+func kdaStep(S, q, k, v, alpha []float32, beta float32, o, u []float32) {
+	d := len(q)
+	clear(u)
+	for i := range d {
+		decayRead(S[i*d:i*d+d], u, alpha[i], k[i])
+	}
+	for j := range u {
+		u[j] = v[j] - u[j]
+	}
+	clear(o)
+	for i := range d {
+		writeOut(S[i*d:i*d+d], o, u, k[i]*beta, q[i])
+	}
+}
+
 // The axpy kernels (assembly on amd64) must match the pure-Go loops bit for
 // bit, for every length (vector body plus tail) and for special values.
 func TestAxpyKernelsMatchGo(t *testing.T) {
@@ -233,33 +261,5 @@ func TestWriteDecayTwin(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// kdaStep advances one head's state S ([D][D]) by one position and writes
-// the head output o ([D]); u is scratch of length D. Evaluation (SPEC §5.3),
-// all in f32 with separate roundings:
-//
-//	S[i][j] = α_i ⊗ S[i][j]
-//	u_j = Σ_i (k_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
-//	S[i][j] = S[i][j] ⊕ ((k_i ⊗ β) ⊗ (v_j ⊖ u_j))
-//	o_j = Σ_i (q̂_i ⊗ S[i][j])          f32 accumulator from +0, i ascending
-//
-// Decay and read share one pass over the rows, write and output another
-// (decayRead, writeOut); per output element the order of the additions is
-// the one above. It is the tests' statement of one step: the layer runs
-// kdaSteps, which fuses the passes of consecutive positions.
-func kdaStep(S, q, k, v, alpha []float32, beta float32, o, u []float32) {
-	d := len(q)
-	clear(u)
-	for i := range d {
-		decayRead(S[i*d:i*d+d], u, alpha[i], k[i])
-	}
-	for j := range u {
-		u[j] = v[j] - u[j]
-	}
-	clear(o)
-	for i := range d {
-		writeOut(S[i*d:i*d+d], o, u, k[i]*beta, q[i])
 	}
 }

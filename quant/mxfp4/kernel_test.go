@@ -10,6 +10,53 @@ import (
 	"github.com/k3-project/k3/internal/testkit"
 )
 
+func TestMatVecErrors(t *testing.T) {
+	dst := make([]float32, 2)
+	x := make([]float32, 64)
+	if _, err := MatVecStats(dst, make([]byte, 63), make([]byte, 4), x); !errors.Is(err, ErrPackedSize) {
+		t.Errorf("short packed: %v", err)
+	}
+	if _, err := MatVecStats(dst, make([]byte, 64), make([]byte, 2), x); !errors.Is(err, ErrGroupSize) {
+		t.Errorf("group 64 scales: %v", err)
+	}
+	if _, err := MatVecStats(dst, make([]byte, 48), make([]byte, 4), x[:48]); !errors.Is(err, ErrWidth) {
+		t.Errorf("width 48: %v", err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("MatVec with bad geometry did not panic")
+			} else if err, ok := r.(error); !ok || !errors.Is(err, ErrPackedSize) {
+				t.Errorf("MatVec panicked with %v", r)
+			}
+		}()
+		MatVec(dst, make([]byte, 1), make([]byte, 4), x)
+	}()
+	packed, scales := make([]byte, 64), make([]byte, 4)
+	cases := []struct {
+		dst          []float32
+		stride, n    int
+		x            []float32
+		rows, cols   int
+		wantSentinel error
+	}{
+		{make([]float32, 4), 2, 2, make([]float32, 127), 2, 64, ErrShape},
+		{make([]float32, 3), 2, 2, make([]float32, 128), 2, 64, ErrShape},
+		{make([]float32, 4), 1, 2, make([]float32, 128), 2, 64, ErrShape},
+		{make([]float32, 4), 2, -1, nil, 2, 64, ErrShape},
+		{make([]float32, 4), 2, 0, make([]float32, 1), 2, 64, ErrShape},
+		{make([]float32, 4), 2, 2, make([]float32, 128), 2, 32, ErrPackedSize},
+	}
+	for i, c := range cases {
+		if _, err := MatMul(c.dst, c.stride, packed, scales, c.x, c.n, c.rows, c.cols); !errors.Is(err, c.wantSentinel) {
+			t.Errorf("case %d: %v, want %v", i, err, c.wantSentinel)
+		}
+	}
+	if _, err := MatMul(make([]float32, 4), 2, packed, scales, make([]float32, 128), 2, 2, 64); err != nil {
+		t.Errorf("valid MatMul: %v", err)
+	}
+}
+
 // TestMatVecAgainstReference multiplies random matrices (scale bytes 0 and
 // 255 included) with every kernel and compares each output bit for bit with
 // the RG dot of the dequantised weights.
@@ -162,53 +209,6 @@ func TestMatMulBlocks(t *testing.T) {
 			MatVec(part[lo:hi], p, s, x[ti*cols:(ti+1)*cols])
 		}
 		testkit.RequireSameBitsOrNaN(t, "row ranges", part, want)
-	}
-}
-
-func TestMatVecErrors(t *testing.T) {
-	dst := make([]float32, 2)
-	x := make([]float32, 64)
-	if _, err := MatVecStats(dst, make([]byte, 63), make([]byte, 4), x); !errors.Is(err, ErrPackedSize) {
-		t.Errorf("short packed: %v", err)
-	}
-	if _, err := MatVecStats(dst, make([]byte, 64), make([]byte, 2), x); !errors.Is(err, ErrGroupSize) {
-		t.Errorf("group 64 scales: %v", err)
-	}
-	if _, err := MatVecStats(dst, make([]byte, 48), make([]byte, 4), x[:48]); !errors.Is(err, ErrWidth) {
-		t.Errorf("width 48: %v", err)
-	}
-	func() {
-		defer func() {
-			if r := recover(); r == nil {
-				t.Error("MatVec with bad geometry did not panic")
-			} else if err, ok := r.(error); !ok || !errors.Is(err, ErrPackedSize) {
-				t.Errorf("MatVec panicked with %v", r)
-			}
-		}()
-		MatVec(dst, make([]byte, 1), make([]byte, 4), x)
-	}()
-	packed, scales := make([]byte, 64), make([]byte, 4)
-	cases := []struct {
-		dst          []float32
-		stride, n    int
-		x            []float32
-		rows, cols   int
-		wantSentinel error
-	}{
-		{make([]float32, 4), 2, 2, make([]float32, 127), 2, 64, ErrShape},
-		{make([]float32, 3), 2, 2, make([]float32, 128), 2, 64, ErrShape},
-		{make([]float32, 4), 1, 2, make([]float32, 128), 2, 64, ErrShape},
-		{make([]float32, 4), 2, -1, nil, 2, 64, ErrShape},
-		{make([]float32, 4), 2, 0, make([]float32, 1), 2, 64, ErrShape},
-		{make([]float32, 4), 2, 2, make([]float32, 128), 2, 32, ErrPackedSize},
-	}
-	for i, c := range cases {
-		if _, err := MatMul(c.dst, c.stride, packed, scales, c.x, c.n, c.rows, c.cols); !errors.Is(err, c.wantSentinel) {
-			t.Errorf("case %d: %v, want %v", i, err, c.wantSentinel)
-		}
-	}
-	if _, err := MatMul(make([]float32, 4), 2, packed, scales, make([]float32, 128), 2, 2, 64); err != nil {
-		t.Errorf("valid MatMul: %v", err)
 	}
 }
 
