@@ -6,8 +6,6 @@ import (
 
 	"github.com/k3-project/k3/internal/parallel"
 	"github.com/k3-project/k3/internal/testkit"
-	"github.com/k3-project/k3/internal/testkit/opfix"
-	"github.com/k3-project/k3/quant"
 )
 
 // With a reused Workspace a decode step allocates nothing in this package,
@@ -21,7 +19,7 @@ func TestDecodeStepAllocations(t *testing.T) {
 
 func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {
 	r := rand.New(rand.NewPCG(3, 4))
-	nm := func(rows, cols int) quant.Matrix { return opfix.Matrix(t, randF32(r, rows*cols, 0.2), rows, cols) }
+	nm := f32s(t, r, 0.2)
 	const E, H, D, K = 32, 2, 16, 4
 	kc := KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K, GateLB: -5, RMSEps: 1e-5, Workers: workers, Pool: pool}
 	k, err := NewKDA(kc, kdaWeights(r, kc, H, nm))

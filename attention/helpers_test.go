@@ -57,6 +57,11 @@ func mlaWeights(r *rand.Rand, c MLAConfig, mat func(rows, cols int) quant.Matrix
 	return w
 }
 
+// f32s draws f32 matrices of deviation s from r.
+func f32s(t testing.TB, r *rand.Rand, s float64) func(rows, cols int) quant.Matrix {
+	return func(rows, cols int) quant.Matrix { return opfix.Matrix(t, randF32(r, rows*cols, s), rows, cols) }
+}
+
 // bf16s draws bf16 matrices from r.
 func bf16s(t testing.TB, r *rand.Rand) func(rows, cols int) quant.Matrix {
 	return func(rows, cols int) quant.Matrix { return randBF16(t, r, rows, cols) }

@@ -10,6 +10,13 @@ import (
 	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
+// decayLog is the scalar statement of the log-decay of one channel,
+// g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) (SPEC §5.3); prepare evaluates it over a
+// head at a time through the vector forms, and these tests hold it to this.
+func decayLog(z, dt, rate, lb float32) float32 {
+	return lb * fmath.Sigmoid32(rate*(z+dt))
+}
+
 func TestKDADecayFixture(t *testing.T) {
 	f := opfix.Load(t, "kda_decay")
 	const T, H, D = 4, 4, 16
@@ -205,13 +212,6 @@ func TestKDADecayExtremes(t *testing.T) {
 	if g := decayLog(200, 0, 1, -5); g != -5 {
 		t.Errorf("lower bound: g = %v, want −5", g)
 	}
-}
-
-// decayLog is the scalar statement of the log-decay of one channel,
-// g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) (SPEC §5.3); prepare evaluates it over a
-// head at a time through the vector forms, and these tests hold it to this.
-func decayLog(z, dt, rate, lb float32) float32 {
-	return lb * fmath.Sigmoid32(rate*(z+dt))
 }
 
 func TestBindErrors(t *testing.T) {

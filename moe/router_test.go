@@ -8,6 +8,19 @@ import (
 	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
+// pickRow runs the selection on given scores and biases (no gate matrix).
+func pickRow(t *testing.T, k int, renorm bool, scale float32, score, bias []float32) ([]int, []float32, error) {
+	t.Helper()
+	r := &Router{bias: bias, k: k, renorm: renorm, scale: scale}
+	choice := make([]float32, len(score))
+	for i := range score {
+		choice[i] = score[i] + bias[i]
+	}
+	ids, w := make([]int, k), make([]float32, k)
+	err := r.pick(ids, w, score, choice)
+	return ids, w, err
+}
+
 func TestRouterFixture(t *testing.T) {
 	f := opfix.Load(t, "router")
 	k, ne := f.Int("top_k"), f.Int("n_experts")
@@ -49,19 +62,6 @@ func TestRouterFixture(t *testing.T) {
 		}
 	}
 	opfix.Compare(t, f.Tol, "router weights", got, want)
-}
-
-// pickRow runs the selection on given scores and biases (no gate matrix).
-func pickRow(t *testing.T, k int, renorm bool, scale float32, score, bias []float32) ([]int, []float32, error) {
-	t.Helper()
-	r := &Router{bias: bias, k: k, renorm: renorm, scale: scale}
-	choice := make([]float32, len(score))
-	for i := range score {
-		choice[i] = score[i] + bias[i]
-	}
-	ids, w := make([]int, k), make([]float32, k)
-	err := r.pick(ids, w, score, choice)
-	return ids, w, err
 }
 
 func TestRouterSelectionRules(t *testing.T) {
