@@ -50,17 +50,8 @@ func TestOutputDigests(t *testing.T) {
 		}
 		k.minWork, m.minWork = run.minWork, run.minWork
 		st, c := k.NewState(), m.NewCache()
-		ko, mo := make([]float32, T*E), make([]float32, T*E)
-		pos := 0
-		for _, n := range chunks {
-			if err := k.Forward(ko[pos*E:(pos+n)*E], x[pos*E:(pos+n)*E], n, st); err != nil {
-				t.Fatal(err)
-			}
-			if err := m.Forward(mo[pos*E:(pos+n)*E], x[pos*E:(pos+n)*E], n, c); err != nil {
-				t.Fatal(err)
-			}
-			pos += n
-		}
+		ko := inChunks(t, E, x, chunks, func(dst, x []float32, n int) error { return k.Forward(dst, x, n, st) })
+		mo := inChunks(t, E, x, chunks, func(dst, x []float32, n int) error { return m.Forward(dst, x, n, c) })
 		got := map[string]uint64{
 			"kda": testkit.Digest(ko), "kda state": testkit.Digest(st.S, st.ConvQ, st.ConvK, st.ConvV),
 			"mla": testkit.Digest(mo), "mla cache": testkit.Digest(c.KV),
@@ -88,14 +79,8 @@ func TestE1RandomChunkings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, out, pos := k.NewState(), make([]float32, T*E), 0
-		for _, n := range chunks {
-			if err := k.Forward(out[pos*E:(pos+n)*E], x[pos*E:(pos+n)*E], n, st); err != nil {
-				t.Fatal(err)
-			}
-			pos += n
-		}
-		return out, st
+		st := k.NewState()
+		return inChunks(t, E, x, chunks, func(dst, x []float32, n int) error { return k.Forward(dst, x, n, st) }), st
 	}
 	runMLA := func(workers int, chunks []int) ([]float32, *MLACache) {
 		m, err := NewMLA(MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
@@ -103,14 +88,8 @@ func TestE1RandomChunkings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, out, pos := m.NewCache(), make([]float32, T*E), 0
-		for _, n := range chunks {
-			if err := m.Forward(out[pos*E:(pos+n)*E], x[pos*E:(pos+n)*E], n, c); err != nil {
-				t.Fatal(err)
-			}
-			pos += n
-		}
-		return out, c
+		c := m.NewCache()
+		return inChunks(t, E, x, chunks, func(dst, x []float32, n int) error { return m.Forward(dst, x, n, c) }), c
 	}
 	kRef, kSt := runKDA(1, []int{T})
 	mRef, mC := runMLA(1, []int{T})

@@ -66,3 +66,22 @@ func f32s(t testing.TB, r *rand.Rand, s float64) func(rows, cols int) quant.Matr
 func bf16s(t testing.TB, r *rand.Rand) func(rows, cols int) quant.Matrix {
 	return func(rows, cols int) quant.Matrix { return randBF16(t, r, rows, cols) }
 }
+
+// inChunks runs forward over the positions of x (E values each) in
+// consecutive chunks of the given sizes, which must cover x, and returns the
+// outputs: the chunking and worker tests compare them bit for bit.
+func inChunks(t testing.TB, E int, x []float32, chunks []int, forward func(dst, x []float32, n int) error) []float32 {
+	t.Helper()
+	out := make([]float32, len(x))
+	pos := 0
+	for _, n := range chunks {
+		if err := forward(out[pos*E:(pos+n)*E], x[pos*E:(pos+n)*E], n); err != nil {
+			t.Fatal(err)
+		}
+		pos += n
+	}
+	if pos*E != len(x) {
+		t.Fatalf("chunks %v cover %d of %d positions", chunks, pos, len(x)/E)
+	}
+	return out
+}

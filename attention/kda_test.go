@@ -120,18 +120,7 @@ func TestKDAChunkingBitIdentical(t *testing.T) {
 	run := func(workers int, chunks []int) ([]float32, *KDAState) {
 		k := kdaFromFixture(t, f, workers)
 		st := k.NewState()
-		out := make([]float32, len(in))
-		pos := 0
-		for _, c := range chunks {
-			if err := k.Forward(out[pos*128:(pos+c)*128], in[pos*128:(pos+c)*128], c, st); err != nil {
-				t.Fatal(err)
-			}
-			pos += c
-		}
-		if pos != T {
-			t.Fatalf("chunks %v cover %d of %d positions", chunks, pos, T)
-		}
-		return out, st
+		return inChunks(t, 128, in, chunks, func(dst, x []float32, n int) error { return k.Forward(dst, x, n, st) }), st
 	}
 	refOut, refSt := run(1, []int{T})
 	for _, tc := range []struct {

@@ -102,16 +102,9 @@ func TestMLAChunkingBitIdentical(t *testing.T) {
 	run := func(workers int, chunks []int) ([]float32, *MLACache) {
 		m := mlaFromFixture(t, f, "", workers, false)
 		c := m.NewCache()
-		out := make([]float32, len(in))
-		pos := 0
-		for _, n := range chunks {
-			if err := m.Forward(out[pos*128:(pos+n)*128], in[pos*128:(pos+n)*128], n, c); err != nil {
-				t.Fatal(err)
-			}
-			pos += n
-		}
-		if pos != T || c.Len() != T {
-			t.Fatalf("chunks %v: %d positions, cache %d", chunks, pos, c.Len())
+		out := inChunks(t, 128, in, chunks, func(dst, x []float32, n int) error { return m.Forward(dst, x, n, c) })
+		if c.Len() != T {
+			t.Fatalf("chunks %v: cache of %d positions, want %d", chunks, c.Len(), T)
 		}
 		return out, c
 	}
@@ -227,15 +220,7 @@ func TestMLABlockPathBitIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := m.NewCache()
-		out := make([]float32, T*E)
-		pos := 0
-		for _, n := range chunks {
-			if err := m.Forward(out[pos*E:(pos+n)*E], x[pos*E:(pos+n)*E], n, c); err != nil {
-				t.Fatal(err)
-			}
-			pos += n
-		}
-		return out, c
+		return inChunks(t, E, x, chunks, func(dst, x []float32, n int) error { return m.Forward(dst, x, n, c) }), c
 	}
 	one := make([]int, T)
 	for i := range one {
