@@ -8,6 +8,18 @@ import (
 	"github.com/k3-project/k3/internal/testkit"
 )
 
+// Forward, which takes no ConvCall, allocates nothing on a layer too narrow
+// to split.
+func TestShortConvForwardAllocatesNothing(t *testing.T) {
+	testkit.SkipAllocsUnderRace(t)
+	s, err := NewShortConv(64, 4, make([]float32, 64*4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, tail := make([]float32, 64), make([]float32, s.TailLen())
+	testkit.NoAllocs(t, "Forward", 20, func() { _ = s.Forward(x, x, tail, 1) })
+}
+
 // With a reused Workspace the residual wiring of a decode step allocates
 // only the partial sum a block-boundary layer starts.
 func TestResidualStepAllocations(t *testing.T) {
@@ -175,16 +187,4 @@ func TestResidualForwardFrom(t *testing.T) {
 	if err := s.AggregateFrom(make([]float32, E), out, 0, 1, nil); err == nil {
 		t.Error("AggregateFrom with a short dst: no error")
 	}
-}
-
-// Forward, which takes no ConvCall, allocates nothing on a layer too narrow
-// to split.
-func TestShortConvForwardAllocatesNothing(t *testing.T) {
-	testkit.SkipAllocsUnderRace(t)
-	s, err := NewShortConv(64, 4, make([]float32, 64*4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, tail := make([]float32, 64), make([]float32, s.TailLen())
-	testkit.NoAllocs(t, "Forward", 20, func() { _ = s.Forward(x, x, tail, 1) })
 }

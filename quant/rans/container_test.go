@@ -75,6 +75,19 @@ func writeTestCheckpoint(t *testing.T, dir string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tok", "tiktoken.model"), []byte("abc"), 0o644))
 }
 
+// openPair opens the source checkpoint and its repacked copy, closed when
+// the test ends.
+func openPair(t *testing.T, src, out string) (a, b *safetensors.Checkpoint) {
+	t.Helper()
+	a, err := safetensors.Open(src)
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	b, err = safetensors.Open(out)
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
 func repackTest(t *testing.T) (src, out string, man *Manifest) {
 	src, out = t.TempDir(), filepath.Join(t.TempDir(), "out")
 	writeTestCheckpoint(t, src)
@@ -102,12 +115,7 @@ func TestRepackAndVerify(t *testing.T) {
 	require.Equal(t, dec, rep.DecodedBytes)
 	require.Less(t, stored, dec*85/100, "Gaussian int4 codes must shrink")
 
-	a, err := safetensors.Open(src)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := safetensors.Open(out)
-	require.NoError(t, err)
-	defer b.Close()
+	a, b := openPair(t, src, out)
 	require.True(t, b.HasIndex())
 	require.Equal(t, a.Len(), b.Len())
 	stamps, err := quant.LoadStamps(b.Metadata())
@@ -273,12 +281,7 @@ func TestVerifyDetectsDamage(t *testing.T) {
 // running the MXFP4 kernel gives the same bits as the raw tensor.
 func TestDecodedSlotMatVecIdentical(t *testing.T) {
 	src, out, _ := repackTest(t)
-	a, err := safetensors.Open(src)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := safetensors.Open(out)
-	require.NoError(t, err)
-	defer b.Close()
+	a, b := openPair(t, src, out)
 	stamps, err := quant.LoadStamps(b.Metadata())
 	require.NoError(t, err)
 	x := make([]float32, testCols)
