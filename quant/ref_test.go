@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // Independent reference implementations for the tests. They decode elements
@@ -73,24 +75,8 @@ func refFP8(b byte) float32 {
 	return math.Float32frombits(sign | (e+120)<<23 | m<<20)
 }
 
-// refF16 decodes binary16 through math.Ldexp.
-func refF16(h uint16) float32 {
-	s := 1.0
-	if h&0x8000 != 0 {
-		s = -1
-	}
-	e := int(h>>10) & 31
-	m := float64(h & 0x3ff)
-	switch {
-	case e == 31 && m == 0:
-		return float32(s * math.Inf(1))
-	case e == 31:
-		return float32(math.NaN())
-	case e == 0:
-		return float32(s * math.Ldexp(m, -24))
-	}
-	return float32(s * math.Ldexp(1024+m, e-25))
-}
+// refF16 is testkit.RefF16 in float32, where every binary16 value is exact.
+func refF16(h uint16) float32 { return float32(testkit.RefF16(h)) }
 
 func refNib(q []byte, i int) float64 {
 	return float64(int(q[i/2]>>(4*(i%2))&15) - 8)
