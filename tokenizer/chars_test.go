@@ -181,21 +181,11 @@ func TestBPECharsGuards(t *testing.T) {
 		{"eager, 2-byte", []string{"aя", "ba", "я"}, "baя"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			toks := make([][]byte, 0, 256+len(c.tokens))
-			for b := range 256 {
-				toks = append(toks, []byte{byte(b)})
-			}
+			toks := singleBytes(len(c.tokens))
 			for _, s := range c.tokens {
 				toks = append(toks, []byte(s))
 			}
-			r, err := NewRanks(toks)
-			if err != nil {
-				t.Fatal(err)
-			}
-			enc, err := New(Spec{Name: "guards", Ranks: r, Split: SplitO200K})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r, enc := o200kSplitEncoding(t, "guards", toks)
 			want := naiveBPE(r, c.piece)
 			if got := r.bpeChars(nil, c.piece, enc.newScratch()); !slices.Equal(got, want) {
 				t.Fatalf("bpeChars(%q) = %v, want %v", c.piece, got, want)
@@ -219,10 +209,7 @@ func FuzzBPEChars(f *testing.F) {
 		if len(piece) > 64 {
 			return
 		}
-		toks := make([][]byte, 0, 256+64)
-		for b := range 256 {
-			toks = append(toks, []byte{byte(b)})
-		}
+		toks := singleBytes(64)
 		seen := map[string]bool{}
 		for _, s := range strings.Split(vocab, "|") {
 			if len(s) < 2 || len(s) > 12 || seen[s] || len(toks) >= 256+64 {
@@ -231,14 +218,7 @@ func FuzzBPEChars(f *testing.F) {
 			seen[s] = true
 			toks = append(toks, []byte(s))
 		}
-		r, err := NewRanks(toks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		enc, err := New(Spec{Name: "fuzz", Ranks: r, Split: SplitO200K})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, enc := o200kSplitEncoding(t, "fuzz", toks)
 		// bpe: a piece that is a token is never merged (and bpeChars
 		// is where any other piece with a non-ASCII byte goes).
 		if got, want := r.bpe(nil, piece, enc.newScratch()), naiveBPE(r, piece); !slices.Equal(got, want) {
@@ -276,4 +256,29 @@ func TestCharTableLazy(t *testing.T) {
 	if enc.chars != ct {
 		t.Fatal("the character tables were built again")
 	}
+}
+
+// singleBytes returns the 256 one-byte tokens every vocabulary starts with,
+// with room for extra more.
+func singleBytes(extra int) [][]byte {
+	toks := make([][]byte, 0, 256+extra)
+	for b := range 256 {
+		toks = append(toks, []byte{byte(b)})
+	}
+	return toks
+}
+
+// o200kSplitEncoding builds the ranks of toks and an encoding over them that
+// splits as o200k does.
+func o200kSplitEncoding(t *testing.T, name string, toks [][]byte) (*Ranks, *Encoding) {
+	t.Helper()
+	r, err := NewRanks(toks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := New(Spec{Name: name, Ranks: r, Split: SplitO200K})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, enc
 }

@@ -123,31 +123,29 @@ func readFixtures(dir string) fixtureSet {
 		if err != nil {
 			return fixtureSet{err: err}
 		}
-		fe.expectedRows = map[string]expectedRow{}
-		if err := readJSONL(filepath.Join(dir, fe.Expected), func(dec []byte) error {
-			var row expectedRow
-			if err := json.Unmarshal(dec, &row); err != nil {
-				return err
-			}
-			fe.expectedRows[row.ID] = row
-			return nil
-		}); err != nil {
+		if fe.expectedRows, err = rowsByID(filepath.Join(dir, fe.Expected), func(r *expectedRow) string { return r.ID }); err != nil {
 			return fixtureSet{err: err}
 		}
-		fe.splitRows = map[string]splitRow{}
-		if err := readJSONL(filepath.Join(dir, fe.Splits), func(dec []byte) error {
-			var row splitRow
-			if err := json.Unmarshal(dec, &row); err != nil {
-				return err
-			}
-			fe.splitRows[row.ID] = row
-			return nil
-		}); err != nil {
+		if fe.splitRows, err = rowsByID(filepath.Join(dir, fe.Splits), func(r *splitRow) string { return r.ID }); err != nil {
 			return fixtureSet{err: err}
 		}
 		fs.encs = append(fs.encs, fe)
 	}
 	return fs
+}
+
+// rowsByID reads a JSON-lines file of rows, keyed by id.
+func rowsByID[T any](path string, id func(*T) string) (map[string]T, error) {
+	rows := map[string]T{}
+	err := readJSONL(path, func(dec []byte) error {
+		var row T
+		if err := json.Unmarshal(dec, &row); err != nil {
+			return err
+		}
+		rows[id(&row)] = row
+		return nil
+	})
+	return rows, err
 }
 
 func readJSONL(path string, fn func([]byte) error) error {
