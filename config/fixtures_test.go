@@ -285,14 +285,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	// A sparse file one byte over the limit is refused before it is read.
 	big := filepath.Join(dir, "big.json")
-	f, err := os.Create(big)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(MaxFileSize + 1); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	testkit.SparseFile(t, big, MaxFileSize+1)
 	if _, err := Load(big); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("oversized file: %v", err)
 	}

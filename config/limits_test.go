@@ -118,16 +118,7 @@ func TestAbsurdCountsPeakRSS(t *testing.T) {
 func TestConfigFileSizeLimit(t *testing.T) {
 	// A 157 MB config (a huge layer list) is refused by size, before parsing.
 	path := filepath.Join(t.TempDir(), "config.json")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(157e6); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.SparseFile(t, path, 157e6)
 	if _, err := Load(path); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("Load of a 157 MB config: %v, want ErrTooLarge", err)
 	}

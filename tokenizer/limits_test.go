@@ -8,22 +8,14 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/regfile"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 func TestRankFileSizeLimit(t *testing.T) {
 	dir := t.TempDir()
 	big := filepath.Join(dir, "tiktoken.model")
-	f, err := os.Create(big)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(MaxRankFileSize + 1); err != nil { // sparse: refused before reading
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, err = LoadRanks(big)
+	testkit.SparseFile(t, big, MaxRankFileSize+1)
+	_, err := LoadRanks(big)
 	if !errors.Is(err, ErrTooLarge) {
 		t.Errorf("%v, want ErrTooLarge", err)
 	}
@@ -44,17 +36,8 @@ func TestTokenizerConfigSizeLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "tokenizer_config.json")
-	f, err := os.Create(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(MaxConfigFileSize + 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, err = LoadKimi(ranks, cfg)
+	testkit.SparseFile(t, cfg, MaxConfigFileSize+1)
+	_, err := LoadKimi(ranks, cfg)
 	if !errors.Is(err, ErrTooLarge) {
 		t.Errorf("%v, want ErrTooLarge", err)
 	}

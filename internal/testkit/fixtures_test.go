@@ -66,3 +66,15 @@ func childCmd(test, env string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), env)
 	return cmd
 }
+
+func TestSparseFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big")
+	SparseFile(t, p, 1<<40)
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 1<<40 {
+		t.Fatalf("size %d, want 2^40", st.Size())
+	}
+}
