@@ -36,7 +36,7 @@ func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {
 	if pool != nil {
 		k.minWork, m.minWork = 1, 1 // split heads even on these small layers
 	}
-	x, out := randF32(r, E, 1), make([]float32, E)
+	x, out := testkit.Gaussian(r, E, 1), make([]float32, E)
 	ws, st, c := NewWorkspace(), k.NewState(), m.NewCache()
 	c.KV = make([]float32, 0, 64*(Rkv+dr))
 	for range 10 { // a short prompt, and the workspace grown

@@ -28,7 +28,7 @@ func TestOutputDigests(t *testing.T) {
 	kw := kdaWeights(r, KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K}, D, bf16s(t, r))
 	const Hm, Rq, Rkv, dn, dr, dv = 3, 40, 52, 20, 9, 18
 	mw := mlaWeights(r, MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv, OutGate: true}, bf16s(t, r))
-	x := randF32(r, T*E, 1)
+	x := testkit.Gaussian(r, T*E, 1)
 	chunks := []int{9, 1, 1, 5, 1, 1, 1, 2}
 	// These layers are too small for the heads to be split by default, so
 	// the runs with minWork 1 force the split the large layers take.
@@ -68,14 +68,17 @@ func TestOutputDigests(t *testing.T) {
 // worker counts, for KDA (outputs and state) and MLA (outputs and cache).
 func TestE1RandomChunkings(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	const E, H, D, K, T = 48, 3, 8, 4, 40
-	kw := kdaWeights(r, KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K}, D, bf16s(t, r))
-	const Hm, Rq, Rkv, dn, dr, dv = 3, 16, 16, 8, 4, 8
-	mw := mlaWeights(r, MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv, OutGate: true}, bf16s(t, r))
-	x := randF32(r, T*E, 1)
+	const E, T = 48, 40
+	kc := KDAConfig{Hidden: E, Heads: 3, HeadDim: 8, ConvK: 4, GateLB: -5, RMSEps: 1e-5}
+	mc := MLAConfig{Hidden: E, Heads: 3, QLoRA: 16, KVLoRA: 16, NoPE: 8, Rope: 4, VHead: 8, OutGate: true, RMSEps: 1e-5}
+	kw := kdaWeights(r, kc, kc.HeadDim, bf16s(t, r))
+	mw := mlaWeights(r, mc, bf16s(t, r))
+	x := testkit.Gaussian(r, T*E, 1)
 
 	runKDA := func(workers int, chunks []int) ([]float32, *KDAState) {
-		k, err := NewKDA(KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K, GateLB: -5, RMSEps: 1e-5, Workers: workers}, kw)
+		c := kc
+		c.Workers = workers
+		k, err := NewKDA(c, kw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +86,9 @@ func TestE1RandomChunkings(t *testing.T) {
 		return inChunks(t, E, x, chunks, func(dst, x []float32, n int) error { return k.Forward(dst, x, n, st) }), st
 	}
 	runMLA := func(workers int, chunks []int) ([]float32, *MLACache) {
-		m, err := NewMLA(MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
-			OutGate: true, RMSEps: 1e-5, Workers: workers}, mw)
+		cfg := mc
+		cfg.Workers = workers
+		m, err := NewMLA(cfg, mw)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,21 +4,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
 )
-
-func randF32(r *rand.Rand, n int, s float64) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(r.NormFloat64() * s)
-	}
-	return v
-}
-
-func randBF16(t testing.TB, r *rand.Rand, rows, cols int) quant.Matrix {
-	return opfix.BF16(t, randF32(r, rows*cols, 0.15), rows, cols)
-}
 
 // randomSplit cuts n positions into random consecutive chunks.
 func randomSplit(r *rand.Rand, n int) []int {
@@ -31,6 +20,10 @@ func randomSplit(r *rand.Rand, n int) []int {
 	return out
 }
 
+func randBF16(t testing.TB, r *rand.Rand, rows, cols int) quant.Matrix {
+	return opfix.BF16(t, testkit.Gaussian(r, rows*cols, 0.15), rows, cols)
+}
+
 // kdaWeights draws KDA weights of c's shapes: matrices from mat, vectors
 // from r, in field order, so a recorded digest depends on the draws staying
 // in this order. alog is the length of A_log (the layer reads one rate per
@@ -40,16 +33,16 @@ func kdaWeights(r *rand.Rand, c KDAConfig, alog int, mat func(rows, cols int) qu
 	P := H * D
 	return KDAWeights{Q: mat(P, E), K: mat(P, E), V: mat(P, E), G: mat(P, E),
 		B: mat(H, E), FA: mat(D, E), FB: mat(P, D), O: mat(E, P),
-		QConv: randF32(r, P*K, 0.5), KConv: randF32(r, P*K, 0.5), VConv: randF32(r, P*K, 0.5),
-		ALog: randF32(r, alog, 0.5), DtBias: randF32(r, P, 0.5), ONorm: randF32(r, D, 1)}
+		QConv: testkit.Gaussian(r, P*K, 0.5), KConv: testkit.Gaussian(r, P*K, 0.5), VConv: testkit.Gaussian(r, P*K, 0.5),
+		ALog: testkit.Gaussian(r, alog, 0.5), DtBias: testkit.Gaussian(r, P, 0.5), ONorm: testkit.Gaussian(r, D, 1)}
 }
 
 // mlaWeights draws MLA weights of c's shapes (the output gate when
 // c.OutGate) like kdaWeights, in field order.
 func mlaWeights(r *rand.Rand, c MLAConfig, mat func(rows, cols int) quant.Matrix) MLAWeights {
 	E, Hm, dn, dr, dv := c.Hidden, c.Heads, c.NoPE, c.Rope, c.VHead
-	w := MLAWeights{QA: mat(c.QLoRA, E), QANorm: randF32(r, c.QLoRA, 1), QB: mat(Hm*(dn+dr), c.QLoRA),
-		KVA: mat(c.KVLoRA+dr, E), KVANorm: randF32(r, c.KVLoRA, 1), KVB: mat(Hm*(dn+dv), c.KVLoRA),
+	w := MLAWeights{QA: mat(c.QLoRA, E), QANorm: testkit.Gaussian(r, c.QLoRA, 1), QB: mat(Hm*(dn+dr), c.QLoRA),
+		KVA: mat(c.KVLoRA+dr, E), KVANorm: testkit.Gaussian(r, c.KVLoRA, 1), KVB: mat(Hm*(dn+dv), c.KVLoRA),
 		O: mat(E, Hm*dv)}
 	if c.OutGate {
 		w.G = mat(Hm*dv, E)
@@ -59,7 +52,9 @@ func mlaWeights(r *rand.Rand, c MLAConfig, mat func(rows, cols int) quant.Matrix
 
 // f32s draws f32 matrices of deviation s from r.
 func f32s(t testing.TB, r *rand.Rand, s float64) func(rows, cols int) quant.Matrix {
-	return func(rows, cols int) quant.Matrix { return opfix.Matrix(t, randF32(r, rows*cols, s), rows, cols) }
+	return func(rows, cols int) quant.Matrix {
+		return opfix.Matrix(t, testkit.Gaussian(r, rows*cols, s), rows, cols)
+	}
 }
 
 // bf16s draws bf16 matrices from r.

@@ -275,7 +275,7 @@ func TestMLACacheCopyFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := randF32(r, 5*E, 1)
+	x := testkit.Gaussian(r, 5*E, 1)
 	c := m.NewCache()
 	if err := m.Forward(make([]float32, 3*E), x[:3*E], 3, c); err != nil {
 		t.Fatal(err)

@@ -18,13 +18,7 @@ import (
 func BenchmarkMoEStep(b *testing.B) {
 	const E, L, I, NE, K, SI = 2048, 1024, 512, 64, 8, 1024
 	rng := rand.New(rand.NewPCG(9, 9))
-	randv := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64() * 0.05)
-		}
-		return v
-	}
+	randv := func(n int) []float32 { return testkit.Gaussian(rng, n, 0.05) }
 	bytesPerStep := 0
 	bf16 := func(rows, cols int) quant.Matrix {
 		data, _, err := quant.Quantize(quant.BF16, randv(rows*cols), rows, cols, 0)
@@ -60,10 +54,7 @@ func BenchmarkMoEStep(b *testing.B) {
 	bytesPerStep += K * 3 * expertBytes
 	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bytesPerStep)) })
 	for _, T := range []int{1, 32} {
-		x := make([]float32, T*E)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
+		x := testkit.Gaussian(rng, T*E, 1)
 		out := make([]float32, T*E)
 		for _, workers := range []int{1, 2} {
 			m, err := New(Config{Layer: 0, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 1, Renorm: true,

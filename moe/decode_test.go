@@ -24,13 +24,7 @@ var digestRecords = map[string]uint64{
 func TestOutputDigests(t *testing.T) {
 	const E, L, I, NE, K, SI, T = 80, 64, 96, 7, 3, 72, 11
 	rng := rand.New(rand.NewPCG(31, 32))
-	randm := func(n int, s float64) []float32 {
-		w := make([]float32, n)
-		for i := range w {
-			w[i] = float32(rng.NormFloat64() * s)
-		}
-		return w
-	}
+	randm := func(n int, s float64) []float32 { return testkit.Gaussian(rng, n, s) }
 	bf16 := func(rows, cols int) quant.Matrix { return opfix.BF16(t, randm(rows*cols, 0.2), rows, cols) }
 	mx := func(rows, cols int) quant.Matrix {
 		p, s, err := mxfp4.Quantize(randm(rows*cols, 0.2), rows, cols)
@@ -103,11 +97,7 @@ func TestDecodeStepAllocations(t *testing.T) {
 func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {
 	r := rand.New(rand.NewPCG(3, 4))
 	nm := func(rows, cols int) quant.Matrix {
-		w := make([]float32, rows*cols)
-		for i := range w {
-			w[i] = float32(r.NormFloat64() * 0.2)
-		}
-		return opfix.Matrix(t, w, rows, cols)
+		return opfix.Matrix(t, testkit.Gaussian(r, rows*cols, 0.2), rows, cols)
 	}
 	const E, L, I, NE, K, SI = 32, 16, 24, 6, 2, 2048 // SI: the activation splits
 	var all []Expert
@@ -129,10 +119,7 @@ func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {
 	if pool != nil {
 		m.minWork = 1 // split the experts even on this small layer
 	}
-	x, out, ids := make([]float32, E), make([]float32, E), make([]int, K)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
+	x, out, ids := testkit.Gaussian(r, E, 1), make([]float32, E), make([]int, K)
 	ws := NewWorkspace()
 	if err := m.ForwardRoutedWith(out, x, 1, ids, ws); err != nil {
 		t.Fatal(err)

@@ -135,13 +135,7 @@ func TestMoEExpertLoadError(t *testing.T) {
 func TestMoEMXFP4Experts(t *testing.T) {
 	const E, L, I, NE, K = 64, 64, 96, 6, 3
 	rng := rand.New(rand.NewPCG(7, 8))
-	randm := func(rows, cols int, s float64) []float32 {
-		w := make([]float32, rows*cols)
-		for i := range w {
-			w[i] = float32(rng.NormFloat64() * s)
-		}
-		return w
-	}
+	randm := func(rows, cols int, s float64) []float32 { return testkit.Gaussian(rng, rows*cols, s) }
 	var q4, f32 []Expert
 	toPair := func(w []float32, rows, cols int) (quant.Matrix, quant.Matrix) {
 		p, s, err := mxfp4.Quantize(w, rows, cols)
@@ -203,13 +197,7 @@ func TestMoEMXFP4Experts(t *testing.T) {
 func TestDenseMatchesFloat64Reference(t *testing.T) {
 	const E, I, T = 32, 48, 3
 	rng := rand.New(rand.NewPCG(1, 2))
-	randv := func(n int, s float64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64() * s)
-		}
-		return v
-	}
+	randv := func(n int, s float64) []float32 { return testkit.Gaussian(rng, n, s) }
 	wg, wu, wd := randv(I*E, 0.5), randv(I*E, 0.5), randv(E*I, 0.3)
 	d, err := NewDense(opfix.Matrix(t, wg, I, E), opfix.Matrix(t, wu, I, E), opfix.Matrix(t, wd, E, I), 4, 25, 1)
 	if err != nil {

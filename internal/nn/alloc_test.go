@@ -25,7 +25,7 @@ func TestShortConvForwardAllocatesNothing(t *testing.T) {
 func TestResidualStepAllocations(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const E = 40
-	vec := func() []float32 { return randVec(r, E, 1) }
+	vec := func() []float32 { return testkit.Gaussian(r, E, 1) }
 	agg := func() *AttnRes {
 		a, err := NewAttnRes(vec(), vec(), 1e-5)
 		if err != nil {
@@ -114,7 +114,7 @@ func TestStreamReset(t *testing.T) {
 func TestResidualForwardFrom(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const E, T = 24, 5
-	vec := func(n int) []float32 { return randVec(r, n, 1) }
+	vec := func(n int) []float32 { return testkit.Gaussian(r, n, 1) }
 	agg := func() *AttnRes {
 		a, err := NewAttnRes(vec(E), vec(E), 1e-5)
 		if err != nil {

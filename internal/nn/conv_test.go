@@ -34,8 +34,8 @@ func TestShortConvErrors(t *testing.T) {
 func TestShortConvChunking(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const C, K, T = 6, 4, 9
-	w := randVec(r, C*K, 1)
-	x := randVec(r, T*C, 1)
+	w := testkit.Gaussian(r, C*K, 1)
+	x := testkit.Gaussian(r, T*C, 1)
 	c, _ := NewShortConv(C, K, w)
 	ref := make([]float32, T*C)
 	tail := make([]float32, c.TailLen())
@@ -75,7 +75,7 @@ func TestShortConvChunking(t *testing.T) {
 // the vector path's staged run of positions, and dst aliasing x.
 func TestShortConvBlocks(t *testing.T) {
 	r := rand.New(rand.NewPCG(61, 62))
-	vec := func(n int) []float32 { return randVec(r, n, 1) }
+	vec := func(n int) []float32 { return testkit.Gaussian(r, n, 1) }
 	for _, k := range []int{1, 2, 4, 8, 9} { // 9: past convHist, channel by channel
 		for _, c := range []int{1, 63, 64, 130} {
 			s, err := NewShortConv(c, k, vec(c*k))
@@ -115,12 +115,12 @@ func TestShortConvBlocks(t *testing.T) {
 func TestShortConvPool(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const C, K, T = 1100, 4, 3
-	w := randVec(r, C*K, 0.5)
+	w := testkit.Gaussian(r, C*K, 0.5)
 	s, err := NewShortConv(C, K, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := randVec(r, T*C, 1)
+	x := testkit.Gaussian(r, T*C, 1)
 	pool := parallel.NewPool(2)
 	defer pool.Close()
 	want, got := make([]float32, T*C), make([]float32, T*C)
