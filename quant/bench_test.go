@@ -73,10 +73,7 @@ func BenchmarkMatVec(b *testing.B) {
 		for _, c := range benchFormats {
 			b.Run(fmt.Sprintf("%s/%v", sh.name, c), func(b *testing.B) {
 				m, size := benchMatrix(b, c, sh.rows, sh.cols)
-				x := make([]float32, sh.cols)
-				for i := range x {
-					x[i] = float32(i%13) * 0.25
-				}
+				x := benchInput(sh.cols)
 				dst := make([]float32, sh.rows)
 				for _, w := range []int{1, 2} {
 					b.Run(fmt.Sprintf("kernel/w=%d", w), func(b *testing.B) {
@@ -127,10 +124,7 @@ func BenchmarkRatio(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%v", sh.name, c), func(b *testing.B) {
 				m, size := benchMatrix(b, c, sh.rows, sh.cols)
 				buf := testkit.Filled(int(size))
-				x := make([]float32, sh.cols)
-				for i := range x {
-					x[i] = float32(i%13) * 0.25
-				}
+				x := benchInput(sh.cols)
 				dst := make([]float32, sh.rows)
 				for _, w := range []int{1, 2} {
 					b.Run(fmt.Sprintf("w=%d", w), func(b *testing.B) {
@@ -156,4 +150,14 @@ func BenchmarkRatio(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchInput is the benchmarks' activation vector: small exact values, the
+// same every run.
+func benchInput(n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i%13) * 0.25
+	}
+	return x
 }

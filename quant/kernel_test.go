@@ -34,7 +34,7 @@ func randomBytesMatrix(t testing.TB, rng *rand.Rand, c fmtCase, rows, cols int, 
 	t.Helper()
 	nw, _ := WeightBytes(c.f, rows, cols, c.gs)
 	ns, _ := ScaleBytes(c.f, rows, cols, c.gs)
-	wb := randBytes(rng, int(nw))
+	wb := testkit.RandomBytes(rng, int(nw))
 	sb := make([]byte, ns)
 	switch c.f {
 	case F32, BF16, F16:
@@ -532,8 +532,8 @@ func TestKernelsUnrounded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 128, 129, 255, 1000} {
 		x := wideFloats(rng, n)
-		q8 := randBytes(rng, n)
-		q4 := randBytes(rng, (n+1)/2)
+		q8 := testkit.RandomBytes(rng, n)
+		q4 := testkit.RandomBytes(rng, (n+1)/2)
 		v8, v4, vf := make([]float64, n), make([]float64, n), make([]float64, n)
 		for i := range n {
 			v8[i] = float64(int8(q8[i]))

@@ -178,14 +178,6 @@ func wideFloats(rng *rand.Rand, n int) []float32 {
 	return v
 }
 
-func randBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	return b
-}
-
 // implemented formats exercised by the generic tests, with a group size.
 type fmtCase struct {
 	f  Format

@@ -12,3 +12,12 @@ func Gaussian(r *rand.Rand, n int, s float64) []float32 {
 	}
 	return v
 }
+
+// RandomBytes draws n uniformly random bytes, one draw of r each.
+func RandomBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // skewed returns n bytes whose nibbles (or bytes) follow a peaked
@@ -37,10 +39,7 @@ func TestRoundTrip(t *testing.T) {
 				case "skewed":
 					data = skewed(rng, n, mode)
 				case "uniform":
-					data = make([]byte, n)
-					for i := range data {
-						data[i] = byte(rng.Uint32())
-					}
+					data = testkit.RandomBytes(rng, n)
 				case "constant":
 					data = bytes.Repeat([]byte{0x77}, n)
 				case "two":
@@ -75,10 +74,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 	// 1 MB of uniform bytes comes out raw (SPEC §6.9.1).
-	data := make([]byte, 1<<20)
-	for i := range data {
-		data[i] = byte(rng.Uint32())
-	}
+	data := testkit.RandomBytes(rng, 1<<20)
 	for _, mode := range []byte{ModeNibble, ModeByte} {
 		rec, err := Encode(data, mode)
 		if err != nil || rec[4] != ModeRaw || len(rec) != len(data)+9 {

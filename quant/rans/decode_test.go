@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant/cfs1"
 )
 
@@ -23,14 +24,6 @@ func gaussianInt4(rng *rand.Rand, n int, sd float64) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = code() | code()<<4
-	}
-	return b
-}
-
-func uniform(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
 	}
 	return b
 }
@@ -50,7 +43,7 @@ func corpus(t testing.TB) map[string][]byte {
 	}
 	add("const-nib", bytes.Repeat([]byte{0x33}, 500), cfs1.ModeNibble)
 	add("const-byte", bytes.Repeat([]byte{0x79}, 500), cfs1.ModeByte)
-	add("uniform-raw", uniform(rng, 300), cfs1.ModeNibble)
+	add("uniform-raw", testkit.RandomBytes(rng, 300), cfs1.ModeNibble)
 	add("empty-raw", nil, cfs1.ModeNibble)
 	return out
 }
