@@ -222,20 +222,26 @@ func k3Checkpoint(tb testing.TB) string {
 	return dir
 }
 
-func BenchmarkOpenK3Index(b *testing.B) {
-	dir := k3Checkpoint(b)
-	var hdrBytes int64
+// headerBytes returns the number of dir's shards and the size of their JSON
+// headers (what an open parses), from their 8-byte length prefixes.
+func headerBytes(b *testing.B, dir string) (shards int, n int64) {
 	names, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	for _, n := range names {
-		ind, err := os.Open(n)
+	for _, p := range names {
+		f, err := os.Open(p)
 		if err != nil {
 			b.Fatal(err)
 		}
 		var pre [8]byte
-		ind.ReadAt(pre[:], 0)
-		ind.Close()
-		hdrBytes += int64(binary.LittleEndian.Uint64(pre[:]))
+		f.ReadAt(pre[:], 0)
+		f.Close()
+		n += int64(binary.LittleEndian.Uint64(pre[:]))
 	}
+	return len(names), n
+}
+
+func BenchmarkOpenK3Index(b *testing.B) {
+	dir := k3Checkpoint(b)
+	shards, hdrBytes := headerBytes(b, dir)
 	b.SetBytes(hdrBytes)
 	// CPU time per open (all goroutines, GC included) is reported next to
 	// wall time: on a shared machine it is the stable figure, and wall time
@@ -261,7 +267,7 @@ func BenchmarkOpenK3Index(b *testing.B) {
 		c.Close()
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(len(names)), "shards")
+	b.ReportMetric(float64(shards), "shards")
 	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
 }
 
@@ -279,18 +285,7 @@ func processCPU() time.Duration {
 // which is stable on a shared machine where absolute times are not.
 func BenchmarkOpenK3IndexPaired(b *testing.B) {
 	dir := k3Checkpoint(b)
-	var n int64
-	names, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	for _, p := range names {
-		f, err := os.Open(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var pre [8]byte
-		f.ReadAt(pre[:], 0)
-		f.Close()
-		n += int64(binary.LittleEndian.Uint64(pre[:]))
-	}
+	_, n := headerBytes(b, dir)
 	if st, err := os.Stat(filepath.Join(dir, IndexFileName)); err == nil {
 		n += st.Size()
 	}
