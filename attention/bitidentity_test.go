@@ -3,6 +3,7 @@ package attention
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/k3-project/k3/internal/parallel"
@@ -75,44 +76,20 @@ func TestE1RandomChunkings(t *testing.T) {
 	mw := mlaWeights(r, mc, bf16s(t, r))
 	x := testkit.Gaussian(r, T*E, 1)
 
-	runKDA := func(workers int, chunks []int) ([]float32, *KDAState) {
-		c := kc
-		c.Workers = workers
-		k, err := NewKDA(c, kw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := k.NewState()
-		return inChunks(t, E, x, chunks, func(dst, x []float32, n int) error { return k.Forward(dst, x, n, st) }), st
-	}
-	runMLA := func(workers int, chunks []int) ([]float32, *MLACache) {
-		cfg := mc
-		cfg.Workers = workers
-		m, err := NewMLA(cfg, mw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := m.NewCache()
-		return inChunks(t, E, x, chunks, func(dst, x []float32, n int) error { return m.Forward(dst, x, n, c) }), c
-	}
-	kRef, kSt := runKDA(1, []int{T})
-	mRef, mC := runMLA(1, []int{T})
-	ones := make([]int, T)
-	for i := range ones {
-		ones[i] = 1
-	}
-	splits := [][]int{ones}
+	kRef, kSt := runKDA(t, kc, kw, 1, x, []int{T})
+	mRef, mC := runMLA(t, mc, mw, 1, x, []int{T})
+	splits := [][]int{slices.Repeat([]int{1}, T)}
 	for range 4 {
 		splits = append(splits, randomSplit(r, T))
 	}
 	for i, sp := range splits {
 		w := 1 + i%3
 		t.Run(fmt.Sprintf("workers=%d/%v", w, sp), func(t *testing.T) {
-			out, st := runKDA(w, sp)
+			out, st := runKDA(t, kc, kw, w, x, sp)
 			testkit.RequireSameBits(t, "kda out", out, kRef)
 			testkit.RequireSameBits(t, "kda state", append(append(append(st.S, st.ConvQ...), st.ConvK...), st.ConvV...),
 				append(append(append(kSt.S, kSt.ConvQ...), kSt.ConvK...), kSt.ConvV...))
-			mo, c := runMLA(w, sp)
+			mo, c := runMLA(t, mc, mw, w, x, sp)
 			testkit.RequireSameBits(t, "mla out", mo, mRef)
 			testkit.RequireSameBits(t, "mla cache", c.KV, mC.KV)
 		})

@@ -80,3 +80,28 @@ func inChunks(t testing.TB, E int, x []float32, chunks []int, forward func(dst, 
 	}
 	return out
 }
+
+// runKDA binds a KDA layer of c on workers and runs it over x in chunks,
+// returning the outputs and the state after them.
+func runKDA(t *testing.T, c KDAConfig, w KDAWeights, workers int, x []float32, chunks []int) ([]float32, *KDAState) {
+	t.Helper()
+	c.Workers = workers
+	k, err := NewKDA(c, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := k.NewState()
+	return inChunks(t, c.Hidden, x, chunks, func(dst, x []float32, n int) error { return k.Forward(dst, x, n, st) }), st
+}
+
+// runMLA is runKDA for an MLA layer, returning its cache.
+func runMLA(t *testing.T, c MLAConfig, w MLAWeights, workers int, x []float32, chunks []int) ([]float32, *MLACache) {
+	t.Helper()
+	c.Workers = workers
+	m, err := NewMLA(c, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := m.NewCache()
+	return inChunks(t, c.Hidden, x, chunks, func(dst, x []float32, n int) error { return m.Forward(dst, x, n, cache) }), cache
+}

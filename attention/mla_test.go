@@ -3,6 +3,7 @@ package attention
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/k3-project/k3/internal/testkit"
@@ -213,20 +214,9 @@ func TestMLABlockPathBitIdentical(t *testing.T) {
 	w := bw.mla(t, cfg)
 	x := bw.vec(T*E, 1)
 	run := func(w MLAWeights, workers int, chunks []int) ([]float32, *MLACache) {
-		mc := cfg
-		mc.Workers = workers
-		m, err := NewMLA(mc, w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := m.NewCache()
-		return inChunks(t, E, x, chunks, func(dst, x []float32, n int) error { return m.Forward(dst, x, n, c) }), c
+		return runMLA(t, cfg, w, workers, x, chunks)
 	}
-	one := make([]int, T)
-	for i := range one {
-		one[i] = 1
-	}
-	refOut, refC := run(w, 1, one)
+	refOut, refC := run(w, 1, slices.Repeat([]int{1}, T))
 	for _, tc := range []struct {
 		workers int
 		chunks  []int
