@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -11,9 +12,7 @@ import (
 // DecodeRow and the parallel helpers on one worker allocate nothing, for
 // every format (a decode step makes hundreds of these calls).
 func TestSteadyStateNoAlloc(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector makes sync.Pool drop buffers")
-	}
+	testkit.SkipAllocsUnderRace(t)
 	rng := rand.New(rand.NewPCG(11, 12))
 	const rows, cols, n = 48, 256, 3
 	for _, c := range allCases() {
@@ -29,10 +28,7 @@ func TestSteadyStateNoAlloc(t *testing.T) {
 			"DecodeRow":      func() { m.(RowDecoder).DecodeRow(row, rows-1) },
 		}
 		for name, f := range calls {
-			f() // warm the pools
-			if a := testing.AllocsPerRun(50, f); a != 0 {
-				t.Errorf("%v %s: %v allocations per call", c, name, a)
-			}
+			testkit.NoAllocs(t, fmt.Sprintf("%v %s", c, name), 50, f)
 		}
 	}
 }
