@@ -41,7 +41,10 @@ func Perf(synthesize Synthesizer) Checkpoint {
 }
 
 // PerfDir returns the directory of the perf checkpoint, writing it there
-// with synthesize when it holds none: Perf(synthesize).Dir(tb).
+// with synthesize when it holds none: Perf(synthesize).Dir(tb). A benchmark
+// of the root package starts
+//
+//	dir := testkit.PerfDir(b, k3.Synthesize)
 func PerfDir(tb testing.TB, synthesize Synthesizer) string {
 	tb.Helper()
 	return Perf(synthesize).Dir(tb)
