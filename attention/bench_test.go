@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
 )
 
@@ -19,31 +20,14 @@ type benchWeights struct {
 }
 
 func (b *benchWeights) bf16(tb testing.TB, rows, cols int) quant.Matrix {
-	w := b.vec(rows*cols, 0.05)
-	data, _, err := quant.Quantize(quant.BF16, w, rows, cols, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m, err := quant.NewBF16(rows, cols, data)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b.bytes += len(data)
-	return m
+	b.bytes += 2 * rows * cols
+	return opfix.BF16(tb, testkit.Gaussian(b.rng, rows*cols, 0.05), rows, cols)
 }
 
 // mla draws bf16 weights (and unit-scale norms) of c's shapes, with the
 // output gate.
 func (b *benchWeights) mla(tb testing.TB, c MLAConfig) MLAWeights {
 	return mlaWeights(b.rng, c, func(rows, cols int) quant.Matrix { return b.bf16(tb, rows, cols) })
-}
-
-func (b *benchWeights) vec(n int, s float64) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(b.rng.NormFloat64() * s)
-	}
-	return v
 }
 
 // The benchmarks use the synthetic `perf` geometry (internal/synth): hidden
@@ -56,11 +40,11 @@ func BenchmarkKDAStep(b *testing.B) {
 	bw := &benchWeights{rng: rand.New(rand.NewPCG(1, 1))}
 	w := KDAWeights{Q: bw.bf16(b, P, E), K: bw.bf16(b, P, E), V: bw.bf16(b, P, E), G: bw.bf16(b, P, E),
 		B: bw.bf16(b, H, E), FA: bw.bf16(b, D, E), FB: bw.bf16(b, P, D), O: bw.bf16(b, E, P),
-		QConv: bw.vec(P*K, 0.3), KConv: bw.vec(P*K, 0.3), VConv: bw.vec(P*K, 0.3),
-		ALog: bw.vec(H, 0.5), DtBias: bw.vec(P, 0.5), ONorm: bw.vec(D, 1)}
+		QConv: testkit.Gaussian(bw.rng, P*K, 0.3), KConv: testkit.Gaussian(bw.rng, P*K, 0.3), VConv: testkit.Gaussian(bw.rng, P*K, 0.3),
+		ALog: testkit.Gaussian(bw.rng, H, 0.5), DtBias: testkit.Gaussian(bw.rng, P, 0.5), ONorm: testkit.Gaussian(bw.rng, D, 1)}
 	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bw.bytes)) })
 	for _, T := range []int{1, 32} {
-		x := bw.vec(T*E, 1)
+		x := testkit.Gaussian(bw.rng, T*E, 1)
 		out := make([]float32, T*E)
 		for _, workers := range []int{1, 2} {
 			k, err := NewKDA(KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K, GateLB: -5, RMSEps: 1e-5, Workers: workers}, w)
@@ -89,10 +73,10 @@ func BenchmarkMLAStep(b *testing.B) {
 	w := bw.mla(b, cfg)
 	// A cache of ctx positions filled directly (a normalised latent has
 	// entries of order one), so setup does not cost a long prefill.
-	prefix := bw.vec(ctx*(Rkv+dr), 1)
+	prefix := testkit.Gaussian(bw.rng, ctx*(Rkv+dr), 1)
 	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bw.bytes)) })
 	for _, T := range []int{1, 32} {
-		x := bw.vec(T*E, 1)
+		x := testkit.Gaussian(bw.rng, T*E, 1)
 		out := make([]float32, T*E)
 		for _, workers := range []int{1, 2} {
 			cfg.Workers = workers
@@ -122,8 +106,8 @@ func BenchmarkMLAStep(b *testing.B) {
 func BenchmarkKDARecurrence(b *testing.B) {
 	const T, D = 256, 128
 	bw := &benchWeights{rng: rand.New(rand.NewPCG(2, 2))}
-	q, k, v := bw.vec(T*D, 0.1), bw.vec(T*D, 0.1), bw.vec(T*D, 1)
-	alpha, beta := bw.vec(T*D, 0.01), bw.vec(T, 0.1)
+	q, k, v := testkit.Gaussian(bw.rng, T*D, 0.1), testkit.Gaussian(bw.rng, T*D, 0.1), testkit.Gaussian(bw.rng, T*D, 1)
+	alpha, beta := testkit.Gaussian(bw.rng, T*D, 0.01), testkit.Gaussian(bw.rng, T, 0.1)
 	for i := range alpha {
 		alpha[i] = 0.99 - alpha[i]*alpha[i]
 	}

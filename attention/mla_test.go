@@ -208,11 +208,11 @@ func TestMLAForwardFrom(t *testing.T) {
 // for bit.
 func TestMLABlockPathBitIdentical(t *testing.T) {
 	const E, Hm, Rq, Rkv, dn, dr, dv, T = 64, 3, 32, 64, 16, 8, 16, 11
-	bw := &benchWeights{rng: rand.New(rand.NewPCG(53, 54))}
+	r := rand.New(rand.NewPCG(53, 54))
 	cfg := MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
 		OutGate: true, RMSEps: 1e-5}
-	w := bw.mla(t, cfg)
-	x := bw.vec(T*E, 1)
+	w := (&benchWeights{rng: r}).mla(t, cfg) // small bf16 weights, as the benchmark's
+	x := testkit.Gaussian(r, T*E, 1)
 	run := func(w MLAWeights, workers int, chunks []int) ([]float32, *MLACache) {
 		return runMLA(t, cfg, w, workers, x, chunks)
 	}
