@@ -10,7 +10,6 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/testkit"
-	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +26,7 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 	if testkit.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		for _, c := range []struct {
 			name    string
 			threads int

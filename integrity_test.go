@@ -19,7 +19,6 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/testkit"
-	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 )
@@ -363,9 +362,9 @@ func copyDir(t *testing.T, src string) string {
 // middle of its data) and the error names the tensor; without it the same
 // model opens.
 func TestVerifyDetectsEveryFlippedBit(t *testing.T) {
-	src := filepath.Join(fixtures.Dir(t), "models", "tiny")
+	src := filepath.Join(testkit.Dir(t), "models", "tiny")
 	if _, err := os.Stat(src); err != nil {
-		if fixtures.InCI() {
+		if testkit.InCI() {
 			t.Fatalf("fixture missing: %v", err)
 		}
 		t.Skip("models/tiny fixture not found")
