@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/testkit"
 	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
@@ -42,27 +42,6 @@ func repack(t testing.TB, dir string) string {
 	out := filepath.Join(t.TempDir(), filepath.Base(dir)+"-cfs1")
 	_, err := rans.Repack(dir, out, rans.RepackOptions{Select: selectExperts, Workers: 2})
 	require.NoError(t, err)
-	return out
-}
-
-// copyDir copies every regular file of src (a checkpoint directory) into a
-// new directory, so that a test may damage the copy.
-func copyDir(t testing.TB, src string) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(src)+"-copy")
-	require.NoError(t, os.Mkdir(out, 0o755))
-	ents, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range ents {
-		in, err := os.Open(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		o, err := os.Create(filepath.Join(out, e.Name()))
-		require.NoError(t, err)
-		_, err = io.Copy(o, in)
-		require.NoError(t, err)
-		in.Close()
-		require.NoError(t, o.Close())
-	}
 	return out
 }
 
@@ -265,7 +244,7 @@ func TestCodedCorruptRecord(t *testing.T) {
 	dir := fixtures.Models(t)[0]
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
-	bad := copyDir(t, repack(t, dir))
+	bad := testkit.CopyDir(t, repack(t, dir))
 	ck, err := safetensors.Open(bad)
 	require.NoError(t, err)
 	defer ck.Close()
@@ -311,7 +290,7 @@ func TestCodedUnstampedRefused(t *testing.T) {
 	dir := fixtures.Models(t)[0]
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
-	bad := copyDir(t, repack(t, dir))
+	bad := testkit.CopyDir(t, repack(t, dir))
 	unstamp(t, bad)
 	ck, err := safetensors.Open(bad)
 	require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	fixtures "github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 const (
@@ -21,7 +21,7 @@ const (
 // stCopy copies the st fixtures into a temp dir.
 func stCopy(t *testing.T) string {
 	t.Helper()
-	return copyDir(t, fixtures.Path(t, "st"))
+	return testkit.CopyDir(t, testkit.Path(t, "st"))
 }
 
 // rewriteHeader replaces the header of dir/name by edit(header) (and the

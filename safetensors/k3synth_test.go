@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	benchutil "github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // k3Tensors lists the released K3 checkpoint's tensors (SPEC §3.3) with
@@ -289,8 +289,8 @@ func BenchmarkOpenK3IndexPaired(b *testing.B) {
 	if st, err := os.Stat(filepath.Join(dir, IndexFileName)); err == nil {
 		n += st.Size()
 	}
-	buf := benchutil.Filled(int(n))
-	benchutil.Paired(b, buf, runtime.GOMAXPROCS(0), func() {
+	buf := testkit.Filled(int(n))
+	testkit.Paired(b, buf, runtime.GOMAXPROCS(0), func() {
 		c, err := Open(dir)
 		if err != nil {
 			b.Fatal(err)
@@ -366,7 +366,7 @@ func BenchmarkParseHeaderK3Shard(b *testing.B) {
 	st, _ := f.Stat()
 	dataLen := st.Size() - 8 - int64(len(hdr))
 	seed := maphash.MakeSeed()
-	benchutil.Paired(b, hdr, 1, func() {
+	testkit.Paired(b, hdr, 1, func() {
 		if _, err := parseHeader("x", hdr, dataLen, seed, true); err != nil {
 			b.Fatal(err)
 		}

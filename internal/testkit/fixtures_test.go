@@ -78,3 +78,24 @@ func TestSparseFile(t *testing.T) {
 		t.Fatalf("size %d, want 2^32", st.Size())
 	}
 }
+
+func TestCopyDir(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "ckpt")
+	if err := os.MkdirAll(filepath.Join(src, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "a.safetensors"), []byte("weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := CopyDir(t, src)
+	if filepath.Base(dst) != "ckpt" || dst == src {
+		t.Fatalf("copy at %s", dst)
+	}
+	got, err := os.ReadFile(filepath.Join(dst, "a.safetensors"))
+	if err != nil || string(got) != "weights" {
+		t.Fatalf("copied file: %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "sub")); !os.IsNotExist(err) {
+		t.Fatalf("the subdirectory was copied: %v", err)
+	}
+}
