@@ -15,7 +15,6 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/testkit"
 	fixtures "github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
@@ -244,7 +243,7 @@ func TestCodedCorruptRecord(t *testing.T) {
 	dir := fixtures.Models(t)[0]
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
-	bad := testkit.CopyDir(t, repack(t, dir))
+	bad := fixtures.CopyDir(t, repack(t, dir))
 	ck, err := safetensors.Open(bad)
 	require.NoError(t, err)
 	defer ck.Close()
@@ -290,7 +289,7 @@ func TestCodedUnstampedRefused(t *testing.T) {
 	dir := fixtures.Models(t)[0]
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
-	bad := testkit.CopyDir(t, repack(t, dir))
+	bad := fixtures.CopyDir(t, repack(t, dir))
 	unstamp(t, bad)
 	ck, err := safetensors.Open(bad)
 	require.NoError(t, err)
