@@ -6,7 +6,6 @@ import (
 
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/cfs1"
-	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkDecode reports decoded bytes per second (b.SetBytes is the
@@ -17,7 +16,9 @@ import (
 // per-core figure on a shared machine.
 func BenchmarkDecode(b *testing.B) {
 	mx, _, err := quant.Quantize(quant.MXFP4, gaussianMatrix(5, 512, 4096), 512, 4096, 0)
-	require.NoError(b, err)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		data []byte
@@ -26,12 +27,16 @@ func BenchmarkDecode(b *testing.B) {
 		{"mxfp4", mx},
 	} {
 		rec, err := Encode(c.data)
-		require.NoError(b, err)
+		if err != nil {
+			b.Fatal(err)
+		}
 		dst := make([]byte, len(c.data))
 		b.Run(c.name+"/fast", func(b *testing.B) {
 			var d Decoder
 			cpuLoop(b, len(c.data), func() {
-				require.NoError(b, d.DecodeInto(dst, rec))
+				if err := d.DecodeInto(dst, rec); err != nil {
+					b.Fatal(err)
+				}
 			})
 		})
 		b.Run(c.name+"/reference", func(b *testing.B) {
