@@ -99,3 +99,13 @@ func TestCopyDir(t *testing.T) {
 		t.Fatalf("the subdirectory was copied: %v", err)
 	}
 }
+
+// Every fixture model's reference is consistent.
+func TestLoadReference(t *testing.T) {
+	for _, dir := range Models(t) {
+		r := LoadReference(t, dir)
+		if r.Vocab <= 0 || len(r.LogitsBits[0]) != r.Vocab {
+			t.Errorf("%s: vocab %d, %d logits a position", dir, r.Vocab, len(r.LogitsBits[0]))
+		}
+	}
+}
