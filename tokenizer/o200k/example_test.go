@@ -13,12 +13,14 @@ import (
 func Example() {
 	enc, err := o200k.Encoding()
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	for _, mode := range []tokenizer.Mode{tokenizer.AllowSpecial, tokenizer.NoSpecial} {
 		n, err := enc.CountTokens("hello world<|endoftext|>", mode)
 		if err != nil {
-			panic(err)
+			fmt.Println(err)
+			return
 		}
 		fmt.Println(n)
 	}
