@@ -1,8 +1,20 @@
-// Package testkit is the one home of what the module's tests share: the
-// oracle fixtures and the fixture models, the synthetic perf checkpoint,
-// float digests and bit-identity checks, allocation counts, peak RSS, the
-// re-executed child process, and the memory-read yardstick of the
-// benchmarks.
+// Package testkit is the one home of what the module's tests share, so that
+// no package keeps its own copy:
+//
+//   - the oracle fixtures: [Dir], [Path], [Models] (every directory of
+//     fixtures/models/), [LoadReference] (a model's reference.json),
+//     [MXFP4] (the released MXFP4 sample), and [CopyDir] and [SparseFile]
+//     for the tests that damage a checkpoint or exceed a size limit;
+//   - the synthetic perf checkpoint of the benchmarks and floor tests,
+//     written on first use: [PerfDir], [Perf] and [Checkpoint];
+//   - bit identity: [Digest], [SameBits], [RequireSameBits] and
+//     [RequireSameBitsOrNaN], with [RefF16] as the independent statement of
+//     binary16 and [Gaussian] and [RandomBytes] as the seeded inputs;
+//   - allocation counts: [SkipAllocsUnderRace], [NoAllocs], [OnPools];
+//   - a fresh process: [RunChild], [ChildArg] and [ChildLine] re-run the
+//     test binary for one test, and [PeakRSS] is what the child reports;
+//   - the memory-read yardstick of the benchmarks: [ReadLoop],
+//     [ReadLoopWorkers], [Paired], [Filled].
 //
 // # Fixtures
 //
@@ -26,9 +38,10 @@
 // # Layering
 //
 // It is for _test.go files only: it imports "testing" and must never be
-// imported by library code. Of this module it imports only the leaf
-// internal/parallel, so that any other package's internal tests can use it
-// without an import cycle; what needs a library package takes it as an
-// argument (the synthesizer of [Checkpoint]) or lives in a subpackage
-// (opfix, which builds matrices).
+// imported by library code (TestOnlyTestsImportTestkit checks). Of this
+// module it imports only the leaf internal/parallel, so that any other
+// package's internal tests can use it without an import cycle; what needs
+// a library package takes it as an argument (the synthesizer of
+// [Checkpoint]) or lives in a subpackage (opfix, which builds quant
+// matrices).
 package testkit
