@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // kdaStep advances one head's state S ([D][D]) by one position and writes
@@ -222,16 +224,8 @@ func TestKDAStepsMatchesSteps(t *testing.T) {
 				kdaStep(want, q[o:o+d], k[o:o+d], v[o:o+d], alpha[o:o+d], beta[tt*h+hh], wantO[o:o+d], u)
 			}
 			kdaSteps(got, q, k, v, alpha, beta, gotO, make([]float32, d), make([]float32, d), T, hh, h)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("d=%d T=%d: state[%d] = %v, want %v", d, T, i, got[i], want[i])
-				}
-			}
-			for i := range wantO {
-				if math.Float32bits(gotO[i]) != math.Float32bits(wantO[i]) {
-					t.Fatalf("d=%d T=%d: o[%d] = %v, want %v", d, T, i, gotO[i], wantO[i])
-				}
-			}
+			testkit.RequireSameBits(t, fmt.Sprintf("d=%d T=%d: state", d, T), got, want)
+			testkit.RequireSameBits(t, fmt.Sprintf("d=%d T=%d: o", d, T), gotO, wantO)
 		}
 	}
 }

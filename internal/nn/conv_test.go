@@ -94,16 +94,8 @@ func TestShortConvBlocks(t *testing.T) {
 				}
 				got := append([]float32(nil), x...)
 				s.channels(got, got, tailA, T, 0, c) // in place
-				for i := range want {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("k=%d c=%d call %d: y[%d] = %v, want %v", k, c, call, i, got[i], want[i])
-					}
-				}
-				for i := range tailB {
-					if math.Float32bits(tailA[i]) != math.Float32bits(tailB[i]) {
-						t.Fatalf("k=%d c=%d call %d: tail[%d] = %v, want %v", k, c, call, i, tailA[i], tailB[i])
-					}
-				}
+				testkit.RequireSameBits(t, fmt.Sprintf("k=%d c=%d call %d: y", k, c, call), got, want)
+				testkit.RequireSameBits(t, fmt.Sprintf("k=%d c=%d call %d: tail", k, c, call), tailA, tailB)
 			}
 		}
 	}
