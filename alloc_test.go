@@ -9,8 +9,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,10 +23,10 @@ import (
 // experts (tasks kept in the workspaces); an expert-cache miss builds its views.
 // TestDecodeStepAllocatesNothingPerf checks the splits where they happen, at the perf geometry.
 func TestDecodeStepAllocatesNothing(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		for _, c := range []struct {
 			name    string
 			threads int
@@ -53,7 +52,7 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 // models run them inline). It needs K3_PERF_DIR naming a synthesized perf checkpoint (the FLOOR
 // benchmark makes one) and skips without it.
 func TestDecodeStepAllocatesNothingPerf(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
 	dir := os.Getenv("K3_PERF_DIR")

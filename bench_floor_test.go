@@ -12,8 +12,8 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
-	"github.com/k3-project/k3/internal/benchutil"
 	"github.com/k3-project/k3/internal/dot"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // floorPerfEnv names the directory holding (or receiving, on first use) the synthetic perf
@@ -65,7 +65,7 @@ func median(v []float64) float64 {
 // timeRead returns the seconds one read of buf on workers goroutines takes.
 func timeRead(buf []byte, workers int, sink *uint64) float64 {
 	t := time.Now()
-	*sink ^= benchutil.SumParallel(buf, workers)
+	*sink ^= testkit.SumParallel(buf, workers)
 	return time.Since(t).Seconds()
 }
 
@@ -132,7 +132,7 @@ func measurePrefill(b *testing.B, dir string, threads int, ids []int) []float64 
 // taken in alternation.
 func measureKernel(cols int, sink *uint64) (bw, xread float64) {
 	rows := (256 << 20) / (2 * cols)
-	w := benchutil.Filled(rows * cols * 2)
+	w := testkit.Filled(rows * cols * 2)
 	for i := 1; i < len(w); i += 2 {
 		w[i] &= 0xbf // exponents below 2^64: no Inf or NaN in the timed path
 	}
@@ -165,7 +165,7 @@ func measureKernel(cols int, sink *uint64) (bw, xread float64) {
 //	K3_PERF_DIR=<dir> go test -run '^$' -bench Floor -benchtime 1x .
 //
 // A decode token must read floorTokenBytes of weights; the floor is that many bytes over the
-// measured read bandwidth (benchutil.SumParallel on as many goroutines as decode threads). Each
+// measured read bandwidth (testkit.SumParallel on as many goroutines as decode threads). Each
 // decode step is timed against a read of the same bytes taken right after it, so the ratios hold
 // on a shared machine whose load drifts. The last line reads
 // FLOOR decode_1t=<ratio> decode_2t=<ratio> prefill256_2t=<seconds>. The checkpoint (about
@@ -196,7 +196,7 @@ func BenchmarkFloor(b *testing.B) {
 	for i := range long {
 		long[i] = (i*7919 + 3) % cfg.Vocab
 	}
-	buf := benchutil.Filled(int(tokBytes))
+	buf := testkit.Filled(int(tokBytes))
 	var sink uint64
 	for b.Loop() {
 		d1 := measureDecode(b, dir, 1, prompt, buf, &sink)

@@ -9,8 +9,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
-	"github.com/k3-project/k3/internal/benchutil"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // tokenBytes is the weight bytes one decode step must read: the whole trunk, lm_head, and TopK
@@ -56,8 +55,8 @@ func benchDecode(b *testing.B, dir string, prompt []int, threads int) {
 	m, s, next, snap := decodeReady(b, dir, threads, prompt)
 	defer m.Close()
 	ctx := context.Background()
-	buf := benchutil.Filled(tokenBytes(m))
-	benchutil.Paired(b, buf, threads, func() {
+	buf := testkit.Filled(tokenBytes(m))
+	testkit.Paired(b, buf, threads, func() {
 		if err := s.Restore(snap); err != nil {
 			b.Fatal(err)
 		}
@@ -70,7 +69,7 @@ func benchDecode(b *testing.B, dir string, prompt []int, threads int) {
 
 // BenchmarkDecodeWide: incremental decode on models/wide after its 9-id prompt.
 func BenchmarkDecodeWide(b *testing.B) {
-	dir := filepath.Join(fixtures.Path(b, "models"), "wide")
+	dir := filepath.Join(testkit.Path(b, "models"), "wide")
 	ref := loadReference(b, dir)
 	for _, th := range []int{1, 2} {
 		b.Run("threads="+strconv.Itoa(th), func(b *testing.B) { benchDecode(b, dir, ref.PromptIDs, th) })
@@ -125,7 +124,7 @@ func BenchmarkPrefillPerf(b *testing.B) {
 // BenchmarkForwardWide: one teacher-forced pass over models/wide's 29 reference ids (prefill
 // throughput; every weight is read once per pass through the batched mat-muls).
 func BenchmarkForwardWide(b *testing.B) {
-	dir := filepath.Join(fixtures.Path(b, "models"), "wide")
+	dir := filepath.Join(testkit.Path(b, "models"), "wide")
 	ref := loadReference(b, dir)
 	m, err := k3.Open(dir, k3.WithThreads(1))
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // digestOutEnv names the file TestDigestHelper writes its digest lines to. The helper does
@@ -39,11 +39,11 @@ func (d modelDigest) String() string {
 	return fmt.Sprintf("%s %016x %016x", d.name, d.tf, d.greedy)
 }
 
-// modelDigests computes the digests of every fixture model, in fixtures.Models order.
+// modelDigests computes the digests of every fixture model, in testkit.Models order.
 func modelDigests(t testing.TB, opts ...k3.Option) []modelDigest {
 	t.Helper()
 	var out []modelDigest
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		ref := loadReference(t, dir)
 		m := openModel(t, dir, opts...)
 		rows, err := m.Forward(context.Background(), ref.FullIDs)
@@ -112,7 +112,7 @@ func TestPureGoBuildDigests(t *testing.T) {
 	want := modelDigests(t)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		if fixtures.InCI() {
+		if testkit.InCI() {
 			t.Fatalf("go tool not found (%v); CI=true needs it to build -tags purego", err)
 		}
 		t.Skipf("go tool not found (%v); cannot build the other kernel set", err)

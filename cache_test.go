@@ -15,7 +15,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 )
@@ -35,7 +35,7 @@ func cacheBudgets(t *testing.T, dir string) map[string]int64 {
 // TopK + 1 slots, half and all experts; LRU and S3-FIFO; router lookahead on and off; 1 and 2
 // threads; and combined with a streamed trunk.
 func TestCacheBitIdentical(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			want := runModel(t, openModel(t, dir), ref)
@@ -77,7 +77,7 @@ func TestCacheBitIdentical(t *testing.T) {
 }
 
 func TestCacheBudgetTooSmall(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	p, err := k3.PlanFor(dir, k3.WithCacheBudget(0))
 	require.NoError(t, err)
 	_, err = k3.Open(dir, k3.WithCacheBudget(p.Cache.SlotBytes))
@@ -109,7 +109,7 @@ func (f *failReader) ReadAt(p []byte, off int64) (int, error) {
 // TestCacheReadFault: a failed expert read surfaces as *ExpertLoadError naming layer and expert;
 // no token is emitted and the session is broken.
 func TestCacheReadFault(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			ck, err := safetensors.Open(dir)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/cfs1"
 	"github.com/k3-project/k3/quant/rans"
@@ -66,7 +66,7 @@ func copyCheckpoint(t *testing.T, src string) string {
 // evictions, reading the stored (coded) bytes. Without
 // a cache the coded experts cannot be mapped, which Open reports.
 func TestCodedExpertsBitIdentical(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			want := runModel(t, openModel(t, dir), ref)
@@ -109,7 +109,7 @@ func TestCodedExpertsBitIdentical(t *testing.T) {
 // TestCodedExpertsCorrupt: a damaged record fails the forward pass with *ExpertLoadError
 // (rans.ErrCorrupt); no token is emitted.
 func TestCodedExpertsCorrupt(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	ref := loadReference(t, dir)
 	bad := copyCheckpoint(t, repackExperts(t, dir))
 	ck, err := safetensors.Open(bad)
@@ -152,7 +152,7 @@ func TestCodedExpertsCorrupt(t *testing.T) {
 // TestCodedExpertsUnstamped: records whose colibri.fmt stamp is gone are refused at Open,
 // never guessed to be coded.
 func TestCodedExpertsUnstamped(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	bad := copyCheckpoint(t, repackExperts(t, dir))
 	shards, err := filepath.Glob(filepath.Join(bad, "*.safetensors"))
 	require.NoError(t, err)

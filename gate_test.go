@@ -15,7 +15,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/sample"
 )
 
@@ -123,7 +123,7 @@ func distance(got [][]float32, want [][]float64) (maxAbs, rms float64) {
 // float32 reference is (max and RMS distance each ≤ half the reference's). The distance from the
 // float32 reference's own logits is reported as information.
 func TestGateTeacherForcing(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)
@@ -179,7 +179,7 @@ func greedy(t testing.TB, m *k3.Model, prompt []int, n int, full bool) ([]int, [
 // TestGateGreedy is GATE 2 (full recompute reproduces full_ids) and GATE 3 (incremental
 // reproduces full_ids with logits bit-identical to GATE 2's).
 func TestGateGreedy(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)

@@ -11,14 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/sample"
 )
 
 // TestGenerationUnderBudgets: speculative decoding, seeded sampling and saved sessions give the
 // same tokens and logits under a streamed trunk and a zero expert cache as with mapped weights.
 func TestGenerationUnderBudgets(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))

@@ -11,13 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // TestWithLayers: a prefix of the layers runs, says so, and differs from the full model; the
 // full count is the full model.
 func TestWithLayers(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	ref := loadReference(t, dir)
 	full := openModel(t, dir)
 	want, err := full.Forward(context.Background(), ref.FullIDs)
@@ -44,7 +44,7 @@ func TestWithLayers(t *testing.T) {
 }
 
 func TestWithConfigFile(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	alt := filepath.Join(t.TempDir(), "other.json")

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/sample"
 )
 
@@ -149,7 +149,7 @@ func generateIDs(t *testing.T, m *k3.Model, prompt []int, n int, o k3.GenerateOp
 // TestSamplerMatchesReference: on models/tiny, every sampler configuration yields the id
 // sequence the independent reference computes from the same logits, for 1 and 2 threads.
 func TestSamplerMatchesReference(t *testing.T) {
-	dir := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
 	ref := loadReference(t, dir)
 	const n = 24
 	for name, o := range samplerCases {
@@ -186,7 +186,7 @@ func TestSamplerMatchesReference(t *testing.T) {
 // TestSamplerSeeds: different seeds give different streams; the same seed the same stream;
 // full recompute and incremental modes agree.
 func TestSamplerSeeds(t *testing.T) {
-	dir := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	run := func(seed uint64, full bool) []int {

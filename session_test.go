@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // TestDeterminismThreads: logits are bit-identical for 1, 2 and 3 worker goroutines (E1). The
 // default-vs-purego comparison is TestPureGoBuildDigests.
 func TestDeterminismThreads(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			var digests []uint64
@@ -36,7 +36,7 @@ func TestDeterminismThreads(t *testing.T) {
 // logits of every position (E1, SPEC §4.10), through PrefillAll and through Prefill.
 func TestChunkedPrefill(t *testing.T) {
 	ctx := context.Background()
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)
@@ -96,7 +96,7 @@ func lastRows(t *testing.T, m *k3.Model, ids, split []int, whole [][]float32) {
 // bit for bit, and a snapshot can be restored repeatedly.
 func TestSnapshotRestore(t *testing.T) {
 	ctx := context.Background()
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)
@@ -137,7 +137,7 @@ func TestSnapshotRestore(t *testing.T) {
 // TestMLACacheBytes: the latent cache grows by exactly Plan().MLABytesPerPosition per
 // position.
 func TestMLACacheBytes(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	c := m.Config()
@@ -152,7 +152,7 @@ func TestMLACacheBytes(t *testing.T) {
 // TestTokenErrors: ids outside [0, V) are typed errors and leave the session usable.
 func TestTokenErrors(t *testing.T) {
 	ctx := context.Background()
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	m := openModel(t, dir)
 	V := m.Config().Vocab
 	s := m.NewSession()
@@ -174,7 +174,7 @@ func TestTokenErrors(t *testing.T) {
 // TestCancel: a cancelled context stops generation with context.Canceled; a cancel seen before a
 // call leaves the session intact.
 func TestCancel(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	m := openModel(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -201,7 +201,7 @@ func TestCancel(t *testing.T) {
 // nothing; Session.Generate continues from a prefilled session.
 func TestGenerateStop(t *testing.T) {
 	ctx := context.Background()
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	cont := ref.FullIDs[len(ref.PromptIDs):]
@@ -234,7 +234,7 @@ func TestGenerateStop(t *testing.T) {
 
 // TestClosed: a closed model refuses work with ErrClosed.
 func TestClosed(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	m, err := k3.Open(dir)
 	require.NoError(t, err)
 	s := m.NewSession()
@@ -247,7 +247,7 @@ func TestClosed(t *testing.T) {
 // inner chunks) gives the same last logits as one unchunked pass.
 func TestPrefillLong(t *testing.T) {
 	ctx := context.Background()
-	m := openModel(t, fixtures.Models(t)[0])
+	m := openModel(t, testkit.Models(t)[0])
 	V := m.Config().Vocab
 	ids := make([]int, k3.MaxChunk+3)
 	for i := range ids {
@@ -279,7 +279,7 @@ func (c *cancelAfter) Err() error {
 // TestBrokenSession: a pass cancelled between layers leaves the session marked ErrBroken (its
 // carried state is half-advanced) until Restore or Reset; both give exact continuations again.
 func TestBrokenSession(t *testing.T) {
-	m := openModel(t, fixtures.Models(t)[0])
+	m := openModel(t, testkit.Models(t)[0])
 	bg := context.Background()
 	s := m.NewSession()
 	require.NoError(t, s.Prefill(bg, []int{1, 2, 3}))
@@ -306,7 +306,7 @@ func TestBrokenSession(t *testing.T) {
 
 // TestConcurrentSessions: sessions of one model run concurrently with identical results.
 func TestConcurrentSessions(t *testing.T) {
-	m := openModel(t, fixtures.Models(t)[0], k3.WithThreads(2))
+	m := openModel(t, testkit.Models(t)[0], k3.WithThreads(2))
 	prompt := []int{9, 8, 7}
 	want, wantLogits := greedy(t, m, prompt, 6, false)
 	errs := make(chan error, 4)

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/checkpoint"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/sample"
 )
 
@@ -59,7 +59,7 @@ func trace(t *testing.T, m *Model, prompt []int, o GenerateOptions) genTrace {
 // fixture model for k = 1..8.
 func TestSpeculativeOracleDrafts(t *testing.T) {
 	ctx := context.Background()
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			m, err := Open(dir)
 			require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestSpeculativeOracleDrafts(t *testing.T) {
 // TestSpeculativeSamplingOracle: with a sampler and drafts that are often right, the output is
 // deterministic and both acceptances and rejections occur.
 func TestSpeculativeSamplingOracle(t *testing.T) {
-	dir := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
 	m, err := Open(dir)
 	require.NoError(t, err)
 	defer m.Close()

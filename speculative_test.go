@@ -12,7 +12,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/sample"
 )
 
@@ -58,7 +58,7 @@ func lookupPrompt(m *k3.Model, a int) []int {
 // logits, on a repetitive and a non-repetitive prompt and on one where the lookup drafts.
 // (TestSpeculativeOracleDrafts forces accepted and rejected drafts of every shape.)
 func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)
@@ -107,7 +107,7 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 // MaxTokens or MaxContext, the session holds exactly what plain generation leaves (every
 // yielded token but the last), bit for bit.
 func TestSpeculativeSessionState(t *testing.T) {
-	dir := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	ctx := context.Background()
@@ -156,7 +156,7 @@ func TestSpeculativeSessionState(t *testing.T) {
 // TestSpeculativeSampling: with a sampler, speculative decoding is deterministic for a seed and
 // k.
 func TestSpeculativeSampling(t *testing.T) {
-	dir := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	prompt := repetitive(ref.PromptIDs)

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/sample"
 )
 
@@ -48,7 +48,7 @@ func saveState(t testing.TB, s *k3.Session, sm *sample.Sampler) []byte {
 // uninterrupted session and to one Prefill of the whole history; the sampler resumes its stream.
 func TestStateContinuesBitIdentically(t *testing.T) {
 	ctx := context.Background()
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			m := openModel(t, dir)
@@ -131,7 +131,7 @@ func stateSections(t *testing.T, m *k3.Model, s *k3.Session, sampler bool) []int
 // TestStateRefusals: each corruption class is refused with its own sentinel.
 func TestStateRefusals(t *testing.T) {
 	ctx := context.Background()
-	models := fixtures.Models(t)
+	models := testkit.Models(t)
 	tinyDir, wideDir := filepath.Join(filepath.Dir(models[0]), "tiny"), filepath.Join(filepath.Dir(models[0]), "wide")
 	ref := loadReference(t, tinyDir)
 	m := openModel(t, tinyDir)
@@ -245,7 +245,7 @@ func resealBody(b []byte) {
 // TestStateTestdataSeeds keeps the fuzz seed corpus in step with the format: the valid seed
 // must load into models/tiny.
 func TestStateTestdataSeeds(t *testing.T) {
-	dir := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
 	m := openModel(t, dir)
 	ref := loadReference(t, dir)
 	if os.Getenv("K3_WRITE_STATE_SEEDS") == "1" {
@@ -272,7 +272,7 @@ func TestStateTestdataSeeds(t *testing.T) {
 // FuzzLoadSession: no input makes the loader panic, hang or return a session without an error
 // sentinel; accepted inputs re-save to the same bytes.
 func FuzzLoadSession(f *testing.F) {
-	dir := filepath.Join(fixtures.Path(f, "models"), "tiny")
+	dir := filepath.Join(testkit.Path(f, "models"), "tiny")
 	m, err := k3.Open(dir, k3.WithThreads(1))
 	if err != nil {
 		f.Fatal(err)

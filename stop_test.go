@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // fakeTokens decodes id i to a fixed, distinct 3-byte string, so stop strings can be placed
@@ -58,7 +58,7 @@ func runGen(t *testing.T, m *k3.Model, prompt []int, o k3.GenerateOptions) genOu
 // models/tiny: generation ends with the token completing the first occurrence, and the text is
 // exactly the decoded output before it.
 func TestStopStrings(t *testing.T) {
-	dir := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	plain := runGen(t, m, ref.PromptIDs, k3.GenerateOptions{MaxTokens: 16, Tokens: fakeTokens{}})
@@ -113,7 +113,7 @@ func TestStopStrings(t *testing.T) {
 }
 
 func TestStopReasons(t *testing.T) {
-	dir := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
 	ref := loadReference(t, dir)
 	m := openModel(t, dir)
 	plain := runGen(t, m, ref.PromptIDs, k3.GenerateOptions{MaxTokens: 8})

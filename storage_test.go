@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/assert"
@@ -43,7 +43,7 @@ func truncBF16(v []float32) {
 // accepted alternative shapes (conv [P,K], res_proj [E], A_log [H]), give bit-identical logits;
 // a BF16 matrix stored as exactly widened F32 does too; extra non-text tensors are ignored.
 func TestStorageEquivalence(t *testing.T) {
-	src := filepath.Join(fixtures.Path(t, "models"), "tiny")
+	src := filepath.Join(testkit.Path(t, "models"), "tiny")
 	ref := loadReference(t, src)
 	ck, err := safetensors.Open(src)
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
@@ -58,7 +58,7 @@ const smallSlot = 16 << 10 // forces row-range pieces on the fixture models
 // and logits are bit-identical to the fully mapped run for every named configuration, packed
 // and unpacked, on 1 and 2 threads.
 func TestTrunkBudgetsBitIdentical(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			want := runModel(t, openModel(t, dir), ref)
@@ -123,7 +123,7 @@ func TestTrunkBudgetsBitIdentical(t *testing.T) {
 
 // TestTrunkBudgetSweep sweeps budgets from the floor upward until everything is pinned.
 func TestTrunkBudgetSweep(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			base := openModel(t, dir)
@@ -152,7 +152,7 @@ func TestTrunkBudgetSweep(t *testing.T) {
 }
 
 func TestTrunkBudgetBelowFloor(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	fl := floorOf(t, dir)
 	_, err := k3.Open(dir, k3.WithTrunkBudget(fl.Floor-1))
 	require.ErrorIs(t, err, trunk.ErrBudget)
@@ -188,7 +188,7 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 // TestTrunkReadFaults injects EIO and short reads midway through a streamed layer: the forward
 // fails with a named error, nothing is emitted, and the session reports itself broken.
 func TestTrunkReadFaults(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		ref := loadReference(t, dir)
 		ck, err := safetensors.Open(dir)
 		require.NoError(t, err)
@@ -249,7 +249,7 @@ type readerOnly struct{ storage.File }
 // expert cache, and trunk.bin), and a model whose files are plain ReaderAts gives the mapped
 // run's tokens and logits bit for bit.
 func TestOneOpener(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	ref := loadReference(t, dir)
 	want := runModel(t, openModel(t, dir), ref)
 	packed := t.TempDir()
@@ -287,7 +287,7 @@ func TestOneOpener(t *testing.T) {
 
 // TestPackedTrunkFaults: a truncated trunk.bin and a changed byte are refused by name.
 func TestPackedTrunkFaults(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	ref := loadReference(t, dir)
 	t.Run("truncated", func(t *testing.T) {
 		p := t.TempDir()
@@ -360,7 +360,7 @@ func flipByte(t *testing.T, path string, off int64) {
 
 // TestTrunkTracer: WithTracer sees every streamed read and every layer.
 func TestTrunkTracer(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	ref := loadReference(t, dir)
 	tr := &countTracer{}
 	fl := floorOf(t, dir)
@@ -440,7 +440,7 @@ func (w *walkTracer) LayerDone(layer int, d time.Duration) {
 // every pass, the order in which its matrices were first read must be layout.Layer's order of
 // its matrices, which is the order the binder lists them to the trunk planner.
 func TestStreamWalkOrder(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := loadReference(t, dir)
 			cfg, err := config.Load(filepath.Join(dir, "config.json"))

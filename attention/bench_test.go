@@ -5,12 +5,13 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
 )
 
 // benchWeights builds random bf16 matrices and counts their bytes, so each
-// benchmark can be compared with benchutil.ReadLoop over the same volume
+// benchmark can be compared with testkit.ReadLoop over the same volume
 // (decode is weight-streaming bound: the ratio says how close to memory
 // speed a step runs).
 type benchWeights struct {
@@ -19,34 +20,14 @@ type benchWeights struct {
 }
 
 func (b *benchWeights) bf16(tb testing.TB, rows, cols int) quant.Matrix {
-	w := b.vec(rows*cols, 0.05)
-	data, _, err := quant.Quantize(quant.BF16, w, rows, cols, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	m, err := quant.NewBF16(rows, cols, data)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b.bytes += len(data)
-	return m
+	b.bytes += 2 * rows * cols
+	return opfix.BF16(tb, testkit.Gaussian(b.rng, rows*cols, 0.05), rows, cols)
 }
 
 // mla draws bf16 weights (and unit-scale norms) of c's shapes, with the
 // output gate.
 func (b *benchWeights) mla(tb testing.TB, c MLAConfig) MLAWeights {
-	E, Hm, dq, dv := c.Hidden, c.Heads, c.NoPE+c.Rope, c.VHead
-	return MLAWeights{QA: b.bf16(tb, c.QLoRA, E), QANorm: b.vec(c.QLoRA, 1), QB: b.bf16(tb, Hm*dq, c.QLoRA),
-		KVA: b.bf16(tb, c.KVLoRA+c.Rope, E), KVANorm: b.vec(c.KVLoRA, 1), KVB: b.bf16(tb, Hm*(c.NoPE+dv), c.KVLoRA),
-		O: b.bf16(tb, E, Hm*dv), G: b.bf16(tb, Hm*dv, E)}
-}
-
-func (b *benchWeights) vec(n int, s float64) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(b.rng.NormFloat64() * s)
-	}
-	return v
+	return mlaWeights(b.rng, c, func(rows, cols int) quant.Matrix { return b.bf16(tb, rows, cols) })
 }
 
 // The benchmarks use the synthetic `perf` geometry (internal/synth): hidden
@@ -59,11 +40,11 @@ func BenchmarkKDAStep(b *testing.B) {
 	bw := &benchWeights{rng: rand.New(rand.NewPCG(1, 1))}
 	w := KDAWeights{Q: bw.bf16(b, P, E), K: bw.bf16(b, P, E), V: bw.bf16(b, P, E), G: bw.bf16(b, P, E),
 		B: bw.bf16(b, H, E), FA: bw.bf16(b, D, E), FB: bw.bf16(b, P, D), O: bw.bf16(b, E, P),
-		QConv: bw.vec(P*K, 0.3), KConv: bw.vec(P*K, 0.3), VConv: bw.vec(P*K, 0.3),
-		ALog: bw.vec(H, 0.5), DtBias: bw.vec(P, 0.5), ONorm: bw.vec(D, 1)}
-	b.Run("readloop", func(b *testing.B) { benchutil.ReadLoop(b, make([]byte, bw.bytes)) })
+		QConv: testkit.Gaussian(bw.rng, P*K, 0.3), KConv: testkit.Gaussian(bw.rng, P*K, 0.3), VConv: testkit.Gaussian(bw.rng, P*K, 0.3),
+		ALog: testkit.Gaussian(bw.rng, H, 0.5), DtBias: testkit.Gaussian(bw.rng, P, 0.5), ONorm: testkit.Gaussian(bw.rng, D, 1)}
+	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bw.bytes)) })
 	for _, T := range []int{1, 32} {
-		x := bw.vec(T*E, 1)
+		x := testkit.Gaussian(bw.rng, T*E, 1)
 		out := make([]float32, T*E)
 		for _, workers := range []int{1, 2} {
 			k, err := NewKDA(KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K, GateLB: -5, RMSEps: 1e-5, Workers: workers}, w)
@@ -92,10 +73,10 @@ func BenchmarkMLAStep(b *testing.B) {
 	w := bw.mla(b, cfg)
 	// A cache of ctx positions filled directly (a normalised latent has
 	// entries of order one), so setup does not cost a long prefill.
-	prefix := bw.vec(ctx*(Rkv+dr), 1)
-	b.Run("readloop", func(b *testing.B) { benchutil.ReadLoop(b, make([]byte, bw.bytes)) })
+	prefix := testkit.Gaussian(bw.rng, ctx*(Rkv+dr), 1)
+	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bw.bytes)) })
 	for _, T := range []int{1, 32} {
-		x := bw.vec(T*E, 1)
+		x := testkit.Gaussian(bw.rng, T*E, 1)
 		out := make([]float32, T*E)
 		for _, workers := range []int{1, 2} {
 			cfg.Workers = workers
@@ -125,8 +106,8 @@ func BenchmarkMLAStep(b *testing.B) {
 func BenchmarkKDARecurrence(b *testing.B) {
 	const T, D = 256, 128
 	bw := &benchWeights{rng: rand.New(rand.NewPCG(2, 2))}
-	q, k, v := bw.vec(T*D, 0.1), bw.vec(T*D, 0.1), bw.vec(T*D, 1)
-	alpha, beta := bw.vec(T*D, 0.01), bw.vec(T, 0.1)
+	q, k, v := testkit.Gaussian(bw.rng, T*D, 0.1), testkit.Gaussian(bw.rng, T*D, 0.1), testkit.Gaussian(bw.rng, T*D, 1)
+	alpha, beta := testkit.Gaussian(bw.rng, T*D, 0.01), testkit.Gaussian(bw.rng, T, 0.1)
 	for i := range alpha {
 		alpha[i] = 0.99 - alpha[i]*alpha[i]
 	}

@@ -10,11 +10,7 @@ import (
 )
 
 func randMatrix(r *rand.Rand, rows, cols int) quant.Matrix {
-	w := make([]float32, rows*cols)
-	for i := range w {
-		w[i] = float32(r.NormFloat64() * 0.1)
-	}
-	m, err := quant.F32FromFloats(rows, cols, w)
+	m, err := quant.F32FromFloats(rows, cols, randVec(r, rows*cols, 0.1))
 	if err != nil {
 		panic(err)
 	}

@@ -2,14 +2,22 @@ package attention
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/k3-project/k3/internal/fmath"
-	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
+// decayLog is the scalar statement of the log-decay of one channel,
+// g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) (SPEC §5.3); prepare evaluates it over a
+// head at a time through the vector forms, and these tests hold it to this.
+func decayLog(z, dt, rate, lb float32) float32 {
+	return lb * fmath.Sigmoid32(rate*(z+dt))
+}
+
 func TestKDADecayFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "kda_decay")
 	const T, H, D = 4, 4, 16
 	z := f.F32("z", 1, T, H*D)
@@ -28,12 +36,11 @@ func TestKDADecayFixture(t *testing.T) {
 			}
 		}
 	}
-	opfix.Compare(t, tol, "kda_decay g", g, f.F32("g", 1, T, H, D))
-	opfix.Compare(t, tol, "kda_decay alpha", alpha, f.F32("alpha", 1, T, H, D))
+	opfix.Compare(t, f.Tol, "kda_decay g", g, f.F32("g", 1, T, H, D))
+	opfix.Compare(t, f.Tol, "kda_decay alpha", alpha, f.F32("alpha", 1, T, H, D))
 }
 
 func testRecurrence(t *testing.T, name string) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, name)
 	T, H, D := f.Int("T"), f.Int("H"), f.Int("d_k")
 	if f.Int("d_v") != D {
@@ -57,8 +64,8 @@ func testRecurrence(t *testing.T, name string) {
 			kdaStep(S[h*D*D:(h+1)*D*D], q[o:o+D], k[o:o+D], v[o:o+D], alpha[o:o+D], beta[tt*H+h], out[o:o+D], u)
 		}
 	}
-	opfix.Compare(t, tol, name+" out", out, f.F32("out", T, H, D))
-	opfix.Compare(t, tol, name+" state_out", S, f.F32("state_out", H, D, D))
+	opfix.Compare(t, f.Tol, name+" out", out, f.F32("out", T, H, D))
+	opfix.Compare(t, f.Tol, name+" state_out", S, f.F32("state_out", H, D, D))
 }
 
 func TestKDARecur1Fixture(t *testing.T) { testRecurrence(t, "kda_recur1") }
@@ -73,10 +80,10 @@ func kdaFromFixture(t *testing.T, f *opfix.Fixture, workers int) *KDA {
 	cfg := KDAConfig{Hidden: E, Heads: H, HeadDim: D, ConvK: K,
 		GateLB: float32(f.Scalar("lower_bound")), RMSEps: float32(f.Scalar("rms_eps")), Workers: workers}
 	w := KDAWeights{
-		Q: mat(t, f.F32("q_proj", P, E), P, E), K: mat(t, f.F32("k_proj", P, E), P, E),
-		V: mat(t, f.F32("v_proj", P, E), P, E), G: mat(t, f.F32("g_proj", P, E), P, E),
-		B: mat(t, f.F32("b_proj", H, E), H, E), FA: mat(t, f.F32("f_a", D, E), D, E),
-		FB: mat(t, f.F32("f_b", P, D), P, D), O: mat(t, f.F32("o_proj", E, P), E, P),
+		Q: f.Matrix("q_proj", P, E), K: f.Matrix("k_proj", P, E),
+		V: f.Matrix("v_proj", P, E), G: f.Matrix("g_proj", P, E),
+		B: f.Matrix("b_proj", H, E), FA: f.Matrix("f_a", D, E),
+		FB: f.Matrix("f_b", P, D), O: f.Matrix("o_proj", E, P),
 		QConv: f.F32("q_conv", P, 1, K), KConv: f.F32("k_conv", P, 1, K), VConv: f.F32("v_conv", P, 1, K),
 		ALog: f.F32("A_log", H), DtBias: f.F32("dt_bias", P), ONorm: f.F32("o_norm", D),
 	}
@@ -88,7 +95,6 @@ func kdaFromFixture(t *testing.T, f *opfix.Fixture, workers int) *KDA {
 }
 
 func testKDALayer(t *testing.T, name string) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, name)
 	T := f.Int("T")
 	k := kdaFromFixture(t, f, 1)
@@ -98,8 +104,8 @@ func testKDALayer(t *testing.T, name string) {
 	if err := k.Forward(out, in, T, st); err != nil {
 		t.Fatal(err)
 	}
-	opfix.Compare(t, tol, name+" out", out, f.F32("out", 1, T, 128))
-	opfix.Compare(t, tol, name+" state_out", st.S, f.F32("state_out", 1, 4, 16, 16))
+	opfix.Compare(t, f.Tol, name+" out", out, f.F32("out", 1, T, 128))
+	opfix.Compare(t, f.Tol, name+" state_out", st.S, f.F32("state_out", 1, 4, 16, 16))
 }
 
 func TestKDALayer1Fixture(t *testing.T) { testKDALayer(t, "kda_layer1") }
@@ -114,18 +120,7 @@ func TestKDAChunkingBitIdentical(t *testing.T) {
 	run := func(workers int, chunks []int) ([]float32, *KDAState) {
 		k := kdaFromFixture(t, f, workers)
 		st := k.NewState()
-		out := make([]float32, len(in))
-		pos := 0
-		for _, c := range chunks {
-			if err := k.Forward(out[pos*128:(pos+c)*128], in[pos*128:(pos+c)*128], c, st); err != nil {
-				t.Fatal(err)
-			}
-			pos += c
-		}
-		if pos != T {
-			t.Fatalf("chunks %v cover %d of %d positions", chunks, pos, T)
-		}
-		return out, st
+		return inChunks(t, 128, in, chunks, func(dst, x []float32, n int) error { return k.Forward(dst, x, n, st) }), st
 	}
 	refOut, refSt := run(1, []int{T})
 	for _, tc := range []struct {
@@ -137,9 +132,9 @@ func TestKDAChunkingBitIdentical(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("w%d_%v", tc.workers, tc.chunks), func(t *testing.T) {
 			out, st := run(tc.workers, tc.chunks)
-			sameBits(t, "out", out, refOut)
-			sameBits(t, "S", st.S, refSt.S)
-			sameBits(t, "conv tails", append(append(st.ConvQ, st.ConvK...), st.ConvV...),
+			testkit.RequireSameBits(t, "out", out, refOut)
+			testkit.RequireSameBits(t, "S", st.S, refSt.S)
+			testkit.RequireSameBits(t, "conv tails", append(append(st.ConvQ, st.ConvK...), st.ConvV...),
 				append(append(refSt.ConvQ, refSt.ConvK...), refSt.ConvV...))
 		})
 	}
@@ -159,7 +154,7 @@ func TestKDASnapshotRestore(t *testing.T) {
 	if err := k.Forward(out[4*128:], in[4*128:], 4, st); err != nil {
 		t.Fatal(err)
 	}
-	want := digest(out[4*128:], st.S, st.ConvQ, st.ConvK, st.ConvV)
+	want := testkit.Digest(out[4*128:], st.S, st.ConvQ, st.ConvK, st.ConvV)
 	// Diverge, then restore and replay.
 	if err := k.Forward(out[4*128:5*128], in[:128], 1, st); err != nil {
 		t.Fatal(err)
@@ -171,7 +166,7 @@ func TestKDASnapshotRestore(t *testing.T) {
 	if err := k.Forward(again, in[4*128:], 4, st); err != nil {
 		t.Fatal(err)
 	}
-	if got := digest(again, st.S, st.ConvQ, st.ConvK, st.ConvV); got != want {
+	if got := testkit.Digest(again, st.S, st.ConvQ, st.ConvK, st.ConvV); got != want {
 		t.Fatalf("restored state continues differently: digest %x, want %x", got, want)
 	}
 	st.Reset()
@@ -208,9 +203,29 @@ func TestKDADecayExtremes(t *testing.T) {
 	}
 }
 
-// decayLog is the scalar statement of the log-decay of one channel,
-// g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) (SPEC §5.3); prepare evaluates it over a
-// head at a time through the vector forms, and these tests hold it to this.
-func decayLog(z, dt, rate, lb float32) float32 {
-	return lb * fmath.Sigmoid32(rate*(z+dt))
+func TestBindErrors(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	good := KDAWeights{Q: randBF16(t, r, 8, 4), K: randBF16(t, r, 8, 4), V: randBF16(t, r, 8, 4), G: randBF16(t, r, 8, 4),
+		B: randBF16(t, r, 2, 4), FA: randBF16(t, r, 4, 4), FB: randBF16(t, r, 8, 4), O: randBF16(t, r, 4, 8),
+		QConv: make([]float32, 16), KConv: make([]float32, 16), VConv: make([]float32, 16),
+		ALog: make([]float32, 4), DtBias: make([]float32, 8), ONorm: make([]float32, 4)}
+	cfg := KDAConfig{Hidden: 4, Heads: 2, HeadDim: 4, ConvK: 2, GateLB: -5, RMSEps: 1e-5}
+	if _, err := NewKDA(cfg, good); err != nil {
+		t.Fatalf("valid KDA refused: %v", err)
+	}
+	for name, mutate := range map[string]func(*KDAWeights, *KDAConfig){
+		"o_proj transposed": func(w *KDAWeights, _ *KDAConfig) { w.O = randBF16(t, r, 8, 4) },
+		"missing g_proj":    func(w *KDAWeights, _ *KDAConfig) { w.G = nil },
+		"short A_log":       func(w *KDAWeights, _ *KDAConfig) { w.ALog = w.ALog[:1] },
+		"short conv taps":   func(w *KDAWeights, _ *KDAConfig) { w.KConv = w.KConv[:15] },
+		"short dt_bias":     func(w *KDAWeights, _ *KDAConfig) { w.DtBias = w.DtBias[:7] },
+		"positive bound":    func(_ *KDAWeights, c *KDAConfig) { c.GateLB = 1 },
+		"zero eps":          func(_ *KDAWeights, c *KDAConfig) { c.RMSEps = 0 },
+	} {
+		w, c := good, cfg
+		mutate(&w, &c)
+		if _, err := NewKDA(c, w); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
 }

@@ -7,8 +7,7 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/require"
@@ -83,7 +82,7 @@ func BenchmarkGetManyHit(b *testing.B) {
 
 // A batch of resident experts allocates nothing (decode steady state).
 func TestHitPathAllocations(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
 	s := fixtureStore(t, openFixture(t), 4, 8)
@@ -186,10 +185,10 @@ func BenchmarkBigCold(b *testing.B) {
 // A decode step of a real MoE layer whose experts are resident in the Store
 // allocates nothing (Store and moe together).
 func TestDecodeStepWithStoreAllocations(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("allocation counts are not exact under the race detector")
 	}
-	dir := fixtures.Path(t, "models/tiny")
+	dir := testkit.Path(t, "models/tiny")
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	ck, err := safetensors.Open(dir)
@@ -223,7 +222,7 @@ func TestDecodeStepWithStoreAllocations(t *testing.T) {
 func BenchmarkColdCoded(b *testing.B) {
 	raw, coded := os.Getenv("K3_BENCH_RAW"), os.Getenv("K3_BENCH_CODED")
 	if raw == "" || coded == "" {
-		ms := fixtures.Models(b)
+		ms := testkit.Models(b)
 		raw = ms[len(ms)-1]
 		coded = repack(b, raw)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/cfs1"
@@ -42,27 +41,6 @@ func repack(t testing.TB, dir string) string {
 	out := filepath.Join(t.TempDir(), filepath.Base(dir)+"-cfs1")
 	_, err := rans.Repack(dir, out, rans.RepackOptions{Select: selectExperts, Workers: 2})
 	require.NoError(t, err)
-	return out
-}
-
-// copyDir copies every regular file of src (a checkpoint directory) into a
-// new directory, so that a test may damage the copy.
-func copyDir(t testing.TB, src string) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(src)+"-copy")
-	require.NoError(t, os.Mkdir(out, 0o755))
-	ents, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range ents {
-		in, err := os.Open(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		o, err := os.Create(filepath.Join(out, e.Name()))
-		require.NoError(t, err)
-		_, err = io.Copy(o, in)
-		require.NoError(t, err)
-		in.Close()
-		require.NoError(t, o.Close())
-	}
 	return out
 }
 
@@ -140,7 +118,7 @@ func moeLayers(c *config.Config) []int {
 // budgets 0, TopK + 1 slots and all experts, with and without Shapes, on 1
 // and 2 read workers; bytes read are the stored (record) bytes.
 func TestCodedModelLayersBitIdentical(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			c, err := config.Load(filepath.Join(dir, "config.json"))
 			require.NoError(t, err)
@@ -262,10 +240,10 @@ func TestCodedModelLayersBitIdentical(t *testing.T) {
 // and leaves the slot EMPTY: the next request reads and fails again, and the
 // other experts still load.
 func TestCodedCorruptRecord(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
-	bad := copyDir(t, repack(t, dir))
+	bad := testkit.CopyDir(t, repack(t, dir))
 	ck, err := safetensors.Open(bad)
 	require.NoError(t, err)
 	defer ck.Close()
@@ -308,10 +286,10 @@ func TestCodedCorruptRecord(t *testing.T) {
 // A record without its stamp is never taken for coded weights nor read as
 // raw ones: New refuses it, naming the tensor.
 func TestCodedUnstampedRefused(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
-	bad := copyDir(t, repack(t, dir))
+	bad := testkit.CopyDir(t, repack(t, dir))
 	unstamp(t, bad)
 	ck, err := safetensors.Open(bad)
 	require.NoError(t, err)
@@ -327,7 +305,7 @@ func TestCodedUnstampedRefused(t *testing.T) {
 // A record stamped with a weight format other than MXFP4 or decoding to the
 // wrong size is refused at New.
 func TestCodedWrongRecordRefused(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	ck, err := safetensors.Open(repack(t, dir))

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
@@ -25,7 +25,7 @@ const (
 
 func openFixture(t testing.TB) *safetensors.Checkpoint {
 	t.Helper()
-	ck, err := safetensors.Open(fixtures.Path(t, fixShardRelPath))
+	ck, err := safetensors.Open(testkit.Path(t, fixShardRelPath))
 	if err != nil {
 		t.Fatal(err)
 	}

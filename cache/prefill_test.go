@@ -7,7 +7,7 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/require"
@@ -18,7 +18,7 @@ import (
 // position. The test logs both byte counts for a 256-position prefill of
 // every MoE layer and checks the union never reads more.
 func TestChunkUnionPrefillBytes(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		c, err := config.Load(filepath.Join(dir, "config.json"))
 		require.NoError(t, err)
 		ck, err := safetensors.Open(dir)

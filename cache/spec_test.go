@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/cache"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/require"
 )
@@ -13,7 +13,7 @@ import (
 // layer; it is off below 2·TopK + 8 slots. Repeating the same picks makes
 // every speculative read a used one.
 func TestSpeculation(t *testing.T) {
-	ck, err := safetensors.Open(fixtures.Path(t, "models/tiny"))
+	ck, err := safetensors.Open(testkit.Path(t, "models/tiny"))
 	require.NoError(t, err)
 	defer ck.Close()
 	layers := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}

@@ -12,7 +12,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/cache/sim"
 	"github.com/k3-project/k3/cache/trace"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/require"
@@ -22,7 +22,7 @@ const fixExpertBytes = 1632
 
 func openFixture(t testing.TB) *safetensors.Checkpoint {
 	t.Helper()
-	ck, err := safetensors.Open(fixtures.Path(t, "cache/model-00001-of-00001.safetensors"))
+	ck, err := safetensors.Open(testkit.Path(t, "cache/model-00001-of-00001.safetensors"))
 	require.NoError(t, err)
 	t.Cleanup(func() { ck.Close() })
 	return ck
@@ -248,7 +248,7 @@ func TestPrefetchLeavesTheWorkingSet(t *testing.T) {
 // code. Leases matter for S3-FIFO at small sizes, so the replay holds each
 // layer's run of requests, as the Store's leases do.
 func TestReplayOwnTrace(t *testing.T) {
-	ck, err := safetensors.Open(fixtures.Path(t, "models/tiny"))
+	ck, err := safetensors.Open(testkit.Path(t, "models/tiny"))
 	require.NoError(t, err)
 	defer ck.Close()
 	layers := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}

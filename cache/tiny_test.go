@@ -10,7 +10,7 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
@@ -98,7 +98,7 @@ func mappedExperts(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l
 // half and all experts, LRU and S3-FIFO, 1 and 2 workers, decode steps and
 // a prefill chunk whose union exceeds the small caches (waves).
 func TestModelLayersBitIdentical(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			c, err := config.Load(filepath.Join(dir, "config.json"))
 			require.NoError(t, err)

@@ -19,8 +19,7 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 )
@@ -108,7 +107,7 @@ func TestAbsurdCountsOpen(t *testing.T) {
 			start := time.Now()
 			_, err := k3.Open(dir)
 			require.Error(t, err)
-			if !race.Enabled {
+			if !testkit.RaceEnabled {
 				assert.Less(t, time.Since(start), 100*time.Millisecond)
 			}
 			if tc.want != nil {
@@ -137,7 +136,7 @@ func TestAbsurdCountsOpenRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race runtime's own memory and speed are not the figures measured")
 	}
 	for _, tc := range []struct {
@@ -364,9 +363,9 @@ func copyDir(t *testing.T, src string) string {
 // middle of its data) and the error names the tensor; without it the same
 // model opens.
 func TestVerifyDetectsEveryFlippedBit(t *testing.T) {
-	src := filepath.Join(fixtures.Dir(t), "models", "tiny")
+	src := filepath.Join(testkit.Dir(t), "models", "tiny")
 	if _, err := os.Stat(src); err != nil {
-		if fixtures.InCI() {
+		if testkit.InCI() {
 			t.Fatalf("fixture missing: %v", err)
 		}
 		t.Skip("models/tiny fixture not found")

@@ -3,12 +3,11 @@
 package config
 
 import (
+	"errors"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
 
 	"github.com/k3-project/k3/internal/regfile"
 )
@@ -23,7 +22,9 @@ func TestLoadRefusesFIFO(t *testing.T) {
 	go func() { _, err := Load(p); done <- err }()
 	select {
 	case err := <-done:
-		assert.ErrorIs(t, err, regfile.ErrNotRegular)
+		if !errors.Is(err, regfile.ErrNotRegular) {
+			t.Errorf("Load of a FIFO: %v, want regfile.ErrNotRegular", err)
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Load blocked on a FIFO")
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 func TestK3Testdata(t *testing.T) {
@@ -25,7 +25,7 @@ func TestK3Testdata(t *testing.T) {
 // Every fixture model parses, validates, and agrees with the reference
 // file's vocabulary and with an independent encoding/json reading.
 func TestFixtureModels(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			path := filepath.Join(dir, "config.json")
 			c, err := Load(path)
@@ -36,14 +36,8 @@ func TestFixtureModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkAgainstEncodingJSON(t, path, c)
-			if ref, err := os.ReadFile(filepath.Join(dir, "reference.json")); err == nil {
-				var r struct {
-					Vocab int `json:"vocab"`
-				}
-				if err := json.Unmarshal(ref, &r); err != nil {
-					t.Fatal(err)
-				}
-				if r.Vocab != c.Vocab {
+			if _, err := os.Stat(filepath.Join(dir, "reference.json")); err == nil {
+				if r := testkit.LoadReference(t, dir); r.Vocab != c.Vocab {
 					t.Errorf("reference.json vocab %d, config %d", r.Vocab, c.Vocab)
 				}
 			}
@@ -145,7 +139,7 @@ func checkAgainstEncodingJSON(t *testing.T, path string, c *Config) {
 }
 
 func TestFixtureTinyIsSpecTiny(t *testing.T) {
-	c, err := Load(fixtures.Path(t, "models/tiny/config.json"))
+	c, err := Load(testkit.Path(t, "models/tiny/config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +149,7 @@ func TestFixtureTinyIsSpecTiny(t *testing.T) {
 }
 
 func TestFixtureWide(t *testing.T) {
-	c, err := Load(fixtures.Path(t, "models/wide/config.json"))
+	c, err := Load(testkit.Path(t, "models/wide/config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +164,7 @@ func TestFixtureWide(t *testing.T) {
 // manifestConfig returns the raw "config" member of ops/MANIFEST.json.
 func manifestConfig(t *testing.T) []byte {
 	t.Helper()
-	data, err := os.ReadFile(fixtures.Path(t, "ops/MANIFEST.json"))
+	data, err := os.ReadFile(testkit.Path(t, "ops/MANIFEST.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +184,7 @@ func manifestConfig(t *testing.T) []byte {
 // geometry except moe_intermediate_size (64 vs 48) and the optional
 // kda_layers the flat file omits.
 func TestNestedTinyVersusFlatManifest(t *testing.T) {
-	nested, err := Load(fixtures.Path(t, "models/tiny/config.json"))
+	nested, err := Load(testkit.Path(t, "models/tiny/config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +219,7 @@ func TestNestedTinyVersusFlatManifest(t *testing.T) {
 // Every file in cfg/ is refused with an error naming the offending field;
 // the three known files with the specific problem of SPEC §2.5.
 func TestFixtureBadConfigs(t *testing.T) {
-	dir := fixtures.Path(t, "cfg")
+	dir := testkit.Path(t, "cfg")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -285,14 +279,7 @@ func TestLoadErrors(t *testing.T) {
 	}
 	// A sparse file one byte over the limit is refused before it is read.
 	big := filepath.Join(dir, "big.json")
-	f, err := os.Create(big)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(MaxFileSize + 1); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	testkit.SparseFile(t, big, MaxFileSize+1)
 	if _, err := Load(big); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("oversized file: %v", err)
 	}

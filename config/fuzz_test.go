@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // FuzzParse: Parse never panics; anything it accepts is valid, has a
@@ -25,7 +25,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(tinyFlat().with("full_attn_layers", "[4, 4, 99]").with("num_expert_group", "3").render()))
 	f.Add([]byte(`{"text_config": []}`))
 	// The oracle fixture configs (read at fuzz time, never copied).
-	dir := fixtures.Dir(f)
+	dir := testkit.Dir(f)
 	paths, _ := filepath.Glob(filepath.Join(dir, "models", "*", "config.json"))
 	more, _ := filepath.Glob(filepath.Join(dir, "cfg", "*.json"))
 	for _, p := range append(paths, more...) {

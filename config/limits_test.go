@@ -5,18 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/k3-project/k3/internal/fixtures"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // absurd returns the K3 config with one count replaced, as file bytes.
@@ -24,11 +19,15 @@ func absurd(t testing.TB, layers, experts int) []byte {
 	// The writer refuses what Validate refuses, so the counts are edited in
 	// the text of a valid file.
 	data, err := MarshalNested(K3())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := string(data)
 	edit := func(key string, from, to int) {
 		old := fmt.Sprintf("%q: %d", key, from)
-		require.Contains(t, s, old)
+		if !strings.Contains(s, old) {
+			t.Fatalf("the K3 config has no %s", old)
+		}
 		s = strings.Replace(s, old, fmt.Sprintf("%q: %d", key, to), 1)
 	}
 	if layers > 0 {
@@ -57,10 +56,14 @@ func TestAbsurdCountsRefused(t *testing.T) {
 			_, err := Parse(data)
 			elapsed := time.Since(start)
 			var ce *ConfigError
-			require.ErrorAs(t, err, &ce)
-			assert.Contains(t, err.Error(), tc.want)
-			if !race.Enabled {
-				assert.Less(t, elapsed, 100*time.Millisecond)
+			if !errors.As(err, &ce) {
+				t.Fatalf("Parse: %v, want a *ConfigError", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+			if !testkit.RaceEnabled && elapsed >= 100*time.Millisecond {
+				t.Errorf("refused after %v, want under 100 ms", elapsed)
 			}
 		})
 	}
@@ -70,19 +73,19 @@ func TestAbsurdCountsRefused(t *testing.T) {
 // under 50 MB of peak RSS, measured on a fresh process (this test binary
 // re-run as a child that only loads the file).
 func TestAbsurdCountsPeakRSS(t *testing.T) {
-	if path := os.Getenv("K3_CONFIG_CHILD"); path != "" {
+	if path, ok := testkit.ChildArg("K3_CONFIG_CHILD"); ok {
 		_, err := Load(path)
 		if err == nil {
 			fmt.Println("ACCEPTED")
 			os.Exit(3)
 		}
-		fmt.Printf("PEAK %d\n", peakRSS())
+		fmt.Printf("PEAK %d\n", testkit.PeakRSS())
 		os.Exit(0)
 	}
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race runtime's own memory and speed are not the figures measured")
 	}
 	dir := t.TempDir()
@@ -92,22 +95,22 @@ func TestAbsurdCountsPeakRSS(t *testing.T) {
 	}{{"experts", 0, 1 << 20}, {"layers", 1 << 24, 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".json")
-			require.NoError(t, os.WriteFile(path, absurd(t, tc.layers, tc.experts), 0o644))
-			cmd := exec.Command(os.Args[0], "-test.run=^TestAbsurdCountsPeakRSS$")
-			cmd.Env = append(os.Environ(), "K3_CONFIG_CHILD="+path)
+			if err := os.WriteFile(path, absurd(t, tc.layers, tc.experts), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
+			out := testkit.RunChild(t, "TestAbsurdCountsPeakRSS", "K3_CONFIG_CHILD", path)
 			var rss int64
-			i := strings.Index(string(out), "PEAK ")
-			require.GreaterOrEqual(t, i, 0, "%s", out)
-			_, err = fmt.Sscanf(string(out[i:]), "PEAK %d", &rss)
-			require.NoError(t, err)
+			if _, err := fmt.Sscanf(testkit.ChildLine(t, out, "PEAK "), "PEAK %d", &rss); err != nil {
+				t.Fatalf("%v in %s", err, out)
+			}
 			if rss < 0 {
 				t.Skip("no /proc/self/status on this system")
 			}
 			t.Logf("child: %v wall (process start included), peak RSS %.1f MB", time.Since(start), float64(rss)/1e6)
-			assert.Less(t, rss, int64(50e6))
+			if rss >= 50e6 {
+				t.Errorf("child peak RSS %d B, want under 50 MB", rss)
+			}
 		})
 	}
 }
@@ -115,64 +118,91 @@ func TestAbsurdCountsPeakRSS(t *testing.T) {
 func TestConfigFileSizeLimit(t *testing.T) {
 	// A 157 MB config (a huge layer list) is refused by size, before parsing.
 	path := filepath.Join(t.TempDir(), "config.json")
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	require.NoError(t, f.Truncate(157e6))
-	require.NoError(t, f.Close())
-	_, err = Load(path)
-	assert.ErrorIs(t, err, ErrTooLarge)
+	testkit.SparseFile(t, path, 157e6)
+	if _, err := Load(path); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Load of a 157 MB config: %v, want ErrTooLarge", err)
+	}
 	// Parse applies the same bound to bytes in memory.
 	big := make([]byte, MaxFileSize+1)
-	_, err = Parse(big)
-	assert.ErrorIs(t, err, ErrTooLarge)
+	if _, err := Parse(big); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Parse of MaxFileSize+1 bytes: %v, want ErrTooLarge", err)
+	}
 	// The released config is far below it.
 	st, err := os.Stat(filepath.Join("testdata", "k3_config.json"))
-	require.NoError(t, err)
-	assert.Less(t, st.Size(), int64(MaxFileSize/64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() >= MaxFileSize/64 {
+		t.Errorf("the released config is %d B, want under MaxFileSize/64", st.Size())
+	}
 }
 
 func TestCheckAgainst(t *testing.T) {
 	c := K3()
 	// K3: 5 + 93·6 + 24·8 + 69·14 + 1·3 + 92·(4+1+3+896·6) tensors.
 	want := int64(5 + 93*6 + 24*8 + 69*14 + 3 + 92*(4+1+3+896*6))
-	assert.Equal(t, want, c.MinTensors())
-	assert.NoError(t, c.CheckAgainst(int(want)))
+	if got := c.MinTensors(); got != want {
+		t.Errorf("MinTensors = %d, want %d", got, want)
+	}
+	if err := c.CheckAgainst(int(want)); err != nil {
+		t.Errorf("CheckAgainst(%d): %v", want, err)
+	}
 	err := c.CheckAgainst(int(want) - 1)
-	assert.ErrorIs(t, err, ErrTooFewTensors)
-	assert.Contains(t, err.Error(), strconv.FormatInt(want, 10))
+	if !errors.Is(err, ErrTooFewTensors) {
+		t.Fatalf("CheckAgainst(%d): %v, want ErrTooFewTensors", want-1, err)
+	}
+	if !strings.Contains(err.Error(), strconv.FormatInt(want, 10)) {
+		t.Errorf("error %q does not give the count %d", err, want)
+	}
 
 	// The largest plausible config over a small checkpoint: refused without
 	// allocation, and the count does not overflow.
 	c.NumLayers, c.KDALayers, c.NumExperts = MaxLayers, nil, MaxExperts
-	require.NoError(t, c.Validate())
-	assert.ErrorIs(t, c.CheckAgainst(1000), ErrTooFewTensors)
-	assert.Zero(t, testing.AllocsPerRun(10, func() { _ = c.MinTensors() }))
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckAgainst(1000); !errors.Is(err, ErrTooFewTensors) {
+		t.Errorf("CheckAgainst(1000) at the largest config: %v, want ErrTooFewTensors", err)
+	}
+	if n := testing.AllocsPerRun(10, func() { _ = c.MinTensors() }); n != 0 {
+		t.Errorf("MinTensors: %v allocations", n)
+	}
 }
 
 // MinTensors agrees with every fixture checkpoint: the binders need exactly
 // these tensors, and the fixture index lists exactly these.
 func TestMinTensorsFixtures(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			c, err := Load(filepath.Join(dir, "config.json"))
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			raw, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
 			if errors.Is(err, os.ErrNotExist) {
 				t.Skip("no index file")
 			}
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var idx struct {
 				WeightMap map[string]string `json:"weight_map"`
 			}
-			require.NoError(t, json.Unmarshal(raw, &idx))
+			if err := json.Unmarshal(raw, &idx); err != nil {
+				t.Fatal(err)
+			}
 			n := 0
 			for name := range idx.WeightMap {
 				if strings.HasPrefix(name, "language_model.") {
 					n++
 				}
 			}
-			assert.Equal(t, int64(n), c.MinTensors())
-			assert.NoError(t, c.CheckAgainst(len(idx.WeightMap)))
+			if got := c.MinTensors(); got != int64(n) {
+				t.Errorf("MinTensors = %d, the index lists %d", got, n)
+			}
+			if err := c.CheckAgainst(len(idx.WeightMap)); err != nil {
+				t.Errorf("CheckAgainst(%d): %v", len(idx.WeightMap), err)
+			}
 		})
 	}
 }
@@ -203,23 +233,4 @@ func FuzzCheckAgainst(f *testing.F) {
 			t.Fatalf("CheckAgainst(%d) with need %d: %v", n, need, err)
 		}
 	})
-}
-
-// peakRSS returns this process's peak resident set (VmHWM) in bytes, or
-// −1. The child reads it itself: a parent's rusage of a vfork'd child also
-// counts the parent's pages from before the exec.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return -1
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
 	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 func roundTrip(t *testing.T, c *Config) {
@@ -57,7 +57,7 @@ func TestMarshalNestedRoundTrip(t *testing.T) {
 }
 
 func TestMarshalNestedFixtures(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		c, err := Load(dir + "/config.json")
 		if err != nil {
 			t.Fatal(err)

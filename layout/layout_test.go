@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
 )
@@ -66,7 +66,7 @@ func TestClassify(t *testing.T) {
 // lists is there with the released shape, and the checkpoint holds no text-model tensor it
 // does not list.
 func TestTableMatchesFixtures(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			c, err := config.Load(filepath.Join(dir, "config.json"))
 			require.NoError(t, err)

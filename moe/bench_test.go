@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 )
 
@@ -14,17 +14,11 @@ import (
 // expert inter 512, two fused shared experts) with MXFP4 experts (the
 // checkpoint's format) and bf16 trunk matrices. For T = 1 it reports the
 // bytes of weights one step reads, so its MB/s compares directly with
-// benchutil.ReadLoop over the same volume.
+// testkit.ReadLoop over the same volume.
 func BenchmarkMoEStep(b *testing.B) {
 	const E, L, I, NE, K, SI = 2048, 1024, 512, 64, 8, 1024
 	rng := rand.New(rand.NewPCG(9, 9))
-	randv := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64() * 0.05)
-		}
-		return v
-	}
+	randv := func(n int) []float32 { return testkit.Gaussian(rng, n, 0.05) }
 	bytesPerStep := 0
 	bf16 := func(rows, cols int) quant.Matrix {
 		data, _, err := quant.Quantize(quant.BF16, randv(rows*cols), rows, cols, 0)
@@ -58,12 +52,9 @@ func BenchmarkMoEStep(b *testing.B) {
 	w := Weights{Gate: bf16(NE, E), Bias: make([]float32, NE), Down: bf16(L, E), Up: bf16(E, L),
 		Norm: randv(L), SharedGate: bf16(SI, E), SharedUp: bf16(SI, E), SharedDown: bf16(E, SI)}
 	bytesPerStep += K * 3 * expertBytes
-	b.Run("readloop", func(b *testing.B) { benchutil.ReadLoop(b, make([]byte, bytesPerStep)) })
+	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bytesPerStep)) })
 	for _, T := range []int{1, 32} {
-		x := make([]float32, T*E)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
+		x := testkit.Gaussian(rng, T*E, 1)
 		out := make([]float32, T*E)
 		for _, workers := range []int{1, 2} {
 			m, err := New(Config{Layer: 0, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 1, Renorm: true,

@@ -1,20 +1,14 @@
 package moe
 
 import (
-	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/nn/opfix"
-	"github.com/k3-project/k3/quant"
-	"github.com/k3-project/k3/quant/mxfp4"
+	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
 func TestMoEFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "moe")
 	for key, want := range map[string]int{"hidden": 128, "latent": 64, "moe_inter": 48, "n_experts": 8, "top_k": 2,
 		"n_shared": 2, "renorm": 1, "latent_norm": 1} {
@@ -31,7 +25,7 @@ func TestMoEFixture(t *testing.T) {
 	if err := m.Forward(out, in, 3); err != nil {
 		t.Fatal(err)
 	}
-	opfix.Compare(t, tol, "moe out", out, f.F32("out", 1, 3, 128))
+	opfix.Compare(t, f.Tol, "moe out", out, f.F32("out", 1, 3, 128))
 }
 
 // countingSource records how the MoE asks for experts.
@@ -85,7 +79,7 @@ func TestMoEChunkUnionBitIdentical(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sameBits(t, "per-token vs chunk-union", one, all)
+	testkit.RequireSameBits(t, "per-token vs chunk-union", one, all)
 	for _, w := range []int{2, 3} {
 		mw, _ := moeFromFixture(t, f, "", 2, w)
 		got := make([]float32, T*128)
@@ -95,155 +89,6 @@ func TestMoEChunkUnionBitIdentical(t *testing.T) {
 		if err := mw.Forward(got[3*128:], x[3*128:], T-3); err != nil {
 			t.Fatal(err)
 		}
-		sameBits(t, fmt.Sprintf("workers=%d chunks [3 %d]", w, T-3), got, all)
-	}
-}
-
-type failingSource struct{ err error }
-
-type sourceError struct{ err error }
-
-func (e *sourceError) Error() string { return "source: " + e.err.Error() }
-func (e *sourceError) Unwrap() error { return e.err }
-
-func (f failingSource) Experts(layer int, ids []int, dst []Expert) ([]Expert, func(), error) {
-	return nil, nil, f.err
-}
-
-func TestMoEExpertLoadError(t *testing.T) {
-	f := opfix.Load(t, "moe")
-	m, _ := moeFromFixture(t, f, "", 9, 1)
-	in := f.F32("in", 1, 3, 128)
-	out := make([]float32, len(in))
-	io := errors.New("disk on fire")
-	// The source's error, typed as the source types it, reaches the caller.
-	m.src = failingSource{&sourceError{io}}
-	err := m.Forward(out, in, 3)
-	var se *sourceError
-	if !errors.As(err, &se) || !errors.Is(err, io) || !strings.Contains(err.Error(), "layer 9") {
-		t.Fatalf("err = %v, want the source's error, wrapped with the layer", err)
-	}
-	// A layer the in-memory source does not hold.
-	_, src := moeFromFixture(t, f, "", 9, 1)
-	m.src = src
-	m.cfg.Layer = 10
-	if err := m.Forward(out, in, 3); err == nil || !strings.Contains(err.Error(), "layer 10") {
-		t.Fatalf("err = %v, want a failure naming layer 10", err)
-	}
-}
-
-// MXFP4 experts (the checkpoint's format) run through the same path; the
-// result must match f32 experts holding the exactly dequantised weights to
-// within reduction-order rounding (RG vs R16 partitions).
-func TestMoEMXFP4Experts(t *testing.T) {
-	const E, L, I, NE, K = 64, 64, 96, 6, 3
-	rng := rand.New(rand.NewPCG(7, 8))
-	randm := func(rows, cols int, s float64) []float32 {
-		w := make([]float32, rows*cols)
-		for i := range w {
-			w[i] = float32(rng.NormFloat64() * s)
-		}
-		return w
-	}
-	var q4, f32 []Expert
-	toPair := func(w []float32, rows, cols int) (quant.Matrix, quant.Matrix) {
-		p, s, err := mxfp4.Quantize(w, rows, cols)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mq, err := quant.NewMXFP4(rows, cols, p, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		deq := make([]float32, rows*cols)
-		if err := mxfp4.Dequantize(deq, p, s, rows, cols); err != nil {
-			t.Fatal(err)
-		}
-		return mq, mat(t, deq, rows, cols)
-	}
-	for range NE {
-		a1, b1 := toPair(randm(I, L, 0.2), I, L)
-		a3, b3 := toPair(randm(I, L, 0.2), I, L)
-		a2, b2 := toPair(randm(L, I, 0.2), L, I)
-		q4 = append(q4, Expert{W1: a1, W3: a3, W2: a2})
-		f32 = append(f32, Expert{W1: b1, W3: b3, W2: b2})
-	}
-	cfg := Config{Layer: 4, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 2.5, Renorm: true,
-		LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5}
-	w := Weights{Gate: mat(t, randm(NE, E, 0.3), NE, E), Bias: randm(NE, 1, 0.05)[:NE],
-		Down: mat(t, randm(L, E, 0.2), L, E), Up: mat(t, randm(E, L, 0.2), E, L), Norm: randm(L, 1, 1)[:L]}
-	mq, err := New(cfg, w, NewMemExperts(map[int][]Expert{4: q4}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf, err := New(cfg, w, NewMemExperts(map[int][]Expert{4: f32}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const T = 5
-	x := randm(T, E, 1)
-	a, b := make([]float32, T*E), make([]float32, T*E)
-	if err := mq.Forward(a, x, T); err != nil {
-		t.Fatal(err)
-	}
-	if err := mf.Forward(b, x, T); err != nil {
-		t.Fatal(err)
-	}
-	worst := 0.0
-	for i := range a {
-		d := math.Abs(float64(a[i]-b[i])) / (1e-6 + 1e-5*math.Abs(float64(b[i])))
-		worst = max(worst, d)
-	}
-	if worst > 1 {
-		t.Fatalf("MXFP4 vs dequantised f32 experts: max error ratio %.3f at 1e-6 + 1e-5·|b|", worst)
-	}
-	t.Logf("MXFP4 vs dequantised f32 experts: max ratio %.4f of 1e-6 + 1e-5·|b|", worst)
-	if a[0] == 0 && a[1] == 0 {
-		t.Fatal("degenerate output")
-	}
-}
-
-func TestDenseMatchesFloat64Reference(t *testing.T) {
-	const E, I, T = 32, 48, 3
-	rng := rand.New(rand.NewPCG(1, 2))
-	randv := func(n int, s float64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64() * s)
-		}
-		return v
-	}
-	wg, wu, wd := randv(I*E, 0.5), randv(I*E, 0.5), randv(E*I, 0.3)
-	d, err := NewDense(mat(t, wg, I, E), mat(t, wu, I, E), mat(t, wd, E, I), 4, 25, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := randv(T*E, 2)
-	out := make([]float32, T*E)
-	if err := d.Forward(out, x, T); err != nil {
-		t.Fatal(err)
-	}
-	for tt := range T {
-		h := make([]float64, I)
-		for i := range I {
-			var g, u float64
-			for j := range E {
-				g += float64(wg[i*E+j]) * float64(x[tt*E+j])
-				u += float64(wu[i*E+j]) * float64(x[tt*E+j])
-			}
-			h[i] = 4 * math.Tanh(g/4) / (1 + math.Exp(-g)) * 25 * math.Tanh(u/25)
-		}
-		for o := range E {
-			var s float64
-			for i := range I {
-				s += float64(wd[o*I+i]) * h[i]
-			}
-			if got := float64(out[tt*E+o]); math.Abs(got-s) > 1e-5+1e-4*math.Abs(s) {
-				t.Fatalf("out[%d][%d] = %v, float64 reference %v", tt, o, got, s)
-			}
-		}
-	}
-	if _, err := NewDense(mat(t, wg, I, E), mat(t, wu, I, E), mat(t, wg, I, E), 4, 25, 1); err == nil {
-		t.Error("mis-shaped down accepted")
+		testkit.RequireSameBits(t, fmt.Sprintf("workers=%d chunks [3 %d]", w, T-3), got, all)
 	}
 }

@@ -5,15 +5,27 @@ import (
 	"math"
 	"testing"
 
-	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
+// pickRow runs the selection on given scores and biases (no gate matrix).
+func pickRow(t *testing.T, k int, renorm bool, scale float32, score, bias []float32) ([]int, []float32, error) {
+	t.Helper()
+	r := &Router{bias: bias, k: k, renorm: renorm, scale: scale}
+	choice := make([]float32, len(score))
+	for i := range score {
+		choice[i] = score[i] + bias[i]
+	}
+	ids, w := make([]int, k), make([]float32, k)
+	err := r.pick(ids, w, score, choice)
+	return ids, w, err
+}
+
 func TestRouterFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "router")
 	k, ne := f.Int("top_k"), f.Int("n_experts")
 	const E, rows = 128, 6
-	r, err := NewRouter(mat(t, f.F32("gate_weight", ne, E), ne, E), f.F32("bias", ne), k, true, 1)
+	r, err := NewRouter(f.Matrix("gate_weight", ne, E), f.F32("bias", ne), k, true, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,20 +61,7 @@ func TestRouterFixture(t *testing.T) {
 			}
 		}
 	}
-	opfix.Compare(t, tol, "router weights", got, want)
-}
-
-// pickRow runs the selection on given scores and biases (no gate matrix).
-func pickRow(t *testing.T, k int, renorm bool, scale float32, score, bias []float32) ([]int, []float32, error) {
-	t.Helper()
-	r := &Router{bias: bias, k: k, renorm: renorm, scale: scale}
-	choice := make([]float32, len(score))
-	for i := range score {
-		choice[i] = score[i] + bias[i]
-	}
-	ids, w := make([]int, k), make([]float32, k)
-	err := r.pick(ids, w, score, choice)
-	return ids, w, err
+	opfix.Compare(t, f.Tol, "router weights", got, want)
 }
 
 func TestRouterSelectionRules(t *testing.T) {
@@ -102,7 +101,7 @@ func TestRouterSelectionRules(t *testing.T) {
 }
 
 func TestNewRouterErrors(t *testing.T) {
-	g := mat(t, make([]float32, 4*8), 4, 8)
+	g := opfix.Matrix(t, make([]float32, 4*8), 4, 8)
 	if _, err := NewRouter(g, nil, 5, true, 1); err == nil {
 		t.Error("k > NE accepted")
 	}

@@ -3,8 +3,6 @@ package moe
 import (
 	"slices"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // TestLargestFirst pins the expert split's claiming order: descending by the
@@ -13,10 +11,15 @@ func TestLargestFirst(t *testing.T) {
 	// sizes 3, 0, 5, 3, 1, 5
 	start := []int{0, 3, 3, 8, 11, 12, 17}
 	got := largestFirst(make([]int, 6), start)
-	require.Equal(t, []int{2, 5, 0, 3, 4, 1}, got)
-	require.Empty(t, largestFirst(nil, []int{0}))
-	one := largestFirst(make([]int, 1), []int{0, 4})
-	require.Equal(t, []int{0}, one)
+	if want := []int{2, 5, 0, 3, 4, 1}; !slices.Equal(got, want) {
+		t.Errorf("largestFirst = %v, want %v", got, want)
+	}
+	if got := largestFirst(nil, []int{0}); len(got) != 0 {
+		t.Errorf("no experts: %v", got)
+	}
+	if one := largestFirst(make([]int, 1), []int{0, 4}); !slices.Equal(one, []int{0}) {
+		t.Errorf("one expert: %v", one)
+	}
 	// Every permutation of the same sizes gives a descending order.
 	sizes := []int{7, 1, 7, 2, 9, 0, 2}
 	for range 20 {
@@ -25,12 +28,14 @@ func TestLargestFirst(t *testing.T) {
 			st = append(st, st[len(st)-1]+s)
 		}
 		order := largestFirst(make([]int, len(sizes)), st)
-		require.True(t, slices.IsSortedFunc(order, func(a, b int) int {
+		if !slices.IsSortedFunc(order, func(a, b int) int {
 			if d := sizes[b] - sizes[a]; d != 0 {
 				return d
 			}
 			return a - b
-		}), "order %v for sizes %v", order, sizes)
+		}) {
+			t.Fatalf("order %v for sizes %v", order, sizes)
+		}
 		sizes = append(sizes[1:], sizes[0])
 	}
 }

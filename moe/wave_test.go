@@ -5,7 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
 // limitedSource is a countingSource that also limits the experts per call.
@@ -71,7 +72,7 @@ func TestMoEWavesBitIdentical(t *testing.T) {
 			if err := m.ForwardRoutedWith(got, x, T, nil, NewWorkspace()); err != nil {
 				t.Fatalf("workers %d limit %d: %v", workers, limit, err)
 			}
-			sameBits(t, fmt.Sprintf("workers %d limit %d", workers, limit), got, want)
+			testkit.RequireSameBits(t, fmt.Sprintf("workers %d limit %d", workers, limit), got, want)
 			var fetched []int
 			for _, c := range ls.calls {
 				fetched = append(fetched, c...)

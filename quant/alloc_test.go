@@ -1,19 +1,18 @@
 package quant
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // TestSteadyStateNoAlloc: once the scratch pools are warm, MatVec, MatMul,
 // DecodeRow and the parallel helpers on one worker allocate nothing, for
 // every format (a decode step makes hundreds of these calls).
 func TestSteadyStateNoAlloc(t *testing.T) {
-	if race.Enabled {
-		t.Skip("the race detector makes sync.Pool drop buffers")
-	}
+	testkit.SkipAllocsUnderRace(t)
 	rng := rand.New(rand.NewPCG(11, 12))
 	const rows, cols, n = 48, 256, 3
 	for _, c := range allCases() {
@@ -29,10 +28,7 @@ func TestSteadyStateNoAlloc(t *testing.T) {
 			"DecodeRow":      func() { m.(RowDecoder).DecodeRow(row, rows-1) },
 		}
 		for name, f := range calls {
-			f() // warm the pools
-			if a := testing.AllocsPerRun(50, f); a != 0 {
-				t.Errorf("%v %s: %v allocations per call", c, name, a)
-			}
+			testkit.NoAllocs(t, fmt.Sprintf("%v %s", c, name), 50, f)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // K3 shapes [O, I]: a routed expert's w1 and w2, and the largest trunk
@@ -26,7 +26,7 @@ var benchFormats = []fmtCase{{F32, 0}, {BF16, 0}, {F16, 0}, {Int8Row, 0}, {Int4R
 func benchMatrix(b *testing.B, c fmtCase, rows, cols int) (Matrix, int64) {
 	nw, _ := WeightBytes(c.f, rows, cols, c.gs)
 	ns, _ := ScaleBytes(c.f, rows, cols, c.gs)
-	wb := benchutil.Filled(int(nw))
+	wb := testkit.Filled(int(nw))
 	sb := make([]byte, ns)
 	switch c.f {
 	case F32:
@@ -73,10 +73,7 @@ func BenchmarkMatVec(b *testing.B) {
 		for _, c := range benchFormats {
 			b.Run(fmt.Sprintf("%s/%v", sh.name, c), func(b *testing.B) {
 				m, size := benchMatrix(b, c, sh.rows, sh.cols)
-				x := make([]float32, sh.cols)
-				for i := range x {
-					x[i] = float32(i%13) * 0.25
-				}
+				x := benchInput(sh.cols)
 				dst := make([]float32, sh.rows)
 				for _, w := range []int{1, 2} {
 					b.Run(fmt.Sprintf("kernel/w=%d", w), func(b *testing.B) {
@@ -86,7 +83,7 @@ func BenchmarkMatVec(b *testing.B) {
 						}
 					})
 					b.Run(fmt.Sprintf("read/w=%d", w), func(b *testing.B) {
-						benchutil.ReadLoopWorkers(b, benchutil.Filled(int(size)), w)
+						testkit.ReadLoopWorkers(b, testkit.Filled(int(size)), w)
 					})
 				}
 			})
@@ -126,11 +123,8 @@ func BenchmarkRatio(b *testing.B) {
 		for _, c := range benchFormats {
 			b.Run(fmt.Sprintf("%s/%v", sh.name, c), func(b *testing.B) {
 				m, size := benchMatrix(b, c, sh.rows, sh.cols)
-				buf := benchutil.Filled(int(size))
-				x := make([]float32, sh.cols)
-				for i := range x {
-					x[i] = float32(i%13) * 0.25
-				}
+				buf := testkit.Filled(int(size))
+				x := benchInput(sh.cols)
 				dst := make([]float32, sh.rows)
 				for _, w := range []int{1, 2} {
 					b.Run(fmt.Sprintf("w=%d", w), func(b *testing.B) {
@@ -141,7 +135,7 @@ func BenchmarkRatio(b *testing.B) {
 							t0 := time.Now()
 							MatVecParallel(m, dst, x, w)
 							t1 := time.Now()
-							sink ^= benchutil.SumParallel(buf, w)
+							sink ^= testkit.SumParallel(buf, w)
 							tr += time.Since(t1)
 							tk += t1.Sub(t0)
 							iters++
@@ -156,4 +150,14 @@ func BenchmarkRatio(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchInput is the benchmarks' activation vector: small exact values, the
+// same every run.
+func benchInput(n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i%13) * 0.25
+	}
+	return x
 }

@@ -2,6 +2,7 @@ package quant_test
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/k3-project/k3/quant"
 )
@@ -34,10 +35,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	x := make([]float32, cols)
-	for i := range x {
-		x[i] = 1
-	}
+	x := slices.Repeat([]float32{1}, cols)
 	y := make([]float32, rows)
 	m.MatVec(y, x)
 	fmt.Println(f, y)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/floatbits"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // TestFastEqualsPure compares the dispatched kernels (assembly on amd64 with
@@ -32,8 +33,8 @@ func TestFastEqualsPure(t *testing.T) {
 			xs[1], xs[6] = 1<<60, -(1 << 60)
 		}
 		x := floatbits.Widen64(nil, xs)
-		q8 := randBytes(rng, n)
-		q4 := randBytes(rng, (n+1)/2)
+		q8 := testkit.RandomBytes(rng, n)
+		q4 := testkit.RandomBytes(rng, (n+1)/2)
 		same("r16Int8", n, r16Int8(q8, x), r16Int8Go(q8, x))
 		same("r16Int4", n, r16Int4(q4, x), r16Int4Go(q4, x))
 		gs := groupSizes[rng.IntN(len(groupSizes))]

@@ -1,50 +1,28 @@
 package quant
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // TestMXFP4Fixture wraps real K3 MXFP4 bytes (SPEC §13.3 mxfp4.json) as a
 // quant.Matrix: DecodeRow reproduces the oracle's dequantised values bit for
 // bit, and MatVec equals the reference RG sum over the bytes.
 func TestMXFP4Fixture(t *testing.T) {
-	raw, err := os.ReadFile(fixtures.Path(t, "mxfp4.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx struct {
-		Rows     int                      `json:"rows"`
-		Width    int                      `json:"logical_width"`
-		Packed   struct{ Data []int }     `json:"packed"`
-		Scales   struct{ Data []int }     `json:"scales"`
-		Expected struct{ Data []float64 } `json:"expected"`
-	}
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
-	toBytes := func(v []int) []byte {
-		b := make([]byte, len(v))
-		for i, x := range v {
-			b[i] = byte(x)
-		}
-		return b
-	}
-	packed, scales := toBytes(fx.Packed.Data), toBytes(fx.Scales.Data)
-	f, gs, err := Resolve("layers.1.experts.0.w1", fx.Rows, fx.Width, TensorDesc{"U8", int64(len(packed))},
+	fx := testkit.MXFP4(t)
+	packed, scales := fx.PackedBytes, fx.ScaleBytes
+	f, gs, err := Resolve("layers.1.experts.0.w1", fx.Rows, fx.LogicalWidth, TensorDesc{"U8", int64(len(packed))},
 		&TensorDesc{"F8_E8M0", int64(len(scales))}, "")
 	if err != nil || f != MXFP4 {
 		t.Fatalf("Resolve: %v %v", f, err)
 	}
-	m, err := New(f, fx.Rows, fx.Width, gs, packed, scales)
+	m, err := New(f, fx.Rows, fx.LogicalWidth, gs, packed, scales)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := make([]float32, fx.Rows*fx.Width)
+	all := make([]float32, fx.Rows*fx.LogicalWidth)
 	if err := Dequantize(all, m); err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +31,11 @@ func TestMXFP4Fixture(t *testing.T) {
 			t.Fatalf("element %d = %v, oracle %v", i, v, fx.Expected.Data[i])
 		}
 	}
-	x := make([]float32, fx.Width)
+	x := make([]float32, fx.LogicalWidth)
 	for i := range x {
 		x[i] = float32(math.Sin(float64(i))) * 3
 	}
 	got := make([]float32, fx.Rows)
 	MatVecParallel(m, got, x, 2)
-	sameBits(t, "fixture MatVec", got, refMatVec(MXFP4, fx.Rows, fx.Width, 0, packed, scales, x))
+	testkit.RequireSameBitsOrNaN(t, "fixture MatVec", got, refMatVec(MXFP4, fx.Rows, fx.LogicalWidth, 0, packed, scales, x))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/k3-project/k3/internal/floatbits"
 	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // quantized builds a matrix of format c from random weights via Quantize.
@@ -33,7 +34,7 @@ func randomBytesMatrix(t testing.TB, rng *rand.Rand, c fmtCase, rows, cols int, 
 	t.Helper()
 	nw, _ := WeightBytes(c.f, rows, cols, c.gs)
 	ns, _ := ScaleBytes(c.f, rows, cols, c.gs)
-	wb := randBytes(rng, int(nw))
+	wb := testkit.RandomBytes(rng, int(nw))
 	sb := make([]byte, ns)
 	switch c.f {
 	case F32, BF16, F16:
@@ -95,9 +96,9 @@ func TestMatVecMatchesReference(t *testing.T) {
 					want := refMatVec(c.f, rows, cols, c.gs, wb, sb, x)
 					got := make([]float32, rows)
 					m.MatVec(got, x)
-					sameBits(t, "MatVec", got, want)
+					testkit.RequireSameBitsOrNaN(t, "MatVec", got, want)
 					pureOf(m).MatVec(got, x)
-					sameBits(t, "pure MatVec", got, want)
+					testkit.RequireSameBitsOrNaN(t, "pure MatVec", got, want)
 				})
 			}
 		}
@@ -142,7 +143,7 @@ func TestMatMulEqualsMatVec(t *testing.T) {
 				one := make([]float32, rows)
 				for tk := range n {
 					m.MatVec(one, x[tk*cols:(tk+1)*cols])
-					sameBits(t, fmt.Sprintf("%v [%d,%d] n=%d t=%d", c, rows, cols, n, tk), dst[tk*stride:tk*stride+rows], one)
+					testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%v [%d,%d] n=%d t=%d", c, rows, cols, n, tk), dst[tk*stride:tk*stride+rows], one)
 					for g := tk*stride + rows; g < min(len(dst), (tk+1)*stride); g++ {
 						if dst[g] != -7 {
 							t.Fatalf("%v: MatMul wrote the gap element %d", c, g)
@@ -153,14 +154,14 @@ func TestMatMulEqualsMatVec(t *testing.T) {
 					par := make([]float32, len(dst))
 					MatMulParallel(m, par, stride, x, n, w)
 					for tk := range n {
-						sameBits(t, fmt.Sprintf("%v MatMulParallel w=%d", c, w), par[tk*stride:tk*stride+rows], dst[tk*stride:tk*stride+rows])
+						testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%v MatMulParallel w=%d", c, w), par[tk*stride:tk*stride+rows], dst[tk*stride:tk*stride+rows])
 					}
 					// These matrices are below the work threshold, so force
 					// the split as well.
 					clear(par)
 					matMulChunks(m, par, stride, x, n, w, 1)
 					for tk := range n {
-						sameBits(t, fmt.Sprintf("%v matMulChunks w=%d grain=1", c, w), par[tk*stride:tk*stride+rows], dst[tk*stride:tk*stride+rows])
+						testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%v matMulChunks w=%d grain=1", c, w), par[tk*stride:tk*stride+rows], dst[tk*stride:tk*stride+rows])
 					}
 				}
 			}
@@ -206,12 +207,12 @@ func TestParallelAndSlice(t *testing.T) {
 		for _, w := range []int{0, 1, 2, 3, 8} {
 			got := make([]float32, rows)
 			MatVecParallel(m, got, x, w)
-			sameBits(t, fmt.Sprintf("%v workers=%d", c, w), got, want)
+			testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%v workers=%d", c, w), got, want)
 			// 300×160 is below the work threshold: force uneven splits too.
 			for _, g := range []int{1, 16, 100} {
 				clear(got)
 				matVecChunks(m, got, x, w, g)
-				sameBits(t, fmt.Sprintf("%v workers=%d grain=%d", c, w, g), got, want)
+				testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%v workers=%d grain=%d", c, w, g), got, want)
 			}
 		}
 		for _, r := range [][2]int{{0, 0}, {0, 1}, {127, 129}, {128, 300}, {299, 300}, {5, 260}} {
@@ -221,13 +222,13 @@ func TestParallelAndSlice(t *testing.T) {
 			}
 			got := make([]float32, s.Rows())
 			s.MatVec(got, x)
-			sameBits(t, fmt.Sprintf("%v Slice%v", c, r), got, want[r[0]:r[1]])
+			testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%v Slice%v", c, r), got, want[r[0]:r[1]])
 			// Nested slices keep global row indices (fp8 scale rows).
 			if s.Rows() > 2 {
 				ss := s.Slice(1, s.Rows())
 				got2 := make([]float32, ss.Rows())
 				ss.MatVec(got2, x)
-				sameBits(t, fmt.Sprintf("%v nested Slice%v", c, r), got2, want[r[0]+1:r[1]])
+				testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%v nested Slice%v", c, r), got2, want[r[0]+1:r[1]])
 			}
 		}
 	}
@@ -250,12 +251,12 @@ func TestDecodeRowAndDequantize(t *testing.T) {
 				want[r*cols+i] = refElement(c, rows, cols, wb, sb, r, i)
 			}
 		}
-		sameBits(t, fmt.Sprintf("%v Dequantize", c), got, want)
+		testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%v Dequantize", c), got, want)
 		// Rows of a slice decode like the full matrix.
 		s := m.Slice(129, 131).(RowDecoder)
 		row := make([]float32, cols)
 		s.DecodeRow(row, 1)
-		sameBits(t, fmt.Sprintf("%v sliced DecodeRow", c), row, want[130*cols:131*cols])
+		testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%v sliced DecodeRow", c), row, want[130*cols:131*cols])
 	}
 }
 
@@ -531,8 +532,8 @@ func TestKernelsUnrounded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 128, 129, 255, 1000} {
 		x := wideFloats(rng, n)
-		q8 := randBytes(rng, n)
-		q4 := randBytes(rng, (n+1)/2)
+		q8 := testkit.RandomBytes(rng, n)
+		q4 := testkit.RandomBytes(rng, (n+1)/2)
 		v8, v4, vf := make([]float64, n), make([]float64, n), make([]float64, n)
 		for i := range n {
 			v8[i] = float64(int8(q8[i]))

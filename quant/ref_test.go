@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
-	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // Independent reference implementations for the tests. They decode elements
@@ -74,24 +75,8 @@ func refFP8(b byte) float32 {
 	return math.Float32frombits(sign | (e+120)<<23 | m<<20)
 }
 
-// refF16 decodes binary16 through math.Ldexp.
-func refF16(h uint16) float32 {
-	s := 1.0
-	if h&0x8000 != 0 {
-		s = -1
-	}
-	e := int(h>>10) & 31
-	m := float64(h & 0x3ff)
-	switch {
-	case e == 31 && m == 0:
-		return float32(s * math.Inf(1))
-	case e == 31:
-		return float32(math.NaN())
-	case e == 0:
-		return float32(s * math.Ldexp(m, -24))
-	}
-	return float32(s * math.Ldexp(1024+m, e-25))
-}
+// refF16 is testkit.RefF16 in float32, where every binary16 value is exact.
+func refF16(h uint16) float32 { return float32(testkit.RefF16(h)) }
 
 func refNib(q []byte, i int) float64 {
 	return float64(int(q[i/2]>>(4*(i%2))&15) - 8)
@@ -172,19 +157,6 @@ func refMatVec(f Format, rows, cols, gs int, w, sc []byte, x []float32) []float3
 	return out
 }
 
-func sameBits(t *testing.T, what string, got, want []float32) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: len %d, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
-			t.Fatalf("%s: element %d = %v (%#08x), want %v (%#08x)", what, i,
-				got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-		}
-	}
-}
-
 // randFloats returns n values spanning several binades, with signs, so that
 // the summation order shows in the last bits.
 func randFloats(rng *rand.Rand, n int) []float32 {
@@ -204,14 +176,6 @@ func wideFloats(rng *rand.Rand, n int) []float32 {
 		v[i] = float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(48)-24))
 	}
 	return v
-}
-
-func randBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	return b
 }
 
 // implemented formats exercised by the generic tests, with a group size.

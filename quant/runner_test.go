@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/parallel"
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/stretchr/testify/require"
 )
@@ -79,7 +79,7 @@ func TestWrapKeepsRows(t *testing.T) {
 // TestSplitAllocatesNothing: a split mat-vec and mat-mul on the pool allocate nothing once
 // warm (the pool's job is reused, the task recycled, rows taken without views).
 func TestSplitAllocatesNothing(t *testing.T) {
-	if race.Enabled {
+	if testkit.RaceEnabled {
 		t.Skip("the race detector allocates")
 	}
 	rng := rand.New(rand.NewPCG(5, 6))

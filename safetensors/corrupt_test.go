@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 const (
@@ -21,7 +21,7 @@ const (
 // stCopy copies the st fixtures into a temp dir.
 func stCopy(t *testing.T) string {
 	t.Helper()
-	return copyDir(t, fixtures.Path(t, "st"))
+	return testkit.CopyDir(t, testkit.Path(t, "st"))
 }
 
 // rewriteHeader replaces the header of dir/name by edit(header) (and the
@@ -87,6 +87,10 @@ func TestCorruptShards(t *testing.T) {
 		tensor   string
 	}
 	p1 := func(dir string) string { return filepath.Join(dir, st1) }
+	// edit replaces old by new, once, in the first shard's header.
+	edit := func(old, new string) func(*testing.T, string) {
+		return func(t *testing.T, d string) { rewriteHeader(t, p1(d), replaceOnce(t, old, new), nil) }
+	}
 	cases := []tc{
 		{"cut to 4 bytes", func(t *testing.T, d string) { os.Truncate(p1(d), 4) }, ErrFileTooSmall, st1, ""},
 		{"N all 0xFF", func(t *testing.T, d string) {
@@ -111,84 +115,42 @@ func TestCorruptShards(t *testing.T) {
 		}, ErrNotObject, st1, ""},
 		{"truncated to 8+N", func(t *testing.T, d string) { os.Truncate(p1(d), 8+1022) }, ErrDataBeyondFile, st1, "plain.f32.2d"},
 		{"truncated data", func(t *testing.T, d string) { os.Truncate(p1(d), 2906-5) }, ErrDataBeyondFile, st1, "rank4.u8"},
-		{"overlap", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, "[1860, 1876]", "[1850, 1866]"), nil)
-		}, ErrOverlap, st1, "rank4.u8"},
+		{"overlap", edit("[1860, 1876]", "[1850, 1866]"), ErrOverlap, st1, "rank4.u8"},
 		{"gap", func(t *testing.T, d string) {
 			rewriteHeader(t, p1(d), replaceOnce(t, "[1860, 1876]", "[1861, 1877]"), func(b []byte) []byte { return append(b, 0) })
 		}, ErrGap, st1, "rank4.u8"},
 		{"trailing bytes", func(t *testing.T, d string) {
 			rewriteHeader(t, p1(d), func(s string) string { return s }, func(b []byte) []byte { return append(b, 0) })
 		}, ErrTrailingBytes, st1, ""},
-		{"shape/bytes mismatch", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `[16, 16]`, `[16, 15]`), nil)
-		}, ErrSizeMismatch, st1, "plain.f32.2d"},
-		{"unknown dtype", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"BF16"`, `"BF17"`), nil)
-		}, ErrUnknownDType, st1, "plain.bf16.1d"},
-		{"non-string metadata", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"format": "pt"`, `"format": 1`), nil)
-		}, ErrMetadataValue, st1, "__metadata__"},
+		{"shape/bytes mismatch", edit(`[16, 16]`, `[16, 15]`), ErrSizeMismatch, st1, "plain.f32.2d"},
+		{"unknown dtype", edit(`"BF16"`, `"BF17"`), ErrUnknownDType, st1, "plain.bf16.1d"},
+		{"non-string metadata", edit(`"format": "pt"`, `"format": 1`), ErrMetadataValue, st1, "__metadata__"},
 		{"metadata not an object", func(t *testing.T, d string) {
 			rewriteHeader(t, p1(d), func(s string) string {
 				i, j := strings.Index(s, `{"format"`), strings.Index(s, `"plain.f32.2d"`)
 				return s[:i] + `"x", ` + s[j:]
 			}, nil)
 		}, ErrMetadataNotObject, st1, "__metadata__"},
-		{"duplicate key in entry", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `{"dtype": "F32", "shape": [], `, `{"dtype": "F32", "dtype": "F32", "shape": [], `), nil)
-		}, ErrDuplicateKey, st1, "scalar.f32"},
-		{"duplicate tensor key", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"rank4.u8"`, `"rank3.f32"`), nil)
-		}, ErrDuplicateKey, st1, "rank3.f32"},
-		{"duplicate key via escape", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"rank4.u8"`, `"\u0072ank3.f32"`), nil)
-		}, ErrDuplicateKey, st1, "rank3.f32"},
-		{"lone surrogate", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"scalar.f32"`, `"scalar\ud800.f32"`), nil)
-		}, ErrLoneSurrogate, st1, ""},
-		{"invalid escape", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"scalar.f32"`, `"scalar\x.f32"`), nil)
-		}, ErrInvalidEscape, st1, ""},
-		{"trailing comma", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `[2, 2, 2, 2]`, `[2, 2, 2, 2,]`), nil)
-		}, ErrBadShape, st1, "rank4.u8"},
+		{"duplicate key in entry", edit(`{"dtype": "F32", "shape": [], `, `{"dtype": "F32", "dtype": "F32", "shape": [], `), ErrDuplicateKey, st1, "scalar.f32"},
+		{"duplicate tensor key", edit(`"rank4.u8"`, `"rank3.f32"`), ErrDuplicateKey, st1, "rank3.f32"},
+		{"duplicate key via escape", edit(`"rank4.u8"`, `"\u0072ank3.f32"`), ErrDuplicateKey, st1, "rank3.f32"},
+		{"lone surrogate", edit(`"scalar.f32"`, `"scalar\ud800.f32"`), ErrLoneSurrogate, st1, ""},
+		{"invalid escape", edit(`"scalar.f32"`, `"scalar\x.f32"`), ErrInvalidEscape, st1, ""},
+		{"trailing comma", edit(`[2, 2, 2, 2]`, `[2, 2, 2, 2,]`), ErrBadShape, st1, "rank4.u8"},
 		{"garbage after object", func(t *testing.T, d string) {
 			rewriteHeader(t, p1(d), func(s string) string { return s + "  \n\f" }, nil)
 		}, ErrTrailingGarbage, st1, ""},
-		{"invalid UTF-8", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"scalar.f32"`, "\"scalar\xff.f32\""), nil)
-		}, ErrInvalidUTF8, st1, ""},
-		{"NaN offset", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `[1860, 1876]`, `[NaN, 1876]`), nil)
-		}, ErrBadOffsets, st1, "rank4.u8"},
-		{"fractional dim", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `[2, 2, 2, 2]`, `[2, 2, 2, 2.0]`), nil)
-		}, ErrBadInteger, st1, "rank4.u8"},
-		{"negative dim", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `[2, 2, 2, 2]`, `[2, 2, -2, 2]`), nil)
-		}, ErrBadInteger, st1, "rank4.u8"},
-		{"overflowing offset", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `[1860, 1876]`, `[1860, 18446744073709551617]`), nil)
-		}, ErrIntegerOverflow, st1, "rank4.u8"},
-		{"rank 9", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `[2, 2, 2, 2]`, `[2, 2, 2, 2, 1, 1, 1, 1, 1]`), nil)
-		}, ErrRankTooLarge, st1, "rank4.u8"},
-		{"missing field", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"dtype": "U8", "shape": [2, 2, 2, 2], `, `"shape": [2, 2, 2, 2], `), nil)
-		}, ErrMissingField, st1, "rank4.u8"},
-		{"extra field", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"shape": [2, 2, 2, 2], `, `"shape": [2, 2, 2, 2], "x": 1, `), nil)
-		}, ErrUnknownField, st1, "rank4.u8"},
-		{"three offsets", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `[1860, 1876]`, `[1860, 1876, 1876]`), nil)
-		}, ErrBadOffsets, st1, "rank4.u8"},
-		{"begin after end", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `[1860, 1876]`, `[1876, 1860]`), nil)
-		}, ErrBadOffsets, st1, "rank4.u8"},
-		{"empty name", func(t *testing.T, d string) {
-			rewriteHeader(t, p1(d), replaceOnce(t, `"rank4.u8"`, `""`), nil)
-		}, ErrEmptyName, st1, ""},
+		{"invalid UTF-8", edit(`"scalar.f32"`, "\"scalar\xff.f32\""), ErrInvalidUTF8, st1, ""},
+		{"NaN offset", edit(`[1860, 1876]`, `[NaN, 1876]`), ErrBadOffsets, st1, "rank4.u8"},
+		{"fractional dim", edit(`[2, 2, 2, 2]`, `[2, 2, 2, 2.0]`), ErrBadInteger, st1, "rank4.u8"},
+		{"negative dim", edit(`[2, 2, 2, 2]`, `[2, 2, -2, 2]`), ErrBadInteger, st1, "rank4.u8"},
+		{"overflowing offset", edit(`[1860, 1876]`, `[1860, 18446744073709551617]`), ErrIntegerOverflow, st1, "rank4.u8"},
+		{"rank 9", edit(`[2, 2, 2, 2]`, `[2, 2, 2, 2, 1, 1, 1, 1, 1]`), ErrRankTooLarge, st1, "rank4.u8"},
+		{"missing field", edit(`"dtype": "U8", "shape": [2, 2, 2, 2], `, `"shape": [2, 2, 2, 2], `), ErrMissingField, st1, "rank4.u8"},
+		{"extra field", edit(`"shape": [2, 2, 2, 2], `, `"shape": [2, 2, 2, 2], "x": 1, `), ErrUnknownField, st1, "rank4.u8"},
+		{"three offsets", edit(`[1860, 1876]`, `[1860, 1876, 1876]`), ErrBadOffsets, st1, "rank4.u8"},
+		{"begin after end", edit(`[1860, 1876]`, `[1876, 1860]`), ErrBadOffsets, st1, "rank4.u8"},
+		{"empty name", edit(`"rank4.u8"`, `""`), ErrEmptyName, st1, ""},
 		{"entry not an object", func(t *testing.T, d string) {
 			rewriteHeader(t, p1(d), func(s string) string {
 				return strings.Replace(s, `, "rank4.u8": {"dtype": "U8", "shape": [2, 2, 2, 2], "data_offsets": [1860, 1876]}`, `, "rank4.u8": [1]`, 1)

@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/k3-project/k3/internal/fixtures"
-
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/storage"
 )
 
@@ -152,7 +151,7 @@ func TestOpenerFaults(t *testing.T) {
 	}
 }
 
-func fixturesST(t *testing.T) string { return fixtures.Path(t, "st") }
+func fixturesST(t *testing.T) string { return testkit.Path(t, "st") }
 
 func TestCheckpointReadDirect(t *testing.T) {
 	dir := stCopy(t)

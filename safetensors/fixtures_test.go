@@ -11,13 +11,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
-
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/storage"
 )
 
 func TestFixtureST(t *testing.T) {
-	dir := fixtures.Path(t, "st")
+	dir := testkit.Path(t, "st")
 	c, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +239,7 @@ func TestFixtureModels(t *testing.T) {
 		"tiny": {916, 3, true, 3_676_928},
 		"wide": {4948, 1, false, -1},
 	}
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
 			c, err := Open(dir)

@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"math"
 	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -118,29 +117,6 @@ func sameFloat(got float32, want float64) bool {
 		return math.IsNaN(float64(got))
 	}
 	return float64(got) == want && math.Signbit(float64(got)) == math.Signbit(want)
-}
-
-// copyDir copies the regular files of src into a fresh temp dir.
-func copyDir(t testing.TB, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
 }
 
 func asError(err error, target **Error) bool { return errors.As(err, target) }

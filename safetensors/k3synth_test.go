@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // k3Tensors lists the released K3 checkpoint's tensors (SPEC §3.3) with
@@ -222,20 +222,26 @@ func k3Checkpoint(tb testing.TB) string {
 	return dir
 }
 
-func BenchmarkOpenK3Index(b *testing.B) {
-	dir := k3Checkpoint(b)
-	var hdrBytes int64
+// headerBytes returns the number of dir's shards and the size of their JSON
+// headers (what an open parses), from their 8-byte length prefixes.
+func headerBytes(b *testing.B, dir string) (shards int, n int64) {
 	names, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	for _, n := range names {
-		ind, err := os.Open(n)
+	for _, p := range names {
+		f, err := os.Open(p)
 		if err != nil {
 			b.Fatal(err)
 		}
 		var pre [8]byte
-		ind.ReadAt(pre[:], 0)
-		ind.Close()
-		hdrBytes += int64(binary.LittleEndian.Uint64(pre[:]))
+		f.ReadAt(pre[:], 0)
+		f.Close()
+		n += int64(binary.LittleEndian.Uint64(pre[:]))
 	}
+	return len(names), n
+}
+
+func BenchmarkOpenK3Index(b *testing.B) {
+	dir := k3Checkpoint(b)
+	shards, hdrBytes := headerBytes(b, dir)
 	b.SetBytes(hdrBytes)
 	// CPU time per open (all goroutines, GC included) is reported next to
 	// wall time: on a shared machine it is the stable figure, and wall time
@@ -261,7 +267,7 @@ func BenchmarkOpenK3Index(b *testing.B) {
 		c.Close()
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(len(names)), "shards")
+	b.ReportMetric(float64(shards), "shards")
 	b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
 }
 
@@ -279,23 +285,12 @@ func processCPU() time.Duration {
 // which is stable on a shared machine where absolute times are not.
 func BenchmarkOpenK3IndexPaired(b *testing.B) {
 	dir := k3Checkpoint(b)
-	var n int64
-	names, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	for _, p := range names {
-		f, err := os.Open(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var pre [8]byte
-		f.ReadAt(pre[:], 0)
-		f.Close()
-		n += int64(binary.LittleEndian.Uint64(pre[:]))
-	}
+	_, n := headerBytes(b, dir)
 	if st, err := os.Stat(filepath.Join(dir, IndexFileName)); err == nil {
 		n += st.Size()
 	}
-	buf := benchutil.Filled(int(n))
-	benchutil.Paired(b, buf, runtime.GOMAXPROCS(0), func() {
+	buf := testkit.Filled(int(n))
+	testkit.Paired(b, buf, runtime.GOMAXPROCS(0), func() {
 		c, err := Open(dir)
 		if err != nil {
 			b.Fatal(err)
@@ -371,7 +366,7 @@ func BenchmarkParseHeaderK3Shard(b *testing.B) {
 	st, _ := f.Stat()
 	dataLen := st.Size() - 8 - int64(len(hdr))
 	seed := maphash.MakeSeed()
-	benchutil.Paired(b, hdr, 1, func() {
+	testkit.Paired(b, hdr, 1, func() {
 		if _, err := parseHeader("x", hdr, dataLen, seed, true); err != nil {
 			b.Fatal(err)
 		}

@@ -2,11 +2,10 @@ package tokenizer
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/stretchr/testify/require"
 )
 
 // TestChar3TableMatchesLookup: the dense table answers exactly what the rank
@@ -29,7 +28,9 @@ func TestChar3TableMatchesLookup(t *testing.T) {
 				t.Fatalf("%s: U+%04X: table %d, pairRank %d, lookup %d", fe.name, cp, tab[cp], sc.pairRank(r, "x"+string(b), 1, 4), want)
 			}
 		}
-		require.Greater(t, found, 500, "%s: too few 3-byte tokens for the test to mean anything", fe.name)
+		if found <= 500 {
+			t.Fatalf("%s: %d 3-byte tokens, too few for the test to mean anything", fe.name, found)
+		}
 	}
 }
 
@@ -55,7 +56,9 @@ func repetitive(n int) string {
 func plainEncode(t *testing.T, e *Encoding, text string) []int {
 	t.Helper()
 	pieces, err := e.Split().Split(text)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ids []int
 	for _, p := range pieces {
 		ids = e.Ranks().bpe(ids, p, &scratch{})
@@ -72,8 +75,12 @@ func TestMemoAndTableAreExact(t *testing.T) {
 		// 200 kB is below the Kimi chunk size and has no 25,000-code-point
 		// run, so the Kimi cuts leave the text whole.
 		got, err := fe.enc.EncodeOrdinary(long)
-		require.NoError(t, err)
-		require.Equal(t, plainEncode(t, fe.enc, long), got, fe.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := plainEncode(t, fe.enc, long); !slices.Equal(got, want) {
+			t.Fatalf("%s: the memo and tables change the ids", fe.name)
+		}
 	}
 }
 
@@ -91,15 +98,23 @@ func TestEncodeBatchMatchesEncode(t *testing.T) {
 			want := make([][]int, len(texts))
 			for i, s := range texts {
 				ids, err := fe.enc.Encode(s, mode)
-				require.NoError(t, err)
+				if err != nil {
+					t.Fatal(err)
+				}
 				want[i] = ids
 			}
 			for _, workers := range []int{0, 2, 5} {
 				got, err := fe.enc.EncodeBatch(texts, mode, workers)
-				require.NoError(t, err)
-				require.Len(t, got, len(texts))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != len(texts) {
+					t.Fatalf("%d results for %d texts", len(got), len(texts))
+				}
 				for i := range want {
-					require.Equalf(t, want[i], got[i], "%s mode=%d workers=%d text %d", fe.name, mode, workers, i)
+					if !slices.Equal(got[i], want[i]) {
+						t.Fatalf("%s mode=%d workers=%d text %d: %v, want %v", fe.name, mode, workers, i, got[i], want[i])
+					}
 				}
 			}
 		}
@@ -111,25 +126,41 @@ func TestEncodeBatchErrors(t *testing.T) {
 	texts := []string{"fine", "also fine", "bad \xff here", "worse \xfe", "<|im_end|>"}
 	for _, workers := range []int{1, 2, 4} {
 		ids, err := e.EncodeBatch(texts, NoSpecial, workers)
-		require.Nil(t, ids)
+		if ids != nil {
+			t.Fatalf("ids %v returned with an error", ids)
+		}
 		var be *BatchError
-		require.ErrorAs(t, err, &be)
-		require.Equal(t, 2, be.Index)
-		require.ErrorIs(t, err, ErrInvalidUTF8)
-		require.Equal(t, 1, strings.Count(err.Error(), "tokenizer:"), err.Error())
+		if !errors.As(err, &be) || be.Index != 2 {
+			t.Fatalf("%v, want a *BatchError at index 2", err)
+		}
+		if !errors.Is(err, ErrInvalidUTF8) {
+			t.Fatalf("%v, want ErrInvalidUTF8", err)
+		}
+		if n := strings.Count(err.Error(), "tokenizer:"); n != 1 {
+			t.Fatalf("%q says tokenizer: %d times", err, n)
+		}
 	}
 	_, err := e.EncodeBatch(texts[:2], Mode(9), 2)
-	require.ErrorContains(t, err, "invalid mode")
+	if err == nil || !strings.Contains(err.Error(), "invalid mode") {
+		t.Fatalf("Mode(9): %v, want an invalid mode error", err)
+	}
 	if len(e.SpecialNames()) > 0 {
 		_, err = e.EncodeBatch([]string{"a", "b" + e.SpecialNames()[0]}, RejectSpecial, 2)
 		var be *BatchError
-		require.ErrorAs(t, err, &be)
-		require.Equal(t, 1, be.Index)
-		require.True(t, errors.Is(err, ErrDisallowedSpecial))
+		if !errors.As(err, &be) || be.Index != 1 {
+			t.Fatalf("%v, want a *BatchError at index 1", err)
+		}
+		if !errors.Is(err, ErrDisallowedSpecial) {
+			t.Fatalf("%v, want ErrDisallowedSpecial", err)
+		}
 	}
 	got, err := e.EncodeBatch(nil, NoSpecial, 2)
-	require.NoError(t, err)
-	require.Empty(t, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("no texts gave %v", got)
+	}
 }
 
 // TestMemoBounded: a text of distinct words (no piece repeats) encodes
@@ -146,20 +177,40 @@ func TestMemoBounded(t *testing.T) {
 		}
 	}
 	text := b.String()
-	require.True(t, utf8.ValidString(text))
+	if !utf8.ValidString(text) {
+		t.Fatal("the test text is not valid UTF-8")
+	}
 	sc := fe.enc.newScratch()
 	got, err := fe.enc.encodeScratch(text, policy{}, sc)
-	require.NoError(t, err)
-	require.Equal(t, plainEncode(t, fe.enc, text), got)
-	require.True(t, sc.memoOff[0], "a memo that never hits should stop serving")
-	require.LessOrEqual(t, len(sc.memo), 1<<memoMaxBits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, plainEncode(t, fe.enc, text)) {
+		t.Fatal("distinct words: the memo changes the ids")
+	}
+	if !sc.memoOff[0] {
+		t.Fatal("a memo that never hits should stop serving")
+	}
+	if len(sc.memo) > 1<<memoMaxBits {
+		t.Fatalf("memo of %d entries, bound %d", len(sc.memo), 1<<memoMaxBits)
+	}
 
 	text = repetitive(2_000_000)
 	sc = fe.enc.newScratch()
 	got, err = fe.enc.encodeScratch(text, policy{}, sc)
-	require.NoError(t, err)
-	require.Equal(t, plainEncode(t, fe.enc, text), got)
-	require.NotNil(t, sc.memo)
-	require.False(t, sc.memoOff[0] || sc.memoOff[1], "a memo that hits should keep serving")
-	require.Greater(t, sc.memoHits[0], sc.memoMiss[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, plainEncode(t, fe.enc, text)) {
+		t.Fatal("repeated words: the memo changes the ids")
+	}
+	if sc.memo == nil {
+		t.Fatal("no memo")
+	}
+	if sc.memoOff[0] || sc.memoOff[1] {
+		t.Fatal("a memo that hits should keep serving")
+	}
+	if sc.memoHits[0] <= sc.memoMiss[0] {
+		t.Fatalf("memo hits %d, misses %d: most pieces should hit", sc.memoHits[0], sc.memoMiss[0])
+	}
 }

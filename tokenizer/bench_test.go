@@ -5,8 +5,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/k3-project/k3/internal/benchutil"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // benchTexts returns the fixture case texts, optionally without the "long"
@@ -32,10 +31,10 @@ func BenchmarkEncode(b *testing.B) {
 	fs := loadFixtures(b)
 	for _, set := range []string{"all", "nolong"} {
 		texts, size := benchTexts(b, set == "nolong")
-		buf := benchutil.Filled(int(size))
+		buf := testkit.Filled(int(size))
 		for _, fe := range fs.encs {
 			b.Run(set+"/"+fe.name, func(b *testing.B) {
-				benchutil.Paired(b, buf, 1, func() {
+				testkit.Paired(b, buf, 1, func() {
 					for _, t := range texts {
 						if _, err := fe.enc.EncodeOrdinary(t); err != nil {
 							b.Fatal(err)
@@ -53,7 +52,7 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkLoadO200K parses the o200k rank file (199,998 ranks) from disk
 // and reports the heap it retains.
 func BenchmarkLoadO200K(b *testing.B) {
-	path := fixtures.Path(b, filepath.Join("tokenizer", "o200k_base.tiktoken"))
+	path := testkit.Path(b, filepath.Join("tokenizer", "o200k_base.tiktoken"))
 	var keep *Ranks
 	var before, after runtime.MemStats
 	runtime.GC()

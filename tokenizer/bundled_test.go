@@ -2,17 +2,17 @@ package tokenizer_test
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/tokenizer/cl100k"
 	"github.com/k3-project/k3/tokenizer/o200k"
@@ -44,22 +44,39 @@ func TestBundledRankFiles(t *testing.T) {
 	for _, b := range bundledEncodings {
 		t.Run(b.key, func(t *testing.T) {
 			r, err := b.ranks()
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			d := r.Digest()
-			assert.Equal(t, b.sha, hex.EncodeToString(d[:]))
-			assert.Equal(t, b.numRanks, r.Len())
+			if got := hex.EncodeToString(d[:]); got != b.sha {
+				t.Errorf("digest of the parsed ranks %s, want %s", got, b.sha)
+			}
+			if r.Len() != b.numRanks {
+				t.Errorf("%d ranks, want %d", r.Len(), b.numRanks)
+			}
 			raw, err := os.ReadFile(filepath.FromSlash(b.rankFile))
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			sum := sha256.Sum256(raw)
-			assert.Equal(t, b.sha, hex.EncodeToString(sum[:]))
+			if got := hex.EncodeToString(sum[:]); got != b.sha {
+				t.Errorf("SHA-256 of %s is %s, want %s", b.rankFile, got, b.sha)
+			}
 
 			enc, err := b.encoding()
-			require.NoError(t, err)
-			assert.Equal(t, b.name, enc.Name())
-			assert.Equal(t, b.split, enc.Split())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if enc.Name() != b.name || enc.Split() != b.split {
+				t.Errorf("encoding %s with split %v, want %s with %v", enc.Name(), enc.Split(), b.name, b.split)
+			}
 			again, err := b.encoding()
-			require.NoError(t, err)
-			assert.Same(t, enc, again, "Encoding builds once")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if enc != again {
+				t.Error("Encoding built twice")
+			}
 		})
 	}
 }
@@ -67,42 +84,74 @@ func TestBundledRankFiles(t *testing.T) {
 // TestBundledMatchFixture: each package's specials are the fixture's (tiktoken's), and every
 // fixture case encodes to tiktoken's ids in both modes and decodes back to its bytes.
 func TestBundledMatchFixture(t *testing.T) {
-	dir := fixtures.Path(t, "tokenizer")
+	dir := testkit.Path(t, "tokenizer")
 	var encs map[string]struct {
 		RankSHA256 string         `json:"rank_file_sha256"`
 		Specials   map[string]int `json:"special_tokens"`
 		Expected   string         `json:"expected"`
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "encodings.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &encs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &encs); err != nil {
+		t.Fatal(err)
+	}
 	var cases []struct{ ID, File string }
 	raw, err = os.ReadFile(filepath.Join(dir, "cases.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &cases))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, b := range bundledEncodings {
 		t.Run(b.key, func(t *testing.T) {
 			fe, ok := encs[b.key]
-			require.True(t, ok, "the fixture lists %s", b.key)
-			assert.Equal(t, fe.RankSHA256, b.sha)
-			assert.Equal(t, fe.Specials, b.specials())
+			if !ok {
+				t.Fatalf("the fixture lists %s", b.key)
+			}
+			if b.sha != fe.RankSHA256 {
+				t.Errorf("rank file SHA-256 %s, the fixture's %s", b.sha, fe.RankSHA256)
+			}
+			if !maps.Equal(b.specials(), fe.Specials) {
+				t.Errorf("specials %v, the fixture's %v", b.specials(), fe.Specials)
+			}
 			want := expectedIDs(t, filepath.Join(dir, filepath.FromSlash(fe.Expected)))
-			require.Len(t, want, len(cases))
+			if len(want) != len(cases) {
+				t.Fatalf("%d expected rows for %d cases", len(want), len(cases))
+			}
 			enc, err := b.encoding()
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, c := range cases {
 				text, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.File)))
-				require.NoError(t, err)
+				if err != nil {
+					t.Fatal(err)
+				}
 				ord, err := enc.Encode(string(text), tokenizer.NoSpecial)
-				require.NoError(t, err, c.ID)
-				assert.Equal(t, want[c.ID].Ordinary, nonNil(ord), "case %s ordinary", c.ID)
+				if err != nil {
+					t.Fatalf("case %s: %v", c.ID, err)
+				}
+				if !slices.Equal(ord, want[c.ID].Ordinary) {
+					t.Errorf("case %s ordinary: %v, want %v", c.ID, ord, want[c.ID].Ordinary)
+				}
 				sp, err := enc.Encode(string(text), tokenizer.AllowSpecial)
-				require.NoError(t, err, c.ID)
-				assert.Equal(t, want[c.ID].WithSpecial, nonNil(sp), "case %s with_special", c.ID)
+				if err != nil {
+					t.Fatalf("case %s: %v", c.ID, err)
+				}
+				if !slices.Equal(sp, want[c.ID].WithSpecial) {
+					t.Errorf("case %s with_special: %v, want %v", c.ID, sp, want[c.ID].WithSpecial)
+				}
 				back, err := enc.DecodeBytes(sp)
-				require.NoError(t, err, c.ID)
-				assert.Equal(t, text, nonNil(back), "case %s round trip", c.ID)
+				if err != nil {
+					t.Fatalf("case %s: %v", c.ID, err)
+				}
+				if !bytes.Equal(back, text) {
+					t.Errorf("case %s round trip: %q, want %q", c.ID, back, text)
+				}
 			}
 		})
 	}
@@ -118,24 +167,22 @@ type expectedRow struct {
 func expectedIDs(t *testing.T, path string) map[string]expectedRow {
 	t.Helper()
 	f, err := os.Open(path)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer f.Close()
 	want := map[string]expectedRow{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
 		var r expectedRow
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
 		want[r.ID] = r
 	}
-	require.NoError(t, sc.Err())
-	return want
-}
-
-// nonNil makes an empty result compare equal to the fixture's empty JSON array.
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
 	}
-	return s
+	return want
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/stretchr/testify/require"
 )
 
 // charPieces returns pieces built to exercise bpeChars on the vocabulary of
@@ -73,7 +71,9 @@ func TestBPECharsAgreement(t *testing.T) {
 	for _, fe := range loadFixtures(t).encs {
 		t.Run(fe.name, func(t *testing.T) {
 			r := fe.enc.Ranks()
-			require.NotNil(t, fe.enc.charTable(), "no char table")
+			if fe.enc.charTable() == nil {
+				t.Fatal("no char table")
+			}
 			rng := rand.New(rand.NewSource(11))
 			var st charStats
 			sc := fe.enc.newScratch()
@@ -89,10 +89,19 @@ func TestBPECharsAgreement(t *testing.T) {
 			}
 			t.Logf("started: %d pending whole, %d pending [b0b1][b2], %d pending [b0][b1b2], %d of them eager, %d refused",
 				st.starts[ownWhole], st.starts[ownLeft], st.starts[ownRight], st.eager, st.refused)
-			require.Positive(t, st.starts[ownWhole]-st.eager, "no pending whole character")
-			require.Positive(t, st.eager, "no character started complete")
-			require.Positive(t, st.refused, "no character refused")
-			require.Positive(t, st.starts[ownLeft]+st.starts[ownRight], "no pending character that stays split")
+			for _, c := range []struct {
+				n    int
+				none string
+			}{
+				{st.starts[ownWhole] - st.eager, "no pending whole character"},
+				{st.eager, "no character started complete"},
+				{st.refused, "no character refused"},
+				{st.starts[ownLeft] + st.starts[ownRight], "no pending character that stays split"},
+			} {
+				if c.n <= 0 {
+					t.Fatal(c.none)
+				}
+			}
 		})
 	}
 }
@@ -126,10 +135,13 @@ func TestCharTable(t *testing.T) {
 					t.Fatalf("U+%04X: %d parts", cp, len(parts))
 				}
 				own := ct.own[cp]
-				require.Equal(t, shape, own>>ownShift, "U+%04X shape", cp)
+				if own>>ownShift != shape {
+					t.Fatalf("U+%04X shape %d, want %d", cp, own>>ownShift, shape)
+				}
 				if shape != ownNone {
-					_, top := naiveMerge(r, s)
-					require.Equal(t, top, own&ownMask, "U+%04X M", cp)
+					if _, top := naiveMerge(r, s); own&ownMask != top {
+						t.Fatalf("U+%04X M %d, want %d", cp, own&ownMask, top)
+					}
 				}
 				if shape == ownWhole && cp%97 == 0 {
 					// Eager: M ranks below every longer token holding s.
@@ -139,7 +151,9 @@ func TestCharTable(t *testing.T) {
 							ext = min(ext, uint32(i))
 						}
 					}
-					require.Equal(t, own&ownMask < ext, own&ownEager != 0, "U+%04X eager", cp)
+					if eager, want := own&ownEager != 0, own&ownMask < ext; eager != want {
+						t.Fatalf("U+%04X eager %v, want %v", cp, eager, want)
+					}
 				}
 			}
 		})
@@ -167,19 +181,15 @@ func TestBPECharsGuards(t *testing.T) {
 		{"eager, 2-byte", []string{"aя", "ba", "я"}, "baя"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			toks := make([][]byte, 0, 256+len(c.tokens))
-			for b := range 256 {
-				toks = append(toks, []byte{byte(b)})
-			}
+			toks := singleBytes(len(c.tokens))
 			for _, s := range c.tokens {
 				toks = append(toks, []byte(s))
 			}
-			r, err := NewRanks(toks)
-			require.NoError(t, err)
-			enc, err := New(Spec{Name: "guards", Ranks: r, Split: SplitO200K})
-			require.NoError(t, err)
+			r, enc := o200kSplitEncoding(t, "guards", toks)
 			want := naiveBPE(r, c.piece)
-			require.Equal(t, want, r.bpeChars(nil, c.piece, enc.newScratch()))
+			if got := r.bpeChars(nil, c.piece, enc.newScratch()); !slices.Equal(got, want) {
+				t.Fatalf("bpeChars(%q) = %v, want %v", c.piece, got, want)
+			}
 		})
 	}
 }
@@ -199,10 +209,7 @@ func FuzzBPEChars(f *testing.F) {
 		if len(piece) > 64 {
 			return
 		}
-		toks := make([][]byte, 0, 256+64)
-		for b := range 256 {
-			toks = append(toks, []byte{byte(b)})
-		}
+		toks := singleBytes(64)
 		seen := map[string]bool{}
 		for _, s := range strings.Split(vocab, "|") {
 			if len(s) < 2 || len(s) > 12 || seen[s] || len(toks) >= 256+64 {
@@ -211,14 +218,7 @@ func FuzzBPEChars(f *testing.F) {
 			seen[s] = true
 			toks = append(toks, []byte(s))
 		}
-		r, err := NewRanks(toks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		enc, err := New(Spec{Name: "fuzz", Ranks: r, Split: SplitO200K})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, enc := o200kSplitEncoding(t, "fuzz", toks)
 		// bpe: a piece that is a token is never merged (and bpeChars
 		// is where any other piece with a non-ASCII byte goes).
 		if got, want := r.bpe(nil, piece, enc.newScratch()), naiveBPE(r, piece); !slices.Equal(got, want) {
@@ -231,15 +231,54 @@ func FuzzBPEChars(f *testing.F) {
 func TestCharTableLazy(t *testing.T) {
 	fe := fixtureByName(t, "o200k")
 	enc, err := New(Spec{Name: "lazy", Ranks: fe.enc.Ranks(), Split: SplitO200K})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = enc.EncodeOrdinary("plain ASCII text, encoded without them")
-	require.NoError(t, err)
-	require.Nil(t, enc.chars, "ASCII text built the character tables")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc.chars != nil {
+		t.Fatal("ASCII text built the character tables")
+	}
 	_, err = enc.EncodeOrdinary("中文的文本")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ct := enc.chars
-	require.NotNil(t, ct)
+	if ct == nil {
+		t.Fatal("text outside ASCII did not build the character tables")
+	}
 	_, err = enc.EncodeOrdinary("再来一次")
-	require.NoError(t, err)
-	require.Same(t, ct, enc.chars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc.chars != ct {
+		t.Fatal("the character tables were built again")
+	}
+}
+
+// singleBytes returns the 256 one-byte tokens every vocabulary starts with,
+// with room for extra more.
+func singleBytes(extra int) [][]byte {
+	toks := make([][]byte, 0, 256+extra)
+	for b := range 256 {
+		toks = append(toks, []byte{byte(b)})
+	}
+	return toks
+}
+
+// o200kSplitEncoding builds the ranks of toks and an encoding over them that
+// splits as o200k does.
+func o200kSplitEncoding(t *testing.T, name string, toks [][]byte) (*Ranks, *Encoding) {
+	t.Helper()
+	r, err := NewRanks(toks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := New(Spec{Name: name, Ranks: r, Split: SplitO200K})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, enc
 }

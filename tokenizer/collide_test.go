@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/k3-project/k3/internal/race"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // The rank loader's former hash: a fixed splitmix64 finalizer over the
@@ -46,18 +43,7 @@ func unsplitmix(x uint64) uint64 {
 // whose home slots are consecutive (run: every insert probes once, yet the
 // table holds one run of n occupied slots that failed lookups walk).
 func collisionFile(t testing.TB, n int, chain bool) []byte {
-	var buf bytes.Buffer
-	rank := 0
-	add := func(tok []byte) {
-		buf.WriteString(encodeBase64(tok))
-		buf.WriteByte(' ')
-		buf.WriteString(itoa(rank))
-		buf.WriteByte('\n')
-		rank++
-	}
-	for b := range 256 {
-		add([]byte{byte(b)})
-	}
+	f := newRankFile()
 	var tok [8]byte
 	for j := range n {
 		h := uint64(j+1)<<32 | 0x5a5a5a5a
@@ -65,11 +51,36 @@ func collisionFile(t testing.TB, n int, chain bool) []byte {
 			h = uint64(j+1)<<40 | uint64(j)
 		}
 		k := unsplitmix(h) ^ lenMix8
-		require.Equal(t, h, fixedHash8(k))
+		if got := fixedHash8(k); got != h {
+			t.Fatalf("crafted token %#x hashes to %#x, want %#x", k, got, h)
+		}
 		binary.LittleEndian.PutUint64(tok[:], k)
-		add(tok[:])
+		f.add(tok[:])
 	}
-	return buf.Bytes()
+	return f.buf.Bytes()
+}
+
+// rankFile writes a rank file: the 256 single bytes, then the tokens added,
+// at ranks counting on from 256.
+type rankFile struct {
+	buf  bytes.Buffer
+	rank int
+}
+
+func newRankFile() *rankFile {
+	f := &rankFile{}
+	for b := range 256 {
+		f.add([]byte{byte(b)})
+	}
+	return f
+}
+
+func (f *rankFile) add(tok []byte) {
+	f.buf.WriteString(encodeBase64(tok))
+	f.buf.WriteByte(' ')
+	f.buf.WriteString(itoa(f.rank))
+	f.buf.WriteByte('\n')
+	f.rank++
 }
 
 func itoa(v int) string {
@@ -94,14 +105,22 @@ func TestRankLoadCollisions(t *testing.T) {
 		start := time.Now()
 		r, err := ParseRanks(data)
 		elapsed := time.Since(start)
-		require.NoError(t, err)
-		t.Logf("chain=%v: %d colliding tokens (%d bytes) loaded in %v", chain, n, len(data), elapsed)
-		if !race.Enabled {
-			assert.Less(t, elapsed, 200*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
 		}
-		assert.True(t, r.seeded, "the crafted file must move the table to the seeded hash")
-		assert.LessOrEqual(t, r.longestRun(), maxProbe)
-		require.Equal(t, n+256, r.Len())
+		t.Logf("chain=%v: %d colliding tokens (%d bytes) loaded in %v", chain, n, len(data), elapsed)
+		if !testkit.RaceEnabled && elapsed >= 200*time.Millisecond {
+			t.Errorf("chain=%v: loaded in %v, want under 200 ms", chain, elapsed)
+		}
+		if !r.seeded {
+			t.Error("the crafted file must move the table to the seeded hash")
+		}
+		if run := r.longestRun(); run > maxProbe {
+			t.Errorf("longest run %d, bound %d", run, maxProbe)
+		}
+		if r.Len() != n+256 {
+			t.Fatalf("%d ranks, want %d", r.Len(), n+256)
+		}
 		// Failed lookups of tokens crafted the same way stay short too.
 		miss := collisionFile(t, 2*n, chain)
 		missRanks, _ := ParseRanks(miss)
@@ -109,16 +128,19 @@ func TestRankLoadCollisions(t *testing.T) {
 		for i := 256 + n; i < missRanks.Len(); i += 7 {
 			tok, _ := missRanks.Token(i)
 			_, ok := r.Rank(tok)
-			require.False(t, ok)
+			if ok {
+				t.Fatalf("crafted token %d not in the table was found", i)
+			}
 		}
-		if !race.Enabled {
-			assert.Less(t, time.Since(start), 200*time.Millisecond)
+		if d := time.Since(start); !testkit.RaceEnabled && d >= 200*time.Millisecond {
+			t.Errorf("chain=%v: failed lookups took %v, want under 200 ms", chain, d)
 		}
 		for i := 256; i < r.Len(); i += 997 {
 			tok, _ := r.Token(i)
 			got, ok := r.Rank(tok)
-			assert.True(t, ok)
-			assert.Equal(t, i, got)
+			if !ok || got != i {
+				t.Errorf("token %d found at rank %d, %v", i, got, ok)
+			}
 		}
 	}
 }
@@ -127,8 +149,12 @@ func TestRankLoadCollisions(t *testing.T) {
 func TestRankFixedHashKeptForRealFiles(t *testing.T) {
 	for _, fe := range loadFixtures(t).encs {
 		r := fe.enc.Ranks()
-		assert.False(t, r.seeded, fe.name)
-		assert.Less(t, r.longestRun(), maxProbe/2, fe.name)
+		if r.seeded {
+			t.Errorf("%s: moved to the seeded hash", fe.name)
+		}
+		if run := r.longestRun(); run >= maxProbe/2 {
+			t.Errorf("%s: longest run %d, want under %d", fe.name, run, maxProbe/2)
+		}
 		t.Logf("%s: %d tokens, longest run %d", fe.name, r.Len(), r.longestRun())
 	}
 }
@@ -164,18 +190,7 @@ func FuzzParseRanksAdversarial(f *testing.F) {
 	f.Add(uint64(7), uint64(1<<12), uint16(3000), uint8(2))
 	f.Fuzz(func(t *testing.T, base, stride uint64, count uint16, extra uint8) {
 		n := int(count%6000) + 1
-		var buf bytes.Buffer
-		rank := 0
-		add := func(tok []byte) {
-			buf.WriteString(encodeBase64(tok))
-			buf.WriteByte(' ')
-			buf.WriteString(itoa(rank))
-			buf.WriteByte('\n')
-			rank++
-		}
-		for b := range 256 {
-			add([]byte{byte(b)})
-		}
+		rf := newRankFile()
 		seen := map[uint64]bool{}
 		var tok [8]byte
 		for j := range n {
@@ -188,12 +203,12 @@ func FuzzParseRanksAdversarial(f *testing.F) {
 			// extra shortens some tokens to 7 bytes, mixing lengths (and so
 			// hash inputs) into the crafted set.
 			if extra != 0 && j%int(extra) == 0 {
-				add(tok[:7])
+				rf.add(tok[:7])
 				continue
 			}
-			add(tok[:])
+			rf.add(tok[:])
 		}
-		r, err := ParseRanks(buf.Bytes())
+		r, err := ParseRanks(rf.buf.Bytes())
 		if err != nil {
 			// 7-byte prefixes can repeat; anything else is a loader bug.
 			var re *RankFileError

@@ -189,22 +189,13 @@ func TestStreamDecoder(t *testing.T) {
 		for i := range seq {
 			seq[i] = ids[rng.Intn(len(ids))]
 		}
-		d := e.NewStreamDecoder()
-		var sb strings.Builder
-		for _, id := range seq {
-			s, err := d.Push(id)
-			if err != nil {
-				t.Fatal(err)
-			}
+		got := streamDecode(t, e, seq, func(_ string, d *StreamDecoder) {
 			if d.Pending() > 3 {
 				t.Fatalf("holding %d bytes", d.Pending())
 			}
-			sb.WriteString(s)
-		}
-		sb.WriteString(d.Flush())
-		want, _ := e.Decode(seq)
-		if sb.String() != want {
-			t.Fatalf("%v: stream %q, Decode %q", seq, sb.String(), want)
+		})
+		if want, _ := e.Decode(seq); got != want {
+			t.Fatalf("%v: stream %q, Decode %q", seq, got, want)
 		}
 	}
 }
@@ -214,20 +205,12 @@ func TestStreamDecoder(t *testing.T) {
 func TestStreamFixtures(t *testing.T) {
 	fe := fixtureByName(t, "kimi-o200k")
 	for _, c := range loadFixtures(t).cases {
-		d := fe.enc.NewStreamDecoder()
-		var sb strings.Builder
-		for _, id := range fe.expectedRows[c.ID].Ordinary {
-			s, err := d.Push(id)
-			if err != nil {
-				t.Fatal(err)
-			}
+		got := streamDecode(t, fe.enc, fe.expectedRows[c.ID].Ordinary, func(s string, _ *StreamDecoder) {
 			if strings.ContainsRune(s, utf8.RuneError) && !strings.ContainsRune(c.text, utf8.RuneError) {
 				t.Fatalf("case %s: replacement emitted mid-stream", c.ID)
 			}
-			sb.WriteString(s)
-		}
-		sb.WriteString(d.Flush())
-		if sb.String() != c.text {
+		})
+		if got != c.text {
 			t.Errorf("case %s: stream decode differs", c.ID)
 		}
 	}
@@ -272,4 +255,25 @@ func TestConcurrentUse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// streamDecode pushes ids through a StreamDecoder of e one at a time and
+// returns all it emitted, the flush included; each is called, when not nil,
+// with every piece Push emits and the decoder after it.
+func streamDecode(t *testing.T, e *Encoding, ids []int, each func(piece string, d *StreamDecoder)) string {
+	t.Helper()
+	d := e.NewStreamDecoder()
+	var sb strings.Builder
+	for _, id := range ids {
+		s, err := d.Push(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if each != nil {
+			each(s, d)
+		}
+		sb.WriteString(s)
+	}
+	sb.WriteString(d.Flush())
+	return sb.String()
 }

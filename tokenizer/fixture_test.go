@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 type fixtureEncoding struct {
@@ -64,7 +64,7 @@ var (
 // loadFixtures reads the tokenizer fixture folder once per test binary.
 func loadFixtures(tb testing.TB) *fixtureSet {
 	tb.Helper()
-	dir := fixtures.Path(tb, "tokenizer")
+	dir := testkit.Path(tb, "tokenizer")
 	fixOnce.Do(func() { fix = readFixtures(dir) })
 	if fix.err != nil {
 		tb.Fatal(fix.err)
@@ -123,31 +123,29 @@ func readFixtures(dir string) fixtureSet {
 		if err != nil {
 			return fixtureSet{err: err}
 		}
-		fe.expectedRows = map[string]expectedRow{}
-		if err := readJSONL(filepath.Join(dir, fe.Expected), func(dec []byte) error {
-			var row expectedRow
-			if err := json.Unmarshal(dec, &row); err != nil {
-				return err
-			}
-			fe.expectedRows[row.ID] = row
-			return nil
-		}); err != nil {
+		if fe.expectedRows, err = rowsByID(filepath.Join(dir, fe.Expected), func(r *expectedRow) string { return r.ID }); err != nil {
 			return fixtureSet{err: err}
 		}
-		fe.splitRows = map[string]splitRow{}
-		if err := readJSONL(filepath.Join(dir, fe.Splits), func(dec []byte) error {
-			var row splitRow
-			if err := json.Unmarshal(dec, &row); err != nil {
-				return err
-			}
-			fe.splitRows[row.ID] = row
-			return nil
-		}); err != nil {
+		if fe.splitRows, err = rowsByID(filepath.Join(dir, fe.Splits), func(r *splitRow) string { return r.ID }); err != nil {
 			return fixtureSet{err: err}
 		}
 		fs.encs = append(fs.encs, fe)
 	}
 	return fs
+}
+
+// rowsByID reads a JSON-lines file of rows, keyed by id.
+func rowsByID[T any](path string, id func(*T) string) (map[string]T, error) {
+	rows := map[string]T{}
+	err := readJSONL(path, func(dec []byte) error {
+		var row T
+		if err := json.Unmarshal(dec, &row); err != nil {
+			return err
+		}
+		rows[id(&row)] = row
+		return nil
+	})
+	return rows, err
 }
 
 func readJSONL(path string, fn func([]byte) error) error {
@@ -189,6 +187,25 @@ func equalInts(a, b []int) (int, bool) {
 	return -1, true
 }
 
+// eachCase runs check on every case with its row of rows (read from file
+// for the encoding named enc) and returns how many passed; a case the file
+// lacks is an error.
+func eachCase[R any](t *testing.T, cases []fixtureCase, rows map[string]R, enc, file string, check func(fixtureCase, R) bool) int {
+	t.Helper()
+	passed := 0
+	for _, c := range cases {
+		row, ok := rows[c.ID]
+		if !ok {
+			t.Errorf("%s: case %s missing from %s", enc, c.ID, file)
+			continue
+		}
+		if check(c, row) {
+			passed++
+		}
+	}
+	return passed
+}
+
 // TestFixtureIDs checks every case of cases.json under every encoding of
 // encodings.json in both modes against the oracle's ids, and that decoding
 // gives back the case's bytes.
@@ -198,13 +215,7 @@ func TestFixtureIDs(t *testing.T) {
 		if fe.enc.Ranks().Len() != fe.NRanks {
 			t.Errorf("%s: %d ranks, want %d", fe.name, fe.enc.Ranks().Len(), fe.NRanks)
 		}
-		passed := 0
-		for _, c := range fs.cases {
-			row, ok := fe.expectedRows[c.ID]
-			if !ok {
-				t.Errorf("%s: case %s missing from %s", fe.name, c.ID, fe.Expected)
-				continue
-			}
+		passed := eachCase(t, fs.cases, fe.expectedRows, fe.name, fe.Expected, func(c fixtureCase, row expectedRow) bool {
 			good := true
 			for _, m := range []struct {
 				name string
@@ -228,10 +239,8 @@ func TestFixtureIDs(t *testing.T) {
 					good = false
 				}
 			}
-			if good {
-				passed++
-			}
-		}
+			return good
+		})
 		t.Logf("%s: %d/%d cases pass in both modes", fe.name, passed, len(fs.cases))
 	}
 }
@@ -241,13 +250,7 @@ func TestFixtureIDs(t *testing.T) {
 func TestFixtureSplits(t *testing.T) {
 	fs := loadFixtures(t)
 	for _, fe := range fs.encs {
-		passed := 0
-		for _, c := range fs.cases {
-			row, ok := fe.splitRows[c.ID]
-			if !ok {
-				t.Errorf("%s: case %s missing from %s", fe.name, c.ID, fe.Splits)
-				continue
-			}
+		passed := eachCase(t, fs.cases, fe.splitRows, fe.name, fe.Splits, func(c fixtureCase, row splitRow) bool {
 			got, err := fe.enc.Split().Split(c.text)
 			if err != nil {
 				t.Fatal(err)
@@ -275,10 +278,8 @@ func TestFixtureSplits(t *testing.T) {
 				t.Errorf("%s case %s: special indices %v, want %v", fe.name, c.ID, idx, row.SpecialIndices)
 				good = false
 			}
-			if good {
-				passed++
-			}
-		}
+			return good
+		})
 		t.Logf("%s: %d/%d cases split as the oracle does in both modes", fe.name, passed, len(fs.cases))
 	}
 }

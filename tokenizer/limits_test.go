@@ -2,44 +2,51 @@ package tokenizer
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/k3-project/k3/internal/regfile"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 func TestRankFileSizeLimit(t *testing.T) {
 	dir := t.TempDir()
 	big := filepath.Join(dir, "tiktoken.model")
-	f, err := os.Create(big)
-	require.NoError(t, err)
-	require.NoError(t, f.Truncate(MaxRankFileSize+1)) // sparse: refused before reading
-	require.NoError(t, f.Close())
-	_, err = LoadRanks(big)
-	assert.ErrorIs(t, err, ErrTooLarge)
+	testkit.SparseFile(t, big, MaxRankFileSize+1)
+	_, err := LoadRanks(big)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%v, want ErrTooLarge", err)
+	}
 	_, err = ReadRanks(bytes.NewReader(make([]byte, MaxRankFileSize+1)))
-	assert.ErrorIs(t, err, ErrTooLarge)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%v, want ErrTooLarge", err)
+	}
 	_, err = LoadRanks(dir)
-	assert.ErrorIs(t, err, regfile.ErrNotRegular)
+	if !errors.Is(err, regfile.ErrNotRegular) {
+		t.Errorf("%v, want regfile.ErrNotRegular", err)
+	}
 }
 
 func TestTokenizerConfigSizeLimit(t *testing.T) {
 	dir := t.TempDir()
 	ranks := filepath.Join(dir, "tiktoken.model")
-	require.NoError(t, os.WriteFile(ranks, collisionFile(t, 0, true), 0o644))
+	if err := os.WriteFile(ranks, collisionFile(t, 0, true), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(dir, "tokenizer_config.json")
-	f, err := os.Create(cfg)
-	require.NoError(t, err)
-	require.NoError(t, f.Truncate(MaxConfigFileSize+1))
-	require.NoError(t, f.Close())
-	_, err = LoadKimi(ranks, cfg)
-	assert.ErrorIs(t, err, ErrTooLarge)
+	testkit.SparseFile(t, cfg, MaxConfigFileSize+1)
+	_, err := LoadKimi(ranks, cfg)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%v, want ErrTooLarge", err)
+	}
 	r, err := LoadRanks(ranks)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = NewKimi(r, make([]byte, MaxConfigFileSize+1))
-	assert.ErrorIs(t, err, ErrTooLarge)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("%v, want ErrTooLarge", err)
+	}
 }

@@ -419,15 +419,11 @@ func FuzzParseLayout(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := ParseLayout(data, 1<<20, 2, Expect{})
 		if err != nil {
-			if !errors.Is(err, ErrLayout) {
-				t.Fatalf("error %v does not wrap ErrLayout", err)
-			}
+			require.ErrorIs(t, err, ErrLayout)
 			return
 		}
 		for _, r := range l.Layers {
-			if r.FileOff%4096 != 0 || r.NBytes%4096 != 0 || r.FileOff+r.NBytes > 1<<20 {
-				t.Fatalf("accepted a bad run %+v", r)
-			}
+			require.False(t, r.FileOff%4096 != 0 || r.NBytes%4096 != 0 || r.FileOff+r.NBytes > 1<<20, "accepted a bad run %+v", r)
 		}
 	})
 }

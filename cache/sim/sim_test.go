@@ -7,7 +7,7 @@ import (
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/cache/trace"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +26,7 @@ var table98 = []struct {
 
 func realTrace(t *testing.T) []trace.Request {
 	t.Helper()
-	tr, err := trace.Open(fixtures.Path(t, "expert_trace.bin"))
+	tr, err := trace.Open(testkit.Path(t, "expert_trace.bin"))
 	require.NoError(t, err)
 	defer tr.Close()
 	reqs, err := tr.Requests()
@@ -125,7 +125,7 @@ func TestEmptyAndTinyTraces(t *testing.T) {
 }
 
 func TestRunFile(t *testing.T) {
-	rep, err := RunFile(fixtures.Path(t, "expert_trace.bin"), Options{CapacitiesGB: []float64{64}})
+	rep, err := RunFile(testkit.Path(t, "expert_trace.bin"), Options{CapacitiesGB: []float64{64}})
 	require.NoError(t, err)
 	require.Len(t, rep.Rows, 1)
 	require.InDelta(t, 49.97, rep.Rows[0].S3FIFO.HitRate(), 0.1)
@@ -138,14 +138,10 @@ func TestRunFile(t *testing.T) {
 func TestHugeCapacityBounded(t *testing.T) {
 	reqs := []trace.Request{{Layer: 1, Expert: 2}, {Layer: 1, Expert: 3}, {Layer: 1, Expert: 2}, {Layer: 2, Expert: 2}}
 	rep := Run(reqs, Options{ExpertBytes: 1})
-	if len(rep.Rows) == 0 {
-		t.Fatal("no rows")
-	}
+	require.NotEmpty(t, rep.Rows)
 	for _, r := range rep.Rows {
 		for _, o := range []Outcome{r.LRU, r.S3FIFO, r.Belady, r.PinLRU} {
-			if o.Hits != 1 {
-				t.Fatalf("%v GB: %+v, want 1 hit", r.GB, o)
-			}
+			require.EqualValues(t, 1, o.Hits, "%v GB: %+v", r.GB, o)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -87,7 +87,7 @@ func TestReaderErrors(t *testing.T) {
 }
 
 func TestRealTraceShape(t *testing.T) {
-	tr, err := Open(fixtures.Path(t, "expert_trace.bin"))
+	tr, err := Open(testkit.Path(t, "expert_trace.bin"))
 	require.NoError(t, err)
 	defer tr.Close()
 	require.Equal(t, 100_096, tr.Len())
@@ -108,21 +108,14 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		reqs, err := Decode(b)
 		if err != nil {
-			if len(b)%8 == 0 && reqs != nil {
-				t.Fatal("requests returned with an error")
-			}
+			require.False(t, len(b)%8 == 0 && reqs != nil, "requests returned with an error")
 			return
 		}
-		if len(reqs) != len(b)/8 || len(b)%8 != 0 {
-			t.Fatalf("%d bytes gave %d requests", len(b), len(reqs))
-		}
-		if string(Encode(reqs)) != string(b) {
-			t.Fatal("Encode(Decode(b)) != b")
-		}
+		require.Zero(t, len(b)%8, "a partial record accepted")
+		require.Len(t, reqs, len(b)/8)
+		require.Equal(t, string(b), string(Encode(reqs)), "Encode(Decode(b)) != b")
 		for _, r := range reqs {
-			if r.Layer < 0 || r.Expert < 0 || r.Expert >= MaxExpert {
-				t.Fatalf("invalid record %+v accepted", r)
-			}
+			require.False(t, r.Layer < 0 || r.Expert < 0 || r.Expert >= MaxExpert, "invalid record %+v accepted", r)
 		}
 	})
 }

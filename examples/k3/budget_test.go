@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 var (
@@ -65,7 +65,7 @@ func TestBudgetFlags(t *testing.T) {
 // TestRunUnderBudgets: --trunk-gb and --trunk reproduce the reference's full_ids, print the plan
 // first and report the bytes read; a budget below the floor fails naming the minimum.
 func TestRunUnderBudgets(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			ref := readRef(t, dir)
 			packed := t.TempDir()
@@ -113,7 +113,7 @@ func TestLadder(t *testing.T) {
 		t.Skip("builds the CLI")
 	}
 	bin := buildCLI(t)
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	js := filepath.Join(t.TempDir(), "ladder.json")
 	out, err := exec.Command(bin, "ladder", dir, "--budgets", "floor,0.0002,0.001,all,mapped", "--ids", "1,2,3", "--gen", "3", "--out", js).Output()
 	require.NoError(t, err, "%s", out)
@@ -153,7 +153,7 @@ func joinIDs(ids []int) string { return strings.Trim(strings.ReplaceAll(jsonText
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestConfigAndLayersFlags(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	ref := readRef(t, dir)
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)

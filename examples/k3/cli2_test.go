@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/preset"
 )
 
@@ -37,7 +37,7 @@ func planJSON(t *testing.T, args ...string) (k3.Plan, result) {
 // loading weights; later budget flags override the preset, earlier ones do not; a budget below
 // the floor exits 2 naming the floor.
 func TestExecPlanPresets(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			big, r := planJSON(t, dir, "--trunk-gb", "1000")
 			require.Equal(t, 0, r.code, r.stderr)
@@ -95,7 +95,7 @@ func TestExecPlanPresets(t *testing.T) {
 // TestExecRunPresetFloor: --preset floor runs at the trunk floor with no cache and reproduces
 // the reference; the JSON has the SPEC §11.1 keys, and each step line its hit and bytes read.
 func TestExecRunPresetFloor(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	ref := readRef(t, dir)
 	cwd := t.TempDir()
 	r := execK3(t, cwd, "", "run", dir, "--ids", joinIDs(ref.PromptIDs), "--gen", itoa(len(ref.FullIDs)-len(ref.PromptIDs)),
@@ -127,7 +127,7 @@ func TestExecRunPresetFloor(t *testing.T) {
 // TestExecCacheTraceSimCache: the trace a run dumps is read back by sim-cache (same request
 // count as the run's cache counters) and drawn as a valid SVG.
 func TestExecCacheTraceSimCache(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	cwd := t.TempDir()
 	r := execK3(t, cwd, "", "run", dir, "--ids", "1,2,3", "--gen", "6", "--no-stop", "--cache-gb", "0.0001",
 		"--dump-cache-trace", "tr", "--out", "r.json")
@@ -251,7 +251,7 @@ func TestExecUnwritableOutputs(t *testing.T) {
 // TestExecDoctor: doctor measures a temporary file and prints the next command; on a model it
 // suggests a preset and estimates the I/O per token.
 func TestExecDoctor(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	tmp := t.TempDir()
 	r := execK3(t, "", "", "doctor", dir, "--probe-mb", "64", "--seconds", "1")
 	require.Equal(t, 0, r.code, r.stderr)

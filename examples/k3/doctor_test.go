@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/sysmem"
 )
 
@@ -15,7 +15,7 @@ import (
 // and doctor exits 1 before measuring the disk; one with room suggests floor when the K3-sized
 // auto reserve does not fit.
 func TestDoctorCannotRun(t *testing.T) {
-	dir := fixtures.Models(t)[0]
+	dir := testkit.Models(t)[0]
 	small := func() (sysmem.Info, error) { return sysmem.Info{Available: 4096, Total: 1 << 20}, nil }
 	var out, errb bytes.Buffer
 	code := doctor([]string{dir}, &out, &errb, small)

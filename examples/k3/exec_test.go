@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/preset"
 )
 
@@ -210,7 +210,7 @@ func TestExecBindFailure(t *testing.T) {
 // TestExecFixtureRuns: run on every fixture model reproduces the reference full_ids with the
 // default (incremental) decoding.
 func TestExecFixtureRuns(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
 		require.NoError(t, err)
 		var ref struct {

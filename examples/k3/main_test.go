@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/checkpoint"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -289,7 +289,7 @@ func TestSynthCommand(t *testing.T) {
 
 // TestFixtureModels: the CLI reproduces every model fixture's greedy continuation.
 func TestFixtureModels(t *testing.T) {
-	for _, dir := range fixtures.Models(t) {
+	for _, dir := range testkit.Models(t) {
 		b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
 		if err != nil {
 			t.Fatal(err)

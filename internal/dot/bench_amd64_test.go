@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // benchLevels are the kernel levels of each format, widest first, plus the
@@ -70,7 +70,7 @@ func BenchmarkMatVecLevel(b *testing.B) {
 					b.Skip("CPU lacks the features")
 				}
 				w := w()
-				benchutil.Paired(b, w, 1, func() { lv.matVec(dst, w, x) })
+				testkit.Paired(b, w, 1, func() { lv.matVec(dst, w, x) })
 			})
 		}
 	}
@@ -89,7 +89,7 @@ func BenchmarkMatMulLevel(b *testing.B) {
 					b.Skip("CPU lacks the features")
 				}
 				w, x, dst := lw(), benchX(n*cols), make([]float32, n*rows)
-				benchutil.Paired(b, w, 1, func() { lv.matMul(dst, rows, w, x, n) })
+				testkit.Paired(b, w, 1, func() { lv.matMul(dst, rows, w, x, n) })
 			})
 		}
 	}

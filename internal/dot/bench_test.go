@@ -6,8 +6,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/k3-project/k3/internal/benchutil"
 	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // Benchmarks at the K3 shapes (SPEC §3.5): the trunk projections
@@ -115,7 +115,7 @@ func BenchmarkMatVec(b *testing.B) {
 			for _, g := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/%dx%d/g%d", f.name, rows, cols, g), func(b *testing.B) {
 					w := w()
-					benchutil.Paired(b, w, g, func() { rowSplit(g, f.matVec, dst, w, x) })
+					testkit.Paired(b, w, g, func() { rowSplit(g, f.matVec, dst, w, x) })
 				})
 			}
 		}
@@ -130,7 +130,7 @@ func BenchmarkMatVec(b *testing.B) {
 	for _, g := range []int{1, 2} {
 		b.Run(fmt.Sprintf("%s/%dx%dx%d/g%d", f.name, rows, cols, ring, g), func(b *testing.B) {
 			w := lw()
-			benchutil.Paired(b, w, g, func() {
+			testkit.Paired(b, w, g, func() {
 				for e := range ring {
 					rowSplit(g, f.matVec, dst, w[e*rb:(e+1)*rb], x)
 				}
@@ -150,7 +150,7 @@ func BenchmarkMatMul(b *testing.B) {
 		for _, n := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("%s/%dx%d/n%d", f.name, rows, cols, n), func(b *testing.B) {
 				w, x, dst := lw(), benchX(n*cols), make([]float32, n*rows)
-				benchutil.Paired(b, w, 1, func() { f.matMul(dst, rows, w, x, n) })
+				testkit.Paired(b, w, 1, func() { f.matMul(dst, rows, w, x, n) })
 			})
 		}
 	}

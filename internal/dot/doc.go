@@ -47,7 +47,7 @@
 // This package is a leaf: it must never import anything model-specific
 // (config, safetensors, quant, attention, moe, the root package) nor
 // internal/parallel; callers decide how to split rows across goroutines
-// (its benchmarks use internal/parallel and internal/benchutil, tests only).
+// (its benchmarks use internal/parallel and internal/testkit, tests only).
 // It depends only on golang.org/x/sys/cpu, for feature detection, and on
 // internal/floatbits, the one BF16/F16 widening of the module.
 package dot

@@ -9,6 +9,53 @@ import (
 	"unsafe"
 )
 
+func TestZeroSizes(t *testing.T) {
+	for _, f := range formats {
+		if got := f.dot(nil, nil); math.Float32bits(got) != 0 {
+			t.Errorf("%s: empty dot = %g, want +0", f.name, got)
+		}
+		dst := []float32{7, 7}
+		f.matVec(dst, nil, nil)
+		if dst[0] != 0 || dst[1] != 0 {
+			t.Errorf("%s: MatVec with zero cols = %v, want zeros", f.name, dst)
+		}
+		f.matVec(nil, nil, []float32{1, 2}) // zero rows: nothing to do
+		f.matMul(nil, 0, nil, nil, 0)
+		f.matMul(nil, 0, nil, []float32{1, 2}, 1) // zero rows
+	}
+}
+
+func TestBadShapesPanic(t *testing.T) {
+	x := make([]float32, 16)
+	w := make([]byte, 2*16)
+	cases := []struct {
+		name, want string
+		fn         func()
+	}{
+		{"dot", "len(w)=32 bytes, want 4·len(x)", func() { F32(w, x) }},
+		{"F32Float", "len(w)=3", func() { F32Float(make([]float32, 3), x) }},
+		{"MatVec", "want rows·cols·2", func() { MatVecBF16(make([]float32, 2), w, x) }},
+		{"MatMul n<0", "negative n", func() { MatMulBF16(nil, 1, w, x, -1) }},
+		{"MatMul n=0", "n=0 but len(x)=16", func() { MatMulBF16(nil, 1, w, x, 0) }},
+		{"MatMul x", "not a multiple of n=3", func() { MatMulBF16(nil, 1, w, x, 3) }},
+		{"MatMul cols=0", "zero columns", func() { MatMulBF16(nil, 1, w, nil, 2) }},
+		{"MatMul w", "not a multiple of the row size", func() { MatMulBF16(make([]float32, 4), 1, w[:30], x, 1) }},
+		{"MatMul stride", "stride=0 < rows=1", func() { MatMulBF16(make([]float32, 4), 0, w, x, 1) }},
+		{"MatMul dst", "len(dst)=2 < (n-1)·stride+rows = 4", func() { MatMulBF16(make([]float32, 2), 2, w, x, 2) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.Contains(msg, c.want) {
+					t.Fatalf("panic %q, want it to contain %q", msg, c.want)
+				}
+			}()
+			c.fn()
+		})
+	}
+}
+
 // TestDotMatchesReference checks the exported dot products (the fast path
 // where available) and the pure-Go twin against the independent reference,
 // for every length 0..70 and some long ones, with and without special values.
@@ -194,53 +241,6 @@ func TestMatMulLarge(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-func TestZeroSizes(t *testing.T) {
-	for _, f := range formats {
-		if got := f.dot(nil, nil); math.Float32bits(got) != 0 {
-			t.Errorf("%s: empty dot = %g, want +0", f.name, got)
-		}
-		dst := []float32{7, 7}
-		f.matVec(dst, nil, nil)
-		if dst[0] != 0 || dst[1] != 0 {
-			t.Errorf("%s: MatVec with zero cols = %v, want zeros", f.name, dst)
-		}
-		f.matVec(nil, nil, []float32{1, 2}) // zero rows: nothing to do
-		f.matMul(nil, 0, nil, nil, 0)
-		f.matMul(nil, 0, nil, []float32{1, 2}, 1) // zero rows
-	}
-}
-
-func TestBadShapesPanic(t *testing.T) {
-	x := make([]float32, 16)
-	w := make([]byte, 2*16)
-	cases := []struct {
-		name, want string
-		fn         func()
-	}{
-		{"dot", "len(w)=32 bytes, want 4·len(x)", func() { F32(w, x) }},
-		{"F32Float", "len(w)=3", func() { F32Float(make([]float32, 3), x) }},
-		{"MatVec", "want rows·cols·2", func() { MatVecBF16(make([]float32, 2), w, x) }},
-		{"MatMul n<0", "negative n", func() { MatMulBF16(nil, 1, w, x, -1) }},
-		{"MatMul n=0", "n=0 but len(x)=16", func() { MatMulBF16(nil, 1, w, x, 0) }},
-		{"MatMul x", "not a multiple of n=3", func() { MatMulBF16(nil, 1, w, x, 3) }},
-		{"MatMul cols=0", "zero columns", func() { MatMulBF16(nil, 1, w, nil, 2) }},
-		{"MatMul w", "not a multiple of the row size", func() { MatMulBF16(make([]float32, 4), 1, w[:30], x, 1) }},
-		{"MatMul stride", "stride=0 < rows=1", func() { MatMulBF16(make([]float32, 4), 0, w, x, 1) }},
-		{"MatMul dst", "len(dst)=2 < (n-1)·stride+rows = 4", func() { MatMulBF16(make([]float32, 2), 2, w, x, 2) }},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			defer func() {
-				msg, _ := recover().(string)
-				if !strings.Contains(msg, c.want) {
-					t.Fatalf("panic %q, want it to contain %q", msg, c.want)
-				}
-			}()
-			c.fn()
-		})
 	}
 }
 

@@ -179,10 +179,7 @@ func TestAsmMatchesGenericDrivers(t *testing.T) {
 			if !special {
 				cancelRows(k.f, w, x, n, rows, cols)
 			}
-			got := make([]float32, n*rows)
-			want := make([]float32, n*rows)
-			asmMatMul(k.af, got, rows, w, x, n, rows, cols)
-			genericMatMul(k.f.gen, k.f.size, want, rows, w, x, n, rows, cols)
+			got, want := asmAndGenericMatMul(k, w, x, n, rows, cols)
 			for i := range got {
 				if !sameBits(got[i], want[i]) {
 					t.Fatalf("%s rows=%d cols=%d n=%d elem %d: %g vs generic %g", k.af.name, rows, cols, n, i, got[i], want[i])
@@ -213,10 +210,7 @@ func TestAsmLevelsAgreeLarge(t *testing.T) {
 		}
 		x := randX(r, n*cols, false)
 		w := randW(r, k.f, rows, cols, 1, false)
-		got := make([]float32, n*rows)
-		want := make([]float32, n*rows)
-		asmMatMul(k.af, got, rows, w, x, n, rows, cols)
-		genericMatMul(k.f.gen, k.f.size, want, rows, w, x, n, rows, cols)
+		got, want := asmAndGenericMatMul(k, w, x, n, rows, cols)
 		for i := range got {
 			if !sameBits(got[i], want[i]) {
 				t.Fatalf("%s elem %d: %g vs generic %g", k.af.name, i, got[i], want[i])
@@ -319,4 +313,13 @@ func cancelRows(f format, w []byte, x []float32, n, rows, cols int) {
 		row := t % rows
 		cancel(f, w[row*rb:(row+1)*rb], x[t*cols:(t+1)*cols])
 	}
+}
+
+// asmAndGenericMatMul runs the batched product of n columns on k's assembly
+// driver and on its pure-Go twin.
+func asmAndGenericMatMul(k kernelSet, w []byte, x []float32, n, rows, cols int) (got, want []float32) {
+	got, want = make([]float32, n*rows), make([]float32, n*rows)
+	asmMatMul(k.af, got, rows, w, x, n, rows, cols)
+	genericMatMul(k.f.gen, k.f.size, want, rows, w, x, n, rows, cols)
+	return got, want
 }

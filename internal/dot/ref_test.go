@@ -4,30 +4,12 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // This file is the independent reference for the tests: a direct reading of
 // SPEC §5.1/§5.2 written without the helpers of the package under test.
-
-// refF16 widens binary16 through arithmetic on the fields (math.Ldexp), not
-// through bit assembly as internal/floatbits does.
-func refF16(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	e := int(h>>10) & 31
-	f := int(h & 0x3ff)
-	switch {
-	case e == 31 && f == 0:
-		return math.Inf(int(sign))
-	case e == 31:
-		return math.NaN()
-	case e == 0:
-		return sign * math.Ldexp(float64(f), -24)
-	}
-	return sign * math.Ldexp(float64(1024+f), e-25)
-}
 
 func refBF16(h uint16) float64 {
 	return float64(math.Float32frombits(uint32(h) << 16))
@@ -90,7 +72,7 @@ var formats = []format{
 	},
 	{
 		name: "F16", size: 2,
-		widen: func(w []byte, i int) float64 { return refF16(binary.LittleEndian.Uint16(w[2*i:])) },
+		widen: func(w []byte, i int) float64 { return testkit.RefF16(binary.LittleEndian.Uint16(w[2*i:])) },
 		dot:   F16, gen: genericF16, matVec: MatVecF16, matMul: MatMulF16,
 		random: func(r *rand.Rand, special bool) []byte {
 			return binary.LittleEndian.AppendUint16(nil, randF16(r, special))

@@ -3,32 +3,13 @@ package floatbits
 import (
 	"math"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
-// The references below read the formats' definitions through field
-// arithmetic (math.Ldexp), not through the bit assembly under test.
-
-func refF16(h uint16) float64 {
-	neg := h&0x8000 != 0
-	e := float64(h>>10&31) - 15
-	f := float64(h&0x3ff) / 1024
-	var v float64
-	switch e {
-	case 16: // all-ones exponent
-		if f != 0 {
-			return math.NaN()
-		}
-		v = math.Inf(1)
-	case -15: // zero exponent: no implicit one, exponent of 2^-14
-		v = f * math.Pow(2, -14)
-	default:
-		v = (1 + f) * math.Pow(2, e)
-	}
-	if neg {
-		v = -v
-	}
-	return v
-}
+// The references read the formats' definitions through field arithmetic
+// (math.Ldexp, math.Pow), not through the bit assembly under test; binary16's
+// is testkit.RefF16, which the kernels' tests share.
 
 func refE4M3(b byte) float64 {
 	sign := 1.0
@@ -57,7 +38,7 @@ func same(got float32, want float64) bool {
 func TestF16Exhaustive(t *testing.T) {
 	for h := range 1 << 16 {
 		got := F16(uint16(h))
-		want := refF16(uint16(h))
+		want := testkit.RefF16(uint16(h))
 		if !same(got, want) {
 			t.Fatalf("F16(%#04x) = %g, want %g", h, got, want)
 		}
@@ -97,7 +78,7 @@ func TestFP8AllCodes(t *testing.T) {
 		if math.IsNaN(float64(E4M3(byte(b)))) {
 			nan++
 		}
-		if got, want := E5M2(byte(b)), refF16(uint16(b)<<8); !same(got, want) {
+		if got, want := E5M2(byte(b)), testkit.RefF16(uint16(b)<<8); !same(got, want) {
 			t.Errorf("E5M2(%#02x) = %v, want %v", b, got, want)
 		}
 	}

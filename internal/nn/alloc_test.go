@@ -4,20 +4,28 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
+
+// Forward, which takes no ConvCall, allocates nothing on a layer too narrow
+// to split.
+func TestShortConvForwardAllocatesNothing(t *testing.T) {
+	testkit.SkipAllocsUnderRace(t)
+	s, err := NewShortConv(64, 4, make([]float32, 64*4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, tail := make([]float32, 64), make([]float32, s.TailLen())
+	testkit.NoAllocs(t, "Forward", 20, func() { _ = s.Forward(x, x, tail, 1) })
+}
 
 // With a reused Workspace the residual wiring of a decode step allocates
 // only the partial sum a block-boundary layer starts.
 func TestResidualStepAllocations(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const E = 40
-	vec := func() []float32 {
-		v := make([]float32, E)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
+	vec := func() []float32 { return testkit.Gaussian(r, E, 1) }
 	agg := func() *AttnRes {
 		a, err := NewAttnRes(vec(), vec(), 1e-5)
 		if err != nil {
@@ -106,13 +114,7 @@ func TestStreamReset(t *testing.T) {
 func TestResidualForwardFrom(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const E, T = 24, 5
-	vec := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
+	vec := func(n int) []float32 { return testkit.Gaussian(r, n, 1) }
 	agg := func() *AttnRes {
 		a, err := NewAttnRes(vec(E), vec(E), 1e-5)
 		if err != nil {

@@ -3,6 +3,8 @@ package nn
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // BenchmarkShortConv: one KDA short convolution of the perf geometry (2048
@@ -12,18 +14,12 @@ import (
 func BenchmarkShortConv(b *testing.B) {
 	const c, k, T = 2048, 4, 256
 	r := rand.New(rand.NewPCG(1, 2))
-	w := make([]float32, c*k)
-	for i := range w {
-		w[i] = float32(r.NormFloat64() * 0.3)
-	}
+	w := testkit.Gaussian(r, c*k, 0.3)
 	s, err := NewShortConv(c, k, w)
 	if err != nil {
 		b.Fatal(err)
 	}
-	x := make([]float32, T*c)
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
+	x := testkit.Gaussian(r, T*c, 1)
 	y := make([]float32, T*c)
 	tail := make([]float32, c*(k-1))
 	b.Run("blocked", func(b *testing.B) {

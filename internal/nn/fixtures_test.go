@@ -4,22 +4,20 @@ import (
 	"math"
 	"testing"
 
-	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
 func TestRMSNormFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "rmsnorm")
 	eps := float32(f.Scalar("eps"))
 	w := f.F32("weight", 128)
 	in := f.F32("in", 3, 128)
 	got := make([]float32, len(in))
 	RMSNormRows(got, in, w, eps)
-	opfix.Compare(t, tol, "rmsnorm out", got, f.F32("out", 3, 128))
+	opfix.Compare(t, f.Tol, "rmsnorm out", got, f.F32("out", 3, 128))
 }
 
 func TestSiTUGLUFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "situ_glu")
 	b1, b2 := float32(f.Scalar("beta")), float32(f.Scalar("linear_beta"))
 	in := f.F32("in", 6, 16)
@@ -29,7 +27,7 @@ func TestSiTUGLUFixture(t *testing.T) {
 		row := in[r*16 : r*16+16]
 		SiTUGLU(got[r*8:r*8+8], row[:8], row[8:], b1, b2)
 	}
-	opfix.Compare(t, tol, "situ_glu out", got, want)
+	opfix.Compare(t, f.Tol, "situ_glu out", got, want)
 	maxAbs := float32(f.Scalar("max_abs"))
 	for i, v := range got {
 		if !(math.Abs(float64(v)) <= float64(maxAbs)) {
@@ -39,7 +37,6 @@ func TestSiTUGLUFixture(t *testing.T) {
 }
 
 func TestShortConvFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "shortconv")
 	c, k := f.Int("channels"), f.Int("kernel")
 	conv, err := NewShortConv(c, k, f.F32("weight", c, 1, k))
@@ -52,18 +49,17 @@ func TestShortConvFixture(t *testing.T) {
 	if err := conv.Forward(got, in, tail, 5); err != nil {
 		t.Fatal(err)
 	}
-	opfix.Compare(t, tol, "shortconv out", got, f.F32("out", 1, 5, c))
+	opfix.Compare(t, f.Tol, "shortconv out", got, f.F32("out", 1, 5, c))
 	// The tail holds raw inputs, so it must match bit for bit after rounding.
-	opfix.Compare(t, tol, "shortconv state_after", tail, f.F32("state_after", 1, c, k-1))
+	opfix.Compare(t, f.Tol, "shortconv state_after", tail, f.F32("state_after", 1, c, k-1))
 	next := make([]float32, c)
 	if err := conv.Forward(next, f.F32("in_next", 1, 1, c), tail, 1); err != nil {
 		t.Fatal(err)
 	}
-	opfix.Compare(t, tol, "shortconv out_next", next, f.F32("out_next", 1, 1, c))
+	opfix.Compare(t, f.Tol, "shortconv out_next", next, f.F32("out_next", 1, 1, c))
 }
 
 func TestAttnResFixture(t *testing.T) {
-	tol := opfix.Manifest(t)
 	f := opfix.Load(t, "attnres")
 	const E = 128
 	ns := f.Int("n_sources")
@@ -72,7 +68,7 @@ func TestAttnResFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opfix.Compare(t, tol, "attnres fold", a.Fold(), f.F32("fold_hint", E))
+	opfix.Compare(t, f.Tol, "attnres fold", a.Fold(), f.F32("fold_hint", E))
 	prefix := f.F32("prefix_sum", 4, E)
 	blocks := f.F32("block_residual", 4, nb, E)
 	got := make([]float32, 4*E)
@@ -86,5 +82,5 @@ func TestAttnResFixture(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opfix.Compare(t, tol, "attnres out", got, f.F32("out", 4, E))
+	opfix.Compare(t, f.Tol, "attnres out", got, f.F32("out", 4, E))
 }

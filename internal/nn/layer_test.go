@@ -1,14 +1,14 @@
 package nn_test
 
 import (
-	"hash/fnv"
 	"math"
 	"strconv"
 	"testing"
 
 	"github.com/k3-project/k3/attention"
 	"github.com/k3-project/k3/internal/nn"
-	"github.com/k3-project/k3/internal/nn/opfix"
+	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 )
@@ -199,24 +199,31 @@ func flatBlocks(s *nn.Stream) []float32 {
 	return out
 }
 
+// runLayer binds the layer fixture f and runs it over the fixture's input
+// on workers, returning the positions and the stream after the layer.
+func runLayer(t *testing.T, f *opfix.Fixture, c tiny, workers int) (int, *nn.Stream) {
+	t.Helper()
+	T := f.Tensor("in").Shape[1]
+	l := bindLayer(t, f, c, workers)
+	s := streamFor(t, f, c.E, 0, T)
+	if err := l.res.Forward(s, l.attn(T), l.ffn, workers); err != nil {
+		t.Fatal(err)
+	}
+	return T, s
+}
+
 func TestLayerFixtures(t *testing.T) {
-	tol := opfix.Manifest(t)
 	c := loadTiny(t)
 	for _, name := range []string{"layer_kda", "layer_mla"} {
 		t.Run(name, func(t *testing.T) {
 			f := opfix.Load(t, name)
-			T := f.Tensor("in").Shape[1]
-			l := bindLayer(t, f, c, 1)
-			s := streamFor(t, f, c.E, 0, T)
-			if err := l.res.Forward(s, l.attn(T), l.ffn, 1); err != nil {
-				t.Fatal(err)
-			}
-			opfix.Compare(t, tol, name+" out", s.H, f.F32("out", 1, T, c.E))
+			T, s := runLayer(t, f, c, 1)
+			opfix.Compare(t, f.Tol, name+" out", s.H, f.F32("out", 1, T, c.E))
 			nbOut := f.Tensor("block_residual_out").Shape[1]
 			if len(s.Blocks) != nbOut {
 				t.Fatalf("%d blocks after the layer, want %d", len(s.Blocks), nbOut)
 			}
-			opfix.Compare(t, tol, name+" block_residual_out", flatBlocks(s), f.F32("block_residual_out", T, nbOut, c.E))
+			opfix.Compare(t, f.Tol, name+" block_residual_out", flatBlocks(s), f.F32("block_residual_out", T, nbOut, c.E))
 		})
 	}
 }
@@ -272,19 +279,8 @@ var layerDigests = map[string]uint64{
 func TestLayerDigestsAcrossBuilds(t *testing.T) {
 	c := loadTiny(t)
 	for name, want := range layerDigests {
-		f := opfix.Load(t, name)
-		T := f.Tensor("in").Shape[1]
-		l := bindLayer(t, f, c, 2)
-		s := streamFor(t, f, c.E, 0, T)
-		if err := l.res.Forward(s, l.attn(T), l.ffn, 2); err != nil {
-			t.Fatal(err)
-		}
-		h := fnv.New64a()
-		for _, v := range s.H {
-			b := math.Float32bits(v)
-			h.Write([]byte{byte(b), byte(b >> 8), byte(b >> 16), byte(b >> 24)})
-		}
-		if got := h.Sum64(); got != want {
+		_, s := runLayer(t, opfix.Load(t, name), c, 2)
+		if got := testkit.Digest(s.H); got != want {
 			t.Errorf("%s output digest %#x, recorded %#x", name, got, want)
 		}
 	}

@@ -102,70 +102,6 @@ func TestSiTUGLUSaturatesAndUsesUncappedSigmoid(t *testing.T) {
 	}
 }
 
-func TestShortConvErrors(t *testing.T) {
-	if _, err := NewShortConv(4, 3, make([]float32, 11)); err == nil {
-		t.Error("wrong tap count accepted")
-	}
-	if _, err := NewShortConv(0, 3, nil); err == nil {
-		t.Error("zero channels accepted")
-	}
-	c, err := NewShortConv(4, 3, make([]float32, 12))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Forward(make([]float32, 8), make([]float32, 8), make([]float32, 7), 2); err == nil {
-		t.Error("wrong tail length accepted")
-	}
-	if err := c.Forward(make([]float32, 8), make([]float32, 4), make([]float32, 8), 2); err == nil {
-		t.Error("short input accepted")
-	}
-}
-
-// Splitting a sequence across calls must give the same bits (the tail is
-// the only carried state).
-func TestShortConvChunking(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	const C, K, T = 6, 4, 9
-	w := make([]float32, C*K)
-	x := make([]float32, T*C)
-	for i := range w {
-		w[i] = float32(r.NormFloat64())
-	}
-	for i := range x {
-		x[i] = float32(r.NormFloat64())
-	}
-	c, _ := NewShortConv(C, K, w)
-	ref := make([]float32, T*C)
-	tail := make([]float32, c.TailLen())
-	_ = c.Forward(ref, x, tail, T)
-	got := make([]float32, T*C)
-	tail2 := make([]float32, c.TailLen())
-	pos := 0
-	for _, n := range []int{2, 1, 4, 2} {
-		_ = c.Forward(got[pos*C:(pos+n)*C], x[pos*C:(pos+n)*C], tail2, n)
-		pos += n
-	}
-	for i := range ref {
-		if math.Float32bits(ref[i]) != math.Float32bits(got[i]) {
-			t.Fatalf("chunked conv differs at %d", i)
-		}
-	}
-	for i := range tail {
-		if tail[i] != tail2[i] {
-			t.Fatalf("tails differ at %d", i)
-		}
-	}
-	// In-place operation (dst aliasing x) is allowed.
-	inPlace := append([]float32(nil), x...)
-	clear(tail2)
-	_ = c.Forward(inPlace, inPlace, tail2, T)
-	for i := range ref {
-		if math.Float32bits(ref[i]) != math.Float32bits(inPlace[i]) {
-			t.Fatalf("in-place conv differs at %d", i)
-		}
-	}
-}
-
 func TestAttnResErrorsAndRawValues(t *testing.T) {
 	if _, err := NewAttnRes([]float32{1, 2}, []float32{1}, 1e-5); err == nil {
 		t.Error("mismatched norm/proj accepted")
@@ -266,53 +202,6 @@ func TestFourChainsMatchSequential(t *testing.T) {
 		for i := range want {
 			if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("AttnRes of %d sources [%d] = %v, want %v", n, i, dst[i], want[i])
-			}
-		}
-	}
-}
-
-// TestShortConvBlocks holds the blocked convolution (runs of convBlock
-// channels, history and inputs staged as rows) to the channel-by-channel statement,
-// bit for bit, for kernels with and without a history, channel counts that
-// leave a partial block, several calls carrying the tail, calls longer than
-// the vector path's staged run of positions, and dst aliasing x.
-func TestShortConvBlocks(t *testing.T) {
-	r := rand.New(rand.NewPCG(61, 62))
-	vec := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-		return v
-	}
-	for _, k := range []int{1, 2, 4, 8, 9} { // 9: past convHist, channel by channel
-		for _, c := range []int{1, 63, 64, 130} {
-			s, err := NewShortConv(c, k, vec(c*k))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tailA, tailB := vec(c*(k-1)), []float32(nil)
-			tailB = append(tailB, tailA...)
-			for call, T := range []int{1, 5, 2, 9, 70, 131} { // past convRun: several staged runs
-				x := vec(T * c)
-				want := make([]float32, T*c)
-				s.channelsByChannel(want, x, tailB, T, 0, c)
-				for tt := range T {
-					row := want[tt*c : (tt+1)*c]
-					MulSigmoid(row, row, row)
-				}
-				got := append([]float32(nil), x...)
-				s.channels(got, got, tailA, T, 0, c) // in place
-				for i := range want {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("k=%d c=%d call %d: y[%d] = %v, want %v", k, c, call, i, got[i], want[i])
-					}
-				}
-				for i := range tailB {
-					if math.Float32bits(tailA[i]) != math.Float32bits(tailB[i]) {
-						t.Fatalf("k=%d c=%d call %d: tail[%d] = %v, want %v", k, c, call, i, tailA[i], tailB[i])
-					}
-				}
 			}
 		}
 	}

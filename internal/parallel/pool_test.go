@@ -7,9 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // spans runs run over n and returns the chunks it made, sorted, after checking each index ran
@@ -28,7 +25,9 @@ func spans(t *testing.T, n int, run func(fn func(lo, hi int))) []span {
 		mu.Unlock()
 	})
 	for i, h := range hits {
-		require.EqualValues(t, 1, h, "index %d of %d", i, n)
+		if h != 1 {
+			t.Fatalf("index %d of %d ran %d times", i, n, h)
+		}
 	}
 	slices.SortFunc(got, func(a, b span) int { return a.lo - b.lo })
 	return got
@@ -44,7 +43,9 @@ func TestPoolChunksAreFors(t *testing.T) {
 				for _, grain := range []int{0, 1, 4, 16} {
 					want := spans(t, n, func(fn func(lo, hi int)) { For(n, min(workers, size), grain, fn) })
 					got := spans(t, n, func(fn func(lo, hi int)) { p.For(n, workers, grain, fn) })
-					require.Equal(t, want, got, "pool of %d: n=%d workers=%d grain=%d", size, n, workers, grain)
+					if !slices.Equal(got, want) {
+						t.Fatalf("pool of %d: n=%d workers=%d grain=%d: chunks %v, For's %v", size, n, workers, grain, got, want)
+					}
 				}
 			}
 		}
@@ -67,7 +68,9 @@ func TestPoolUsesHelpers(t *testing.T) {
 			time.Sleep(200 * time.Microsecond)
 		})
 	}
-	assert.True(t, helped.Load(), "no chunk ran on a helper in 50 calls")
+	if !helped.Load() {
+		t.Error("no chunk ran on a helper in 50 calls")
+	}
 }
 
 // goid identifies the calling goroutine by its stack header, for tests only.
@@ -99,11 +102,17 @@ func TestPoolPanic(t *testing.T) {
 			})
 			return nil
 		}()
-		assert.Equal(t, "chunk 0", got)
-		assert.EqualValues(t, 1, finished.Load(), "the other chunk must finish before the panic returns")
+		if got != "chunk 0" {
+			t.Errorf("recovered %v, want chunk 0", got)
+		}
+		if n := finished.Load(); n != 1 {
+			t.Errorf("%d other chunks finished before the panic returned, want 1", n)
+		}
 	}
 	// The pool still works after a panic.
-	assert.Len(t, spans(t, 100, func(fn func(lo, hi int)) { p.For(100, 2, 1, fn) }), 2)
+	if s := spans(t, 100, func(fn func(lo, hi int)) { p.For(100, 2, 1, fn) }); len(s) != 2 {
+		t.Errorf("after a panic: chunks %v, want 2", s)
+	}
 }
 
 // TestPoolConcurrentCalls: calls from several goroutines at once (two sessions of one model)
@@ -139,14 +148,22 @@ func TestPoolConcurrentCalls(t *testing.T) {
 // TestPoolNilAndClose: a nil pool runs through For; Close stops the helpers.
 func TestPoolNilAndClose(t *testing.T) {
 	var nilPool *Pool
-	assert.Equal(t, 1, nilPool.Workers())
-	assert.Len(t, spans(t, 10, func(fn func(lo, hi int)) { nilPool.For(10, 2, 1, fn) }), 2)
+	if w := nilPool.Workers(); w != 1 {
+		t.Errorf("a nil pool has %d workers, want 1", w)
+	}
+	if s := spans(t, 10, func(fn func(lo, hi int)) { nilPool.For(10, 2, 1, fn) }); len(s) != 2 {
+		t.Errorf("nil pool: chunks %v, want 2", s)
+	}
 	nilPool.Close()
-	assert.Nil(t, NewPool(1))
+	if p := NewPool(1); p != nil {
+		t.Error("NewPool(1) is not nil: one worker needs no helpers")
+	}
 
 	before := runtime.NumGoroutine()
 	p := NewPool(4)
-	assert.Equal(t, 4, p.Workers())
+	if w := p.Workers(); w != 4 {
+		t.Errorf("NewPool(4) has %d workers", w)
+	}
 	p.For(8, 4, 1, func(lo, hi int) {})
 	p.Close()
 	// A helper has called Done but may not have returned yet: poll (testify's Eventually
@@ -155,7 +172,9 @@ func TestPoolNilAndClose(t *testing.T) {
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), before, "helpers still running after Close")
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Close, %d before: helpers still running", n, before)
+	}
 }
 
 // BenchmarkPoolVsFor: back-to-back calls of two 50 µs chunks, with a short serial gap between

@@ -40,6 +40,6 @@ func TestFIFORefusedWithoutBlocking(t *testing.T) {
 	case err := <-done:
 		assert.ErrorIs(t, err, ErrNotRegular)
 	case <-time.After(5 * time.Second):
-		t.Fatal("ReadFile blocked on a FIFO")
+		require.FailNow(t, "ReadFile blocked on a FIFO")
 	}
 }

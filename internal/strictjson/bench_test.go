@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // headerDoc is shaped like a safetensors header: many small objects under
@@ -45,7 +45,7 @@ func BenchmarkParse(b *testing.B) {
 		}
 	})
 	b.Run("paired_readloop", func(b *testing.B) {
-		benchutil.Paired(b, benchutil.Filled(len(data)), 1, func() {
+		testkit.Paired(b, testkit.Filled(len(data)), 1, func() {
 			if _, err := Parse(data); err != nil {
 				b.Fatal(err)
 			}

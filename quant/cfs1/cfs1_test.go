@@ -7,10 +7,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // skewed returns n bytes whose nibbles (or bytes) follow a peaked
@@ -39,10 +39,7 @@ func TestRoundTrip(t *testing.T) {
 				case "skewed":
 					data = skewed(rng, n, mode)
 				case "uniform":
-					data = make([]byte, n)
-					for i := range data {
-						data[i] = byte(rng.Uint32())
-					}
+					data = testkit.RandomBytes(rng, n)
 				case "constant":
 					data = bytes.Repeat([]byte{0x77}, n)
 				case "two":
@@ -77,10 +74,7 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 	// 1 MB of uniform bytes comes out raw (SPEC §6.9.1).
-	data := make([]byte, 1<<20)
-	for i := range data {
-		data[i] = byte(rng.Uint32())
-	}
+	data := testkit.RandomBytes(rng, 1<<20)
 	for _, mode := range []byte{ModeNibble, ModeByte} {
 		rec, err := Encode(data, mode)
 		if err != nil || rec[4] != ModeRaw || len(rec) != len(data)+9 {
@@ -248,41 +242,62 @@ func TestDecodeBoundedByLimit(t *testing.T) {
 	binary.LittleEndian.PutUint16(rec[9+2*0x42:], 4096)
 	binary.LittleEndian.PutUint32(rec[9+512:], lowBound)
 	binary.LittleEndian.PutUint32(rec[9+516:], lowBound)
-	require.Len(t, rec, 529)
+	if len(rec) != 529 {
+		t.Fatalf("record of %d bytes, want 529", len(rec))
+	}
 	_, n, err := Header(rec)
-	require.NoError(t, err)
-	require.Equal(t, 1<<32-1, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1<<32-1 {
+		t.Fatalf("Header declares %d bytes, want 2^32-1", n)
+	}
 
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
 	_, err = Decode(rec, 1<<20)
 	runtime.ReadMemStats(&ms)
-	assert.ErrorIs(t, err, ErrTooLarge)
-	assert.Less(t, ms.TotalAlloc-before, uint64(1<<16), "bytes allocated refusing the record")
+	if !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Decode over the limit: %v, want ErrTooLarge", err)
+	}
+	if a := ms.TotalAlloc - before; a >= 1<<16 {
+		t.Errorf("%d bytes allocated refusing the record", a)
+	}
 
 	// The same record shrunk to a 4-byte declaration is valid and decodes.
 	binary.LittleEndian.PutUint32(rec[5:], 4)
 	got, err := Decode(rec, 4)
-	require.NoError(t, err)
-	assert.Equal(t, []byte{0x42, 0x42, 0x42, 0x42}, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, []byte{0x42, 0x42, 0x42, 0x42}) {
+		t.Errorf("decoded %x, want 42424242", got)
+	}
 }
 
 func TestDistinct(t *testing.T) {
 	var f [256]uint32
 	f[0], f[1], f[2], f[3], f[4] = 1, 1, 1, 7, 4086
-	d, ok := Distinct(f)
-	require.True(t, ok)
-	require.Equal(t, []uint32{1, 2, 3, 7, 4083}, d[:5])
-	var g [256]uint32
-	g[0], g[1], g[2] = 2048, 1024, 1024
-	d, ok = Distinct(g)
-	require.True(t, ok)
-	require.Equal(t, []uint32{2047, 1024, 1025}, d[:3])
+	for _, c := range []struct {
+		in   []uint32
+		want []uint32
+	}{
+		{[]uint32{1, 1, 1, 7, 4086}, []uint32{1, 2, 3, 7, 4083}},
+		{[]uint32{2048, 1024, 1024}, []uint32{2047, 1024, 1025}},
+	} {
+		var f [256]uint32
+		copy(f[:], c.in)
+		d, ok := Distinct(f)
+		if !ok || !slices.Equal(d[:len(c.want)], c.want) {
+			t.Fatalf("Distinct(%v) = %v, %v; want %v, true", c.in, d[:len(c.want)], ok, c.want)
+		}
+	}
 	var h [256]uint32
 	h[0], h[1] = 2048, 2048
-	_, ok = Distinct(h)
-	require.False(t, ok, "two symbols of 2048 cannot be untied")
+	if _, ok := Distinct(h); ok {
+		t.Fatal("two symbols of 2048 cannot be untied")
+	}
 }
 
 // TestEncodeUntiesNibbleTables: Encode codes nibble records with pairwise distinct frequencies
@@ -301,27 +316,39 @@ func TestEncodeUntiesNibbleTables(t *testing.T) {
 			tied++
 		}
 		got, _ := Frequencies(data, ModeNibble)
-		require.Equal(t, want, got)
+		if got != want {
+			t.Fatalf("n=%d: Frequencies %v, want %v", n, got, want)
+		}
 		if untied {
 			seen := map[uint32]bool{}
 			for _, f := range got[:16] {
 				if f > 0 {
-					require.False(t, seen[f], "n=%d: frequency %d repeats", n, f)
+					if seen[f] {
+						t.Fatalf("n=%d: frequency %d repeats", n, f)
+					}
 					seen[f] = true
 				}
 			}
 		}
 		rec, err := Encode(data, ModeNibble)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if rec[4] == ModeNibble {
 			for s := range 16 {
-				require.EqualValues(t, got[s], binary.LittleEndian.Uint16(rec[headerLen+2*s:]))
+				if stored := binary.LittleEndian.Uint16(rec[headerLen+2*s:]); uint32(stored) != got[s] {
+					t.Fatalf("n=%d: symbol %d stored with frequency %d, want %d", n, s, stored, got[s])
+				}
 			}
 		}
 		bdata := skewed(rng, n, ModeByte)
 		bs, _ := SpecFrequencies(bdata, ModeByte)
 		bf, _ := Frequencies(bdata, ModeByte)
-		require.Equal(t, bs, bf)
+		if bs != bf {
+			t.Fatalf("n=%d: byte record frequencies %v, want the SPEC table %v", n, bf, bs)
+		}
 	}
-	require.Positive(t, tied, "no input had a tied table")
+	if tied == 0 {
+		t.Fatal("no input had a tied table")
+	}
 }

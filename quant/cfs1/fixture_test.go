@@ -2,12 +2,10 @@ package cfs1
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
-	"os"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // entropyBytes is the order-0 entropy of the symbols, in bytes.
@@ -33,32 +31,15 @@ func entropyBytes(data []byte, mode byte) float64 {
 // 3584 of an expert's w1) and checks the sizes against the order-0 entropy
 // and the savings SPEC §6.10 reports (nibbles ≈ 6.2%, scale bytes ≈ 90%).
 func TestRealK3Bytes(t *testing.T) {
-	raw, err := os.ReadFile(fixtures.Path(t, "mxfp4.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx struct {
-		Packed struct{ Data []int } `json:"packed"`
-		Scales struct{ Data []int } `json:"scales"`
-	}
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
-	toBytes := func(v []int) []byte {
-		b := make([]byte, len(v))
-		for i, x := range v {
-			b[i] = byte(x)
-		}
-		return b
-	}
+	fx := testkit.MXFP4(t)
 	for _, c := range []struct {
 		name           string
 		data           []byte
 		mode           byte
 		minSave, maxSv float64
 	}{
-		{"packed nibbles", toBytes(fx.Packed.Data), ModeNibble, 0.04, 0.08},
-		{"E8M0 scales", toBytes(fx.Scales.Data), ModeByte, 0.80, 0.95},
+		{"packed nibbles", fx.PackedBytes, ModeNibble, 0.04, 0.08},
+		{"E8M0 scales", fx.ScaleBytes, ModeByte, 0.80, 0.95},
 	} {
 		rec, err := Encode(c.data, c.mode)
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/k3-project/k3/internal/benchutil"
 	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // benchShapes are K3 routed-expert shapes ([rows, cols]): w1/w3 and w2 of
@@ -74,14 +74,14 @@ func BenchmarkMatVec(b *testing.B) {
 		x := randVec(rng, sh.cols)
 		dst := make([]float32, sh.rows)
 		size := len(packed) + len(scales)
-		buf := benchutil.Filled(size)
+		buf := testkit.Filled(size)
 		for _, workers := range []int{1, 2} {
 			for _, name := range benchKernels() {
 				k := benchKernel(name)
 				b.Run(fmt.Sprintf("%s/g%d/kernel=%s", sh.name, workers, name), func(b *testing.B) {
 					pairedRun(b, int64(size), workers,
 						func(int) { matVecRows(k, workers, dst, packed, scales, x) },
-						func(int) uint64 { return benchutil.SumParallel(buf, workers) })
+						func(int) uint64 { return testkit.SumParallel(buf, workers) })
 				})
 			}
 		}
@@ -95,13 +95,13 @@ func BenchmarkMatVec(b *testing.B) {
 func BenchmarkMatVecCold(b *testing.B) {
 	rows, cols := 3072, 3584
 	pb, sb := rows*cols/2, rows*cols/GroupSize
-	packed := benchutil.Filled(coldExperts * pb)
+	packed := testkit.Filled(coldExperts * pb)
 	scales := make([]byte, coldExperts*sb)
 	for i := range scales {
 		scales[i] = byte(119 + i%5)
 	}
 	size := pb + sb
-	buf := benchutil.Filled(coldExperts * size)
+	buf := testkit.Filled(coldExperts * size)
 	x := randVec(rand.New(rand.NewPCG(5, 6)), cols)
 	dst := make([]float32, rows)
 	for _, workers := range []int{1, 2} {
@@ -115,7 +115,7 @@ func BenchmarkMatVecCold(b *testing.B) {
 					},
 					func(i int) uint64 {
 						e := i % coldExperts
-						return benchutil.SumParallel(buf[e*size:(e+1)*size], workers)
+						return testkit.SumParallel(buf[e*size:(e+1)*size], workers)
 					})
 			})
 		}

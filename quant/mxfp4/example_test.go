@@ -2,6 +2,7 @@ package mxfp4_test
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/k3-project/k3/quant/mxfp4"
 )
@@ -22,10 +23,7 @@ func Example() {
 	}
 	fmt.Println("bytes:", len(packed), "packed +", len(scales), "scales; scale bytes", scales)
 
-	x := make([]float32, cols)
-	for i := range x {
-		x[i] = 1
-	}
+	x := slices.Repeat([]float32{1}, cols)
 	y := make([]float32, rows)
 	mxfp4.MatVec(y, packed, scales, x)
 	fmt.Println("W·1 =", y)

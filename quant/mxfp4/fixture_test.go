@@ -1,62 +1,18 @@
 package mxfp4
 
 import (
-	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
-// mxfp4Fixture mirrors shared/fixtures/mxfp4.json (SPEC §13.3): real bytes
-// of the first 64 rows of a released K3 expert matrix.
-type mxfp4Fixture struct {
-	Source       string    `json:"source"`
-	GroupSize    int       `json:"group_size"`
-	LogicalWidth int       `json:"logical_width"`
-	Rows         int       `json:"rows"`
-	PackedCols   int       `json:"packed_cols"`
-	ScaleCols    int       `json:"scale_cols"`
-	LUT          []float64 `json:"e2m1_lut"`
-	Packed       struct {
-		Shape []int `json:"shape"`
-		Ints  []int `json:"data"`
-	} `json:"packed"`
-	Scales struct {
-		Shape []int `json:"shape"`
-		Ints  []int `json:"data"`
-	} `json:"scales"`
-	Expected struct {
-		Shape []int     `json:"shape"`
-		Data  []float64 `json:"data"`
-	} `json:"expected"`
-	Swapped struct {
-		First64 []float64 `json:"first64"`
-	} `json:"expected_swapped_nibbles"`
-}
-
-func loadFixture(tb testing.TB) (f mxfp4Fixture, packed, scales []byte) {
+// loadFixture returns the MXFP4 sample and its bytes.
+func loadFixture(tb testing.TB) (f *testkit.MXFP4Sample, packed, scales []byte) {
 	tb.Helper()
-	raw, err := os.ReadFile(fixtures.Path(tb, "mxfp4.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		tb.Fatalf("mxfp4.json: %v", err)
-	}
-	toBytes := func(what string, v []int) []byte {
-		b := make([]byte, len(v))
-		for i, x := range v {
-			if x < 0 || x > 255 {
-				tb.Fatalf("mxfp4.json: %s[%d] = %d is not a byte", what, i, x)
-			}
-			b[i] = byte(x)
-		}
-		return b
-	}
-	return f, toBytes("packed", f.Packed.Ints), toBytes("scales", f.Scales.Ints)
+	f = testkit.MXFP4(tb)
+	return f, f.PackedBytes, f.ScaleBytes
 }
 
 func TestFixtureGeometryAndTable(t *testing.T) {
@@ -108,7 +64,7 @@ func TestFixtureDequantize(t *testing.T) {
 		if _, err := DequantizeRow(row, packed[r*cols/2:(r+1)*cols/2], scales[r*cols/32:(r+1)*cols/32]); err != nil {
 			t.Fatal(err)
 		}
-		requireSameBits(t, "DequantizeRow", row, got[r*cols:(r+1)*cols])
+		testkit.RequireSameBitsOrNaN(t, "DequantizeRow", row, got[r*cols:(r+1)*cols])
 	}
 
 	swapped := make([]byte, len(packed))
@@ -152,18 +108,11 @@ func TestFixtureMatVec(t *testing.T) {
 		if trial%2 == 1 {
 			x = randVecWild(rng, cols)
 		}
-		want := make([]float32, rows)
-		for r := range rows {
-			want[r] = refDot(w[r*cols:(r+1)*cols], x, nil)
-		}
-		for name, k := range kernels() {
-			got := make([]float32, rows)
-			runMatVec(k, got, packed, scales, x)
-			requireSameBits(t, name, got, want)
-		}
+		want := refMatVec(w, x, rows)
+		requireKernels(t, packed, scales, x, want)
 		got := make([]float32, rows)
 		MatVec(got, packed, scales, x)
-		requireSameBits(t, "MatVec", got, want)
+		testkit.RequireSameBitsOrNaN(t, "MatVec", got, want)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // FuzzMatVec feeds arbitrary bytes and shapes: every entry point must return
@@ -76,13 +78,13 @@ func FuzzMatVec(f *testing.F) {
 		for name, k := range kernels() {
 			got := make([]float32, r)
 			runMatVec(k, got, packed, scales, x)
-			requireSameBits(t, name, got, dst)
+			testkit.RequireSameBitsOrNaN(t, name, got, dst)
 			batch := make([]float32, 2*r)
 			if st2 := matMul(k, batch, r, packed, scales, append(x, x2...), 2, r, cols); st2 != st {
 				t.Fatalf("%s: MatMul stats %+v, want %+v", name, st2, st)
 			}
-			requireSameBits(t, name+" matmul row 0", batch[:r], dst)
-			requireSameBits(t, name+" matmul row 1", batch[r:], dst2)
+			testkit.RequireSameBitsOrNaN(t, name+" matmul row 0", batch[:r], dst)
+			testkit.RequireSameBitsOrNaN(t, name+" matmul row 1", batch[r:], dst2)
 			// Four rows (x, x2, x2, x), so MatMul runs its four-row kernel
 			// where the activations fit it.
 			batch = make([]float32, 4*r)
@@ -90,7 +92,7 @@ func FuzzMatVec(f *testing.F) {
 				t.Fatalf("%s: MatMul stats %+v, want %+v", name, st4, st)
 			}
 			for i, want := range [][]float32{dst, dst2, dst2, dst} {
-				requireSameBits(t, fmt.Sprintf("%s matmul of 4, row %d", name, i), batch[i*r:(i+1)*r], want)
+				testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%s matmul of 4, row %d", name, i), batch[i*r:(i+1)*r], want)
 			}
 			// gemmMinRows+3 rows alternating x and x2 by a pattern of the
 			// input, so MatMul runs its packed form where a kernel has one,
@@ -110,7 +112,7 @@ func FuzzMatVec(f *testing.F) {
 				t.Fatalf("%s: MatMul of %d stats %+v, want %+v", name, n, stn, st)
 			}
 			for i, want := range wants {
-				requireSameBits(t, fmt.Sprintf("%s matmul of %d, row %d", name, n, i), batch[i*r:(i+1)*r], want)
+				testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%s matmul of %d, row %d", name, n, i), batch[i*r:(i+1)*r], want)
 			}
 		}
 		if _, err := MatMul(make([]float32, 2*r), r, packed, scales, append(x, x...), 2, r, cols); err != nil {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // refDot is an independent RG dot product over already dequantised float32
@@ -71,25 +73,24 @@ func randVec(rng *rand.Rand, n int) []float32 {
 	return x
 }
 
-// sameBits reports whether a and b have identical bit patterns, treating any
-// two NaNs as equal (NaN payloads are unspecified).
-func sameBits(a, b float32) bool {
-	if a != a && b != b {
-		return true
+// refMatVec is refDot over each of the rows of w.
+func refMatVec(w, x []float32, rows int) []float32 {
+	cols := len(x)
+	want := make([]float32, rows)
+	for r := range rows {
+		want[r] = refDot(w[r*cols:(r+1)*cols], x, nil)
 	}
-	return math.Float32bits(a) == math.Float32bits(b)
+	return want
 }
 
-func requireSameBits(t *testing.T, what string, got, want []float32) {
+// requireKernels runs every kernel over the packed matrix and requires each
+// to give want bit for bit (any NaN equals any NaN).
+func requireKernels(t *testing.T, packed, scales []byte, x, want []float32) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: len %d, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if !sameBits(got[i], want[i]) {
-			t.Fatalf("%s: element %d = %v (%#08x), want %v (%#08x)", what, i,
-				got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-		}
+	for name, k := range kernels() {
+		got := make([]float32, len(want))
+		runMatVec(k, got, packed, scales, x)
+		testkit.RequireSameBitsOrNaN(t, name, got, want)
 	}
 }
 

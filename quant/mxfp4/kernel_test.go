@@ -6,7 +6,56 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
+
+func TestMatVecErrors(t *testing.T) {
+	dst := make([]float32, 2)
+	x := make([]float32, 64)
+	if _, err := MatVecStats(dst, make([]byte, 63), make([]byte, 4), x); !errors.Is(err, ErrPackedSize) {
+		t.Errorf("short packed: %v", err)
+	}
+	if _, err := MatVecStats(dst, make([]byte, 64), make([]byte, 2), x); !errors.Is(err, ErrGroupSize) {
+		t.Errorf("group 64 scales: %v", err)
+	}
+	if _, err := MatVecStats(dst, make([]byte, 48), make([]byte, 4), x[:48]); !errors.Is(err, ErrWidth) {
+		t.Errorf("width 48: %v", err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("MatVec with bad geometry did not panic")
+			} else if err, ok := r.(error); !ok || !errors.Is(err, ErrPackedSize) {
+				t.Errorf("MatVec panicked with %v", r)
+			}
+		}()
+		MatVec(dst, make([]byte, 1), make([]byte, 4), x)
+	}()
+	packed, scales := make([]byte, 64), make([]byte, 4)
+	cases := []struct {
+		dst          []float32
+		stride, n    int
+		x            []float32
+		rows, cols   int
+		wantSentinel error
+	}{
+		{make([]float32, 4), 2, 2, make([]float32, 127), 2, 64, ErrShape},
+		{make([]float32, 3), 2, 2, make([]float32, 128), 2, 64, ErrShape},
+		{make([]float32, 4), 1, 2, make([]float32, 128), 2, 64, ErrShape},
+		{make([]float32, 4), 2, -1, nil, 2, 64, ErrShape},
+		{make([]float32, 4), 2, 0, make([]float32, 1), 2, 64, ErrShape},
+		{make([]float32, 4), 2, 2, make([]float32, 128), 2, 32, ErrPackedSize},
+	}
+	for i, c := range cases {
+		if _, err := MatMul(c.dst, c.stride, packed, scales, c.x, c.n, c.rows, c.cols); !errors.Is(err, c.wantSentinel) {
+			t.Errorf("case %d: %v, want %v", i, err, c.wantSentinel)
+		}
+	}
+	if _, err := MatMul(make([]float32, 4), 2, packed, scales, make([]float32, 128), 2, 2, 64); err != nil {
+		t.Errorf("valid MatMul: %v", err)
+	}
+}
 
 // TestMatVecAgainstReference multiplies random matrices (scale bytes 0 and
 // 255 included) with every kernel and compares each output bit for bit with
@@ -36,7 +85,7 @@ func TestMatVecAgainstReference(t *testing.T) {
 			for r := range rows {
 				want[r] = refDot(w[r*cols:(r+1)*cols], x, func(g int) bool { return scales[r*ng+g] == 255 })
 			}
-			requireSameBits(t, name, got, want)
+			testkit.RequireSameBitsOrNaN(t, name, got, want)
 		}
 	}
 }
@@ -80,7 +129,7 @@ func TestFastEqualsGeneric(t *testing.T) {
 		for name, k := range asm {
 			got := make([]float32, rows)
 			sg := runMatVec(k, got, packed, scales, x)
-			requireSameBits(t, name+" vs generic", got, want)
+			testkit.RequireSameBitsOrNaN(t, name+" vs generic", got, want)
 			if sg != sw {
 				t.Fatalf("%s: stats differ: %+v vs %+v", name, sg, sw)
 			}
@@ -149,7 +198,7 @@ func TestMatMulBlocks(t *testing.T) {
 	for ti := range n {
 		want := make([]float32, rows)
 		MatVec(want, packed, scales, x[ti*cols:(ti+1)*cols])
-		requireSameBits(t, "matmul", dst[ti*rows:(ti+1)*rows], want)
+		testkit.RequireSameBitsOrNaN(t, "matmul", dst[ti*rows:(ti+1)*rows], want)
 		part := make([]float32, rows)
 		for lo := 0; lo < rows; lo += 77 {
 			hi := min(rows, lo+77)
@@ -159,54 +208,7 @@ func TestMatMulBlocks(t *testing.T) {
 			}
 			MatVec(part[lo:hi], p, s, x[ti*cols:(ti+1)*cols])
 		}
-		requireSameBits(t, "row ranges", part, want)
-	}
-}
-
-func TestMatVecErrors(t *testing.T) {
-	dst := make([]float32, 2)
-	x := make([]float32, 64)
-	if _, err := MatVecStats(dst, make([]byte, 63), make([]byte, 4), x); !errors.Is(err, ErrPackedSize) {
-		t.Errorf("short packed: %v", err)
-	}
-	if _, err := MatVecStats(dst, make([]byte, 64), make([]byte, 2), x); !errors.Is(err, ErrGroupSize) {
-		t.Errorf("group 64 scales: %v", err)
-	}
-	if _, err := MatVecStats(dst, make([]byte, 48), make([]byte, 4), x[:48]); !errors.Is(err, ErrWidth) {
-		t.Errorf("width 48: %v", err)
-	}
-	func() {
-		defer func() {
-			if r := recover(); r == nil {
-				t.Error("MatVec with bad geometry did not panic")
-			} else if err, ok := r.(error); !ok || !errors.Is(err, ErrPackedSize) {
-				t.Errorf("MatVec panicked with %v", r)
-			}
-		}()
-		MatVec(dst, make([]byte, 1), make([]byte, 4), x)
-	}()
-	packed, scales := make([]byte, 64), make([]byte, 4)
-	cases := []struct {
-		dst          []float32
-		stride, n    int
-		x            []float32
-		rows, cols   int
-		wantSentinel error
-	}{
-		{make([]float32, 4), 2, 2, make([]float32, 127), 2, 64, ErrShape},
-		{make([]float32, 3), 2, 2, make([]float32, 128), 2, 64, ErrShape},
-		{make([]float32, 4), 1, 2, make([]float32, 128), 2, 64, ErrShape},
-		{make([]float32, 4), 2, -1, nil, 2, 64, ErrShape},
-		{make([]float32, 4), 2, 0, make([]float32, 1), 2, 64, ErrShape},
-		{make([]float32, 4), 2, 2, make([]float32, 128), 2, 32, ErrPackedSize},
-	}
-	for i, c := range cases {
-		if _, err := MatMul(c.dst, c.stride, packed, scales, c.x, c.n, c.rows, c.cols); !errors.Is(err, c.wantSentinel) {
-			t.Errorf("case %d: %v, want %v", i, err, c.wantSentinel)
-		}
-	}
-	if _, err := MatMul(make([]float32, 4), 2, packed, scales, make([]float32, 128), 2, 2, 64); err != nil {
-		t.Errorf("valid MatMul: %v", err)
+		testkit.RequireSameBitsOrNaN(t, "row ranges", part, want)
 	}
 }
 
@@ -278,8 +280,8 @@ func TestSummationOrder(t *testing.T) {
 					want[ti*rows+r] = refDot(w[r*cols:(r+1)*cols], x[ti*cols:(ti+1)*cols], nil)
 				}
 			}
-			requireSameBits(t, name, got, want[:rows])
-			requireSameBits(t, name+" matmul", batch, want)
+			testkit.RequireSameBitsOrNaN(t, name, got, want[:rows])
+			testkit.RequireSameBitsOrNaN(t, name+" matmul", batch, want)
 		}
 	}
 }
@@ -366,7 +368,7 @@ func TestPackedAssociation(t *testing.T) {
 		for p := range n {
 			want := make([]float32, rows)
 			runMatVec(genericKernel, want, packed, scales, x[p*cols:(p+1)*cols])
-			requireSameBits(t, fmt.Sprintf("%s columns %v", name, triples[p]), dst[p*rows:(p+1)*rows], want)
+			testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%s columns %v", name, triples[p]), dst[p*rows:(p+1)*rows], want)
 		}
 	}
 }
@@ -388,7 +390,7 @@ func checkMatMul(t *testing.T, what string, k kernel, packed, scales []byte, x [
 	for ti := range n {
 		want := make([]float32, rows)
 		runMatVec(k, want, packed, scales, x[ti*cols:(ti+1)*cols])
-		requireSameBits(t, fmt.Sprintf("%s position %d", what, ti), dst[ti*stride:ti*stride+rows], want)
+		testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%s position %d", what, ti), dst[ti*stride:ti*stride+rows], want)
 		for i := ti*stride + rows; i < min(len(dst), (ti+1)*stride); i++ {
 			if dst[i] != -7 {
 				t.Fatalf("%s: gap element %d overwritten", what, i)

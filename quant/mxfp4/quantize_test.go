@@ -169,14 +169,6 @@ func TestQuantizeMatVec(t *testing.T) {
 			t.Fatal(err)
 		}
 		x := randVecWild(rng, cols)
-		want := make([]float32, rows)
-		for r := range rows {
-			want[r] = refDot(deq[r*cols:(r+1)*cols], x, nil)
-		}
-		for name, k := range kernels() {
-			got := make([]float32, rows)
-			runMatVec(k, got, packed, scales, x)
-			requireSameBits(t, name, got, want)
-		}
+		requireKernels(t, packed, scales, x, refMatVec(deq, x, rows))
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 )
@@ -75,6 +76,29 @@ func writeTestCheckpoint(t *testing.T, dir string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "tok", "tiktoken.model"), []byte("abc"), 0o644))
 }
 
+// tensorBytes returns the bytes of the tensor named name in ck.
+func tensorBytes(t *testing.T, ck *safetensors.Checkpoint, name string) []byte {
+	t.Helper()
+	tt, ok := ck.Tensor(name)
+	require.True(t, ok, "no tensor %s", name)
+	b, err := ck.Bytes(tt)
+	require.NoError(t, err)
+	return b
+}
+
+// openPair opens the source checkpoint and its repacked copy, closed when
+// the test ends.
+func openPair(t *testing.T, src, out string) (a, b *safetensors.Checkpoint) {
+	t.Helper()
+	a, err := safetensors.Open(src)
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	b, err = safetensors.Open(out)
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
 func repackTest(t *testing.T) (src, out string, man *Manifest) {
 	src, out = t.TempDir(), filepath.Join(t.TempDir(), "out")
 	writeTestCheckpoint(t, src)
@@ -102,12 +126,7 @@ func TestRepackAndVerify(t *testing.T) {
 	require.Equal(t, dec, rep.DecodedBytes)
 	require.Less(t, stored, dec*85/100, "Gaussian int4 codes must shrink")
 
-	a, err := safetensors.Open(src)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := safetensors.Open(out)
-	require.NoError(t, err)
-	defer b.Close()
+	a, b := openPair(t, src, out)
 	require.True(t, b.HasIndex())
 	require.Equal(t, a.Len(), b.Len())
 	stamps, err := quant.LoadStamps(b.Metadata())
@@ -273,26 +292,12 @@ func TestVerifyDetectsDamage(t *testing.T) {
 // running the MXFP4 kernel gives the same bits as the raw tensor.
 func TestDecodedSlotMatVecIdentical(t *testing.T) {
 	src, out, _ := repackTest(t)
-	a, err := safetensors.Open(src)
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := safetensors.Open(out)
-	require.NoError(t, err)
-	defer b.Close()
+	a, b := openPair(t, src, out)
 	stamps, err := quant.LoadStamps(b.Metadata())
 	require.NoError(t, err)
-	x := make([]float32, testCols)
-	rng := rand.New(rand.NewPCG(1, 9))
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	x := testkit.Gaussian(rand.New(rand.NewPCG(1, 9)), testCols, 1)
 	name := "model.layers.1.block_sparse_moe.experts.0.w3"
-	rawT, _ := a.Tensor(name + ".weight_packed")
-	scT, _ := a.Tensor(name + ".weight_scale")
-	raw, err := a.Bytes(rawT)
-	require.NoError(t, err)
-	sc, err := a.Bytes(scT)
-	require.NoError(t, err)
+	raw, sc := tensorBytes(t, a, name+".weight_packed"), tensorBytes(t, a, name+".weight_scale")
 	codedT, _ := b.Tensor(name + ".weight_packed")
 	st, err := Inspect(b, stamps, codedT)
 	require.NoError(t, err)
@@ -306,9 +311,7 @@ func TestDecodedSlotMatVecIdentical(t *testing.T) {
 	y1, y2 := make([]float32, testRows), make([]float32, testRows)
 	m1.MatVec(y1, x)
 	m2.MatVec(y2, x)
-	for i := range y1 {
-		require.Equal(t, math.Float32bits(y1[i]), math.Float32bits(y2[i]), "row %d", i)
-	}
+	testkit.RequireSameBits(t, "decoded slot MatVec", y2, y1)
 }
 
 func TestMetadataCanonical(t *testing.T) {

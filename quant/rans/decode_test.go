@@ -3,13 +3,13 @@ package rans
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant/cfs1"
 )
 
@@ -24,14 +24,6 @@ func gaussianInt4(rng *rand.Rand, n int, sd float64) []byte {
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = code() | code()<<4
-	}
-	return b
-}
-
-func uniform(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
 	}
 	return b
 }
@@ -51,7 +43,7 @@ func corpus(t testing.TB) map[string][]byte {
 	}
 	add("const-nib", bytes.Repeat([]byte{0x33}, 500), cfs1.ModeNibble)
 	add("const-byte", bytes.Repeat([]byte{0x79}, 500), cfs1.ModeByte)
-	add("uniform-raw", uniform(rng, 300), cfs1.ModeNibble)
+	add("uniform-raw", testkit.RandomBytes(rng, 300), cfs1.ModeNibble)
 	add("empty-raw", nil, cfs1.ModeNibble)
 	return out
 }
@@ -115,9 +107,7 @@ func decodeOutcome(t *testing.T, rec []byte, n int) ([]byte, error) {
 	r := append([]byte(nil), rec...)
 	err := DecodeInto(buf[guard:guard+n:guard+n], r[:len(r):len(r)])
 	for i := range guard {
-		if buf[i] != 0xA5 || buf[guard+n+i] != 0xA5 {
-			t.Fatalf("write outside the destination")
-		}
+		require.False(t, buf[i] != 0xA5 || buf[guard+n+i] != 0xA5, "write outside the destination")
 	}
 	return buf[guard : guard+n], err
 }
@@ -130,12 +120,7 @@ func TestEveryTruncationRefused(t *testing.T) {
 		require.NoError(t, err)
 		for k := range len(rec) {
 			_, err := decodeOutcome(t, rec[:k], n)
-			if err == nil {
-				t.Fatalf("%s: prefix of %d of %d bytes decoded", name, k, len(rec))
-			}
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("%s: prefix %d: %v does not match ErrCorrupt", name, k, err)
-			}
+			require.ErrorIs(t, err, ErrCorrupt, "%s: prefix of %d of %d bytes", name, k, len(rec))
 		}
 	}
 }
@@ -163,9 +148,7 @@ func TestEveryBitFlip(t *testing.T) {
 			if werr == nil && wn != len(orig) {
 				werr = ErrLength // the reference accepts shorter records into a larger buffer
 			}
-			if (err == nil) != (werr == nil) {
-				t.Fatalf("%s bit %d: fast decoder says %v, reference %v", name, bit, err, werr)
-			}
+			require.Equal(t, werr == nil, err == nil, "%s bit %d: fast decoder says %v, reference %v", name, bit, err, werr)
 			if err == nil {
 				require.Equal(t, want, got, "%s bit %d", name, bit)
 			}
@@ -182,12 +165,11 @@ func TestEveryBitFlip(t *testing.T) {
 						diff = append(diff, i)
 					}
 				}
-				if len(diff) != 1 || freq(got[diff[0]]) != freq(orig[diff[0]]) {
-					t.Fatalf("%s bit %d: undetected change %v is not an equal-frequency substitution", name, bit, diff)
-				}
+				require.True(t, len(diff) == 1 && freq(got[diff[0]]) == freq(orig[diff[0]]),
+					"%s bit %d: undetected change %v is not an equal-frequency substitution", name, bit, diff)
 				escapes++
 			default:
-				t.Fatalf("%s bit %d: flip in a %d-mode record decoded to different bytes undetected", name, bit, rec[4])
+				require.FailNow(t, "undetected flip", "%s bit %d: flip in a %d-mode record decoded to different bytes undetected", name, bit, rec[4])
 			}
 		}
 	}
@@ -223,13 +205,9 @@ func TestDecodeAllocatesNothing(t *testing.T) {
 	dst := make([]byte, 1<<16)
 	var d Decoder
 	require.Zero(t, testing.AllocsPerRun(20, func() {
-		if err := d.DecodeInto(dst, rec); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.DecodeInto(dst, rec))
 	}))
 	require.Zero(t, testing.AllocsPerRun(20, func() {
-		if err := DecodeInto(dst, rec); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, DecodeInto(dst, rec))
 	}))
 }

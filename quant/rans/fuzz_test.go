@@ -1,10 +1,10 @@
 package rans
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/k3-project/k3/quant/cfs1"
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzDecode feeds arbitrary records to the decoder with destinations of the
@@ -31,20 +31,13 @@ func FuzzDecode(f *testing.F) {
 			if werr == nil && wn != n {
 				werr = ErrLength
 			}
-			if (err == nil) != (werr == nil) {
-				t.Fatalf("n=%d: decoder says %v, reference %v", n, err, werr)
-			}
+			require.Equal(t, werr == nil, err == nil, "n=%d: decoder says %v, reference %v", n, err, werr)
 			if err == nil {
-				if !bytes.Equal(got, want) {
-					t.Fatalf("n=%d: outputs differ", n)
-				}
-				again, eerr := Encode(got)
-				if eerr != nil {
-					t.Fatal(eerr)
-				}
-				if err := d.DecodeInto(got, again); err != nil || !bytes.Equal(got, want) {
-					t.Fatalf("re-encoded record does not round-trip: %v", err)
-				}
+				require.Equal(t, want, got, "n=%d: outputs differ", n)
+				again, err := Encode(got)
+				require.NoError(t, err)
+				require.NoError(t, d.DecodeInto(got, again), "re-encoded record")
+				require.Equal(t, want, got, "re-encoded record does not round-trip")
 			}
 		}
 	})

@@ -43,16 +43,10 @@ func FuzzParseManifest(f *testing.F) {
 			return
 		}
 		b, err := m.encode()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		m2, err := ParseManifest(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("re-encoded manifest refused: %v", err)
-		}
+		require.NoError(t, err, "re-encoded manifest refused")
 		b2, _ := m2.encode()
-		if !bytes.Equal(b, b2) {
-			t.Fatal("manifest encoding is not stable")
-		}
+		require.Equal(t, b, b2, "manifest encoding is not stable")
 	})
 }

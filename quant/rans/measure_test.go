@@ -2,15 +2,13 @@ package rans
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/cfs1"
 )
@@ -68,16 +66,7 @@ func TestBitsPerWeight(t *testing.T) {
 // per weight, and runs every truncation and every single-bit flip of the
 // first 4 rows' record: each is refused or decodes exactly to the sample.
 func TestRealMXFP4(t *testing.T) {
-	raw, err := os.ReadFile(fixtures.Path(t, "mxfp4.json"))
-	require.NoError(t, err)
-	var fx struct {
-		Packed struct{ Data []int } `json:"packed"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &fx))
-	packed := make([]byte, len(fx.Packed.Data))
-	for i, v := range fx.Packed.Data {
-		packed[i] = byte(v)
-	}
+	packed := testkit.MXFP4(t).PackedBytes
 	rec, err := Encode(packed)
 	require.NoError(t, err)
 	got := make([]byte, len(packed))
@@ -103,9 +92,7 @@ func TestRealMXFP4(t *testing.T) {
 			refused++
 			continue
 		}
-		if !bytes.Equal(out, sample) {
-			t.Fatalf("bit %d flipped: decodes to other bytes undetected", bit)
-		}
+		require.Equal(t, sample, out, "bit %d flipped: decodes to other bytes undetected", bit)
 	}
 	t.Logf("real MXFP4 sample record of %d bytes: all %d truncations and %d of %d bit flips refused, the rest decode exactly",
 		len(srec), len(srec), refused, 8*len(srec))
@@ -116,16 +103,7 @@ func TestRealMXFP4(t *testing.T) {
 // sample decode to different bytes undetected; with Encode's table none do
 // (TestRealMXFP4).
 func TestTiedFrequenciesBlindSpot(t *testing.T) {
-	raw, err := os.ReadFile(fixtures.Path(t, "mxfp4.json"))
-	require.NoError(t, err)
-	var fx struct {
-		Packed struct{ Data []int } `json:"packed"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &fx))
-	sample := make([]byte, 4*1792)
-	for i := range sample {
-		sample[i] = byte(fx.Packed.Data[i])
-	}
+	sample := testkit.MXFP4(t).PackedBytes[:4*1792]
 	spec, ok := cfs1.SpecFrequencies(sample, cfs1.ModeNibble)
 	require.True(t, ok)
 	_, untied := cfs1.Distinct(spec)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestWriteSeeds regenerates testdata/fuzz/FuzzDecode when K3_WRITE_SEEDS=1.
@@ -14,9 +16,7 @@ func TestWriteSeeds(t *testing.T) {
 		t.Skip("set K3_WRITE_SEEDS=1 to regenerate the fuzz seeds")
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzDecode")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 	c := corpus(t)
 	names := make([]string, 0, len(c))
 	for n, rec := range c {
@@ -27,8 +27,6 @@ func TestWriteSeeds(t *testing.T) {
 	sort.Strings(names)
 	for _, n := range names {
 		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", c[n])
-		if err := os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644))
 	}
 }

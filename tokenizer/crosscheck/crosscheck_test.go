@@ -13,7 +13,7 @@ import (
 
 	tiktoken "github.com/pkoukk/tiktoken-go"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/tokenizer"
 )
 
@@ -51,7 +51,7 @@ var (
 // load reads the tokenizer fixtures once per test binary.
 func load(tb testing.TB) *fixtureSet {
 	tb.Helper()
-	dir := fixtures.Path(tb, "tokenizer")
+	dir := testkit.Path(tb, "tokenizer")
 	fixOnce.Do(func() { fix, fixErr = read(dir) })
 	if fixErr != nil {
 		tb.Fatal(fixErr)

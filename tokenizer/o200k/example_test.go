@@ -7,20 +7,26 @@ import (
 	"github.com/k3-project/k3/tokenizer/o200k"
 )
 
-// The equivalent of tiktoken.get_encoding("o200k_base").encode(text, allowed_special="all").
+// Counting the tokens of a text, as tiktoken.get_encoding("o200k_base")
+// would: with specials allowed <|endoftext|> is one token; the ordinary
+// encoding (encode_ordinary) reads it as plain text.
 func Example() {
 	enc, err := o200k.Encoding()
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
-	ids, err := enc.Encode("hello world<|endoftext|>", tokenizer.AllowSpecial)
-	if err != nil {
-		panic(err)
+	for _, mode := range []tokenizer.Mode{tokenizer.AllowSpecial, tokenizer.NoSpecial} {
+		n, err := enc.CountTokens("hello world<|endoftext|>", mode)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(n)
 	}
-	text, _ := enc.Decode(ids)
-	fmt.Println(ids)
-	fmt.Printf("%q\n", text)
+	fmt.Println(enc.SpecialTokens()["<|endoftext|>"])
 	// Output:
-	// [24912 2375 199999]
-	// "hello world<|endoftext|>"
+	// 3
+	// 9
+	// 199999
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
 )
@@ -374,7 +374,7 @@ func TestLookup(t *testing.T) {
 
 // TestTinyMatchesFixture: the tiny geometry has exactly the configuration of models/tiny.
 func TestTinyMatchesFixture(t *testing.T) {
-	want, err := config.Load(fixtures.Path(t, "models/tiny/config.json"))
+	want, err := config.Load(testkit.Path(t, "models/tiny/config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fixtures"
+	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/quant"
 )
 
 // Tensor is one fixture tensor: row-major data and its shape.
@@ -30,6 +31,7 @@ func (t *Tensor) F32() []float32 {
 // Fixture is one parsed ops/*.json file.
 type Fixture struct {
 	Name string
+	Tol  Tolerance // the tolerance of ops/MANIFEST.json, for Compare
 	raw  map[string]json.RawMessage
 	tb   testing.TB
 }
@@ -47,7 +49,7 @@ func Manifest(tb testing.TB) Tolerance {
 	var m struct {
 		Tolerance *Tolerance `json:"tolerance"`
 	}
-	data, err := os.ReadFile(fixtures.Path(tb, "ops/MANIFEST.json"))
+	data, err := os.ReadFile(testkit.Path(tb, "ops/MANIFEST.json"))
 	if err != nil {
 		tb.Fatalf("opfix: %v", err)
 	}
@@ -63,7 +65,7 @@ func Manifest(tb testing.TB) Tolerance {
 // Files lists every ops/*.json fixture except MANIFEST.json, sorted.
 func Files(tb testing.TB) []string {
 	tb.Helper()
-	entries, err := os.ReadDir(fixtures.Path(tb, "ops"))
+	entries, err := os.ReadDir(testkit.Path(tb, "ops"))
 	if err != nil {
 		tb.Fatalf("opfix: %v", err)
 	}
@@ -78,14 +80,16 @@ func Files(tb testing.TB) []string {
 	return names
 }
 
-// Load parses ops/<name>.json.
+// Load parses ops/<name>.json, with the tolerance its values are compared
+// at.
 func Load(tb testing.TB, name string) *Fixture {
 	tb.Helper()
-	data, err := os.ReadFile(fixtures.Path(tb, "ops/"+name+".json"))
+	tol := Manifest(tb)
+	data, err := os.ReadFile(testkit.Path(tb, "ops/"+name+".json"))
 	if err != nil {
 		tb.Fatalf("opfix: %v", err)
 	}
-	f := &Fixture{Name: name, tb: tb}
+	f := &Fixture{Name: name, Tol: tol, tb: tb}
 	if err := json.Unmarshal(data, &f.raw); err != nil {
 		tb.Fatalf("opfix: %s: %v", name, err)
 	}
@@ -123,6 +127,39 @@ func (f *Fixture) Tensor(key string, shape ...int) *Tensor {
 func (f *Fixture) F32(key string, shape ...int) []float32 {
 	f.tb.Helper()
 	return f.Tensor(key, shape...).F32()
+}
+
+// Matrix returns the tensor under key, of shape rows×cols, as an f32
+// matrix: the layers' fixtures bind their weights unquantized.
+func (f *Fixture) Matrix(key string, rows, cols int) quant.Matrix {
+	f.tb.Helper()
+	return Matrix(f.tb, f.F32(key, rows, cols), rows, cols)
+}
+
+// Matrix returns w (row-major, rows×cols) as an f32 matrix, failing the test
+// when the sizes disagree.
+func Matrix(tb testing.TB, w []float32, rows, cols int) quant.Matrix {
+	tb.Helper()
+	m, err := quant.F32FromFloats(rows, cols, w)
+	if err != nil {
+		tb.Fatalf("opfix: %v", err)
+	}
+	return m
+}
+
+// BF16 returns w (row-major, rows×cols) rounded to a bf16 matrix, the
+// trunk's format in the released checkpoint.
+func BF16(tb testing.TB, w []float32, rows, cols int) quant.Matrix {
+	tb.Helper()
+	data, _, err := quant.Quantize(quant.BF16, w, rows, cols, 0)
+	if err != nil {
+		tb.Fatalf("opfix: %v", err)
+	}
+	m, err := quant.NewBF16(rows, cols, data)
+	if err != nil {
+		tb.Fatalf("opfix: %v", err)
+	}
+	return m
 }
 
 // Scalar returns the number under key.
@@ -196,7 +233,7 @@ func Config(tb testing.TB) map[string]any {
 	var m struct {
 		Config map[string]any `json:"config"`
 	}
-	data, err := os.ReadFile(fixtures.Path(tb, "ops/MANIFEST.json"))
+	data, err := os.ReadFile(testkit.Path(tb, "ops/MANIFEST.json"))
 	if err != nil {
 		tb.Fatalf("opfix: %v", err)
 	}

@@ -1,4 +1,4 @@
-package benchutil
+package testkit
 
 import (
 	"encoding/binary"

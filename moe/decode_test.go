@@ -1,12 +1,12 @@
 package moe
 
 import (
-	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
 )
@@ -21,38 +21,11 @@ var digestRecords = map[string]uint64{
 	"dense": 0xd71edff48e45e9dc,
 }
 
-func digest(v []float32) uint64 {
-	h := fnv.New64a()
-	var b [4]byte
-	for _, f := range v {
-		u := math.Float32bits(f)
-		b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-		h.Write(b[:])
-	}
-	return h.Sum64()
-}
-
 func TestOutputDigests(t *testing.T) {
 	const E, L, I, NE, K, SI, T = 80, 64, 96, 7, 3, 72, 11
 	rng := rand.New(rand.NewPCG(31, 32))
-	randm := func(n int, s float64) []float32 {
-		w := make([]float32, n)
-		for i := range w {
-			w[i] = float32(rng.NormFloat64() * s)
-		}
-		return w
-	}
-	bf16 := func(rows, cols int) quant.Matrix {
-		data, _, err := quant.Quantize(quant.BF16, randm(rows*cols, 0.2), rows, cols, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := quant.NewBF16(rows, cols, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	randm := func(n int, s float64) []float32 { return testkit.Gaussian(rng, n, s) }
+	bf16 := func(rows, cols int) quant.Matrix { return opfix.BF16(t, randm(rows*cols, 0.2), rows, cols) }
 	mx := func(rows, cols int) quant.Matrix {
 		p, s, err := mxfp4.Quantize(randm(rows*cols, 0.2), rows, cols)
 		if err != nil {
@@ -103,11 +76,54 @@ func TestOutputDigests(t *testing.T) {
 			}
 			pos += n
 		}
-		got := map[string]uint64{"moe": digest(mo), "dense": digest(do)}
+		got := map[string]uint64{"moe": testkit.Digest(mo), "dense": testkit.Digest(do)}
 		for name, want := range digestRecords {
 			if got[name] != want {
 				t.Errorf("workers=%d minWork=%d pool=%d: %s digest %#x, recorded %#x", workers, run.minWork, run.pool, name, got[name], want)
 			}
 		}
 	}
+}
+
+// With a reused Workspace a decode step allocates nothing in this package,
+// on one worker and with the experts and the activation split on a pool
+// (quant's f32 matrices and MemExperts, which fills the workspace's expert
+// slice, allocate nothing either).
+func TestDecodeStepAllocations(t *testing.T) {
+	testkit.SkipAllocsUnderRace(t)
+	testkit.OnPools(t, decodeStepAllocations)
+}
+
+func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {
+	r := rand.New(rand.NewPCG(3, 4))
+	nm := func(rows, cols int) quant.Matrix {
+		return opfix.Matrix(t, testkit.Gaussian(r, rows*cols, 0.2), rows, cols)
+	}
+	const E, L, I, NE, K, SI = 32, 16, 24, 6, 2, 2048 // SI: the activation splits
+	var all []Expert
+	for range NE {
+		all = append(all, Expert{W1: nm(I, L), W3: nm(I, L), W2: nm(L, I)})
+	}
+	src := NewMemExperts(map[int][]Expert{1: all})
+	m, err := New(Config{Layer: 1, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 1, Renorm: true,
+		LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5, Workers: workers, Pool: pool},
+		Weights{Gate: nm(NE, E), Down: nm(L, E), Up: nm(E, L), Norm: make([]float32, L),
+			SharedGate: nm(SI, E), SharedUp: nm(SI, E), SharedDown: nm(E, SI)}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDensePool(nm(SI, E), nm(SI, E), nm(E, SI), 4, 25, workers, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool != nil {
+		m.minWork = 1 // split the experts even on this small layer
+	}
+	x, out, ids := testkit.Gaussian(r, E, 1), make([]float32, E), make([]int, K)
+	ws := NewWorkspace()
+	if err := m.ForwardRoutedWith(out, x, 1, ids, ws); err != nil {
+		t.Fatal(err)
+	}
+	testkit.NoAllocs(t, "MoE decode step", 20, func() { _ = m.ForwardRoutedWith(out, x, 1, ids, ws) })
+	testkit.NoAllocs(t, "dense decode step", 20, func() { _ = d.ForwardWith(out, x, 1, ws) })
 }

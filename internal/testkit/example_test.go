@@ -1,19 +1,19 @@
-package benchutil_test
+package testkit_test
 
 import (
 	"fmt"
 	"testing"
 
-	"github.com/k3-project/k3/internal/benchutil"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // A kernel benchmark paired with the read loop over the same bytes; in a
 // _test.go file the body of the func literal is the benchmark function.
 func ExamplePaired() {
-	weights := benchutil.Filled(8 << 20)
+	weights := testkit.Filled(8 << 20)
 	res := testing.Benchmark(func(b *testing.B) {
 		var sum byte
-		benchutil.Paired(b, weights, 1, func() {
+		testkit.Paired(b, weights, 1, func() {
 			for _, v := range weights { // stand-in for a real kernel
 				sum += v
 			}

@@ -1,0 +1,111 @@
+package testkit
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDirFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"b", "a", "notamodel"} {
+		if err := os.MkdirAll(filepath.Join(dir, "models", name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if name != "notamodel" {
+			if err := os.WriteFile(filepath.Join(dir, "models", name, "config.json"), []byte("{}"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Setenv(EnvVar, dir)
+	if got := Dir(t); got != dir {
+		t.Fatalf("Dir = %s, want %s", got, dir)
+	}
+	models := Models(t)
+	want := []string{filepath.Join(dir, "models", "a"), filepath.Join(dir, "models", "b")}
+	if fmt.Sprint(models) != fmt.Sprint(want) {
+		t.Fatalf("Models = %v, want %v (sorted, only directories with a config.json)", models, want)
+	}
+}
+
+// A missing fixture directory skips outside CI; under CI=true it must fail,
+// which is what the child run checks (a failing subtest would fail this one).
+func TestMissingFixturesSkipOrFail(t *testing.T) {
+	if _, ok := ChildArg("K3_TESTKIT_CHILD"); ok {
+		Dir(t)
+		fmt.Println("NOTREACHED")
+		return
+	}
+	t.Setenv(EnvVar, filepath.Join(t.TempDir(), "absent"))
+	t.Setenv("CI", "")
+	var skipped bool
+	t.Run("outside CI", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		Dir(t)
+	})
+	if !skipped {
+		t.Fatal("a missing fixture directory did not skip outside CI")
+	}
+	if testing.Short() {
+		return
+	}
+	t.Setenv("CI", "true")
+	cmd := childCmd("TestMissingFixturesSkipOrFail", "K3_TESTKIT_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "NOTREACHED") || !strings.Contains(string(out), "CI=true") {
+		t.Fatalf("under CI=true a missing fixture directory must fail the test; err=%v\n%s", err, out)
+	}
+}
+
+func childCmd(test, env string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env)
+	return cmd
+}
+
+func TestSparseFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big")
+	SparseFile(t, p, 1<<32)
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 1<<32 {
+		t.Fatalf("size %d, want 2^32", st.Size())
+	}
+}
+
+func TestCopyDir(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "ckpt")
+	if err := os.MkdirAll(filepath.Join(src, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "a.safetensors"), []byte("weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := CopyDir(t, src)
+	if filepath.Base(dst) != "ckpt" || dst == src {
+		t.Fatalf("copy at %s", dst)
+	}
+	got, err := os.ReadFile(filepath.Join(dst, "a.safetensors"))
+	if err != nil || string(got) != "weights" {
+		t.Fatalf("copied file: %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "sub")); !os.IsNotExist(err) {
+		t.Fatalf("the subdirectory was copied: %v", err)
+	}
+}
+
+// Every fixture model's reference is consistent.
+func TestLoadReference(t *testing.T) {
+	for _, dir := range Models(t) {
+		r := LoadReference(t, dir)
+		if r.Vocab <= 0 || len(r.LogitsBits[0]) != r.Vocab {
+			t.Errorf("%s: vocab %d, %d logits a position", dir, r.Vocab, len(r.LogitsBits[0]))
+		}
+	}
+}
