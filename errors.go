@@ -26,7 +26,7 @@ var (
 	ErrState = errors.New("k3: saved session state refused")
 )
 
-// StateReason says why a saved session state was refused.
+// StateReason says why a saved session state was refused; a StateError's message spells it out.
 type StateReason int
 
 // The reasons of a StateError.
