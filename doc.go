@@ -23,7 +23,7 @@
 //
 // A Model is shared; each sequence gets a Session holding its KDA recurrent states and
 // convolution tails and its MLA latent caches. Session.Prefill, Step and Generate carry a
-// conversation forward; Snapshot, Restore and Clone copy its state exactly; Save and LoadSession
+// conversation forward; Snapshot and Restore copy its state exactly; Save and LoadSession
 // write and read it as a K3ST file (version 2: the C engine's header fields plus configuration
 // and tensor-set digests, the latent MLA cache form and CRC-32C checksums), so a second turn
 // continues bit-identically without re-reading the history. Model.Forward returns every
@@ -50,7 +50,8 @@
 // Bad input never panics: token ids outside the vocabulary are *TokenError, a checkpoint that
 // lacks or mis-shapes tensors is refused with one *BindError listing all of them, a failure inside
 // a layer is a *ForwardError (after which the session reports ErrBroken until Reset or Restore), a
-// routed expert that cannot be read is a *cache.ExpertLoadError inside it. Model.Stats reports
+// routed expert that cannot be read is a *cache.ExpertLoadError inside it, and a state file or
+// snapshot that cannot be restored is a *StateError (ErrState) saying why. Model.Stats reports
 // the weight traffic of the trunk store and the expert cache.
 //
 // # Packages

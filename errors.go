@@ -16,14 +16,70 @@ var (
 	ErrNoLogits = errors.New("k3: no logits yet (prefill at least one position first)")
 	// ErrEmptyInput: a call that needs at least one token id got none.
 	ErrEmptyInput = errors.New("k3: no token ids")
-	// ErrForeignSnapshot: Restore was given a snapshot of another model's session.
-	ErrForeignSnapshot = errors.New("k3: snapshot belongs to another model")
 	// ErrContextFull: a prompt does not fit in GenerateOptions.MaxContext.
 	ErrContextFull = errors.New("k3: context length exceeded")
 	// ErrBroken: an earlier call failed or was cancelled part-way through the layers, so the
 	// session's carried state is inconsistent. Restore a snapshot or Reset to continue.
 	ErrBroken = errors.New("k3: session state is inconsistent after a failed or cancelled call")
+	// ErrState: LoadSession refused a state file, or Restore a snapshot; the error is a
+	// *StateError saying why.
+	ErrState = errors.New("k3: saved session state refused")
 )
+
+// StateReason says why a saved session state was refused; a StateError's message spells it out.
+type StateReason int
+
+// The reasons of a StateError.
+const (
+	StateBadMagic       StateReason = iota + 1 // the file does not start with "K3ST"
+	StateBadVersion                            // a K3ST version other than StateVersion
+	StateBadChecksum                           // a CRC-32C differs: the header or body is corrupted
+	StateOtherModel                            // another model's state, or a Snapshot of another Model
+	StateOtherCacheForm                        // a cache layout this engine does not run
+	StateCorrupt                               // impossible values under a valid checksum
+	StateTruncated                             // the file ends before the data it declares
+)
+
+var stateReasons = [...]string{
+	StateBadMagic:       "not a K3ST state file (bad magic)",
+	StateBadVersion:     "unsupported K3ST state file version",
+	StateBadChecksum:    "state file checksum mismatch (corrupted)",
+	StateOtherModel:     "state belongs to another model",
+	StateOtherCacheForm: "state file holds a cache form this engine does not run",
+	StateCorrupt:        "state file holds inconsistent values",
+	StateTruncated:      "state file is truncated",
+}
+
+// StateError reports a saved session state that LoadSession or Restore refused. It matches
+// ErrState with errors.Is.
+type StateError struct {
+	Reason StateReason
+	// Offset is the byte offset in the file of the field at fault: where the file ended for
+	// StateTruncated, the stored checksum for StateBadChecksum. It is -1 for a Snapshot.
+	Offset int64
+	detail string // what was found, for people; callers branch on Reason and Offset
+}
+
+func (e *StateError) Error() string {
+	var b strings.Builder
+	b.WriteString("k3: ")
+	if e.Reason > 0 && int(e.Reason) < len(stateReasons) {
+		b.WriteString(stateReasons[e.Reason])
+	} else {
+		fmt.Fprintf(&b, "saved state refused (reason %d)", int(e.Reason))
+	}
+	if e.Offset >= 0 {
+		fmt.Fprintf(&b, " at byte %d", e.Offset)
+	}
+	if e.detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.detail)
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrState.
+func (e *StateError) Is(target error) bool { return target == ErrState }
 
 // TokenError reports a token id outside [0, Vocab) (SPEC §4.2: an error, never clamped).
 type TokenError struct {

@@ -3,6 +3,7 @@ package k3_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -69,4 +70,45 @@ func ExampleSession_Save() {
 	resumed := turn(loaded, lsm, []int{4, 5})
 	fmt.Println(fmt.Sprint(uninterrupted) == fmt.Sprint(resumed), loaded.Len())
 	// Output: true 13
+}
+
+// ExampleLoadSession_refused tells a damaged state file from a cut one: every refusal matches
+// ErrState, and its *StateError says why and at which byte.
+func ExampleLoadSession_refused() {
+	tmp, err := os.MkdirTemp("", "k3-example-*")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, "tiny")
+	if err := checkpoint.Synthesize(dir, "tiny", 5); err != nil {
+		log.Fatal(err)
+	}
+	m, err := k3.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	s := m.NewSession()
+	if err := s.Prefill(context.Background(), []int{1, 2, 3}); err != nil {
+		log.Fatal(err)
+	}
+	var file bytes.Buffer
+	if err := s.Save(&file, nil); err != nil {
+		log.Fatal(err)
+	}
+	damaged := bytes.Clone(file.Bytes())
+	damaged[len(damaged)/2] ^= 1
+
+	for _, b := range [][]byte{damaged, file.Bytes()[:100]} {
+		_, _, err := k3.LoadSession(m, bytes.NewReader(b))
+		if se, ok := errors.AsType[*k3.StateError](err); ok && se.Reason == k3.StateBadChecksum {
+			fmt.Println("corrupted: recompute from the conversation's ids")
+			continue
+		}
+		fmt.Println(errors.Is(err, k3.ErrState), err)
+	}
+	// Output:
+	// corrupted: recompute from the conversation's ids
+	// true k3: state file is truncated at byte 100
 }

@@ -92,7 +92,7 @@ func lastRows(t *testing.T, m *k3.Model, ids, split []int, whole [][]float32) {
 	}
 }
 
-// TestSnapshotRestore: restoring a snapshot (or continuing a clone) reproduces the continuation
+// TestSnapshotRestore: restoring a snapshot (into its session or a new one) reproduces the continuation
 // bit for bit, and a snapshot can be restored repeatedly.
 func TestSnapshotRestore(t *testing.T) {
 	ctx := context.Background()
@@ -104,8 +104,8 @@ func TestSnapshotRestore(t *testing.T) {
 			require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
 			snap, err := s.Snapshot()
 			require.NoError(t, err)
-			clone, err := s.Clone()
-			require.NoError(t, err)
+			clone := m.NewSession()
+			require.NoError(t, clone.Restore(snap))
 			cont := ref.FullIDs[len(ref.PromptIDs):]
 			run := func(s *k3.Session) [][]float32 {
 				var out [][]float32
@@ -129,7 +129,11 @@ func TestSnapshotRestore(t *testing.T) {
 				require.True(t, sameBits(first[i], fromClone[i]), "step %d: clone continuation differs", i)
 			}
 			other := openModel(t, dir)
-			assert.ErrorIs(t, other.NewSession().Restore(snap), k3.ErrForeignSnapshot, "restore into another model's session")
+			err = other.NewSession().Restore(snap)
+			assert.ErrorIs(t, err, k3.ErrState, "restore into another model's session")
+			if se, ok := errors.AsType[*k3.StateError](err); assert.True(t, ok, "%v, want a *StateError", err) {
+				assert.Equal(t, k3.StateOtherModel, se.Reason, "restore into another model's session")
+			}
 		})
 	}
 }
@@ -285,8 +289,8 @@ func TestBrokenSession(t *testing.T) {
 	require.NoError(t, s.Prefill(bg, []int{1, 2, 3}))
 	snap, err := s.Snapshot()
 	require.NoError(t, err)
-	ref, err := s.Clone()
-	require.NoError(t, err)
+	ref := m.NewSession()
+	require.NoError(t, ref.Restore(snap))
 	require.NoError(t, ref.Step(bg, 4))
 	err = s.Step(&cancelAfter{Context: bg, n: 3}, 4) // the check before the pass, then layers 0 and 1 run
 	fe, ok := errors.AsType[*k3.ForwardError](err)

@@ -8,7 +8,8 @@ import (
 
 // Snapshot is a deep copy of a Session's state (for speculative decoding, branching, or retrying
 // after an error). Restoring it gives bit-identical continuations (SPEC §4.10). A Snapshot is
-// immutable and may be restored any number of times, into any session of the same model.
+// immutable and may be restored any number of times, into any session of the same model: a
+// session restored from a snapshot of s into m.NewSession() is an independent clone of s.
 type Snapshot struct {
 	m      *Model
 	kda    []*attention.KDAState
@@ -36,10 +37,15 @@ func (s *Session) Snapshot() (*Snapshot, error) {
 	return sn, nil
 }
 
-// Restore replaces the session's state with a copy of sn (clearing ErrBroken).
+// Restore replaces the session's state with a copy of sn (clearing ErrBroken). A snapshot of
+// another Model (even one opened from the same directory) is refused with a *StateError of
+// Reason StateOtherModel, as LoadSession refuses another model's file.
 func (s *Session) Restore(sn *Snapshot) error {
-	if sn == nil || sn.m != s.m {
-		return ErrForeignSnapshot
+	if sn == nil {
+		return &StateError{Reason: StateOtherModel, Offset: -1, detail: "nil snapshot"}
+	}
+	if sn.m != s.m {
+		return &StateError{Reason: StateOtherModel, Offset: -1, detail: "the snapshot was taken from another Model"}
 	}
 	for l := range s.kda {
 		if sn.kda[l] != nil {
@@ -61,17 +67,4 @@ func (s *Session) Restore(sn *Snapshot) error {
 		s.logits = nil
 	}
 	return nil
-}
-
-// Clone returns an independent session with a copy of s's state.
-func (s *Session) Clone() (*Session, error) {
-	sn, err := s.Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	c := s.m.NewSession()
-	if err := c.Restore(sn); err != nil {
-		return nil, err
-	}
-	return c, nil
 }

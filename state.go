@@ -14,17 +14,6 @@ import (
 	"github.com/k3-project/k3/sample"
 )
 
-// State-file errors, one per refusal class, for errors.Is.
-var (
-	ErrStateMagic     = errors.New("k3: not a K3ST state file (bad magic)")
-	ErrStateVersion   = errors.New("k3: unsupported K3ST state file version")
-	ErrStateChecksum  = errors.New("k3: state file checksum mismatch (corrupted)")
-	ErrStateTruncated = errors.New("k3: state file is truncated")
-	ErrStateModel     = errors.New("k3: state file belongs to another model")
-	ErrStateCacheForm = errors.New("k3: state file holds a cache form this engine does not run")
-	ErrStateCorrupt   = errors.New("k3: state file holds inconsistent values")
-)
-
 // StateVersion is the K3ST version Save writes and LoadSession reads. Version 1 is the C
 // engine's layout, which has no digests or checksums.
 const StateVersion = 2
@@ -260,59 +249,85 @@ func (sw *stateWriter) f32s(v []float32) {
 }
 
 // LoadSession reads a state file written by Session.Save and returns a new session of m holding
-// that state, and the saved sampler (nil when none was saved). Each refusal wraps its own
-// sentinel: ErrStateMagic, ErrStateVersion, ErrStateChecksum (header or body corrupted),
-// ErrStateModel (another configuration or tensor set), ErrStateCacheForm, ErrStateTruncated and
-// ErrStateCorrupt (a consistent checksum over impossible values). Memory grows only with the
-// bytes actually read. LoadSession reads exactly the file's bytes from r.
+// that state, and the saved sampler (nil when none was saved). Each refusal of the file is a
+// *StateError, which matches ErrState; its Reason says what was wrong (StateBadMagic,
+// StateBadVersion, StateBadChecksum for a corrupted header or body, StateOtherModel for another
+// configuration, tensor set or layer count, StateOtherCacheForm, StateCorrupt for a consistent
+// checksum over impossible values, StateTruncated) and its Offset where. An error from r other
+// than io.EOF is returned wrapped, and is not a refusal. Memory grows only with the bytes
+// actually read. LoadSession reads exactly the file's bytes from r.
 func LoadSession(m *Model, r io.Reader) (*Session, *sample.Sampler, error) {
+	cr := &countingReader{r: r}
+	refuse := func(reason StateReason, off int64, format string, args ...any) error {
+		return &StateError{Reason: reason, Offset: off, detail: fmt.Sprintf(format, args...)}
+	}
 	hb := make([]byte, stateHeaderSize)
-	got, err := io.ReadFull(r, hb[:8])
+	got, err := io.ReadFull(cr, hb[:8])
 	if head := hb[:min(got, 4)]; !strings.HasPrefix("K3ST", string(head)) {
-		return nil, nil, fmt.Errorf("%w: starts with %q", ErrStateMagic, head)
+		return nil, nil, refuse(StateBadMagic, 0, "starts with %q", head)
 	}
 	if err != nil {
-		return nil, nil, readErr(err)
+		return nil, nil, cr.readErr(err)
 	}
 	switch v := int32(binary.LittleEndian.Uint32(hb[4:])); {
 	case v == 1:
-		return nil, nil, fmt.Errorf("%w: version 1 (the C engine's layout, without digests or checksums); this engine reads version %d", ErrStateVersion, StateVersion)
+		return nil, nil, refuse(StateBadVersion, 4, "version 1 (the C engine's layout, without digests or checksums); this engine reads version %d", StateVersion)
 	case v > StateVersion:
-		return nil, nil, fmt.Errorf("%w: version %d is newer than %d", ErrStateVersion, v, StateVersion)
+		return nil, nil, refuse(StateBadVersion, 4, "version %d is newer than %d", v, StateVersion)
 	case v != StateVersion:
-		return nil, nil, fmt.Errorf("%w: version %d", ErrStateVersion, v)
+		return nil, nil, refuse(StateBadVersion, 4, "version %d", v)
 	}
-	if err := readFull(r, hb[8:]); err != nil {
+	if err := cr.readFull(hb[8:]); err != nil {
 		return nil, nil, err
 	}
 	le := binary.LittleEndian
 	if got, want := le.Uint32(hb[176:]), crc32.Checksum(hb[:176], castagnoli); got != want {
-		return nil, nil, fmt.Errorf("%w: header CRC-32C %08x, computed %08x", ErrStateChecksum, got, want)
+		return nil, nil, refuse(StateBadChecksum, 176, "header CRC-32C %08x, computed %08x", got, want)
 	}
 	h := decodeStateHeader(hb)
 	want := m.stateHeader()
 	switch {
 	case h.fp != want.fp:
-		return nil, nil, fmt.Errorf("%w: fingerprint %v, model %v", ErrStateModel, h.fp, want.fp)
+		return nil, nil, refuse(StateOtherModel, 8, "fingerprint %v, model %v", h.fp, want.fp)
 	case h.nBound != want.nBound || h.nMLA != want.nMLA || h.nKDA != want.nKDA:
-		return nil, nil, fmt.Errorf("%w: %d layers (%d MLA, %d KDA), model %d (%d, %d)", ErrStateModel,
+		off := int64(56)
+		switch {
+		case h.nBound != want.nBound:
+		case h.nMLA != want.nMLA:
+			off = 60
+		default:
+			off = 160
+		}
+		return nil, nil, refuse(StateOtherModel, off, "%d layers (%d MLA, %d KDA), model %d (%d, %d)",
 			h.nBound, h.nMLA, h.nKDA, want.nBound, want.nMLA, want.nKDA)
 	case h.digest.Config != want.digest.Config:
-		return nil, nil, fmt.Errorf("%w: configuration digest differs", ErrStateModel)
+		return nil, nil, refuse(StateOtherModel, 96, "configuration digest differs")
 	case h.digest.Tensors != want.digest.Tensors:
-		return nil, nil, fmt.Errorf("%w: tensor-set digest differs", ErrStateModel)
+		return nil, nil, refuse(StateOtherModel, 128, "tensor-set digest differs")
 	case h.kper != want.kper || h.kvpp != want.kvpp || h.ropepp != want.ropepp:
-		return nil, nil, fmt.Errorf("%w: kper %d kvpp %d ropepp %d, this engine runs kper %d kvpp %d ropepp %d (latent MLA cache)",
-			ErrStateCacheForm, h.kper, h.kvpp, h.ropepp, want.kper, want.kvpp, want.ropepp)
-	case h.cached < 0 || h.cached > MaxStatePositions || h.nseq != h.cached:
-		return nil, nil, fmt.Errorf("%w: %d positions with %d ids (at most %d)", ErrStateCorrupt, h.cached, h.nseq, MaxStatePositions)
+		off := int64(72)
+		switch {
+		case h.kper != want.kper:
+		case h.kvpp != want.kvpp:
+			off = 80
+		default:
+			off = 88
+		}
+		return nil, nil, refuse(StateOtherCacheForm, off, "kper %d kvpp %d ropepp %d, this engine runs kper %d kvpp %d ropepp %d (latent MLA cache)",
+			h.kper, h.kvpp, h.ropepp, want.kper, want.kvpp, want.ropepp)
+	case h.cached < 0 || h.cached > MaxStatePositions:
+		return nil, nil, refuse(StateCorrupt, 64, "%d positions (at most %d)", h.cached, MaxStatePositions)
+	case h.nseq != h.cached:
+		return nil, nil, refuse(StateCorrupt, 68, "%d ids for %d positions", h.nseq, h.cached)
 	case h.nLogits != 0 && h.nLogits != int32(m.cfg.Vocab):
-		return nil, nil, fmt.Errorf("%w: %d logits, vocab %d", ErrStateCorrupt, h.nLogits, m.cfg.Vocab)
-	case h.flags&^flagSampler != 0 || le.Uint32(hb[172:]) != 0:
-		return nil, nil, fmt.Errorf("%w: unknown flags %#x", ErrStateCorrupt, h.flags)
+		return nil, nil, refuse(StateCorrupt, 164, "%d logits, vocab %d", h.nLogits, m.cfg.Vocab)
+	case h.flags&^flagSampler != 0:
+		return nil, nil, refuse(StateCorrupt, 168, "unknown flags %#x", h.flags)
+	case le.Uint32(hb[172:]) != 0:
+		return nil, nil, refuse(StateCorrupt, 172, "reserved word %#x is not zero", le.Uint32(hb[172:]))
 	}
 
-	sr := &stateReader{r: r, crc: crc32.New(castagnoli), buf: make([]byte, 64<<10)}
+	sr := &stateReader{r: cr, crc: crc32.New(castagnoli), buf: make([]byte, 64<<10)}
 	n := int(h.cached)
 	ids := sr.u32s(n)
 	s := m.NewSession()
@@ -353,6 +368,7 @@ func LoadSession(m *Model, r io.Reader) (*Session, *sample.Sampler, error) {
 	if h.nLogits > 0 {
 		logits = sr.f32s(int(h.nLogits))
 	}
+	recAt := cr.n
 	var rec []uint64
 	if h.flags&flagSampler != 0 {
 		rec = sr.u64s(samplerRecord / 8)
@@ -360,20 +376,20 @@ func LoadSession(m *Model, r io.Reader) (*Session, *sample.Sampler, error) {
 	if sr.err != nil {
 		return nil, nil, sr.err
 	}
-	sum := sr.crc.Sum32()
+	sum, sumAt := sr.crc.Sum32(), cr.n
 	var tail [4]byte
-	if err := readFull(r, tail[:]); err != nil {
+	if err := cr.readFull(tail[:]); err != nil {
 		return nil, nil, err
 	}
 	if got := le.Uint32(tail[:]); got != sum {
-		return nil, nil, fmt.Errorf("%w: body CRC-32C %08x, computed %08x", ErrStateChecksum, got, sum)
+		return nil, nil, refuse(StateBadChecksum, sumAt, "body CRC-32C %08x, computed %08x", got, sum)
 	}
 
 	// The bytes are what was written; now check that the values are possible.
 	s.ids = make([]int, n)
 	for i, id := range ids {
 		if id >= uint32(m.cfg.Vocab) {
-			return nil, nil, fmt.Errorf("%w: id %d at position %d is outside [0, %d)", ErrStateCorrupt, id, i, m.cfg.Vocab)
+			return nil, nil, refuse(StateCorrupt, stateHeaderSize+4*int64(i), "id %d at position %d is outside [0, %d)", id, i, m.cfg.Vocab)
 		}
 		s.ids[i] = int(id)
 	}
@@ -386,30 +402,42 @@ func LoadSession(m *Model, r io.Reader) (*Session, *sample.Sampler, error) {
 			PenaltyWindow: int(int64(rec[7])), Seed: rec[8]}
 		var err error
 		if sm, err = sample.Resume(o, [4]uint64(rec[9:13])); err != nil {
-			return nil, nil, fmt.Errorf("%w: sampler record: %w", ErrStateCorrupt, err)
+			return nil, nil, refuse(StateCorrupt, recAt, "sampler record: %v", err)
 		}
 	}
 	return s, sm, nil
 }
 
-// readFull maps a short read to ErrStateTruncated.
-func readFull(r io.Reader, b []byte) error {
-	if _, err := io.ReadFull(r, b); err != nil {
-		return readErr(err)
+// countingReader counts the bytes read, so a refusal can say where in the file it is.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (cr *countingReader) Read(b []byte) (int, error) {
+	n, err := cr.r.Read(b)
+	cr.n += int64(n)
+	return n, err
+}
+
+// readFull fills b, refusing a file that ends first as truncated.
+func (cr *countingReader) readFull(b []byte) error {
+	if _, err := io.ReadFull(cr, b); err != nil {
+		return cr.readErr(err)
 	}
 	return nil
 }
 
-func readErr(err error) error {
+func (cr *countingReader) readErr(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return ErrStateTruncated
+		return &StateError{Reason: StateTruncated, Offset: cr.n}
 	}
-	return fmt.Errorf("k3: load state: %w", err)
+	return fmt.Errorf("k3: load state at byte %d: %w", cr.n, err)
 }
 
 // stateReader reads little-endian values in chunks, checksumming them; the first error sticks.
 type stateReader struct {
-	r   io.Reader
+	r   *countingReader
 	crc hash.Hash32
 	buf []byte
 	err error
@@ -419,7 +447,7 @@ type stateReader struct {
 func (sr *stateReader) chunks(n int, f func([]byte)) {
 	for n > 0 && sr.err == nil {
 		b := sr.buf[:min(n, len(sr.buf))]
-		if sr.err = readFull(sr.r, b); sr.err != nil {
+		if sr.err = sr.r.readFull(b); sr.err != nil {
 			return
 		}
 		sr.crc.Write(b)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
@@ -19,21 +20,20 @@ import (
 	"github.com/k3-project/k3/sample"
 )
 
-var stateErrors = []error{k3.ErrStateMagic, k3.ErrStateVersion, k3.ErrStateChecksum, k3.ErrStateTruncated,
-	k3.ErrStateModel, k3.ErrStateCacheForm, k3.ErrStateCorrupt}
-
-// stateSentinel returns the one state sentinel err wraps (nil if none or several).
-func stateSentinel(err error) error {
-	var found error
-	for _, s := range stateErrors {
-		if errors.Is(err, s) {
-			if found != nil {
-				return nil
-			}
-			found = s
-		}
+// refusal returns the reason and offset of err when it is a state-file refusal: a *StateError
+// that matches ErrState. It returns reason 0 for any other error.
+func refusal(err error) (k3.StateReason, int64) {
+	se, ok := errors.AsType[*k3.StateError](err)
+	if !ok || !errors.Is(err, k3.ErrState) {
+		return 0, 0
 	}
-	return found
+	return se.Reason, se.Offset
+}
+
+// reason is refusal without the offset.
+func reason(err error) k3.StateReason {
+	r, _ := refusal(err)
+	return r
 }
 
 func saveState(t testing.TB, s *k3.Session, sm *sample.Sampler) []byte {
@@ -128,7 +128,8 @@ func stateSections(t *testing.T, m *k3.Model, s *k3.Session, sampler bool) []int
 	return off
 }
 
-// TestStateRefusals: each corruption class is refused with its own sentinel.
+// TestStateRefusals: each corruption class is refused with its own reason, naming the byte at
+// fault.
 func TestStateRefusals(t *testing.T) {
 	ctx := context.Background()
 	models := testkit.Models(t)
@@ -154,43 +155,56 @@ func TestStateRefusals(t *testing.T) {
 				if cut < 0 || cut >= len(data) {
 					continue
 				}
-				assert.Equal(t, k3.ErrStateTruncated, stateSentinel(load(data[:cut])), "cut at %d", cut)
+				r, at := refusal(load(data[:cut]))
+				assert.Equal(t, k3.StateTruncated, r, "cut at %d", cut)
+				assert.Equal(t, int64(cut), at, "cut at %d: the offset is where the file ends", cut)
 			}
 		}
-		assert.Equal(t, k3.ErrStateTruncated, stateSentinel(load(nil)))
+		assert.Equal(t, k3.StateTruncated, reason(load(nil)))
 	})
 	t.Run("bad magic", func(t *testing.T) {
 		b := bytes.Clone(data)
 		b[1] = 'x'
-		assert.Equal(t, k3.ErrStateMagic, stateSentinel(load(b)))
-		assert.Equal(t, k3.ErrStateMagic, stateSentinel(load([]byte("PK\x03"))))
+		assert.Equal(t, k3.StateBadMagic, reason(load(b)))
+		assert.Equal(t, k3.StateBadMagic, reason(load([]byte("PK\x03"))))
 	})
 	t.Run("newer and older versions", func(t *testing.T) {
 		for _, v := range []uint32{k3.StateVersion + 1, 1, 0, math.MaxUint32} {
 			b := bytes.Clone(data)
 			binary.LittleEndian.PutUint32(b[4:], v)
-			assert.Equal(t, k3.ErrStateVersion, stateSentinel(load(b)), "version %d", v)
+			r, at := refusal(load(b))
+			assert.Equal(t, k3.StateBadVersion, r, "version %d", v)
+			assert.Equal(t, int64(4), at, "version %d", v)
 		}
 	})
 	t.Run("flipped byte", func(t *testing.T) {
 		// Every byte after the version, one bit at a time (sampled along the file), is caught by
-		// a checksum before any value is used.
+		// a checksum before any value is used: the header's for a flip in the header, the body's
+		// otherwise.
 		for i := 8; i < len(data); i += 1 + i/64 {
 			b := bytes.Clone(data)
 			b[i] ^= 1 << (i % 8)
-			assert.Equal(t, k3.ErrStateChecksum, stateSentinel(load(b)), "flip at %d", i)
+			r, at := refusal(load(b))
+			assert.Equal(t, k3.StateBadChecksum, r, "flip at %d", i)
+			want := int64(176)
+			if i >= 180 {
+				want = int64(len(data) - 4)
+			}
+			assert.Equal(t, want, at, "flip at %d: the offset of the checksum", i)
 		}
 	})
 	t.Run("another model", func(t *testing.T) {
 		w := openModel(t, wideDir)
 		_, _, err := k3.LoadSession(w, bytes.NewReader(data))
-		assert.Equal(t, k3.ErrStateModel, stateSentinel(err))
+		assert.Equal(t, k3.StateOtherModel, reason(err))
 		// A consistent header naming another tensor set or configuration digest.
 		for _, at := range []int{96, 128} {
 			b := bytes.Clone(data)
 			b[at] ^= 0xff
 			reseal(b)
-			assert.Equal(t, k3.ErrStateModel, stateSentinel(load(b)), "digest at %d", at)
+			r, off := refusal(load(b))
+			assert.Equal(t, k3.StateOtherModel, r, "digest at %d", at)
+			assert.Equal(t, int64(at), off, "digest at %d", at)
 		}
 	})
 	t.Run("cache form", func(t *testing.T) {
@@ -199,22 +213,40 @@ func TestStateRefusals(t *testing.T) {
 		// The C engine's expanded form stores heads·(nope+v) floats per position.
 		binary.LittleEndian.PutUint64(b[80:], uint64(c.MLAHeads*(c.QKNope+c.VHead)))
 		reseal(b)
-		assert.Equal(t, k3.ErrStateCacheForm, stateSentinel(load(b)))
+		r, at := refusal(load(b))
+		assert.Equal(t, k3.StateOtherCacheForm, r)
+		assert.Equal(t, int64(80), at)
 	})
 	t.Run("impossible values under a valid checksum", func(t *testing.T) {
 		b := bytes.Clone(data)
 		binary.LittleEndian.PutUint32(b[180:], uint32(c3Vocab(m))) // the first id
 		resealBody(b)
-		assert.Equal(t, k3.ErrStateCorrupt, stateSentinel(load(b)))
+		r, at := refusal(load(b))
+		assert.Equal(t, k3.StateCorrupt, r)
+		assert.Equal(t, int64(180), at, "the first id")
 		b = bytes.Clone(data)
 		binary.LittleEndian.PutUint32(b[68:], 1) // nseq != cached
 		reseal(b)
-		assert.Equal(t, k3.ErrStateCorrupt, stateSentinel(load(b)))
+		r, at = refusal(load(b))
+		assert.Equal(t, k3.StateCorrupt, r)
+		assert.Equal(t, int64(68), at, "nseq")
 		b = bytes.Clone(data)
 		binary.LittleEndian.PutUint32(b[64:], 1<<30) // more positions than any file may hold
 		binary.LittleEndian.PutUint32(b[68:], 1<<30)
 		reseal(b)
-		assert.Equal(t, k3.ErrStateCorrupt, stateSentinel(load(b)))
+		r, at = refusal(load(b))
+		assert.Equal(t, k3.StateCorrupt, r)
+		assert.Equal(t, int64(64), at, "cached")
+	})
+	t.Run("messages say what and where", func(t *testing.T) {
+		b := bytes.Clone(data)
+		binary.LittleEndian.PutUint32(b[4:], k3.StateVersion+1)
+		assert.EqualError(t, load(b), fmt.Sprintf("k3: unsupported K3ST state file version at byte 4: version %d is newer than %d",
+			k3.StateVersion+1, k3.StateVersion))
+		b = bytes.Clone(data)
+		b[100] ^= 1
+		assert.ErrorContains(t, load(b), "k3: state file checksum mismatch (corrupted) at byte 176: header CRC-32C ")
+		assert.EqualError(t, load(data[:50]), "k3: state file is truncated at byte 50")
 	})
 	t.Run("huge claim, short file", func(t *testing.T) {
 		// A header claiming the most positions allowed, with no body: refused as truncated
@@ -223,7 +255,9 @@ func TestStateRefusals(t *testing.T) {
 		binary.LittleEndian.PutUint32(b[64:], k3.MaxStatePositions)
 		binary.LittleEndian.PutUint32(b[68:], k3.MaxStatePositions)
 		reseal(b)
-		assert.Equal(t, k3.ErrStateTruncated, stateSentinel(load(b)))
+		r, at := refusal(load(b))
+		assert.Equal(t, k3.StateTruncated, r)
+		assert.Equal(t, int64(180), at)
 	})
 }
 
@@ -269,8 +303,8 @@ func TestStateTestdataSeeds(t *testing.T) {
 	}
 }
 
-// FuzzLoadSession: no input makes the loader panic, hang or return a session without an error
-// sentinel; accepted inputs re-save to the same bytes.
+// FuzzLoadSession: no input makes the loader panic, hang or fail other than with a *StateError
+// of a known reason that matches ErrState; accepted inputs re-save to the same bytes.
 func FuzzLoadSession(f *testing.F) {
 	dir := filepath.Join(testkit.Path(f, "models"), "tiny")
 	m, err := k3.Open(dir, k3.WithThreads(1))
@@ -291,8 +325,8 @@ func FuzzLoadSession(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, sm, err := k3.LoadSession(m, bytes.NewReader(b))
 		if err != nil {
-			if stateSentinel(err) == nil {
-				t.Fatalf("error without exactly one state sentinel: %v", err)
+			if r := reason(err); r < k3.StateBadMagic || r > k3.StateTruncated {
+				t.Fatalf("error without a state refusal reason: %v", err)
 			}
 			return
 		}
