@@ -10,8 +10,9 @@ import (
 var ErrUnknownGeometry = errors.New("checkpoint: unknown synthetic geometry")
 
 // ErrDirNotEmpty: Synthesize was given a directory that already holds files; it never mixes with
-// or overwrites an existing checkpoint.
-var ErrDirNotEmpty = errors.New("target directory is not empty")
+// or overwrites an existing checkpoint. Synthesize's error reads "checkpoint: synthesize: synth:
+// target directory is not empty: …", as it did when synthesis was a package of its own.
+var ErrDirNotEmpty = errors.New("synth: target directory is not empty")
 
 // GeometryInfo names a synthetic checkpoint shape accepted by Synthesize.
 type GeometryInfo struct {

@@ -97,7 +97,7 @@ func TestSynthesizeStaging(t *testing.T) {
 	require.NoError(t, Synthesize(empty, "tiny", 1))
 	err = Synthesize(dir, "tiny", 1)
 	require.ErrorIs(t, err, ErrDirNotEmpty)
-	assert.Regexp(t, `^checkpoint: synthesize: target directory is not empty`, err.Error())
+	assert.Regexp(t, `^checkpoint: synthesize: synth: target directory is not empty`, err.Error())
 	// A failure leaves neither dir nor staging.
 	blocked := filepath.Join(parent, "file")
 	require.NoError(t, os.WriteFile(blocked, nil, 0o644))
