@@ -15,11 +15,6 @@ import (
 	"github.com/k3-project/k3/trunk"
 )
 
-// Names the checkpoint tooling of this package builds; the table itself is package layout.
-const prefixModel = layout.ModelPrefix
-
-func layerPrefix(l int) string { return layout.LayerPrefix(l) }
-
 // binder walks the tensor table (package layout) once: it looks every tensor up by its released
 // name, checks dtype and shape, counts it for Info, lists the dense matrices in walk order and
 // the bytes of the float32 vector copies (all the trunk planner needs, so a plan exists before

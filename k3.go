@@ -390,8 +390,8 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	d := &prepared{opts: o}
 	if o.packedDir != "" {
 		exp := trunk.Expect{Tensor: func(layer int, t trunk.RunTensor) error {
-			if !strings.HasPrefix(t.Name, layerPrefix(layer)) {
-				return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layerPrefix(layer))
+			if !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)) {
+				return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layout.LayerPrefix(layer))
 			}
 			return nil
 		}}

@@ -8,6 +8,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/stretchr/testify/require"
@@ -51,7 +52,7 @@ func BenchmarkPlainReadLoop(b *testing.B) {
 	defer f.Close()
 	var offs []int64
 	for _, e := range benchIDs {
-		t, err := ck.Require("language_model.model.layers.0.block_sparse_moe.experts." + itoa(e) + ".w1.weight_packed")
+		t, err := ck.Require(layout.ExpertPrefix(0, e) + "w1.weight_packed")
 		require.NoError(b, err)
 		offs = append(offs, t.Offset)
 	}
@@ -114,7 +115,7 @@ func bigExperts(b *testing.B, rows, cols int) (string, int64) {
 	b.Helper()
 	var ts []safetensors.WriteTensor
 	for e := range 8 {
-		p := cache.DefaultPrefix + "layers.0.block_sparse_moe.experts." + itoa(e) + "."
+		p := layout.ExpertPrefix(0, e)
 		for w := 1; w <= 3; w++ {
 			packed := make([]byte, rows*cols/2)
 			for i := range packed {
@@ -166,7 +167,7 @@ func BenchmarkBigCold(b *testing.B) {
 		defer f.Close()
 		var offs []int64
 		for _, e := range ids {
-			t, err := ck.Require(cache.DefaultPrefix + "layers.0.block_sparse_moe.experts." + itoa(e) + ".w1.weight_packed")
+			t, err := ck.Require(layout.ExpertPrefix(0, e) + "w1.weight_packed")
 			require.NoError(b, err)
 			offs = append(offs, t.Offset)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/cfs1"
@@ -249,9 +250,8 @@ func TestCodedCorruptRecord(t *testing.T) {
 	defer ck.Close()
 	target := codedRecord(t, ck)
 	flipFrequencyBit(t, target)
-	var layer, expert int
-	_, err = fmt.Sscanf(strings.TrimPrefix(target.Name, cache.DefaultPrefix), "layers.%d.block_sparse_moe.experts.%d.", &layer, &expert)
-	require.NoError(t, err)
+	layer, expert, _, ok := layout.ParseExpert(target.Name)
+	require.True(t, ok, target.Name)
 	probe, err := cache.New(ck, cache.Config{Layers: moeLayers(c), NumExperts: c.NumExperts, TopK: c.TopK, Shapes: modelShapes(c)})
 	require.NoError(t, err, "the header is intact: New accepts the record")
 	slot := probe.SlotBytes()

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
@@ -23,7 +24,7 @@ func synthExperts(t *testing.T, ne int, mutate func([]safetensors.WriteTensor) [
 	var ts []safetensors.WriteTensor
 	for l := range 2 {
 		for e := range ne {
-			p := DefaultPrefix + "layers." + strconv.Itoa(l) + ".block_sparse_moe.experts." + strconv.Itoa(e) + "."
+			p := layout.ExpertPrefix(l, e)
 			var group []safetensors.WriteTensor
 			for w := 1; w <= 3; w++ {
 				packed := make([]byte, 8*32)
@@ -62,7 +63,7 @@ func refExpert(t *testing.T, ck *safetensors.Checkpoint, l, e int) moe.Expert {
 	t.Helper()
 	var ms [3]quant.Matrix
 	for w := range 3 {
-		p := expertPrefix(DefaultPrefix, l, e) + "w" + strconv.Itoa(w+1)
+		p := layout.ExpertPrefix(l, e) + "w" + strconv.Itoa(w+1)
 		pt, err := ck.Require(p + ".weight_packed")
 		require.NoError(t, err)
 		st, err := ck.Require(p + ".weight_scale")
@@ -133,7 +134,7 @@ func TestMalformedExperts(t *testing.T) {
 	}{
 		"packed dtype": {func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
 			for i := range ts {
-				if ts[i].Name == expertPrefix(DefaultPrefix, 1, 2)+"w2.weight_packed" {
+				if ts[i].Name == layout.ExpertPrefix(1, 2)+"w2.weight_packed" {
 					ts[i].DType, ts[i].Shape = safetensors.F32, []int64{8, 8}
 				}
 			}
@@ -141,7 +142,7 @@ func TestMalformedExperts(t *testing.T) {
 		}, "w2.weight_packed is F32"},
 		"group size": {func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
 			for i := range ts {
-				if ts[i].Name == expertPrefix(DefaultPrefix, 0, 1)+"w3.weight_scale" {
+				if ts[i].Name == layout.ExpertPrefix(0, 1)+"w3.weight_scale" {
 					ts[i].Shape, ts[i].Data = []int64{8, 4}, make([]byte, 32)
 				}
 			}
@@ -149,7 +150,7 @@ func TestMalformedExperts(t *testing.T) {
 		}, "experts.1.w3"},
 		"rank": {func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
 			for i := range ts {
-				if ts[i].Name == expertPrefix(DefaultPrefix, 0, 0)+"w1.weight_packed" {
+				if ts[i].Name == layout.ExpertPrefix(0, 0)+"w1.weight_packed" {
 					ts[i].Shape = []int64{256}
 				}
 			}
@@ -158,7 +159,7 @@ func TestMalformedExperts(t *testing.T) {
 		"missing": {func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
 			out := ts[:0]
 			for _, t := range ts {
-				if t.Name != expertPrefix(DefaultPrefix, 1, 5)+"w1.weight_scale" {
+				if t.Name != layout.ExpertPrefix(1, 5)+"w1.weight_scale" {
 					out = append(out, t)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/quant/rans"
@@ -23,9 +24,6 @@ var ErrExpertTensor = errors.New("cache: bad routed-expert tensor")
 type Shapes struct {
 	W1, W2, W3 [2]int
 }
-
-// DefaultPrefix is the tensor-name prefix of the released checkpoint.
-const DefaultPrefix = "language_model.model."
 
 // part indices in canonical order: w1p, w1s, w2p, w2s, w3p, w3s.
 const nparts = 6
@@ -101,11 +99,6 @@ func align4096(n int64) int64 {
 	return (n + storage.Alignment - 1) &^ (storage.Alignment - 1)
 }
 
-// expertPrefix is "<prefix>layers.{L}.block_sparse_moe.experts.{e}.".
-func expertPrefix(prefix string, layer, e int) string {
-	return prefix + "layers." + strconv.Itoa(layer) + ".block_sparse_moe.experts." + strconv.Itoa(e) + "."
-}
-
 // locate resolves expert (layer, e) in ck (SPEC §9.1) under the
 // checkpoint's stamps. fileIndex maps a shard path to its index in the
 // store's file list, adding it when new.
@@ -116,9 +109,9 @@ func expertPrefix(prefix string, layer, e int) string {
 // tensor. A tensor that looks like a record but is not stamped, a corrupt
 // record header and a coded scale are refused: nothing is guessed to be
 // coded.
-func locate(ck *safetensors.Checkpoint, stamps *quant.Stamps, prefix string, layer, e int, shapes *Shapes, fileIndex func(string) int32) (location, error) {
+func locate(ck *safetensors.Checkpoint, stamps *quant.Stamps, layer, e int, shapes *Shapes, fileIndex func(string) int32) (location, error) {
 	var loc location
-	p := expertPrefix(prefix, layer, e)
+	p := layout.ExpertPrefix(layer, e)
 	var ts [nparts]*safetensors.Tensor
 	for w := range 3 {
 		name := p + "w" + strconv.Itoa(w+1)

@@ -18,12 +18,11 @@ type options struct {
 	noHuge    bool
 	tracer    Tracer
 	maxBatch  int
-	prefix    string
 	speculate bool
 }
 
 func defaultOptions() options {
-	return options{policy: S3FIFO, workers: 4, prefix: DefaultPrefix, aligned: storage.NewReader}
+	return options{policy: S3FIFO, workers: 4, aligned: storage.NewReader}
 }
 
 // WithPolicy selects the replacement policy (default S3FIFO).
@@ -50,9 +49,6 @@ func WithTracer(t Tracer) Option { return func(o *options) { o.tracer = t } }
 // size of chunk-union prefill); it is clamped to [TopK, slots − 1]. The
 // default is max(TopK, ⌊slots/2⌋), leaving room for a second caller.
 func WithMaxBatch(n int) Option { return func(o *options) { o.maxBatch = n } }
-
-// WithPrefix sets the tensor-name prefix (default DefaultPrefix).
-func WithPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 
 // WithSpeculation enables SPEC §9.4 speculation: once a layer's experts
 // are leased, the previous token's picks of the next layer are prefetched

@@ -244,7 +244,7 @@ func (s *Store) locateAll(ck *safetensors.Checkpoint) error {
 	bad := 0
 	for li, l := range s.cfg.Layers {
 		for e := range ne {
-			loc, err := locate(ck, stamps, s.opts.prefix, l, e, s.cfg.Shapes, fileIndex)
+			loc, err := locate(ck, stamps, l, e, s.cfg.Shapes, fileIndex)
 			if err != nil {
 				if bad++; bad <= 8 {
 					errs = append(errs, fmt.Errorf("layer %d expert %d: %w", l, e, err))

@@ -5,12 +5,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
@@ -52,7 +52,7 @@ func moeConfig(c *config.Config, l, workers int) moe.Config {
 }
 
 func moeWeights(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l int) moe.Weights {
-	p := cache.DefaultPrefix + "layers." + strconv.Itoa(l) + ".block_sparse_moe."
+	p := layout.LayerPrefix(l) + "block_sparse_moe."
 	E, SI := c.Hidden, c.NumShared*c.MoEInter
 	w := moe.Weights{
 		Gate: matrix(t, ck, p+"gate.weight", c.NumExperts, E),
@@ -74,7 +74,7 @@ func moeWeights(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l in
 func mappedExperts(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l int) []moe.Expert {
 	out := make([]moe.Expert, c.NumExperts)
 	for e := range out {
-		p := cache.DefaultPrefix + "layers." + strconv.Itoa(l) + ".block_sparse_moe.experts." + strconv.Itoa(e) + "."
+		p := layout.ExpertPrefix(l, e)
 		mx := func(w string, rows, cols int) quant.Matrix {
 			pt, err := ck.Require(p + w + ".weight_packed")
 			require.NoError(t, err)

@@ -12,16 +12,9 @@ import (
 
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/floatbits"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
-)
-
-// Prefixes of the released tensor names (§3.3): textPrefix starts every
-// tensor of the text model (the vision tower's are left alone), modelPrefix
-// its decoder's.
-const (
-	textPrefix  = "language_model."
-	modelPrefix = textPrefix + "model."
 )
 
 // Sentinel errors of the pre-bind integrity checks (errors.Is).
@@ -142,29 +135,15 @@ type checker struct {
 	rep Report
 }
 
-// layerOf returns the decoder layer a tensor name belongs to, or -1.
-func layerOf(name string) int {
-	rest, ok := strings.CutPrefix(name, modelPrefix+"layers.")
-	if !ok {
-		return -1
-	}
-	num, _, ok := strings.Cut(rest, ".")
-	if !ok || num == "" || len(num) > 9 || num[0] == '0' && len(num) > 1 {
-		return -1
-	}
-	l, err := strconv.Atoi(num)
-	if err != nil || l < 0 {
-		return -1
-	}
-	return l
-}
-
 // checkLayers refuses (or, when allowed, records) layers beyond the config.
 func (c *checker) checkLayers(o CheckOptions) error {
 	var extra []int
 	tensors := 0
 	for _, t := range c.ck.Tensors() {
-		l := layerOf(t.Name)
+		l, ok := layout.LayerOf(t.Name)
+		if !ok {
+			continue
+		}
 		if o.Layers > 0 && l >= o.Layers {
 			c.rep.SkippedTensors++
 		}
@@ -196,7 +175,7 @@ func (c *checker) checkStamps() error {
 		return err
 	}
 	for _, t := range c.ck.Tensors() {
-		if !strings.HasPrefix(t.Name, textPrefix) {
+		if !strings.HasPrefix(t.Name, layout.TextPrefix) {
 			continue
 		}
 		if base, ok := strings.CutSuffix(t.Name, ".weight_packed"); ok {
@@ -281,7 +260,7 @@ func (c *checker) checkRelabelled() error {
 	buf := make([]byte, 2*relabelSample)
 	for _, t := range c.ck.Tensors() {
 		if len(t.Shape) != 2 || t.DType != safetensors.BF16 && t.DType != safetensors.F16 ||
-			t.NumElements() < relabelSample || !strings.HasPrefix(t.Name, textPrefix) {
+			t.NumElements() < relabelSample || !strings.HasPrefix(t.Name, layout.TextPrefix) {
 			continue
 		}
 		off := (t.Size/2 - int64(len(buf))/2) &^ 1
@@ -347,7 +326,7 @@ func (c *checker) verifyDigests() error {
 	start := time.Now()
 	defer func() { c.rep.VerifySeconds = time.Since(start).Seconds() }()
 	for _, t := range c.ck.Tensors() {
-		if !strings.HasPrefix(t.Name, textPrefix) {
+		if !strings.HasPrefix(t.Name, layout.TextPrefix) {
 			continue
 		}
 		checked, err := c.ck.VerifyTensor(t)

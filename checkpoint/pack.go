@@ -3,10 +3,9 @@ package checkpoint
 import (
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/trunk"
 )
@@ -36,18 +35,15 @@ func PackTrunk(modelDir, outDir string, progress func(done, total int64)) error 
 	return nil
 }
 
-// trunkTensors lists each layer's trunk tensors by the layer-name prefix.
+// trunkTensors lists each layer's trunk tensors (§3.4's class, by name).
 func trunkTensors(ck *safetensors.Checkpoint, cfg *config.Config) ([][]trunk.SourceTensor, error) {
 	layers := make([][]trunk.SourceTensor, cfg.NumLayers)
-	prefix := modelPrefix + "layers."
 	for _, t := range ck.Tensors() {
-		rest, ok := strings.CutPrefix(t.Name, prefix)
-		if !ok || strings.Contains(t.Name, ".experts.") {
+		if class, ok := layout.Classify(t.Name); !ok || class != layout.Trunk {
 			continue
 		}
-		num, _, ok := strings.Cut(rest, ".")
-		l, err := strconv.Atoi(num)
-		if !ok || err != nil || l < 0 || strconv.Itoa(l) != num {
+		l, ok := layout.LayerOf(t.Name)
+		if !ok {
 			return nil, fmt.Errorf("tensor %s: cannot read its layer number", t.Name)
 		}
 		if l >= cfg.NumLayers {

@@ -3,13 +3,16 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
-
-	"github.com/k3-project/k3/checkpoint/internal/synth"
 )
 
 // ErrUnknownGeometry: Synthesize was given a geometry name Geometries does
 // not list.
 var ErrUnknownGeometry = errors.New("checkpoint: unknown synthetic geometry")
+
+// ErrDirNotEmpty: Synthesize was given a directory that already holds files; it never mixes with
+// or overwrites an existing checkpoint. Synthesize's error reads "checkpoint: synthesize: synth:
+// target directory is not empty: …", as it did when synthesis was a package of its own.
+var ErrDirNotEmpty = errors.New("synth: target directory is not empty")
 
 // GeometryInfo names a synthetic checkpoint shape accepted by Synthesize.
 type GeometryInfo struct {
@@ -21,7 +24,7 @@ type GeometryInfo struct {
 // "perf" (a benchmark shape of about 1.5 GB) and "k3" (the real model's shapes as sparse files).
 func Geometries() []GeometryInfo {
 	var out []GeometryInfo
-	for _, g := range synth.Geometries() {
+	for _, g := range knownGeometries() {
 		out = append(out, GeometryInfo{Name: g.Name, Description: g.Description})
 	}
 	return out
@@ -42,7 +45,7 @@ func Synthesize(dir, geometry string, seed int64) error {
 // SynthesizeProgress is Synthesize reporting, after each generated tensor, the bytes generated so
 // far and the total (the holes of the sparse geometries take no time and are not counted).
 func SynthesizeProgress(dir, geometry string, seed int64, progress func(done, total int64)) error {
-	g, ok := synth.Lookup(geometry)
+	g, ok := lookupGeometry(geometry)
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownGeometry, geometry)
 	}

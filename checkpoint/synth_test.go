@@ -5,19 +5,14 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/checkpoint/internal/synth"
+	"github.com/k3-project/k3/checkpoint"
 )
 
 // TestPerfGeometryBinds writes the perf geometry's layout with sparse data and binds it, so the
 // benchmark geometry is checked without generating its 1.6 GB.
 func TestPerfGeometryBinds(t *testing.T) {
-	g, ok := synth.Lookup("perf")
-	if !ok {
-		t.Fatal("perf geometry missing")
-	}
-	g.Sparse = true
 	dir := filepath.Join(t.TempDir(), "perf")
-	if err := synth.Write(dir, g, 1); err != nil {
+	if err := checkpoint.SynthesizeLayout(dir, "perf", 1); err != nil {
 		t.Fatal(err)
 	}
 	m, err := k3.Open(dir)

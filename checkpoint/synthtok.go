@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/k3-project/k3/checkpoint/internal/synth"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/tokenizer/o200k"
 )
@@ -21,10 +20,6 @@ const (
 	SynthTokenizerRanksFile  = "tiktoken.model"
 	SynthTokenizerConfigFile = "tokenizer_config.json"
 )
-
-// ErrDirNotEmpty: Synthesize was given a directory that already holds files; it never mixes with
-// or overwrites an existing checkpoint.
-var ErrDirNotEmpty = synth.ErrNotEmpty
 
 // SynthTokenizerRanks returns how many byte-pair ranks the tokenizer Synthesize writes for a model
 // vocabulary of vocab ids: vocab − 256, so that the ranks and the 256 specials (ids N..N+255)
@@ -53,7 +48,7 @@ func SynthesisStagingDir(dir string) string {
 // synthesize writes the checkpoint and its tokenizer into a staging directory next to dir and
 // renames it into place, so an interrupted run never leaves a half-written dir: the next run
 // finds only its own staging directory, which it removes and rebuilds.
-func synthesize(dir string, g synth.Geometry, seed int64, progress func(done, total int64)) error {
+func synthesize(dir string, g geometry, seed int64, progress func(done, total int64)) error {
 	dir = filepath.Clean(dir)
 	if err := checkEmptyTarget(dir); err != nil {
 		return err
@@ -62,7 +57,7 @@ func synthesize(dir string, g synth.Geometry, seed int64, progress func(done, to
 	if err := os.RemoveAll(staging); err != nil { // a previous run's leftover
 		return fmt.Errorf("checkpoint: synthesize: removing a previous partial output: %w", err)
 	}
-	err := synth.WriteProgress(staging, g, seed, progress)
+	err := writeSynth(staging, g, seed, progress)
 	if err == nil {
 		err = writeSynthTokenizer(staging, g.Config.Vocab)
 	}

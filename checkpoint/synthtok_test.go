@@ -11,14 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/checkpoint/internal/synth"
 	"github.com/k3-project/k3/tokenizer"
 )
 
 // TestSynthTokenizerLoads: the written files load with tokenizer.LoadKimi for the vocabularies of
 // every geometry, the specials sit at N..N+255 with the K3 names, and text round-trips.
 func TestSynthTokenizerLoads(t *testing.T) {
-	for _, g := range synth.Geometries() {
+	for _, g := range knownGeometries() {
 		t.Run(g.Name, func(t *testing.T) {
 			vocab := g.Config.Vocab
 			dir := t.TempDir()
@@ -56,7 +55,7 @@ func TestSynthTokenizerLoads(t *testing.T) {
 // token is the merge of two lower-ranked tokens, so BPE can reach it without the whole-piece
 // shortcut (the claim that makes a prefix a valid smaller BPE).
 func TestSynthTokenizerPrefixIsBPE(t *testing.T) {
-	g, ok := synth.Lookup("perf")
+	g, ok := lookupGeometry("perf")
 	require.True(t, ok)
 	dir := t.TempDir()
 	require.NoError(t, writeSynthTokenizer(dir, g.Config.Vocab))
@@ -97,7 +96,7 @@ func TestSynthesizeStaging(t *testing.T) {
 	require.NoError(t, os.Mkdir(empty, 0o755))
 	require.NoError(t, Synthesize(empty, "tiny", 1))
 	err = Synthesize(dir, "tiny", 1)
-	require.ErrorIs(t, err, synth.ErrNotEmpty)
+	require.ErrorIs(t, err, ErrDirNotEmpty)
 	assert.Regexp(t, `^checkpoint: synthesize: synth: target directory is not empty`, err.Error())
 	// A failure leaves neither dir nor staging.
 	blocked := filepath.Join(parent, "file")

@@ -7,6 +7,10 @@
 // MXFP4 tensors. LayerOf is the one parser of a name's layer number, Classify the one reading of
 // §3.4's classification.
 //
+// The binder of package k3, the integrity checks, PackTrunk and synthesis of package checkpoint
+// and the expert store of package cache take released names and prefixes from here, and layer
+// and expert numbers from LayerOf and ParseExpert.
+//
 // The package knows names and shapes only: it reads no file and imports nothing of the module
 // but config.
 package layout

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant/rans"
 )
 
@@ -21,12 +21,10 @@ const expertsUsage = `usage:
       decode every coded tensor and compare it with the manifest's SHA-256
 `
 
-// expertWeight is the routed-expert rule: the packed MXFP4 weights of
-// experts.{e}.w{1,2,3}; each one's scale tensor stays raw.
-var expertWeight = regexp.MustCompile(`\.block_sparse_moe\.experts\.[0-9]+\.w[123]\.weight_packed$`)
-
+// selectExperts is the routed-expert rule: the packed MXFP4 weights of
+// experts.{e}.w{1,2,3} are coded; each one's scale tensor stays raw.
 func selectExperts(name string) (string, bool) {
-	if !expertWeight.MatchString(name) {
+	if _, _, key, ok := layout.ParseExpert(name); !ok || !strings.HasSuffix(key, ".weight_packed") {
 		return "", false
 	}
 	return strings.TrimSuffix(name, "_packed") + "_scale", true

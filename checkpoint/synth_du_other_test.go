@@ -1,6 +1,6 @@
 //go:build !unix
 
-package synth
+package checkpoint
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package synth
+package checkpoint
 
 import (
 	"bytes"
@@ -7,93 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
 )
 
-func mustLookup(t *testing.T, name string) Geometry {
-	t.Helper()
-	g, ok := Lookup(name)
-	if !ok {
-		t.Fatalf("geometry %q missing", name)
-	}
-	return g
-}
-
-// TestK3PlanSizes checks the k3 geometry's layout against the byte counts of SPEC §3.3 and §3.5,
-// which were measured on the released checkpoint.
-func TestK3PlanSizes(t *testing.T) {
-	g := mustLookup(t, "k3")
-	c := &g.Config
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	units := plan(c, g.Released)
-	layer := make([]int64, c.NumLayers)
-	var embedHead, experts, nTensors int64
-	perExpert := map[int64]int{}
-	for _, u := range units {
-		var b int64
-		for i := range u {
-			b += u[i].bytes()
-			nTensors++
-		}
-		switch name := u[0].name; {
-		case strings.Contains(name, ".experts."):
-			experts += b
-			perExpert[b]++
-		case strings.HasPrefix(name, prefix+"layers."):
-			var l int
-			rest := strings.TrimPrefix(name, prefix+"layers.")
-			for _, ch := range rest[:strings.IndexByte(rest, '.')] {
-				l = 10*l + int(ch-'0')
-			}
-			layer[l] += b
-		default:
-			embedHead += b
-		}
-	}
-	if len(perExpert) != 1 || perExpert[17_547_264] != 92*896 {
-		t.Errorf("expert sizes %v, want 82432 experts of 17,547,264 bytes", perExpert)
-	}
-	if experts != 1_446_456_066_048 {
-		t.Errorf("all experts %d bytes, want 1,446,456,066,048", experts)
-	}
-	// embed + lm_head = 4,697,620,480; plus the final norm and the output AttnRes pair in BF16.
-	if want := int64(4_697_620_480 + 3*7168*2); embedHead != want {
-		t.Errorf("embed+head %d bytes, want %d", embedHead, want)
-	}
-	var trunk int64
-	for l, b := range layer {
-		trunk += b
-		want := int64(1_267_744_256)
-		switch {
-		case l == 0:
-			want = 2_341_213_184
-		case c.IsMLA(l):
-			want = 844_335_616
-		}
-		if b != want {
-			t.Errorf("layer %d trunk %d bytes, want %d", l, b, want)
-		}
-	}
-	if trunk != 108_811_877_376 {
-		t.Errorf("trunk %d bytes, want 108,811,877,376", trunk)
-	}
-	// 497,220 tensors in the released checkpoint, of which the vision tower's are not written.
-	t.Logf("k3 plan: %d text tensors, trunk %d B, experts %d B, embed+head %d B", nTensors, trunk, experts, embedHead)
-}
-
 func writeGeometry(t *testing.T, name string, seed int64) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	if err := Write(dir, mustLookup(t, name), seed); err != nil {
+	if err := writeSynth(dir, mustLookup(t, name), seed, nil); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -116,8 +42,8 @@ func readDir(t *testing.T, dir string) map[string][]byte {
 	return files
 }
 
-// TestDeterministic: the same seed gives identical bytes; another seed changes every shard.
-func TestDeterministic(t *testing.T) {
+// TestSynthDeterministic: the same seed gives identical bytes; another seed changes every shard.
+func TestSynthDeterministic(t *testing.T) {
 	a := readDir(t, writeGeometry(t, "tiny", 7))
 	b := readDir(t, writeGeometry(t, "tiny", 7))
 	c := readDir(t, writeGeometry(t, "tiny", 8))
@@ -134,9 +60,9 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// TestTinyLayout: the tiny geometry reads back through the config and safetensors packages with
-// the fixture's tensor set, dtypes and shapes.
-func TestTinyLayout(t *testing.T) {
+// TestSynthTinyLayout: the tiny geometry reads back through the config and safetensors packages
+// with the fixture's tensor set, dtypes and shapes.
+func TestSynthTinyLayout(t *testing.T) {
 	dir := writeGeometry(t, "tiny", 1)
 	g := mustLookup(t, "tiny")
 	got, err := config.Load(filepath.Join(dir, "config.json"))
@@ -154,8 +80,12 @@ func TestTinyLayout(t *testing.T) {
 	if !ck.HasIndex() || len(ck.Shards()) != 3 {
 		t.Errorf("index %v, %d shards", ck.HasIndex(), len(ck.Shards()))
 	}
+	units, err := synthPlan(&g.Config, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := 0
-	for _, u := range plan(&g.Config, false) {
+	for _, u := range units {
 		for i := range u {
 			want++
 			tt, ok := ck.Tensor(u[i].name)
@@ -186,7 +116,7 @@ func TestTinyLayout(t *testing.T) {
 	}
 }
 
-// dotNorm returns W[r]·x in float64 for a row-major f32 matrix.
+// dotRow returns W[r]·x in float64 for a row-major f32 matrix.
 func dotRow(w []float32, r, cols int, x []float64) float64 {
 	var s float64
 	for i := range cols {
@@ -231,10 +161,10 @@ func topK(v []float64, k int) []int {
 	return out
 }
 
-// TestScalesMatter checks, with an independent float64 evaluation, that the synthetic weights
+// TestSynthScalesMatter checks, with an independent float64 evaluation, that the synthetic weights
 // exercise what the fixtures exercise: the router bias changes selections, and the SiTU-GLU
 // gate and up inputs reach the tanh caps (β1 = 4, β2 = 25) on a visible share of entries.
-func TestScalesMatter(t *testing.T) {
+func TestSynthScalesMatter(t *testing.T) {
 	dir := writeGeometry(t, "tiny", 3)
 	g := mustLookup(t, "tiny")
 	c := &g.Config
@@ -257,7 +187,7 @@ func TestScalesMatter(t *testing.T) {
 	xs := unitInputs(200, c.Hidden)
 	changed, rows := 0, 0
 	for l := c.FirstDense; l < c.NumLayers; l++ {
-		lp := prefix + "layers." + strconv.Itoa(l) + ".block_sparse_moe."
+		lp := layout.LayerPrefix(l) + "block_sparse_moe."
 		gate, bias := read(lp+"gate.weight"), read(lp+"gate.e_score_correction_bias")
 		for _, x := range xs {
 			score := make([]float64, c.NumExperts)
@@ -289,10 +219,10 @@ func TestScalesMatter(t *testing.T) {
 		}
 		return float64(over) / float64(n)
 	}
-	dg := share(read(prefix+"layers.0.mlp.gate_proj.weight"), c.DenseInter, c.Hidden, xs, c.SiTUBeta)
-	du := share(read(prefix+"layers.0.mlp.up_proj.weight"), c.DenseInter, c.Hidden, xs, c.SiTULinearBeta)
+	dg := share(read(layout.LayerPrefix(0)+"mlp.gate_proj.weight"), c.DenseInter, c.Hidden, xs, c.SiTUBeta)
+	du := share(read(layout.LayerPrefix(0)+"mlp.up_proj.weight"), c.DenseInter, c.Hidden, xs, c.SiTULinearBeta)
 	lat := unitInputs(200, c.Latent)
-	ep := prefix + "layers.1.block_sparse_moe.experts.0."
+	ep := layout.ExpertPrefix(1, 0)
 	w1 := make([]float32, c.MoEInter*c.Latent)
 	if err := mxfp4.Dequantize(w1, rawBytes(t, ck, ep+"w1.weight_packed"), rawBytes(t, ck, ep+"w1.weight_scale"), c.MoEInter, c.Latent); err != nil {
 		t.Fatal(err)
@@ -317,9 +247,9 @@ func rawBytes(t *testing.T, ck *safetensors.Checkpoint, name string) []byte {
 	return b
 }
 
-// TestK3Sparse writes the full-size k3 geometry: 96 shards whose apparent size is the real
+// TestSynthK3Sparse writes the full-size k3 geometry: 96 shards whose apparent size is the real
 // checkpoint's text part while the disk holds little more than the headers.
-func TestK3Sparse(t *testing.T) {
+func TestSynthK3Sparse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 96 sparse shards (about 80 MB of headers)")
 	}
@@ -349,46 +279,11 @@ func TestK3Sparse(t *testing.T) {
 	}
 }
 
-func TestLookup(t *testing.T) {
-	var names []string
-	for _, g := range Geometries() {
-		names = append(names, g.Name)
-		if err := g.Config.Validate(); err != nil {
-			t.Errorf("%s: %v", g.Name, err)
-		}
-	}
-	if !slices.Equal(names, []string{"tiny", "perf", "k3", "k3-routed"}) {
-		t.Errorf("geometries %v", names)
-	}
-	if _, ok := Lookup("huge"); ok {
-		t.Error("unknown geometry found")
-	}
-	if err := Write(t.TempDir(), Geometry{Name: "bad", Config: config.Config{}, Shards: 1}, 1); err == nil {
-		t.Error("an invalid config was written")
-	}
-	dir := writeGeometry(t, "tiny", 1)
-	if err := Write(dir, mustLookup(t, "tiny"), 1); err == nil {
-		t.Error("wrote into a non-empty directory")
-	}
-}
-
-// TestTinyMatchesFixture: the tiny geometry has exactly the configuration of models/tiny.
-func TestTinyMatchesFixture(t *testing.T) {
-	want, err := config.Load(testkit.Path(t, "models/tiny/config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := mustLookup(t, "tiny")
-	if got, w := fmt.Sprintf("%+v", g.Config), fmt.Sprintf("%+v", *want); got != w {
-		t.Errorf("tiny geometry:\n%s\nmodels/tiny:\n%s", got, w)
-	}
-}
-
-func TestWriteProgress(t *testing.T) {
-	g, _ := Lookup("tiny")
+func TestSynthWriteProgress(t *testing.T) {
+	g, _ := lookupGeometry("tiny")
 	var calls int
 	var last, total int64
-	if err := WriteProgress(t.TempDir(), g, 1, func(done, tot int64) {
+	if err := writeSynth(t.TempDir(), g, 1, func(done, tot int64) {
 		calls++
 		if done <= last || done > tot {
 			t.Fatalf("progress %d of %d after %d", done, tot, last)

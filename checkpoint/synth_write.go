@@ -1,50 +1,55 @@
-package synth
+package checkpoint
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
 )
 
-// ErrNotEmpty reports that the target directory already holds files: synthesis never mixes with or
-// overwrites an existing checkpoint.
-var ErrNotEmpty = errors.New("synth: target directory is not empty")
-
 // blockElems bounds the elements generated per write for large BF16 matrices.
 const blockElems = 1 << 22
 
-// Write generates geometry g with the given seed into dir (created if needed; must be empty).
-func Write(dir string, g Geometry, seed int64) error { return WriteProgress(dir, g, seed, nil) }
-
-// WriteProgress is Write reporting, after each tensor whose data is generated, the bytes
-// generated so far and the total to generate (holes of sparse geometries are not counted).
-func WriteProgress(dir string, g Geometry, seed int64, progress func(done, total int64)) error {
+// writeSynth generates geometry g with the given seed into dir (created if needed; it must be
+// empty): config.json, the shards and their index, no tokenizer. progress, if not nil, receives
+// after each tensor whose data is generated the bytes generated so far and the total to generate
+// (holes of sparse geometries are not counted).
+//
+// Output is a pure function of (geometry, seed): every tensor draws from its own stream
+// (newNormals), so the bytes depend neither on the machine nor on the parallelism. Shards are
+// streamed tensor by tensor through the safetensors writer's Fill callbacks; tensors are drawn a
+// few at a time ahead of the writer on GOMAXPROCS goroutines, and the largest ones (the embedding
+// and lm_head) are streamed in blocks of rows, so memory stays bounded. Sparse geometries write
+// headers only: their data stay holes (zeros) in sparse files.
+func writeSynth(dir string, g geometry, seed int64, progress func(done, total int64)) error {
 	cfg := g.Config
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("synth: geometry %s: %w", g.Name, err)
+		return err
 	}
 	if g.Shards < 1 {
-		return fmt.Errorf("synth: geometry %s: %d shards", g.Name, g.Shards)
+		return fmt.Errorf("%d shards", g.Shards)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("synth: %w", err)
+		return err
 	}
 	if ents, err := os.ReadDir(dir); err != nil {
-		return fmt.Errorf("synth: %w", err)
+		return err
 	} else if len(ents) > 0 {
-		return fmt.Errorf("%w: %s holds %d entries", ErrNotEmpty, dir, len(ents))
+		return fmt.Errorf("%w: %s holds %d entries", ErrDirNotEmpty, dir, len(ents))
 	}
-	shards := shardUnits(plan(&cfg, g.Released), g.Shards)
+	units, err := synthPlan(&cfg, g.Released)
+	if err != nil {
+		return err
+	}
+	shards := shardUnits(units, g.Shards)
 	ws := make([][]safetensors.WriteTensor, len(shards))
 	var pf *prefetcher
 	if !g.Sparse {
@@ -53,7 +58,7 @@ func WriteProgress(dir string, g Geometry, seed int64, progress func(done, total
 	}
 	for i, sh := range shards {
 		if len(sh) == 0 {
-			return fmt.Errorf("synth: geometry %s: shard %d of %d would be empty", g.Name, i+1, len(shards))
+			return fmt.Errorf("shard %d of %d would be empty", i+1, len(shards))
 		}
 		ws[i] = make([]safetensors.WriteTensor, len(sh))
 		var pendingScales []byte // scales of the expert matrix whose packed codes were just written
@@ -83,7 +88,7 @@ func WriteProgress(dir string, g Geometry, seed int64, progress func(done, total
 					// its packed codes, so the scales drawn with them are waiting here.
 					wt.Fill = func(w io.Writer) error {
 						if int64(len(pendingScales)) != s.bytes() {
-							return fmt.Errorf("synth: %s: scales not produced by the preceding packed tensor", s.name)
+							return fmt.Errorf("%s: scales not produced by the preceding packed tensor", s.name)
 						}
 						_, err := w.Write(pendingScales)
 						pendingScales = nil
@@ -133,7 +138,7 @@ func WriteProgress(dir string, g Geometry, seed int64, progress func(done, total
 	}
 	meta := map[string]string{"format": "pt", "generator": "k3 synth", "geometry": g.Name, "seed": fmt.Sprint(seed)}
 	if err := safetensors.WriteSharded(dir, ws, meta); err != nil {
-		return fmt.Errorf("synth: %w", err)
+		return err
 	}
 	return writeConfig(filepath.Join(dir, "config.json"), &cfg)
 }
@@ -145,7 +150,7 @@ func routes(s *spec) bool {
 	switch {
 	case s.kind == kindPacked || s.kind == kindScale:
 		return false
-	case strings.HasSuffix(s.name, "embed_tokens.weight"), strings.HasSuffix(s.name, "block_sparse_moe.gate.weight"):
+	case s.name == layout.EmbedName, s.key == "block_sparse_moe.gate.weight":
 		return true
 	}
 	return len(s.shape) != 2 || s.shape[0] == 1
@@ -160,7 +165,7 @@ func drawExpert(s *spec, seed int64) (packed, scales []byte, err error) {
 	}
 	packed, scales, err = mxfp4.Quantize(w, s.rows, s.cols)
 	if err != nil {
-		return nil, nil, fmt.Errorf("synth: %s: %w", s.name, err)
+		return nil, nil, fmt.Errorf("%s: %w", s.name, err)
 	}
 	return packed, scales, nil
 }
@@ -206,7 +211,7 @@ func draw(w io.Writer, s *spec, seed int64) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("synth: %s: no generator for dtype %v", s.name, s.dtype)
+	return fmt.Errorf("%s: no generator for dtype %v", s.name, s.dtype)
 }
 
 func writeF32(w io.Writer, v []float32) error {
@@ -222,10 +227,7 @@ func writeF32(w io.Writer, v []float32) error {
 func writeConfig(path string, c *config.Config) error {
 	b, err := config.MarshalNested(c)
 	if err != nil {
-		return fmt.Errorf("synth: config: %w", err)
+		return err
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("synth: %w", err)
-	}
-	return nil
+	return os.WriteFile(path, b, 0o644)
 }

@@ -1,9 +1,9 @@
-package synth
+package checkpoint
 
 import "github.com/k3-project/k3/config"
 
-// Geometry is a named synthetic model shape.
-type Geometry struct {
+// geometry is a named synthetic model shape; Geometries lists the known ones' names.
+type geometry struct {
 	Name        string
 	Description string
 	Config      config.Config
@@ -35,6 +35,7 @@ func fullAttnEvery(n, every int) []int {
 	return l
 }
 
+// kdaLayers returns the one-based layers of 1..n not in full.
 func kdaLayers(n int, full []int) []int {
 	isFull := make(map[int]bool, len(full))
 	for _, f := range full {
@@ -49,7 +50,9 @@ func kdaLayers(n int, full []int) []int {
 	return l
 }
 
-func base(hidden, layers, vocab int) config.Config {
+// baseConfig is what the small geometries share with K3: its layer pattern, the SiTU caps, the
+// MoE wiring.
+func baseConfig(hidden, layers, vocab int) config.Config {
 	full := fullAttnEvery(layers, 4)
 	return config.Config{
 		Hidden: hidden, NumLayers: layers, Vocab: vocab, RMSEps: 1e-5,
@@ -59,15 +62,15 @@ func base(hidden, layers, vocab int) config.Config {
 	}
 }
 
-// Geometries returns the known geometries, smallest first.
-func Geometries() []Geometry {
-	tiny := base(128, 13, 256)
+// knownGeometries returns the geometries Synthesize accepts, smallest first.
+func knownGeometries() []geometry {
+	tiny := baseConfig(128, 13, 256)
 	tiny.KDAHeads, tiny.KDAHeadDim = 4, 16
 	tiny.MLAHeads, tiny.QLoRA, tiny.KVLoRA, tiny.QKNope, tiny.QKRope, tiny.VHead = 4, 64, 32, 24, 8, 16
 	tiny.NumExperts, tiny.TopK, tiny.Latent, tiny.MoEInter = 8, 2, 64, 64
 	tiny.DenseInter, tiny.AttnResBlock = 96, 3
 
-	perf := base(2048, 13, 32768)
+	perf := baseConfig(2048, 13, 32768)
 	perf.KDAHeads, perf.KDAHeadDim = 16, 128
 	perf.MLAHeads, perf.QLoRA, perf.KVLoRA, perf.QKNope, perf.QKRope, perf.VHead = 16, 512, 256, 128, 64, 128
 	perf.NumExperts, perf.TopK, perf.Latent, perf.MoEInter = 64, 8, 1024, 512
@@ -75,7 +78,7 @@ func Geometries() []Geometry {
 
 	k3 := *config.K3() // the released model's dimensions, from the config package
 
-	return []Geometry{
+	return []geometry{
 		{Name: "tiny", Description: "the models/tiny fixture's shape: hidden 128, 13 layers, vocab 256, 8 experts top-2 (3.7 MB)",
 			Config: tiny, Shards: 3},
 		{Name: "perf", Description: "a benchmark shape: hidden 2048, 13 layers, vocab 32768, KDA 16x128, 64 experts top-8 (about 1.5 GB)",
@@ -87,12 +90,12 @@ func Geometries() []Geometry {
 	}
 }
 
-// Lookup returns the geometry with the given name.
-func Lookup(name string) (Geometry, bool) {
-	for _, g := range Geometries() {
+// lookupGeometry returns the geometry with the given name.
+func lookupGeometry(name string) (geometry, bool) {
+	for _, g := range knownGeometries() {
 		if g.Name == name {
 			return g, true
 		}
 	}
-	return Geometry{}, false
+	return geometry{}, false
 }

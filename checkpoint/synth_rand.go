@@ -1,4 +1,4 @@
-package synth
+package checkpoint
 
 import (
 	"hash/fnv"
@@ -8,10 +8,12 @@ import (
 
 // normals draws approximately standard-normal values: the sum of four 16-bit uniforms of one
 // 64-bit PCG output, centred and scaled to unit variance (tails end at ±2√3). Only integer and
-// IEEE-exact float operations are used, so the stream is identical on every platform.
+// IEEE-exact float operations are used (no math.Log or math.Cos, whose last bit may differ
+// between CPUs), so the stream is identical on every platform and Go version.
 type normals struct{ pcg *rand.PCG }
 
-// newNormals seeds a stream from the checkpoint seed and a tensor (or matrix) name.
+// newNormals seeds a stream from the checkpoint seed and an FNV-1a hash of a tensor (or matrix)
+// name: every tensor has its own stream, so the order in which tensors are drawn does not matter.
 func newNormals(seed int64, name string) *normals {
 	h := fnv.New64a()
 	h.Write([]byte(name))
