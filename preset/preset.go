@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/sysmem"
 )
 
@@ -179,4 +180,27 @@ func Largest(m sysmem.Info) (p Preset, ok bool) {
 		}
 	}
 	return p, ok
+}
+
+// TokenReads estimates the bytes one decoded token reads under plan p of a
+// model configured by c: the trunk's streamed bytes per pass, and c.TopK
+// experts per MoE layer times the miss rate. The miss rate is 1 unless the
+// expert cache holds more than one token's experts; then it is the share of
+// all experts not resident (uniform routing, a pessimistic figure for a
+// trained router). Experts memory-mapped (p has no cache) count 0: the page
+// cache decides what they cost.
+func TokenReads(c *config.Config, p k3.Plan) (trunk, experts int64) {
+	if p.Trunk != nil {
+		trunk = p.Trunk.StreamBytes
+	}
+	if p.Cache == nil {
+		return trunk, 0
+	}
+	moeLayers := int64(c.NumLayers - c.FirstDense)
+	need := int64(c.TopK) * moeLayers
+	miss := 1.0
+	if int64(p.Cache.Slots) > need {
+		miss = math.Max(0, 1-float64(p.Cache.Slots)/float64(int64(c.NumExperts)*moeLayers))
+	}
+	return trunk, int64(float64(need*p.Cache.ExpertBytes) * miss)
 }
