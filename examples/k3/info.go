@@ -7,7 +7,7 @@ import (
 	"github.com/k3-project/k3"
 )
 
-var infoCmd = command{name: "info", flags: flagSpec{}, help: `usage: k3 info <model_dir>
+var infoCmd = command{name: "info", npos: 1, what: "exactly one model directory", main: info, help: `usage: k3 info <model_dir>
 
 Binds the model and prints, as JSON: layers, vocab, hidden; parameter, tensor and byte counts
 for the embedding/head, the trunk and the routed experts; the per-session KDA state bytes and
@@ -37,15 +37,8 @@ type infoJSON struct {
 
 func class(c k3.ClassInfo) classJSON { return classJSON{c.Tensors, c.Params, c.Bytes} }
 
-// cmdInfo prints a model's parameter and byte counts and per-session state sizes as JSON.
-func cmdInfo(argv []string, stdout, stderr io.Writer) int {
-	a, code, ok := infoCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
-	}
-	if len(a.pos) != 1 {
-		return infoCmd.usageFail(stderr, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos)))
-	}
+// info prints a model's parameter and byte counts and per-session state sizes as JSON.
+func info(a *args, stdout, stderr io.Writer) int {
 	m, err := k3.Open(a.pos[0])
 	if err != nil {
 		fail(stderr, err)

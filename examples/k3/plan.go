@@ -11,11 +11,8 @@ import (
 	"github.com/k3-project/k3/trunk"
 )
 
-var planCmd = command{name: "plan", flags: flagSpec{
-	"--preset": true, "--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
-	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--json": false,
-	"--config": true, "--layers": true,
-}, help: `usage: k3 plan <model_dir> [--preset NAME | --trunk-gb X | --cache-gb X | ...] [--json]
+var planCmd = command{name: "plan", npos: 1, what: "exactly one model directory", main: plan,
+	flags: merge(budgetFlags, flagSpec{"--json": false}), help: `usage: k3 plan <model_dir> [--preset NAME | --trunk-gb X | --cache-gb X | ...] [--json]
 
 Prints the memory plan "k3 run" would use with the same budget flags, itemised (trunk: pinned
 layers, ring, embedding, side tensors, bytes streamed per pass; expert cache; per-session state),
@@ -36,18 +33,11 @@ Flags apply in argv order (a --trunk-gb or --cache-gb after --preset overrides i
 A budget below the model's floor is refused (exit 2) with the floor in the message.
 `}
 
-// cmdPlan is `k3 plan <model_dir>`.
-func cmdPlan(argv []string, stdout, stderr io.Writer) int {
-	a, code, ok := planCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
-	}
-	if len(a.pos) != 1 {
-		return planCmd.usageFail(stderr, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos)))
-	}
-	b, err := parseBudget(a, sysmem.Read)
-	if err != nil {
-		return planCmd.usageFail(stderr, err)
+// plan is `k3 plan <model_dir>`.
+func plan(a *args, stdout, stderr io.Writer) int {
+	b := parseBudget(a)
+	if a.err != nil {
+		return a.usage(stderr, a.err)
 	}
 	dir := a.pos[0]
 	if err := b.resolve(dir); err != nil {
@@ -72,7 +62,7 @@ func cmdPlan(argv []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, p.String())
 	if m, err := sysmem.Read(); err == nil {
 		// Session state, activations and the Go runtime come on top of the plan.
-		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", human(p.Total()), human(m.Usable()), m)
+		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", trunk.GB(p.Total()), trunk.GB(m.Usable()), m)
 	}
 	return exitOK
 }

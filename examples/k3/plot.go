@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,19 +13,25 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/k3-project/k3/cache/sim"
 )
 
-// checkPlotPath refuses a --plot path the chart could not be saved to, before any work is done.
-func checkPlotPath(p string) error {
-	if !strings.EqualFold(filepath.Ext(p), ".svg") && !strings.EqualFold(filepath.Ext(p), ".png") {
-		return usagef("--plot", "%s: the chart is written as .svg or .png", p)
+// plotPath returns --plot ("" when absent). A path the chart could not be saved to is a mistake
+// recorded in a.err, found before any work is done.
+func (a *args) plotPath() string {
+	p, ok := a.vals["--plot"]
+	if !ok || a.err != nil {
+		return p
 	}
-	if err := probeWritable(p); err != nil {
-		return usagef("--plot", "%v", err)
+	if ext := filepath.Ext(p); !strings.EqualFold(ext, ".svg") && !strings.EqualFold(ext, ".png") {
+		a.check(usagef("--plot", "%s: the chart is written as .svg or .png", p))
+	} else if err := probeWritable(p); err != nil {
+		a.check(usagef("--plot", "%v", err))
 	}
-	return nil
+	return p
 }
 
 var seriesColors = []color.Color{
@@ -170,4 +178,29 @@ func plotLadder(rows []rung, path, model string) error {
 	top.Draw(canvases[0][0])
 	bottom.Draw(canvases[1][0])
 	return img.save()
+}
+
+// canvas is an SVG or PNG canvas chosen by the file name.
+type canvas struct {
+	path string
+	c    vg.CanvasSizer
+}
+
+func newCanvas(path string, w, h vg.Length) (*canvas, error) {
+	if strings.EqualFold(filepath.Ext(path), ".png") {
+		return &canvas{path, vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(144))}}, nil
+	}
+	return &canvas{path, vgsvg.New(w, h)}, nil
+}
+
+func (c *canvas) save() error {
+	f, err := os.Create(c.path)
+	if err != nil {
+		return err
+	}
+	_, err = c.c.(io.WriterTo).WriteTo(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

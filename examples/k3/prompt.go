@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
@@ -19,23 +20,19 @@ func (e *tokLoadError) Error() string { return "--tok: " + e.err.Error() }
 func (e *tokLoadError) Unwrap() error { return e.err }
 
 // loadTokenizer reads dir/tiktoken.model and dir/tokenizer_config.json. A rank file that is not
-// the released Kimi one is a warning, not a refusal: a user may run a modified vocabulary.
-func loadTokenizer(dir string) (*tokenizer.Encoding, []string, error) {
+// the released Kimi one is a warning on w, not a refusal: a user may run a modified vocabulary.
+func loadTokenizer(dir string, w io.Writer) (*tokenizer.Encoding, error) {
 	enc, err := tokenizer.LoadDir(dir)
 	if err != nil {
-		return nil, nil, &tokLoadError{err}
+		return nil, &tokLoadError{err}
 	}
-	var warnings []string
-	if note := synthNote(filepath.Join(dir, tokenizer.ConfigFileName)); note != "" {
-		// k3 synth's tokenizer is a prefix of o200k_base on purpose: nothing to warn about.
-		return enc, nil, nil
-	}
-	if !enc.IsKimiReference() {
+	// k3 synth's tokenizer is a prefix of o200k_base on purpose: nothing to warn about.
+	if !enc.IsKimiReference() && synthNote(filepath.Join(dir, tokenizer.ConfigFileName)) == "" {
 		d := enc.Ranks().Digest()
-		warnings = append(warnings, fmt.Sprintf("%s in %s (SHA-256 %x) is not the released Kimi rank file (SHA-256 %s); ids may not match the model's",
-			tokenizer.RanksFileName, dir, d[:], tokenizer.KimiRanksSHA256))
+		fmt.Fprintf(w, "k3: warning: %s in %s (SHA-256 %x) is not the released Kimi rank file (SHA-256 %s); ids may not match the model's\n",
+			tokenizer.RanksFileName, dir, d[:], tokenizer.KimiRanksSHA256)
 	}
-	return enc, warnings, nil
+	return enc, nil
 }
 
 // synthNote returns the k3_synthetic key that k3 synth writes into tokenizer_config.json, or "".

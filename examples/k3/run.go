@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -9,11 +10,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/k3-project/k3"
@@ -22,7 +22,6 @@ import (
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/sample"
-	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/trunk"
 )
@@ -34,13 +33,11 @@ const (
 	maxTotal  = 36864
 )
 
-var runCmd = command{name: "run", flags: withGenFlags(flagSpec{
+var runCmd = command{name: "run", npos: -1, main: runMain, flags: merge(budgetFlags, genFlags, flagSpec{
 	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true,
 	"--incremental": false, "--full-recompute": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
-	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
-	"--cache-gb": true, "--preset": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true,
-	"--config": true, "--layers": true, "--verify": false,
+	"--dump-cache-trace": true, "--verify": false,
 }), help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
 
 Greedy decoding on the CPU. Flags apply in argv order (later wins).
@@ -110,6 +107,8 @@ type runOptions struct {
 	out         string
 	dumpLogits  string
 	tfCheck     bool
+	verify      bool   // --verify
+	traceDir    string // --dump-cache-trace
 	budget      budget
 	gf          genOptions // genflags.go
 }
@@ -118,55 +117,34 @@ func parseRun(a *args) (*runOptions, error) {
 	if len(a.pos) != 1 {
 		return nil, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos))
 	}
-	vals := a.vals
-	o := &runOptions{modelDir: a.pos[0], gen: 8, threads: runtime.GOMAXPROCS(0), out: "k3_run.json", incremental: true}
-	if err := o.parsePrompt(vals); err != nil {
+	o := &runOptions{modelDir: a.pos[0], out: "k3_run.json", verify: a.has("--verify"), traceDir: a.vals["--dump-cache-trace"]}
+	if err := o.parsePrompt(a.vals); err != nil {
 		return nil, err
 	}
-	var err error
-	if o.budget, err = parseBudget(a, sysmem.Read); err != nil {
-		return nil, err
-	}
-	if s, ok := vals["--gen"]; ok {
-		if o.gen, err = parseInt("--gen", s, 0, maxGen); err != nil {
-			return nil, err
-		}
-	}
-	if s, ok := vals["--threads"]; ok {
-		if o.threads, err = parseInt("--threads", s, 1, 4096); err != nil {
-			return nil, err
-		}
-	}
+	o.budget = parseBudget(a)
+	o.gen = a.int("--gen", 8, 0, maxGen)
+	o.threads = a.int("--threads", runtime.GOMAXPROCS(0), 1, 4096)
 	o.incremental = a.last("--incremental", "--full-recompute") != "--full-recompute"
-	o.noStop = a.has("--no-stop")
-	o.tfCheck = a.has("--tf-check")
-	if o.ids != nil {
-		if err := o.checkLengths(); err != nil {
-			return nil, err
-		}
+	o.noStop, o.tfCheck = a.has("--no-stop"), a.has("--tf-check")
+	if o.ids != nil && a.err == nil {
+		a.check(o.checkLengths())
 	}
-	if s, ok := vals["--stop-ids"]; ok {
+	if s, ok := a.vals["--stop-ids"]; ok && a.err == nil {
 		if o.noStop {
-			return nil, usagef("--stop-ids", "conflicts with --no-stop")
+			a.check(usagef("--stop-ids", "conflicts with --no-stop"))
+		} else {
+			o.stop, a.err = parseIDList("--stop-ids", s, 1024)
+			o.stopGiven = true
 		}
-		if o.stop, err = parseIDList("--stop-ids", s, 1024); err != nil {
-			return nil, err
-		}
-		o.stopGiven = true
 	}
-	if o.gf, err = parseGenFlags(a, o.incremental, o.tokDir); err != nil {
-		return nil, err
-	}
-	if s, ok := vals["--out"]; ok {
+	o.gf = parseGenFlags(a, o.incremental, o.tokDir)
+	if s, ok := a.vals["--out"]; ok {
 		o.out = s
 	}
-	if s, ok := vals["--dump-logits"]; ok {
-		if s == "-" {
-			return nil, usagef("--dump-logits", "binary logits cannot go to stdout; give a file")
-		}
-		o.dumpLogits = s
+	if o.dumpLogits = a.vals["--dump-logits"]; o.dumpLogits == "-" {
+		a.check(usagef("--dump-logits", "binary logits cannot go to stdout; give a file"))
 	}
-	return o, nil
+	return o, a.err
 }
 
 // parsePrompt takes exactly one prompt source. Text sources need --tok; --ids may come with it
@@ -316,54 +294,36 @@ type report struct {
 	Generation *genReport `json:"generation"` // genflags.go
 }
 
-// cmdRun decodes greedily. sigs, when non-nil, replaces the process signal channel (tests).
-func cmdRun(argv []string, stdout, stderr io.Writer, sigs chan os.Signal) int {
-	a, code, ok := runCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
-	}
+// runMain is `k3 run <model_dir>` (and `k3 <model_dir>`).
+func runMain(a *args, stdout, stderr io.Writer) int {
 	o, err := parseRun(a)
 	if err == nil {
 		err = o.checkOutputs()
 	}
 	if err != nil {
-		return runCmd.usageFail(stderr, err)
+		return a.usage(stderr, err)
 	}
-	return decode(o, stdout, stderr, sigs)
+	return decode(o, stdout, stderr, nil)
 }
 
+// decode runs a validated request. sigs, when non-nil, replaces the process signal channel
+// (tests).
 func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	start := time.Now()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	// The first SIGINT/SIGTERM lets the token in flight finish, stops generation and still writes
-	// the report; a second one kills the process (signal.Reset restores the default action). The
-	// forward pass itself is not cancelled, so no computed work is thrown away.
-	if sigs == nil {
-		sigs = make(chan os.Signal, 2)
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(sigs)
-	}
-	var gotSig atomicSignal
-	go func() {
-		select {
-		case s := <-sigs:
-			gotSig.set(s)
-			signal.Reset(os.Interrupt, syscall.SIGTERM)
-		case <-ctx.Done():
-		}
-	}()
+	// the report; a second one kills the process. The forward pass itself is not cancelled, so no
+	// computed work is thrown away.
+	var gotSig atomic.Value
+	defer onSignal(sigs, func(s os.Signal) { gotSig.Store(s) })()
+	interrupted := func() os.Signal { s, _ := gotSig.Load().(os.Signal); return s }
+	ctx := context.Background()
 
 	var enc *tokenizer.Encoding
 	if o.tokDir != "" {
-		var warnings []string
 		var err error
-		if enc, warnings, err = loadTokenizer(o.tokDir); err != nil {
+		if enc, err = loadTokenizer(o.tokDir, stderr); err != nil {
 			fail(stderr, err)
 			return exitRuntime
-		}
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "k3: warning: %s\n", w)
 		}
 		if o.ids == nil {
 			if o.ids, err = encodePrompt(enc, o.promptFlag, o.promptText); err == nil {
@@ -385,7 +345,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		return openExit(err)
 	}
 	if o.budget.layers > cfg.NumLayers {
-		return runCmd.usageFail(stderr, usagef("--layers", "%d is more than the configuration's %d layers", o.budget.layers, cfg.NumLayers))
+		return usageFail(stderr, "run", usagef("--layers", "%d is more than the configuration's %d layers", o.budget.layers, cfg.NumLayers))
 	}
 	if err := o.checkVocab(cfg.Vocab); err != nil {
 		fail(stderr, err)
@@ -394,29 +354,24 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	stop := o.stop
 	if !o.stopGiven && !o.noStop {
 		var dropped []int
-		stop, dropped = k3.DefaultStop(enc, cfg)
-		if len(dropped) > 0 {
+		if stop, dropped = k3.DefaultStop(enc, cfg); len(dropped) > 0 {
 			fmt.Fprintf(stderr, "k3: note: default stop ids %v are outside the vocabulary [0, %d) and cannot occur\n", dropped, cfg.Vocab)
 		}
-	}
-	if o.noStop {
-		stop = nil
 	}
 
 	if err := o.budget.resolve(o.modelDir); err != nil {
 		fail(stderr, err)
 		return openExit(err)
 	}
-	opts := append([]k3.Option{k3.WithThreads(o.threads)}, o.budget.options()...)
-	var tw *trace.FileWriter
-	if d := o.budget.traceDir; d != "" {
-		m0, err := config.Load(o.budget.config(o.modelDir))
-		if err != nil {
-			fmt.Fprintf(stderr, "k3: %v\n", err)
-			return exitRuntime
-		}
-		if err = os.MkdirAll(d, 0o755); err == nil {
-			tw, err = trace.Create(d, m0.NumLayers, m0.NumExperts)
+	opts := append(o.budget.options(), k3.WithThreads(o.threads))
+	if o.verify {
+		opts = append(opts, k3.WithVerify())
+	}
+	if o.traceDir != "" {
+		err := os.MkdirAll(o.traceDir, 0o755)
+		var tw *trace.FileWriter
+		if err == nil {
+			tw, err = trace.Create(o.traceDir, cfg.NumLayers, cfg.NumExperts)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "k3: --dump-cache-trace: %v\n", err)
@@ -451,7 +406,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	}
 	loadSec := time.Since(start).Seconds()
 	fmt.Fprintf(stderr, "k3: %s, %d layers, vocab %d; loaded in %.3f s; threads %d, %s\n",
-		o.modelDir, cfg.NumLayers, cfg.Vocab, loadSec, o.threads, mode(o.incremental))
+		o.modelDir, cfg.NumLayers, cfg.Vocab, loadSec, o.threads, map[bool]string{true: "incremental", false: "full recompute"}[o.incremental])
 
 	if o.tfCheck {
 		return tfCheck(ctx, m, o, stdout, stderr)
@@ -460,7 +415,14 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	rep := report{
 		ModelDir: o.modelDir, PromptIDs: o.ids, GeneratedIDs: []int{}, Layers: cfg.NumLayers,
 		LayersRequested: m.Layers(), Incremental: o.incremental, Threads: o.threads,
-		StopIDs: nonNil(stop), StopReason: "length", LoadSeconds: loadSec,
+		StopIDs: append([]int{}, stop...), StopReason: "length", LoadSeconds: loadSec,
+	}
+	code := exitOK
+	// failed records a failure after generation: the first one's exit code and message stand,
+	// later ones are usually its consequences.
+	failed := func(c int, err error) {
+		code = cmp.Or(code, c)
+		rep.Error = cmp.Or(rep.Error, err.Error())
 	}
 	var dumpErr error
 	gopts := k3.GenerateOptions{MaxTokens: o.gen, Stop: stop, FullRecompute: !o.incremental}
@@ -488,7 +450,6 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	tok.step(m) // the prefill's reads are not the first token's
 	genStart := time.Now()
 	last := genStart
-	code := exitOK
 	gr, tokens, err := o.gf.start(ctx, m, o.ids, &gopts, enc)
 	if err != nil {
 		fmt.Fprintf(stderr, "k3: %v\n", err)
@@ -501,9 +462,8 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	for id, err := range tokens {
 		if err != nil {
 			fail(stderr, err)
-			rep.Error = err.Error()
+			failed(exitRuntime, err)
 			rep.StopReason = "error"
-			code = exitRuntime
 			if fe, ok := errors.AsType[*k3.ForwardError](err); ok && fe.Layer >= 0 {
 				rep.LayersCompleted = fe.Layer // the failing step got through the layers before it
 			}
@@ -523,7 +483,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		if slices.Contains(stop, id) {
 			rep.StopReason = "stop_id"
 		}
-		if gotSig.get() != nil {
+		if interrupted() != nil {
 			break
 		}
 	}
@@ -532,24 +492,15 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	}
 	if err := gr.finish(ctx, rep.GeneratedIDs); err != nil {
 		fmt.Fprintf(stderr, "k3: %v\n", err)
-		if rep.Error == "" {
-			rep.Error = err.Error()
-		}
-		if code == exitOK {
-			code = exitRuntime
-		}
+		failed(exitRuntime, err)
 	}
-	if s := gotSig.get(); s != nil {
+	if s := interrupted(); s != nil {
 		rep.StopReason = "signal"
-		if code == exitOK {
-			code = signalExit(s)
-		}
+		code = cmp.Or(code, signalExit(s))
 	}
 	if dumpErr != nil {
 		fmt.Fprintf(stderr, "k3: --dump-logits: %v\n", dumpErr)
-		if code == exitOK {
-			code = exitRuntime
-		}
+		code = cmp.Or(code, exitRuntime)
 	}
 	if code == exitOK || rep.StopReason == "signal" {
 		rep.LayersCompleted = m.Layers()
@@ -560,15 +511,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if enc != nil {
 		// Decoded in one piece from the ids, not from the stream pieces, so the text is complete
 		// whatever the table showed; an id the tokenizer cannot decode is an error, not skipped.
-		text, err := enc.Decode(rep.GeneratedIDs)
-		if err != nil {
+		if text, err := enc.Decode(rep.GeneratedIDs); err != nil {
 			fmt.Fprintf(stderr, "k3: --tok: decoding the generated ids: %v\n", err)
-			if rep.Error == "" {
-				rep.Error = err.Error()
-			}
-			if code == exitOK {
-				code = exitRuntime
-			}
+			failed(exitRuntime, err)
 		} else {
 			if t, ok := gr.text(); ok {
 				text = t // ends before the stop string
@@ -583,28 +528,10 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.SecondsPerToken = &spt
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
-	rep.PeakRSSBytes = sysmem.PeakRSS()
-	rep.RSSFileBytes = sysmem.RSSFile()
-	rep.Plan = m.Plan()
-	if st := m.Stats().Cache; st != nil {
-		r := st.Run
-		rep.ExpertBytesRead, rep.Cache = r.BytesRead, st
-		fmt.Fprintf(stderr, "k3: experts: %d requests, %d hits, %d misses, %d evictions, true resident hit rate %.1f%%, %s read in %.2f s; lookahead precision %.0f%% recall %.0f%%\n",
-			r.Requests, r.Hits, r.Misses, r.Evictions, 100*r.TrueHitRate, gbString(rep.ExpertBytesRead), r.LoadSeconds,
-			100*r.PredictPrecision, 100*r.PredictRecall)
-	}
-	if st := m.Stats().Trunk; st != nil {
-		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
-		rep.Trunk = st
-		fmt.Fprintf(stderr, "k3: trunk: %s streamed + %s lm_head + %s embedding rows read in %d reads (%s); device %.2f s, compute waited %.2f s (overlap %.0f%%)\n",
-			gbString(st.BytesRead), gbString(st.HeadBytes), gbString(st.EmbedBytes), st.Reads, st.Mode,
-			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
-	}
+	rep.stats(m, stderr)
 	if err := writeJSON(o.out, stdout, &rep); err != nil {
 		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
-		if code == exitOK {
-			code = exitRuntime
-		}
+		code = cmp.Or(code, exitRuntime)
 	}
 	printSummary(stderr, &rep, time.Since(genStart).Seconds())
 	return code
@@ -621,27 +548,6 @@ func piece(d *tokenizer.StreamDecoder, id int) string {
 		return "  (not decodable)"
 	}
 	return fmt.Sprintf("  %q", s)
-}
-
-func mode(incremental bool) string {
-	if incremental {
-		return "incremental"
-	}
-	return "full recompute"
-}
-
-func nonNil(s []int) []int {
-	if s == nil {
-		return []int{}
-	}
-	return s
-}
-
-func signalExit(s os.Signal) int {
-	if s == syscall.SIGTERM {
-		return 143
-	}
-	return 130
 }
 
 func writeLogits(path string, logits []float32) error {
@@ -671,8 +577,6 @@ func writeOutput(path string, stdout io.Writer, b []byte) error {
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
-
-func defaultThreads() int { return runtime.GOMAXPROCS(0) }
 
 // tfCheck runs one teacher-forced forward over --ids and reports how many positions' greedy
 // picks equal the next id (SPEC §11.1 --tf-check).

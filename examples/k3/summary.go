@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/sysmem"
+	"github.com/k3-project/k3/trunk"
 )
 
 // tokenCounters turns the stores' run counters into per-token deltas.
@@ -28,6 +30,26 @@ func (c *tokenCounters) step(m *k3.Model) (hit string, read int64) {
 	read = t - c.trunk + e - c.experts
 	c.trunk, c.experts = t, e
 	return hit, read
+}
+
+// stats fills in the report's memory and traffic figures and prints the expert cache's and the
+// trunk store's counters.
+func (rep *report) stats(m *k3.Model, w io.Writer) {
+	rep.PeakRSSBytes, rep.RSSFileBytes, rep.Plan = sysmem.PeakRSS(), sysmem.RSSFile(), m.Plan()
+	if st := m.Stats().Cache; st != nil {
+		r := st.Run
+		rep.ExpertBytesRead, rep.Cache = r.BytesRead, st
+		fmt.Fprintf(w, "k3: experts: %d requests, %d hits, %d misses, %d evictions, true resident hit rate %.1f%%, %s read in %.2f s; lookahead precision %.0f%% recall %.0f%%\n",
+			r.Requests, r.Hits, r.Misses, r.Evictions, 100*r.TrueHitRate, trunk.GB(rep.ExpertBytesRead), r.LoadSeconds,
+			100*r.PredictPrecision, 100*r.PredictRecall)
+	}
+	if st := m.Stats().Trunk; st != nil {
+		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
+		rep.Trunk = st
+		fmt.Fprintf(w, "k3: trunk: %s streamed + %s lm_head + %s embedding rows read in %d reads (%s); device %.2f s, compute waited %.2f s (overlap %.0f%%)\n",
+			trunk.GB(st.BytesRead), trunk.GB(st.HeadBytes), trunk.GB(st.EmbedBytes), st.Reads, st.Mode,
+			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
+	}
 }
 
 func mbString(n int64) string { return fmt.Sprintf("%7.1f MB", float64(n)/1e6) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -12,7 +13,8 @@ import (
 	"github.com/k3-project/k3/tokenizer/bundled"
 )
 
-var tokenizeCmd = command{name: "tokenize", flags: flagSpec{"--tok": true, "--encoding": true, "--decode": false, "--ordinary": false},
+var tokenizeCmd = command{name: "tokenize", npos: 0, what: "no positional arguments (input is read from stdin)", main: tokenize(os.Stdin),
+	flags: flagSpec{"--tok": true, "--encoding": true, "--decode": false, "--ordinary": false},
 	help: `usage: k3 tokenize (--tok DIR | --encoding NAME) [--decode] [--ordinary] < input
 
 Encodes the UTF-8 text on stdin and prints its ids on stdout, comma separated on one line (the
@@ -34,36 +36,30 @@ Input is limited to 64 MiB. Exit codes: 0 ok; 2 usage error or input the tokeniz
 // maxTokenizeInput bounds stdin.
 const maxTokenizeInput = 64 << 20
 
-func cmdTokenize(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a, code, ok := tokenizeCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
+// tokenize is `k3 tokenize`, reading stdin.
+func tokenize(stdin io.Reader) func(a *args, stdout, stderr io.Writer) int {
+	return func(a *args, stdout, stderr io.Writer) int {
+		return tokenizeMain(a, stdin, stdout, stderr)
 	}
-	var err error
+}
+
+func tokenizeMain(a *args, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
-	case len(a.pos) != 0:
-		err = usagef("", "takes no positional arguments (input is read from stdin)")
 	case a.has("--tok") == a.has("--encoding"):
-		err = usagef("--tok", "give exactly one of --tok DIR and --encoding NAME")
+		return a.usage(stderr, usagef("--tok", "give exactly one of --tok DIR and --encoding NAME"))
 	case a.has("--decode") && a.has("--ordinary"):
-		err = usagef("--ordinary", "applies to encoding, not to --decode")
-	}
-	if err != nil {
-		return tokenizeCmd.usageFail(stderr, err)
+		return a.usage(stderr, usagef("--ordinary", "applies to encoding, not to --decode"))
 	}
 	var enc *tokenizer.Encoding
+	var err error
 	if dir := a.vals["--tok"]; dir != "" {
-		var warnings []string
-		if enc, warnings, err = loadTokenizer(dir); err != nil {
+		if enc, err = loadTokenizer(dir, stderr); err != nil {
 			fail(stderr, err)
 			return exitRuntime
 		}
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "k3: warning: %s\n", w)
-		}
 	} else {
 		if enc, err = bundled.GetEncoding(a.vals["--encoding"]); errors.Is(err, bundled.ErrUnknown) {
-			return tokenizeCmd.usageFail(stderr, usagef("--encoding", "%v", err))
+			return a.usage(stderr, usagef("--encoding", "%v", err))
 		}
 		if err != nil {
 			fail(stderr, err)
@@ -102,8 +98,7 @@ func cmdTokenize(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		b = strconv.AppendInt(b, int64(id), 10)
 	}
-	b = append(b, '\n')
-	if _, err := stdout.Write(b); err != nil {
+	if _, err := stdout.Write(append(b, '\n')); err != nil {
 		fail(stderr, err)
 		return exitRuntime
 	}
