@@ -68,39 +68,28 @@ func (a *args) check(err error) {
 	}
 }
 
-// int returns the flag's value in [lo, hi], or def when the flag is absent or a mistake was
-// already recorded.
+// get returns the flag's value as parse reads it, or def when the flag is absent or a mistake
+// was already recorded.
+func get[T any](a *args, flag string, def T, parse func(flag, s string) (T, error)) T {
+	s, ok := a.vals[flag]
+	if !ok || a.err != nil {
+		return def
+	}
+	v, err := parse(flag, s)
+	a.check(err)
+	return v
+}
+
+// int returns the flag's value in [lo, hi], or def as get does.
 func (a *args) int(flag string, def, lo, hi int) int {
-	s, ok := a.vals[flag]
-	if !ok || a.err != nil {
-		return def
-	}
-	v, err := parseInt(flag, s, lo, hi)
-	a.check(err)
-	return v
+	return get(a, flag, def, func(flag, s string) (int, error) { return parseInt(flag, s, lo, hi) })
 }
 
-// decimal returns the flag's value as parseDecimal reads it, or def as int does.
-func (a *args) decimal(flag string, def float64) float64 {
-	s, ok := a.vals[flag]
-	if !ok || a.err != nil {
-		return def
-	}
-	v, err := parseDecimal(flag, s)
-	a.check(err)
-	return v
-}
+// decimal returns the flag's value as parseDecimal reads it, or def as get does.
+func (a *args) decimal(flag string, def float64) float64 { return get(a, flag, def, parseDecimal) }
 
-// gb returns the flag's value in bytes as parseGB reads it, or def as int does.
-func (a *args) gb(flag string, def int64) int64 {
-	s, ok := a.vals[flag]
-	if !ok || a.err != nil {
-		return def
-	}
-	v, err := parseGB(flag, s)
-	a.check(err)
-	return v
-}
+// gb returns the flag's value in bytes as parseGB reads it, or def as get does.
+func (a *args) gb(flag string, def int64) int64 { return get(a, flag, def, parseGB) }
 
 // last returns whichever of the flags appeared last on the command line, or "".
 func (a *args) last(flags ...string) string {

@@ -88,9 +88,7 @@ func parseGenFlags(a *args, incremental bool, tokDir string) genOptions {
 		{"--min-p", &g.sampler.MinP, 0, 1, true},
 		{"--repeat-penalty", &g.sampler.RepeatPenalty, 1, 1e6, false},
 	} {
-		if s, ok := a.vals[f.flag]; ok && a.err == nil {
-			*f.dst, a.err = parseFloat(f.flag, s, f.lo, f.hi, f.hiOpen)
-		}
+		*f.dst = get(a, f.flag, 0, func(flag, s string) (float64, error) { return parseFloat(flag, s, f.lo, f.hi, f.hiOpen) })
 	}
 	g.sampler.TopK = a.int("--top-k", 0, 0, math.MaxInt32)
 	g.sampler.PenaltyWindow = a.int("--repeat-last-n", 64, 0, math.MaxInt32)

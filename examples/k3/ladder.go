@@ -208,12 +208,8 @@ func (r *rung) load(path string) error {
 		r.Pinned, r.Layers, r.HeadPinned, r.Slots = len(p.Pinned), p.Layers, p.HeadPinned, p.Slots
 	}
 	if st := rep.Trunk; st != nil {
-		r.TrunkBytesRead = st.BytesRead + st.HeadBytes + st.EmbedBytes
+		r.TrunkBytesRead, r.StreamMBs, r.Overlap, r.StoreReadMode = st.TotalBytes(), st.StreamMBs(), st.Overlap(), st.Mode
 		r.ReadPerToken = r.TrunkBytesRead / int64(max(1, len(r.GeneratedIDs)))
-		if st.DeviceSeconds > 0 {
-			r.StreamMBs = float64(st.BytesRead+st.HeadBytes) / 1e6 / st.DeviceSeconds
-		}
-		r.Overlap, r.StoreReadMode = st.Overlap(), st.Mode
 	}
 	return nil
 }

@@ -129,14 +129,10 @@ func parseRun(a *args) (*runOptions, error) {
 	if o.ids != nil && a.err == nil {
 		a.check(o.checkLengths())
 	}
-	if s, ok := a.vals["--stop-ids"]; ok && a.err == nil {
-		if o.noStop {
-			a.check(usagef("--stop-ids", "conflicts with --no-stop"))
-		} else {
-			o.stop, a.err = parseIDList("--stop-ids", s, 1024)
-			o.stopGiven = true
-		}
+	if o.stopGiven = a.has("--stop-ids"); o.stopGiven && o.noStop {
+		a.check(usagef("--stop-ids", "conflicts with --no-stop"))
 	}
+	o.stop = get(a, "--stop-ids", nil, func(flag, s string) ([]int, error) { return parseIDList(flag, s, 1024) })
 	o.gf = parseGenFlags(a, o.incremental, o.tokDir)
 	if s, ok := a.vals["--out"]; ok {
 		o.out = s

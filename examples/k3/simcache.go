@@ -30,9 +30,7 @@ func simCache(a *args, stdout, stderr io.Writer) int {
 	if a.has("--disk-mbs") && a.err == nil && o.DiskMBs <= 0 {
 		a.check(usagef("--disk-mbs", "must be positive"))
 	}
-	if s, ok := a.vals["--sizes-gb"]; ok && a.err == nil {
-		o.CapacitiesGB, a.err = parseSizes("--sizes-gb", s)
-	}
+	o.CapacitiesGB = get(a, "--sizes-gb", nil, parseSizes)
 	plotPath := a.plotPath()
 	if a.err != nil {
 		return a.usage(stderr, a.err)

@@ -19,7 +19,7 @@ func (c *tokenCounters) step(m *k3.Model) (hit string, read int64) {
 	hit = "    -"
 	var t, e int64
 	if st := m.Stats().Trunk; st != nil {
-		t = st.BytesRead + st.HeadBytes + st.EmbedBytes
+		t = st.TotalBytes()
 	}
 	if st := m.Stats().Cache; st != nil {
 		e = st.Run.BytesRead
