@@ -117,3 +117,29 @@ func TestTokenReads(t *testing.T) {
 		assert.Equal(t, want, ex, "%d slots", slots)
 	}
 }
+
+// TestSuggest: a machine below the floor plan gets no preset; one where the K3-sized auto rule
+// finds no room, or finds less than the checkpoint's floor, gets the floor; a large one auto.
+func TestSuggest(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, checkpoint.Synthesize(dir, "tiny", 1))
+	s, err := Suggest(dir, sysmem.Info{Available: 4096, Total: 1 << 20})
+	require.NoError(t, err)
+	assert.Empty(t, s.Name)
+	floor, err := FloorBudget(dir)
+	require.NoError(t, err)
+	assert.Equal(t, floor, s.Floor.Trunk.Budget)
+	assert.Zero(t, s.Floor.Cache.Budget)
+
+	s, err = Suggest(dir, sysmem.Info{Available: 8e6, Total: 16e6})
+	require.NoError(t, err)
+	assert.Equal(t, Floor, s.Name, "auto refuses 8 MB")
+	assert.Equal(t, s.Floor, s.Plan)
+
+	s, err = Suggest(dir, sysmem.Info{Available: g(500), Total: g(512)})
+	require.NoError(t, err)
+	assert.Equal(t, Auto, s.Name)
+	tr, ca, err := AutoBudgets(sysmem.Info{Available: g(500), Total: g(512)})
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{tr, ca}, [2]int64{s.Plan.Trunk.Budget, s.Plan.Cache.Budget})
+}

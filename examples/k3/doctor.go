@@ -75,12 +75,11 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 		fmt.Fprintf(stdout, "memory   %s\n", mem)
 		fmt.Fprintf(stdout, "         usable by k3: %.2f GB (ceiling %.2f GB)\n", float64(mem.Usable())/gb, float64(mem.Ceiling())/gb)
 		suggest := preset.Auto
-		auto, autoCache, err := preset.AutoBudgets(mem)
-		if err != nil {
+		if t, c, err := preset.AutoBudgets(mem); err != nil {
 			fmt.Fprintf(stdout, "         auto: %v\n", err)
 			suggest = ""
 		} else {
-			fmt.Fprintf(stdout, "         auto preset here: trunk %.2f GB, cache %.2f GB\n", float64(auto)/gb, float64(autoCache)/gb)
+			fmt.Fprintf(stdout, "         auto preset here: trunk %.2f GB, cache %.2f GB\n", float64(t)/gb, float64(c)/gb)
 		}
 		if p, ok := preset.Largest(mem); ok {
 			fmt.Fprintf(stdout, "         largest fixed preset that fits: %s\n", p.Name)
@@ -90,38 +89,23 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 		var plan k3.Plan
 		var cfg *config.Config
 		if model != "" {
-			if cfg, err = config.Load(filepath.Join(model, "config.json")); err != nil {
-				fail(stderr, err)
-				return openExit(err)
-			}
-			floor, _, err := preset.Budgets(preset.Floor, model)
+			cfg, err = config.Load(filepath.Join(model, "config.json"))
+			var s preset.Suggestion
 			if err == nil {
-				plan, err = k3.PlanFor(model, k3.WithTrunkBudget(floor), k3.WithCacheBudget(0))
+				s, err = preset.Suggest(model, mem)
 			}
 			if err != nil {
 				fail(stderr, err)
 				return openExit(err)
 			}
 			fmt.Fprintf(stdout, "model    %s: %d layers, floor plan %s (trunk %s + expert scratch %s)\n",
-				model, cfg.NumLayers, trunk.GB(plan.Total()), trunk.GB(plan.Trunk.Total), trunk.GB(plan.Cache.Total))
-			if plan.Total() > mem.Usable() {
+				model, cfg.NumLayers, trunk.GB(s.Floor.Total()), trunk.GB(s.Floor.Trunk.Total), trunk.GB(s.Floor.Cache.Total))
+			if s.Name == "" {
 				fmt.Fprintf(stdout, "verdict  this machine cannot run the model: %s usable, the floor needs %s\n",
-					trunk.GB(mem.Usable()), trunk.GB(plan.Total()))
+					trunk.GB(mem.Usable()), trunk.GB(s.Floor.Total()))
 				return exitRuntime
 			}
-			if suggest == preset.Auto {
-				// The auto figures are sized for K3; below a small model's floor the floor is the answer.
-				if p, err := k3.PlanFor(model, k3.WithTrunkBudget(auto), k3.WithCacheBudget(autoCache)); err == nil {
-					plan = p
-				} else if !budgetRefused(err) {
-					fail(stderr, err)
-					return openExit(err)
-				} else {
-					suggest = preset.Floor
-				}
-			} else {
-				suggest = preset.Floor // auto refuses (the K3-sized reserve) but the model's own floor fits
-			}
+			suggest, plan = s.Name, s.Plan
 		}
 		if suggest == "" {
 			fmt.Fprintln(stdout, "verdict  too little memory for the K3 presets")
