@@ -21,6 +21,26 @@ var budgetFlags = flagSpec{
 	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--config": true, "--layers": true,
 }
 
+// budgetUsage documents budgetFlags in the help of run and plan.
+const budgetUsage = `memory (flags apply in argv order: a later --trunk-gb or --cache-gb overrides --preset):
+  --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of SPEC §11.1),
+                     floor (the model's trunk floor, no expert cache) or auto (from MemAvailable
+                     and the cgroup memory.max) (k3 --list-presets prints the table)
+  --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
+                     (default: memory-map every shard)
+  --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
+  --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
+  --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
+  --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none,
+                     one scratch read per expert; default: memory-map the shards)
+  --cache-policy P   s3fifo (default) or lru
+  --prefetch N       router lookahead: read the next layer's predicted top N experts ahead (0 = off)
+  --config PATH      read the configuration from PATH (default <model_dir>/config.json)
+  --layers N         run only the first N layers (a diagnostic: the output is not the model's;
+                     layers_requested reports N); layers beyond the configuration are reported,
+                     not refused
+`
+
 // budget is the validated memory request.
 type budget struct {
 	configPath string // --config
@@ -170,21 +190,12 @@ var planCmd = command{name: "plan", npos: 1, what: "exactly one model directory"
 Prints the memory plan "k3 run" would use with the same budget flags, itemised (trunk: pinned
 layers, ring, embedding, side tensors, bytes streamed per pass; expert cache; per-session state),
 without loading any weights: only config.json, the index and the shard headers are read.
-Flags apply in argv order (a --trunk-gb or --cache-gb after --preset overrides it).
+A budget below the model's floor is refused (exit 2) with the floor in the message.
 
-  --preset NAME      laptop, desktop, workstation, server, max, floor, auto (k3 --list-presets)
-  --trunk-gb X       trunk budget in decimal GB (default: every shard memory-mapped)
-  --trunk DIR        packed trunk (k3 pack-trunk)
-  --trunk-ring N     ring slots, 1..8
-  --trunk-slot-mb X  largest piece streamed per slot in MB
-  --cache-gb X       expert-cache budget in GB (0: no cache, one scratch read per expert)
-  --cache-policy P   s3fifo or lru
-  --prefetch N       router lookahead depth
   --json             the plan as JSON (the "plan" object of the run report)
   -h, --help         this help
 
-A budget below the model's floor is refused (exit 2) with the floor in the message.
-`}
+` + budgetUsage}
 
 // plan is `k3 plan <model_dir>`.
 func plan(a *args, stdout, stderr io.Writer) int {

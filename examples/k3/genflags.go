@@ -180,13 +180,7 @@ func (g *genOptions) start(ctx context.Context, m *k3.Model, prompt []int, gopts
 		r.rep.Sampler = &o
 	}
 	gopts.Sampler = r.sampler
-	user := gopts.OnDone
-	gopts.OnDone = func(res k3.GenerateResult) {
-		r.res = res
-		if user != nil {
-			user(res)
-		}
-	}
+	gopts.OnDone = func(res k3.GenerateResult) { r.res = res }
 	if r.s == nil && !gopts.FullRecompute && g.saveState != "" {
 		r.s = m.NewSession() // kept, so the state can be saved without recomputing
 	}

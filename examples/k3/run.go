@@ -61,25 +61,8 @@ Greedy decoding on the CPU. Flags apply in argv order (later wins).
   --out FILE         JSON report path (default k3_run.json; "-" for stdout)
   --dump-logits FILE write the step-0 logits as little-endian float32 x vocab
   --tf-check         teacher-forced agreement over --ids instead of generating
-  --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
-                     (default: memory-map every shard)
-  --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
-  --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
-  --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
-  --config PATH      read the configuration from PATH (default <model_dir>/config.json)
-  --layers N         run only the first N layers (a diagnostic: the output is not the model's;
-                     layers_requested reports N); layers beyond the configuration are reported,
-                     not refused
   --verify           check every tensor against its colibri.sha256 digest at open (re-reads
                      every byte of the checkpoint once)
-  --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of SPEC §11.1),
-                     floor (the model's trunk floor, no expert cache) or auto (from MemAvailable
-                     and the cgroup memory.max); a later --trunk-gb/--cache-gb overrides it
-                     (k3 --list-presets prints the table)
-  --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none;
-                     default: memory-map the shards)
-  --cache-policy P   s3fifo (default) or lru
-  --prefetch N       router lookahead: read the next layer's predicted top N experts ahead (0 = off)
   --dump-cache-trace DIR  write expert_trace.bin and expert_hist.json (SPEC §9.7)
   -h, --help         this help (anywhere on the command line)
 
@@ -89,7 +72,7 @@ a budget below the model's floor (the message gives the floor);
 1 runtime failure (open, bind, forward, tokenizer); 4 a routed expert failed to load;
 130/143 interrupted (the report is still written).
 
-` + genUsage}
+` + budgetUsage + "\n" + genUsage}
 
 // runOptions is a validated decode request.
 type runOptions struct {

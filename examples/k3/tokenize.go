@@ -41,71 +41,67 @@ const maxTokenizeInput = 64 << 20
 // tokenize is `k3 tokenize`, reading stdin.
 func tokenize(stdin io.Reader) func(a *args, stdout, stderr io.Writer) int {
 	return func(a *args, stdout, stderr io.Writer) int {
-		return tokenizeMain(a, stdin, stdout, stderr)
-	}
-}
-
-func tokenizeMain(a *args, stdin io.Reader, stdout, stderr io.Writer) int {
-	switch {
-	case a.has("--tok") == a.has("--encoding"):
-		return a.usage(stderr, usagef("--tok", "give exactly one of --tok DIR and --encoding NAME"))
-	case a.has("--decode") && a.has("--ordinary"):
-		return a.usage(stderr, usagef("--ordinary", "applies to encoding, not to --decode"))
-	}
-	var enc *tokenizer.Encoding
-	var err error
-	if dir := a.vals["--tok"]; dir != "" {
-		if enc, err = loadTokenizer(dir, stderr); err != nil {
-			fail(stderr, err)
-			return exitRuntime
+		switch {
+		case a.has("--tok") == a.has("--encoding"):
+			return a.usage(stderr, usagef("--tok", "give exactly one of --tok DIR and --encoding NAME"))
+		case a.has("--decode") && a.has("--ordinary"):
+			return a.usage(stderr, usagef("--ordinary", "applies to encoding, not to --decode"))
 		}
-	} else {
-		if enc, err = bundled.GetEncoding(a.vals["--encoding"]); errors.Is(err, bundled.ErrUnknown) {
-			return a.usage(stderr, usagef("--encoding", "%v", err))
+		var enc *tokenizer.Encoding
+		var err error
+		if dir := a.vals["--tok"]; dir != "" {
+			if enc, err = loadTokenizer(dir, stderr); err != nil {
+				fail(stderr, err)
+				return exitRuntime
+			}
+		} else {
+			if enc, err = bundled.GetEncoding(a.vals["--encoding"]); errors.Is(err, bundled.ErrUnknown) {
+				return a.usage(stderr, usagef("--encoding", "%v", err))
+			}
+			if err != nil {
+				fail(stderr, err)
+				return exitRuntime
+			}
 		}
+		in, err := io.ReadAll(io.LimitReader(stdin, maxTokenizeInput+1))
 		if err != nil {
+			fail(stderr, fmt.Errorf("tokenize: reading stdin: %w", err))
+			return exitRuntime
+		}
+		if len(in) > maxTokenizeInput {
+			fail(stderr, fmt.Errorf("tokenize: stdin is larger than %d bytes", maxTokenizeInput))
+			return exitUsage
+		}
+		if a.has("--decode") {
+			return decodeIDs(enc, in, stdout, stderr)
+		}
+		if !utf8.Valid(in) {
+			fail(stderr, fmt.Errorf("tokenize: stdin is not valid UTF-8"))
+			return exitUsage
+		}
+		mode := tokenizer.AllowSpecial
+		if a.has("--ordinary") {
+			mode = tokenizer.NoSpecial
+		}
+		ids, err := enc.Encode(string(in), mode)
+		if err != nil {
+			fail(stderr, fmt.Errorf("tokenize: %w", err))
+			return exitUsage
+		}
+		b := make([]byte, 0, 8*len(ids)+1)
+		for i, id := range ids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(id), 10)
+		}
+		if _, err := stdout.Write(append(b, '\n')); err != nil {
 			fail(stderr, err)
 			return exitRuntime
 		}
+		fmt.Fprintf(stderr, "k3 tokenize: %d bytes -> %d ids (%s)\n", len(in), len(ids), enc.Name())
+		return exitOK
 	}
-	in, err := io.ReadAll(io.LimitReader(stdin, maxTokenizeInput+1))
-	if err != nil {
-		fail(stderr, fmt.Errorf("tokenize: reading stdin: %w", err))
-		return exitRuntime
-	}
-	if len(in) > maxTokenizeInput {
-		fail(stderr, fmt.Errorf("tokenize: stdin is larger than %d bytes", maxTokenizeInput))
-		return exitUsage
-	}
-	if a.has("--decode") {
-		return decodeIDs(enc, in, stdout, stderr)
-	}
-	if !utf8.Valid(in) {
-		fail(stderr, fmt.Errorf("tokenize: stdin is not valid UTF-8"))
-		return exitUsage
-	}
-	mode := tokenizer.AllowSpecial
-	if a.has("--ordinary") {
-		mode = tokenizer.NoSpecial
-	}
-	ids, err := enc.Encode(string(in), mode)
-	if err != nil {
-		fail(stderr, fmt.Errorf("tokenize: %w", err))
-		return exitUsage
-	}
-	b := make([]byte, 0, 8*len(ids)+1)
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(id), 10)
-	}
-	if _, err := stdout.Write(append(b, '\n')); err != nil {
-		fail(stderr, err)
-		return exitRuntime
-	}
-	fmt.Fprintf(stderr, "k3 tokenize: %d bytes -> %d ids (%s)\n", len(in), len(ids), enc.Name())
-	return exitOK
 }
 
 // decodeIDs reads the --ids form (one line; a trailing newline is allowed) and prints the text.
@@ -128,19 +124,12 @@ func decodeIDs(enc *tokenizer.Encoding, in []byte, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// tokLoadError is a tokenizer that could not be loaded; it is a runtime failure (exit 1), unlike
-// a prompt that the loaded tokenizer refuses (exit 2).
-type tokLoadError struct{ err error }
-
-func (e *tokLoadError) Error() string { return "--tok: " + e.err.Error() }
-func (e *tokLoadError) Unwrap() error { return e.err }
-
 // loadTokenizer reads dir/tiktoken.model and dir/tokenizer_config.json. A rank file that is not
 // the released Kimi one is a warning on w, not a refusal: a user may run a modified vocabulary.
 func loadTokenizer(dir string, w io.Writer) (*tokenizer.Encoding, error) {
 	enc, err := tokenizer.LoadDir(dir)
 	if err != nil {
-		return nil, &tokLoadError{err}
+		return nil, fmt.Errorf("--tok: %w", err)
 	}
 	// k3 synth's tokenizer is a prefix of o200k_base on purpose: nothing to warn about.
 	if !enc.IsKimiReference() && synthNote(filepath.Join(dir, tokenizer.ConfigFileName)) == "" {

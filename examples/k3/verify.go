@@ -31,22 +31,18 @@ an unreadable or malformed manifest).
 
 // verify is `k3 verify <model_dir>`.
 func verify(a *args, stdout, stderr io.Writer) int {
-	var err error
 	if a.has("--manifest") && a.has("--write-manifest") {
-		err = usagef("--write-manifest", "conflicts with --manifest")
+		a.check(usagef("--write-manifest", "conflicts with --manifest"))
 	}
-	var want *checkpoint.Manifest
-	if err == nil && a.has("--manifest") {
-		want, err = readManifest(a.vals["--manifest"])
-	}
+	want := get(a, "--manifest", nil, readManifest)
 	out := a.vals["--write-manifest"]
-	if err == nil && out != "" && out != "-" {
-		if perr := probeWritable(out); perr != nil {
-			err = usagef("--write-manifest", "%v", perr)
+	if out != "" && out != "-" && a.err == nil {
+		if err := probeWritable(out); err != nil {
+			a.check(usagef("--write-manifest", "%v", err))
 		}
 	}
-	if err != nil {
-		return a.usage(stderr, err)
+	if a.err != nil {
+		return a.usage(stderr, a.err)
 	}
 	dir := a.pos[0]
 	shards, problems, err := safetensors.CheckDir(dir)
@@ -96,15 +92,15 @@ func verify(a *args, stdout, stderr io.Writer) int {
 }
 
 // readManifest reads --manifest; an unreadable or malformed file is a usage error.
-func readManifest(path string) (*checkpoint.Manifest, error) {
+func readManifest(flag, path string) (*checkpoint.Manifest, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usagef("--manifest", "%v", err)
+		return nil, usagef(flag, "%v", err)
 	}
 	defer f.Close()
 	m, err := checkpoint.ReadManifest(f)
 	if err != nil {
-		return nil, usagef("--manifest", "%s: %v", path, err)
+		return nil, usagef(flag, "%s: %v", path, err)
 	}
 	return m, nil
 }
