@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -114,11 +115,7 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 		}
 
 		// Disk: the largest shard, or a temporary file on the same file system.
-		dir := a.vals["--dir"]
-		if dir == "" {
-			dir = "."
-		}
-		target, remove, err := readrate.Target(model, dir, int64(probeMB)<<20, probeWriteTime)
+		target, remove, err := readrate.Target(model, cmp.Or(a.vals["--dir"], "."), int64(probeMB)<<20, probeWriteTime)
 		if err != nil {
 			fail(stderr, fmt.Errorf("doctor: disk: %w", err))
 			return exitRuntime

@@ -237,21 +237,19 @@ func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
 		fmt.Fprintf(w, "VERDICT: rungs DIFFER or failed\n")
 	}
 	var worst int64
-	for _, r := range rows {
+	var floor, all *rung
+	for i, r := range rows {
 		if r.RunError == "" && r.Layers >= 0 {
 			worst = max(worst, r.overhead())
 		}
-	}
-	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", trunk.GB(worst))
-	var floor, all *rung
-	for i := range rows {
-		switch rows[i].Budget {
+		switch r.Budget {
 		case "floor":
 			floor = &rows[i]
 		case "all":
 			all = &rows[i]
 		}
 	}
+	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", trunk.GB(worst))
 	if floor != nil && all != nil && all.PeakRSS > 0 {
 		fmt.Fprintf(w, "floor peak RSS is %.1f%% of the all-resident rung's\n", 100*float64(floor.PeakRSS)/float64(all.PeakRSS))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -32,29 +33,6 @@ func (a *args) plotPath() string {
 		a.check(usagef("--plot", "%v", err))
 	}
 	return p
-}
-
-var seriesColors = []color.Color{
-	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-}
-
-// line adds one series with markers; i picks its colour and glyph.
-func line(p *plot.Plot, i int, name string, xy plotter.XYs) error {
-	l, pts, err := plotter.NewLinePoints(xy)
-	if err != nil {
-		return err
-	}
-	l.Color = seriesColors[i%len(seriesColors)]
-	l.Width = vg.Points(1.5)
-	pts.Color = l.Color
-	pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}}[i%4]
-	pts.Radius = vg.Points(3)
-	p.Add(l, pts)
-	p.Legend.Add(name, l, pts)
-	return nil
 }
 
 func newPlot(title, x, y string) *plot.Plot {
@@ -84,25 +62,20 @@ func plotSimCache(rep sim.Report, path, trace string) error {
 	// wider font than the Liberation metrics the layout used overflows into empty space, not
 	// onto the samples; placed in the empty lower right of a rising curve.
 	p.Legend.Top, p.Legend.Left, p.Legend.XOffs = false, true, 8*vg.Centimeter
-	series := []struct {
-		name string
-		get  func(sim.Row) sim.Outcome
-	}{
-		{"LRU", func(r sim.Row) sim.Outcome { return r.LRU }},
-		{"S3-FIFO", func(r sim.Row) sim.Outcome { return r.S3FIFO }},
-		{"Belady (bypass)", func(r sim.Row) sim.Outcome { return r.Belady }},
-		{"PIN+LRU", func(r sim.Row) sim.Outcome { return r.PinLRU }},
-	}
-	for i, s := range series {
+	// Each policy's hit rate (in percent) at the sizes above zero, name before series, for
+	// plotutil, which gives each its own colour, dashes and glyph.
+	var series []any
+	for i, name := range sim.PolicyNames {
 		var xy plotter.XYs
 		for _, r := range rep.Rows {
 			if r.GB > 0 {
-				xy = append(xy, plotter.XY{X: r.GB, Y: s.get(r).HitRate()}) // HitRate is in percent
+				xy = append(xy, plotter.XY{X: r.GB, Y: r.Outcomes()[i].HitRate()})
 			}
 		}
-		if err := line(p, i, s.name, xy); err != nil {
-			return err
-		}
+		series = append(series, name, xy)
+	}
+	if err := plotutil.AddLinePoints(p, series...); err != nil {
+		return err
 	}
 	if rep.ReusePct > 0 {
 		// The compulsory-miss ceiling: no policy can beat it.
@@ -130,7 +103,7 @@ func plotSimCache(rep sim.Report, path, trace string) error {
 // plotLadder draws s/token and peak RSS against the trunk budget of the rungs that ran with a
 // budget (mapped has none), one panel each, stacked.
 func plotLadder(rows []rung, path, model string) error {
-	var spt, rss plotter.XYs
+	var spt, rss, plan plotter.XYs
 	for _, r := range rows {
 		if r.RunError != "" || r.Budget == "mapped" {
 			continue
@@ -138,25 +111,17 @@ func plotLadder(rows []rung, path, model string) error {
 		x := float64(r.BudgetBytes) / 1e6
 		spt = append(spt, plotter.XY{X: x, Y: r.SecondsPerTok})
 		rss = append(rss, plotter.XY{X: x, Y: float64(r.PeakRSS) / 1e6})
+		plan = append(plan, plotter.XY{X: x, Y: float64(r.PlanTotal) / 1e6})
 	}
 	if len(spt) == 0 {
 		return fmt.Errorf("no budgeted rung succeeded, nothing to draw")
 	}
 	top := newPlot(fmt.Sprintf("Memory ladder: %s", filepath.Base(model)), "trunk budget (MB)", "seconds per token")
 	bottom := newPlot("", "trunk budget (MB)", "peak RSS (MB)")
-	if err := line(top, 0, "s/token", spt); err != nil {
+	if err := plotutil.AddLinePoints(top, "s/token", spt); err != nil {
 		return err
 	}
-	if err := line(bottom, 1, "peak RSS (getrusage)", rss); err != nil {
-		return err
-	}
-	var plan plotter.XYs
-	for _, r := range rows {
-		if r.RunError == "" && r.Budget != "mapped" {
-			plan = append(plan, plotter.XY{X: float64(r.BudgetBytes) / 1e6, Y: float64(r.PlanTotal) / 1e6})
-		}
-	}
-	if err := line(bottom, 2, "plan total", plan); err != nil {
+	if err := plotutil.AddLinePoints(bottom, "peak RSS (getrusage)", rss, "plan total", plan); err != nil {
 		return err
 	}
 	for _, p := range []*plot.Plot{top, bottom} {

@@ -129,12 +129,7 @@ func parseRun(a *args) (*runOptions, error) {
 // parsePrompt takes exactly one prompt source. Text sources need --tok; --ids may come with it
 // (then the output is decoded and the tokenizer's stop ids apply).
 func (o *runOptions) parsePrompt(vals map[string]string) error {
-	var given []string
-	for _, f := range []string{"--ids", "--prompt", "--prompt-file"} {
-		if _, ok := vals[f]; ok {
-			given = append(given, f)
-		}
-	}
+	given := slices.DeleteFunc([]string{"--ids", "--prompt", "--prompt-file"}, func(f string) bool { _, ok := vals[f]; return !ok })
 	switch len(given) {
 	case 0:
 		return usagef("--ids", "a prompt is required (one of --ids, --prompt, --prompt-file)")

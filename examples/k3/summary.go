@@ -66,7 +66,7 @@ func printSummary(w io.Writer, rep *report, genSeconds float64) {
 	}
 	fmt.Fprintf(w, "k3: summary: %d tokens, %s s/token, layers completed %d of %d, expert drops %d\n",
 		n, spt, rep.LayersCompleted, rep.LayersRequested, rep.ExpertDrops)
-	var ioSec, trunkSec, expertSec float64
+	var trunkSec, expertSec float64
 	if st := rep.Trunk; st != nil {
 		trunkSec = st.DeviceSeconds
 	}
@@ -77,10 +77,9 @@ func printSummary(w io.Writer, rep *report, genSeconds float64) {
 	} else {
 		fmt.Fprintln(w, "k3: summary: true resident hit rate - (experts memory-mapped; the page cache serves them)")
 	}
-	ioSec = trunkSec + expertSec
 	if genSeconds > 0 {
 		fmt.Fprintf(w, "k3: summary: I/O share of wall clock %.1f%% (trunk device %.2f s + expert loads %.2f s over %.2f s)\n",
-			100*ioSec/genSeconds, trunkSec, expertSec, genSeconds)
+			100*(trunkSec+expertSec)/genSeconds, trunkSec, expertSec, genSeconds)
 	}
 	trunkRead := rep.TrunkBytesRead + rep.HeadBytesRead + rep.EmbedBytesRead
 	fmt.Fprintf(w, "k3: summary: trunk %.3f GB read (%s), experts %.3f GB read (%s)\n",

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,8 +42,8 @@ interrupted run leaves nothing in dir, and the rerun starts afresh.
 func synth(a *args, stdout, stderr io.Writer) int {
 	seed := int64(a.int("--seed", 1, 0, math.MaxInt64))
 	geometry, dir := a.pos[0], a.pos[1]
-	if a.err == nil && !slices.ContainsFunc(checkpoint.Geometries(), func(g checkpoint.GeometryInfo) bool { return g.Name == geometry }) {
-		a.check(usagef("", "unknown geometry %q (known: %s)", geometry, geometryNames()))
+	if a.err == nil {
+		a.check(checkGeometry(geometry))
 	}
 	if a.err != nil {
 		return a.usage(stderr, a.err)
@@ -84,12 +83,16 @@ func synthFailed(stderr io.Writer, err error) int {
 	return exitRuntime
 }
 
-func geometryNames() string {
+// checkGeometry refuses a geometry that synthesis does not know, naming the ones it does.
+func checkGeometry(name string) error {
 	var names []string
 	for _, g := range checkpoint.Geometries() {
+		if g.Name == name {
+			return nil
+		}
 		names = append(names, g.Name)
 	}
-	return strings.Join(names, ", ")
+	return usagef("", "unknown geometry %q (known: %s)", name, strings.Join(names, ", "))
 }
 
 var demoCmd = command{name: "demo", npos: 0, what: "no positional arguments", main: demo,
