@@ -171,20 +171,12 @@ func parseInt(flag, s string, lo, hi int) (int, error) {
 	if s == "" {
 		return 0, usagef(flag, "empty value")
 	}
-	digits := strings.TrimPrefix(s, "-")
-	if digits == "" {
+	if digits := strings.TrimPrefix(s, "-"); digits == "" || strings.Trim(digits, "0123456789") != "" {
 		return 0, usagef(flag, "%q is not a decimal integer", s)
 	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, usagef(flag, "%q is not a decimal integer", s)
-		}
-	}
+	// Digits that overflow are out of range like any other; "-0" is not a count.
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, usagef(flag, "%s is outside [%d, %d]", s, lo, hi)
-	}
-	if v < int64(lo) || v > int64(hi) || (s[0] == '-' && lo >= 0) { // "-0" is not a count
+	if err != nil || v < int64(lo) || v > int64(hi) || (s[0] == '-' && lo >= 0) {
 		return 0, usagef(flag, "%s is outside [%d, %d]", s, lo, hi)
 	}
 	return int(v), nil
@@ -204,8 +196,7 @@ func parseIDList(flag, s string, maxLen int) ([]int, error) {
 	for i, p := range parts {
 		v, err := parseInt(flag, p, 0, math.MaxInt32)
 		if err != nil {
-			var ue *usageError
-			if errors.As(err, &ue) {
+			if ue, ok := errors.AsType[*usageError](err); ok {
 				ue.msg = fmt.Sprintf("element %d: %s", i, ue.msg)
 			}
 			return nil, err

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -524,12 +523,13 @@ func piece(d *tokenizer.StreamDecoder, id int) string {
 	return fmt.Sprintf("  %q", s)
 }
 
+// writeLogits writes --dump-logits: little-endian float32, one per vocabulary id.
 func writeLogits(path string, logits []float32) error {
-	buf := make([]byte, 4*len(logits))
-	for i, v := range logits {
-		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+	b, err := binary.Append(nil, binary.LittleEndian, logits)
+	if err != nil {
+		return err
 	}
-	return os.WriteFile(path, buf, 0o644)
+	return os.WriteFile(path, b, 0o644)
 }
 
 // writeJSON writes v as indented JSON to path ("-": stdout).
