@@ -178,8 +178,7 @@ func listPresets(stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, t, c, note)
 	}
 	if err := tw.Flush(); err != nil {
-		fail(stderr, err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, err)
 	}
 	return exitOK
 }
@@ -215,8 +214,7 @@ func plan(a *args, stdout, stderr io.Writer) int {
 	}
 	if a.has("--json") {
 		if err := writeJSON("-", stdout, p); err != nil {
-			fail(stderr, err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, err)
 		}
 		return exitOK
 	}

@@ -70,8 +70,7 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 
 		mem, err := readMem()
 		if err != nil {
-			fail(stderr, fmt.Errorf("doctor: memory: %w", err))
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("doctor: memory: %w", err))
 		}
 		fmt.Fprintf(stdout, "memory   %s\n", mem)
 		fmt.Fprintf(stdout, "         usable by k3: %.2f GB (ceiling %.2f GB)\n", float64(mem.Usable())/gb, float64(mem.Ceiling())/gb)
@@ -117,8 +116,7 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 		// Disk: the largest shard, or a temporary file on the same file system.
 		target, remove, err := readrate.Target(model, cmp.Or(a.vals["--dir"], "."), int64(probeMB)<<20, probeWriteTime)
 		if err != nil {
-			fail(stderr, fmt.Errorf("doctor: disk: %w", err))
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("doctor: disk: %w", err))
 		}
 		defer remove()
 		limit := time.Duration(capSec * float64(time.Second))

@@ -54,8 +54,7 @@ func compressExperts(a *args, stdout, stderr io.Writer) int {
 	man, err := rans.Repack(src, dst, rans.RepackOptions{Select: selectExperts, Progress: report, Force: a.has("--force"), Workers: workers})
 	finish()
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: compress-experts: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("compress-experts: %w", err))
 	}
 	if len(man.Tensors) == 0 {
 		fmt.Fprintf(stderr, "k3: compress-experts: warning: %s has no routed-expert weights; the copy has nothing coded\n", src)
@@ -65,8 +64,7 @@ func compressExperts(a *args, stdout, stderr io.Writer) int {
 		_, err := rans.Verify(dst, rans.VerifyOptions{Progress: report, Workers: workers})
 		finish()
 		if err != nil {
-			fmt.Fprintf(stderr, "k3: compress-experts: the written checkpoint does not verify: %v\n", err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("compress-experts: the written checkpoint does not verify: %w", err))
 		}
 	}
 	dec, stored := man.Totals()
@@ -88,8 +86,7 @@ func verifyExperts(a *args, stdout, stderr io.Writer) int {
 	rep, err := rans.Verify(a.pos[0], rans.VerifyOptions{Progress: report, Workers: workers})
 	finish()
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: verify-experts: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("verify-experts: %w", err))
 	}
 	fmt.Fprintf(stdout, "verified %d coded tensors: %d bytes stored, %d decoded, all digests match\n",
 		rep.Tensors, rep.RecordBytes, rep.DecodedBytes)

@@ -50,8 +50,7 @@ func info(a *args, stdout, stderr io.Writer) int {
 		EmbedHead: class(in.EmbedHead), Trunk: class(in.Trunk), Experts: class(in.Experts),
 		KDAStateBytes: p.KDAStateBytes, MLACacheBytesPerPosition: p.MLABytesPerPosition}
 	if err := writeJSON("-", stdout, out); err != nil {
-		fail(stderr, err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, err)
 	}
 	return exitOK
 }

@@ -99,8 +99,7 @@ func ladder(a *args, stdout, stderr io.Writer) int {
 		full, err = preset.FullBudget(dir, shape...)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, err)
 	}
 	self, err := os.Executable()
 	var tmp string
@@ -108,8 +107,7 @@ func ladder(a *args, stdout, stderr io.Writer) int {
 		tmp, err = os.MkdirTemp("", "k3-ladder-")
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: ladder: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("ladder: %w", err))
 	}
 	defer os.RemoveAll(tmp)
 
@@ -143,14 +141,12 @@ func ladder(a *args, stdout, stderr io.Writer) int {
 			Rungs     []rung     `json:"rungs"`
 			DirectMBs [2]float64 `json:"device_direct_mb_per_s_before_after"`
 		}{rows, dev}); err != nil {
-			fmt.Fprintf(stderr, "k3: --out: %v\n", err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("--out: %w", err))
 		}
 	}
 	if plotPath != "" {
 		if err := plotLadder(rows, plotPath, dir); err != nil {
-			fmt.Fprintf(stderr, "k3: ladder: --plot: %v\n", err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("ladder: --plot: %w", err))
 		}
 		fmt.Fprintf(stderr, "k3: ladder: chart written to %s\n", plotPath)
 	}

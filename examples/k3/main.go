@@ -72,6 +72,12 @@ func fail(stderr io.Writer, err error) {
 	fmt.Fprintln(stderr, msg)
 }
 
+// failed reports err as fail does and returns code, for the paths that end there.
+func failed(stderr io.Writer, code int, err error) int {
+	fail(stderr, err)
+	return code
+}
+
 // run dispatches the subcommands; it returns the process exit code so tests can call it.
 func run(argv []string, stdout, stderr io.Writer) int {
 	if len(argv) == 0 {

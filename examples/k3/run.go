@@ -295,16 +295,14 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if o.tokDir != "" {
 		var err error
 		if enc, err = loadTokenizer(o.tokDir, stderr); err != nil {
-			fail(stderr, err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, err)
 		}
 		if o.ids == nil {
 			if o.ids, err = encodePrompt(enc, o.promptFlag, o.promptText); err == nil {
 				err = o.checkLengths()
 			}
 			if err != nil {
-				fail(stderr, err)
-				return exitUsage
+				return failed(stderr, exitUsage, err)
 			}
 			fmt.Fprintf(stderr, "k3: %s: %d prompt ids\n", o.promptFlag, len(o.ids))
 		}
@@ -321,8 +319,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		return usageFail(stderr, "run", usagef("--layers", "%d is more than the configuration's %d layers", o.budget.layers, cfg.NumLayers))
 	}
 	if err := o.checkVocab(cfg.Vocab); err != nil {
-		fail(stderr, err)
-		return exitUsage
+		return failed(stderr, exitUsage, err)
 	}
 	stop := o.stop
 	if !o.stopGiven && !o.noStop {
@@ -347,8 +344,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 			tw, err = trace.Create(o.traceDir, cfg.NumLayers, cfg.NumExperts)
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "k3: --dump-cache-trace: %v\n", err)
-			return exitUsage
+			return failed(stderr, exitUsage, fmt.Errorf("--dump-cache-trace: %w", err))
 		}
 		opts = append(opts, k3.WithTracer(tw))
 		defer func() {
@@ -374,8 +370,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		fmt.Fprintf(stderr, "k3: warning: %s\n", w)
 	}
 	if c := m.Config(); c.Vocab != cfg.Vocab {
-		fail(stderr, fmt.Errorf("%s: config.json changed while loading (vocab %d, then %d)", o.modelDir, cfg.Vocab, c.Vocab))
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("%s: config.json changed while loading (vocab %d, then %d)", o.modelDir, cfg.Vocab, c.Vocab))
 	}
 	loadSec := time.Since(start).Seconds()
 	fmt.Fprintf(stderr, "k3: %s, %d layers, vocab %d; loaded in %.3f s; threads %d, %s\n",
@@ -391,9 +386,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		StopIDs: append([]int{}, stop...), StopReason: "length", LoadSeconds: loadSec,
 	}
 	code := exitOK
-	// failed records a failure after generation: the first one's exit code and message stand,
+	// setFailure records a failure after generation: the first one's exit code and message stand,
 	// later ones are usually its consequences.
-	failed := func(c int, err error) {
+	setFailure := func(c int, err error) {
 		code = cmp.Or(code, c)
 		rep.Error = cmp.Or(rep.Error, err.Error())
 	}
@@ -410,8 +405,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		// Nothing is generated, so the prompt's logits are computed for the dump alone.
 		s := m.NewSession()
 		if err := s.Prefill(ctx, o.ids); err != nil {
-			fail(stderr, err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, err)
 		}
 		dumpErr = writeLogits(o.dumpLogits, s.Logits())
 	}
@@ -435,7 +429,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	for id, err := range tokens {
 		if err != nil {
 			fail(stderr, err)
-			failed(exitRuntime, err)
+			setFailure(exitRuntime, err)
 			rep.StopReason = "error"
 			if fe, ok := errors.AsType[*k3.ForwardError](err); ok && fe.Layer >= 0 {
 				rep.LayersCompleted = fe.Layer // the failing step got through the layers before it
@@ -465,7 +459,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	}
 	if err := gr.finish(ctx, rep.GeneratedIDs); err != nil {
 		fmt.Fprintf(stderr, "k3: %v\n", err)
-		failed(exitRuntime, err)
+		setFailure(exitRuntime, err)
 	}
 	if s := interrupted(); s != nil {
 		rep.StopReason = "signal"
@@ -486,7 +480,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		// whatever the table showed; an id the tokenizer cannot decode is an error, not skipped.
 		if text, err := enc.Decode(rep.GeneratedIDs); err != nil {
 			fmt.Fprintf(stderr, "k3: --tok: decoding the generated ids: %v\n", err)
-			failed(exitRuntime, err)
+			setFailure(exitRuntime, err)
 		} else {
 			if t, ok := gr.text(); ok {
 				text = t // ends before the stop string
@@ -557,8 +551,7 @@ func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.Writer) int {
 	rows, err := m.Forward(ctx, o.ids)
 	if err != nil {
-		fail(stderr, err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, err)
 	}
 	matches := 0
 	for i := 0; i+1 < len(o.ids); i++ {
@@ -578,8 +571,7 @@ func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.
 		Agreement float64 `json:"tf_agreement"`
 	}{n, matches, float64(matches) / float64(n)}
 	if err := writeJSON(o.out, stdout, rep); err != nil {
-		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("--out: %w", err))
 	}
 	fmt.Fprintf(stderr, "k3: teacher forcing: %d of %d positions agree\n", matches, n)
 	return exitOK

@@ -40,13 +40,11 @@ func simCache(a *args, stdout, stderr io.Writer) int {
 		err = rep.Format(stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: sim-cache: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("sim-cache: %w", err))
 	}
 	if plotPath != "" {
 		if err := plotSimCache(rep, plotPath, a.pos[0]); err != nil {
-			fmt.Fprintf(stderr, "k3: sim-cache: --plot: %v\n", err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("sim-cache: --plot: %w", err))
 		}
 		fmt.Fprintf(stderr, "k3: sim-cache: chart written to %s\n", plotPath)
 	}

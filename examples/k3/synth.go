@@ -126,8 +126,7 @@ func demo(a *args, stdout, stderr io.Writer) int {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "k3-demo-*")
 		if err != nil {
-			fail(stderr, fmt.Errorf("demo: %w", err))
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("demo: %w", err))
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
@@ -160,8 +159,7 @@ func packTrunk(a *args, stdout, stderr io.Writer) int {
 	err := checkpoint.PackTrunk(a.pos[0], a.pos[1], report)
 	finish()
 	if err != nil {
-		fail(stderr, err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, err)
 	}
 	fmt.Fprintf(stdout, "packed the trunk of %s into %s in %.1f s\n", a.pos[0], a.pos[1], time.Since(start).Seconds())
 	return exitOK

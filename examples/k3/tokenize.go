@@ -51,33 +51,28 @@ func tokenize(stdin io.Reader) func(a *args, stdout, stderr io.Writer) int {
 		var err error
 		if dir := a.vals["--tok"]; dir != "" {
 			if enc, err = loadTokenizer(dir, stderr); err != nil {
-				fail(stderr, err)
-				return exitRuntime
+				return failed(stderr, exitRuntime, err)
 			}
 		} else {
 			if enc, err = bundled.GetEncoding(a.vals["--encoding"]); errors.Is(err, bundled.ErrUnknown) {
 				return a.usage(stderr, usagef("--encoding", "%v", err))
 			}
 			if err != nil {
-				fail(stderr, err)
-				return exitRuntime
+				return failed(stderr, exitRuntime, err)
 			}
 		}
 		in, err := io.ReadAll(io.LimitReader(stdin, maxTokenizeInput+1))
 		if err != nil {
-			fail(stderr, fmt.Errorf("tokenize: reading stdin: %w", err))
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("tokenize: reading stdin: %w", err))
 		}
 		if len(in) > maxTokenizeInput {
-			fail(stderr, fmt.Errorf("tokenize: stdin is larger than %d bytes", maxTokenizeInput))
-			return exitUsage
+			return failed(stderr, exitUsage, fmt.Errorf("tokenize: stdin is larger than %d bytes", maxTokenizeInput))
 		}
 		if a.has("--decode") {
 			return decodeIDs(enc, in, stdout, stderr)
 		}
 		if !utf8.Valid(in) {
-			fail(stderr, fmt.Errorf("tokenize: stdin is not valid UTF-8"))
-			return exitUsage
+			return failed(stderr, exitUsage, fmt.Errorf("tokenize: stdin is not valid UTF-8"))
 		}
 		mode := tokenizer.AllowSpecial
 		if a.has("--ordinary") {
@@ -85,8 +80,7 @@ func tokenize(stdin io.Reader) func(a *args, stdout, stderr io.Writer) int {
 		}
 		ids, err := enc.Encode(string(in), mode)
 		if err != nil {
-			fail(stderr, fmt.Errorf("tokenize: %w", err))
-			return exitUsage
+			return failed(stderr, exitUsage, fmt.Errorf("tokenize: %w", err))
 		}
 		b := make([]byte, 0, 8*len(ids)+1)
 		for i, id := range ids {
@@ -96,8 +90,7 @@ func tokenize(stdin io.Reader) func(a *args, stdout, stderr io.Writer) int {
 			b = strconv.AppendInt(b, int64(id), 10)
 		}
 		if _, err := stdout.Write(append(b, '\n')); err != nil {
-			fail(stderr, err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, err)
 		}
 		fmt.Fprintf(stderr, "k3 tokenize: %d bytes -> %d ids (%s)\n", len(in), len(ids), enc.Name())
 		return exitOK
@@ -109,17 +102,14 @@ func decodeIDs(enc *tokenizer.Encoding, in []byte, stdout, stderr io.Writer) int
 	s := strings.TrimSuffix(strings.TrimSuffix(string(in), "\n"), "\r")
 	ids, err := parseIDList("stdin", s, maxTokenizeInput)
 	if err != nil {
-		fail(stderr, fmt.Errorf("tokenize --decode: %w", err))
-		return exitUsage
+		return failed(stderr, exitUsage, fmt.Errorf("tokenize --decode: %w", err))
 	}
 	text, err := enc.Decode(ids)
 	if err != nil {
-		fail(stderr, fmt.Errorf("tokenize --decode: %w", err))
-		return exitUsage
+		return failed(stderr, exitUsage, fmt.Errorf("tokenize --decode: %w", err))
 	}
 	if _, err := io.WriteString(stdout, text); err != nil {
-		fail(stderr, err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, err)
 	}
 	return exitOK
 }

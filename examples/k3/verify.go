@@ -47,8 +47,7 @@ func verify(a *args, stdout, stderr io.Writer) int {
 	dir := a.pos[0]
 	shards, problems, err := safetensors.CheckDir(dir)
 	if err != nil {
-		fail(stderr, fmt.Errorf("verify: %w", err))
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("verify: %w", err))
 	}
 	var total int64
 	for _, size := range shards {
