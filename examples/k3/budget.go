@@ -156,26 +156,24 @@ func listPresets(stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PRESET\tTRUNK GB\tCACHE GB\tNOTE")
 	for _, p := range preset.All() {
-		t, c := fmt.Sprintf("%.2f", float64(p.Trunk)/gb), fmt.Sprintf("%.2f", float64(p.Cache)/gb)
-		note := p.Note
+		t, c, note := float64(p.Trunk)/gb, float64(p.Cache)/gb, p.Note
 		switch p.Name {
 		case preset.Floor:
-			t, c = "model", "model"
+			fmt.Fprintf(tw, "%s\tmodel\tmodel\t%s\n", p.Name, note)
+			continue
 		case preset.Auto:
 			m, err := sysmem.Read()
+			var tb, cb int64
 			if err == nil {
-				var tb, cb int64
-				if tb, cb, err = preset.AutoBudgets(m); err == nil {
-					t, c = fmt.Sprintf("%.2f", float64(tb)/gb), fmt.Sprintf("%.2f", float64(cb)/gb)
-					note += fmt.Sprintf(" (here: %s)", m)
-				}
+				tb, cb, err = preset.AutoBudgets(m)
 			}
 			if err != nil {
-				t, c = "-", "-"
-				note += fmt.Sprintf(" (here: %v)", err)
+				fmt.Fprintf(tw, "%s\t-\t-\t%s (here: %v)\n", p.Name, note, err)
+				continue
 			}
+			t, c, note = float64(tb)/gb, float64(cb)/gb, note+fmt.Sprintf(" (here: %s)", m)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, t, c, note)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\n", p.Name, t, c, note)
 	}
 	if err := tw.Flush(); err != nil {
 		return failed(stderr, exitRuntime, err)

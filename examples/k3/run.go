@@ -418,12 +418,10 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	genStart := time.Now()
 	last := genStart
 	gr, tokens, err := o.gf.start(ctx, m, o.ids, &gopts, enc)
-	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		if _, ok := errors.AsType[*usageError](err); ok {
-			return exitUsage
-		}
-		return exitRuntime
+	if _, ok := errors.AsType[*usageError](err); ok {
+		return failed(stderr, exitUsage, err)
+	} else if err != nil {
+		return failed(stderr, exitRuntime, err)
 	}
 	rep.Generation = &gr.rep
 	for id, err := range tokens {
