@@ -202,13 +202,11 @@ func plan(a *args, stdout, stderr io.Writer) int {
 	}
 	dir := a.pos[0]
 	if err := b.resolve(dir); err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
 	p, err := k3.PlanFor(dir, b.options()...)
 	if err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
 	if a.has("--json") {
 		if err := writeJSON("-", stdout, p); err != nil {

@@ -95,8 +95,7 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 				s, err = preset.Suggest(model, mem)
 			}
 			if err != nil {
-				fail(stderr, err)
-				return openExit(err)
+				return failed(stderr, openExit(err), err)
 			}
 			fmt.Fprintf(stdout, "model    %s: %d layers, floor plan %s (trunk %s + expert scratch %s)\n",
 				model, cfg.NumLayers, trunk.GB(s.Floor.Total()), trunk.GB(s.Floor.Trunk.Total), trunk.GB(s.Floor.Cache.Total))

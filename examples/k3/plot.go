@@ -29,8 +29,8 @@ func (a *args) plotPath() string {
 	}
 	if ext := filepath.Ext(p); !strings.EqualFold(ext, ".svg") && !strings.EqualFold(ext, ".png") {
 		a.check(usagef("--plot", "%s: the chart is written as .svg or .png", p))
-	} else if err := probeWritable(p); err != nil {
-		a.check(usagef("--plot", "%v", err))
+	} else {
+		a.check(writable("--plot", p))
 	}
 	return p
 }

@@ -175,38 +175,38 @@ func (o *runOptions) checkVocab(vocab int) error {
 // checkOutputs makes sure the report and the logits dump can be written before anything is
 // loaded, so a long run never ends with its results lost.
 func (o *runOptions) checkOutputs() error {
-	if o.out != "-" {
-		if err := probeWritable(o.out); err != nil {
-			return usagef("--out", "%v", err)
-		}
-	}
-	if o.dumpLogits != "" {
-		if err := probeWritable(o.dumpLogits); err != nil {
-			return usagef("--dump-logits", "%v", err)
-		}
-	}
-	return nil
-}
-
-// probeWritable checks that path can be written: an existing file is opened for writing (not
-// truncated), a new one is created and removed again.
-func probeWritable(path string) error {
-	if st, err := os.Stat(path); err == nil {
-		if st.IsDir() {
-			return fmt.Errorf("%s is a directory", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	if err := writable("--out", o.out); err != nil {
 		return err
 	}
-	f.Close()
-	return os.Remove(path)
+	return writable("--dump-logits", o.dumpLogits)
+}
+
+// writable is a usage error naming flag when path cannot be written ("" and "-", stdout, can):
+// an existing file is opened for writing (not truncated), a new one is created and removed
+// again.
+func writable(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	var f *os.File
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		err = fmt.Errorf("%s is a directory", path)
+	case err == nil:
+		if f, err = os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			err = f.Close()
+		}
+	default:
+		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			f.Close()
+			err = os.Remove(path)
+		}
+	}
+	if err != nil {
+		return usagef(flag, "%v", err)
+	}
+	return nil
 }
 
 // openExit maps a failure to read the model to an exit code: a configuration that cannot be
@@ -312,8 +312,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	// trusted and ids outside its vocabulary are refused (exit 2) without touching the shards.
 	cfg, err := config.Load(o.budget.config(o.modelDir))
 	if err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
 	if o.budget.layers > cfg.NumLayers {
 		return usageFail(stderr, "run", usagef("--layers", "%d is more than the configuration's %d layers", o.budget.layers, cfg.NumLayers))
@@ -330,8 +329,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	}
 
 	if err := o.budget.resolve(o.modelDir); err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
 	opts := append(o.budget.options(), k3.WithThreads(o.threads))
 	if o.verify {
@@ -356,14 +354,12 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	// The plan is computed and printed before anything is allocated.
 	plan, err := k3.PlanFor(o.modelDir, opts...)
 	if err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
-	fmt.Fprintf(stderr, "k3: memory plan\n%s\n", indent(plan.String()))
+	fmt.Fprintf(stderr, "k3: memory plan\n  %s\n", strings.ReplaceAll(plan.String(), "\n", "\n  "))
 	m, err := k3.Open(o.modelDir, opts...)
 	if err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
 	defer m.Close()
 	for _, w := range m.Warnings() {
@@ -386,9 +382,10 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		StopIDs: append([]int{}, stop...), StopReason: "length", LoadSeconds: loadSec,
 	}
 	code := exitOK
-	// setFailure records a failure after generation: the first one's exit code and message stand,
-	// later ones are usually its consequences.
-	setFailure := func(c int, err error) {
+	// runFailed reports a failure during or after generation; the first one's exit code and
+	// message stand in the report, later ones are usually its consequences.
+	runFailed := func(c int, err error) {
+		fail(stderr, err)
 		code = cmp.Or(code, c)
 		rep.Error = cmp.Or(rep.Error, err.Error())
 	}
@@ -426,8 +423,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	rep.Generation = &gr.rep
 	for id, err := range tokens {
 		if err != nil {
-			fail(stderr, err)
-			setFailure(exitRuntime, err)
+			runFailed(exitRuntime, err)
 			rep.StopReason = "error"
 			if fe, ok := errors.AsType[*k3.ForwardError](err); ok && fe.Layer >= 0 {
 				rep.LayersCompleted = fe.Layer // the failing step got through the layers before it
@@ -441,8 +437,8 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 		now := time.Now()
 		hit, read := tok.step(m)
-		fmt.Fprintf(stderr, "step %4d token %7d %8.3f s  hit %s  read %s%s\n", len(rep.GeneratedIDs), id,
-			now.Sub(last).Seconds(), hit, mbString(read), piece(stream, id))
+		fmt.Fprintf(stderr, "step %4d token %7d %8.3f s  hit %s  read %7.1f MB%s\n", len(rep.GeneratedIDs), id,
+			now.Sub(last).Seconds(), hit, float64(read)/1e6, piece(stream, id))
 		last = now
 		rep.GeneratedIDs = append(rep.GeneratedIDs, id)
 		if slices.Contains(stop, id) {
@@ -456,8 +452,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.StopReason = reason
 	}
 	if err := gr.finish(ctx, rep.GeneratedIDs); err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		setFailure(exitRuntime, err)
+		runFailed(exitRuntime, err)
 	}
 	if s := interrupted(); s != nil {
 		rep.StopReason = "signal"
@@ -477,8 +472,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		// Decoded in one piece from the ids, not from the stream pieces, so the text is complete
 		// whatever the table showed; an id the tokenizer cannot decode is an error, not skipped.
 		if text, err := enc.Decode(rep.GeneratedIDs); err != nil {
-			fmt.Fprintf(stderr, "k3: --tok: decoding the generated ids: %v\n", err)
-			setFailure(exitRuntime, err)
+			runFailed(exitRuntime, fmt.Errorf("--tok: decoding the generated ids: %w", err))
 		} else {
 			if t, ok := gr.text(); ok {
 				text = t // ends before the stop string
@@ -541,8 +535,6 @@ func writeOutput(path string, stdout io.Writer, b []byte) error {
 	}
 	return os.WriteFile(path, b, 0o644)
 }
-
-func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
 // tfCheck runs one teacher-forced forward over --ids and reports how many positions' greedy
 // picks equal the next id (SPEC §11.1 --tf-check).

@@ -52,8 +52,6 @@ func (rep *report) stats(m *k3.Model, w io.Writer) {
 	}
 }
 
-func mbString(n int64) string { return fmt.Sprintf("%7.1f MB", float64(n)/1e6) }
-
 // printSummary is the run's closing block (SPEC §11.1 run report): tokens, s/token, the true
 // resident hit rate, the I/O share of the wall clock (trunk device seconds plus expert demand
 // load seconds over the generation's wall time; above 100% when reads overlap compute), the

@@ -36,10 +36,8 @@ func verify(a *args, stdout, stderr io.Writer) int {
 	}
 	want := get(a, "--manifest", nil, readManifest)
 	out := a.vals["--write-manifest"]
-	if out != "" && out != "-" && a.err == nil {
-		if err := probeWritable(out); err != nil {
-			a.check(usagef("--write-manifest", "%v", err))
-		}
+	if a.err == nil {
+		a.check(writable("--write-manifest", out))
 	}
 	if a.err != nil {
 		return a.usage(stderr, a.err)
