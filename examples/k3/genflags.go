@@ -53,19 +53,12 @@ type genOptions struct {
 
 // parseFloat parses a finite decimal number in [lo, hi] (hiOpen: hi excluded).
 func parseFloat(flag, s string, lo, hi float64, hiOpen bool) (float64, error) {
-	if s == "" {
-		return 0, usagef(flag, "empty value")
-	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || strings.ContainsAny(s, "xXpP_") {
 		return 0, usagef(flag, "%q is not a finite decimal number", s)
 	}
 	if v < lo || v > hi || (hiOpen && v == hi) {
-		closing := "]"
-		if hiOpen {
-			closing = ")"
-		}
-		return 0, usagef(flag, "%v is outside [%v, %v%s", v, lo, hi, closing)
+		return 0, usagef(flag, "%v is outside [%v, %v%s", v, lo, hi, map[bool]string{false: "]", true: ")"}[hiOpen])
 	}
 	return v, nil
 }

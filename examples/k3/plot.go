@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -90,14 +89,11 @@ func plotSimCache(rep sim.Report, path, trace string) error {
 		p.Legend.Add(fmt.Sprintf("reuse ceiling %.1f%%", rep.ReusePct), l)
 	}
 	p.Y.Min, p.Y.Max = 0, 100 // after the data: Add widens the range to the data's
-	img, err := newCanvas(path, 16*vg.Centimeter, 10*vg.Centimeter)
-	if err != nil {
-		return err
-	}
 	// A right margin for the last tick label, which a wider substituted font would push past
 	// the edge.
-	p.Draw(draw.Crop(draw.New(img.c), 0, -6*vg.Millimeter, 0, 0))
-	return img.save()
+	return saveChart(path, 16*vg.Centimeter, 10*vg.Centimeter, func(c draw.Canvas) {
+		p.Draw(draw.Crop(c, 0, -6*vg.Millimeter, 0, 0))
+	})
 }
 
 // plotLadder draws s/token and peak RSS against the trunk budget of the rungs that ran with a
@@ -132,38 +128,28 @@ func plotLadder(rows []rung, path, model string) error {
 	top.Legend.Top, top.Legend.Left, top.Legend.XOffs = true, true, 9*vg.Centimeter
 	bottom.Legend.Top, bottom.Legend.Left, bottom.Legend.XOffs = false, true, 8*vg.Centimeter
 	bottom.Legend.YOffs = 2 * vg.Centimeter
-	const w, h = 16 * vg.Centimeter, 14 * vg.Centimeter
-	img, err := newCanvas(path, w, h)
-	if err != nil {
-		return err
-	}
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 2 * vg.Millimeter,
 		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: 2 * vg.Millimeter}
-	canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, draw.New(img.c))
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
-	return img.save()
+	return saveChart(path, 16*vg.Centimeter, 14*vg.Centimeter, func(c draw.Canvas) {
+		canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, c)
+		top.Draw(canvases[0][0])
+		bottom.Draw(canvases[1][0])
+	})
 }
 
-// canvas is an SVG or PNG canvas chosen by the file name.
-type canvas struct {
-	path string
-	c    vg.CanvasSizer
-}
-
-func newCanvas(path string, w, h vg.Length) (*canvas, error) {
+// saveChart draws a w × h chart with drawTo on an SVG or PNG canvas, as the extension of path
+// says, and writes it to path.
+func saveChart(path string, w, h vg.Length, drawTo func(draw.Canvas)) error {
+	var c vg.CanvasWriterTo = vgsvg.New(w, h)
 	if strings.EqualFold(filepath.Ext(path), ".png") {
-		return &canvas{path, vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(144))}}, nil
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(144))}
 	}
-	return &canvas{path, vgsvg.New(w, h)}, nil
-}
-
-func (c *canvas) save() error {
-	f, err := os.Create(c.path)
+	drawTo(draw.New(c))
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	_, err = c.c.(io.WriterTo).WriteTo(f)
+	_, err = c.WriteTo(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -9,26 +9,24 @@ import (
 	"github.com/k3-project/k3/trunk"
 )
 
-// tokenCounters turns the stores' run counters into per-token deltas.
-type tokenCounters struct{ trunk, experts int64 }
+// tokenCounters turns the stores' run counters into per-token figures.
+type tokenCounters struct{ read int64 } // bytes read by the stores so far
 
 // step returns the true resident hit rate of the token just finished (the cache's Step
 // counters; "-" without a cache) and the bytes read since the previous call (trunk pieces,
 // lm_head, embedding rows and experts).
 func (c *tokenCounters) step(m *k3.Model) (hit string, read int64) {
-	hit = "    -"
-	var t, e int64
-	if st := m.Stats().Trunk; st != nil {
-		t = st.TotalBytes()
+	hit, total, st := "    -", int64(0), m.Stats()
+	if st.Trunk != nil {
+		total += st.Trunk.TotalBytes()
 	}
-	if st := m.Stats().Cache; st != nil {
-		e = st.Run.BytesRead
-		if st.Step.Requests > 0 {
-			hit = fmt.Sprintf("%4.1f%%", 100*st.Step.TrueHitRate)
+	if st.Cache != nil {
+		total += st.Cache.Run.BytesRead
+		if st.Cache.Step.Requests > 0 {
+			hit = fmt.Sprintf("%4.1f%%", 100*st.Cache.Step.TrueHitRate)
 		}
 	}
-	read = t - c.trunk + e - c.experts
-	c.trunk, c.experts = t, e
+	read, c.read = total-c.read, total
 	return hit, read
 }
 

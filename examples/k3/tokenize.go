@@ -101,10 +101,10 @@ func tokenize(stdin io.Reader) func(a *args, stdout, stderr io.Writer) int {
 func decodeIDs(enc *tokenizer.Encoding, in []byte, stdout, stderr io.Writer) int {
 	s := strings.TrimSuffix(strings.TrimSuffix(string(in), "\n"), "\r")
 	ids, err := parseIDList("stdin", s, maxTokenizeInput)
-	if err != nil {
-		return failed(stderr, exitUsage, fmt.Errorf("tokenize --decode: %w", err))
+	var text string
+	if err == nil {
+		text, err = enc.Decode(ids)
 	}
-	text, err := enc.Decode(ids)
 	if err != nil {
 		return failed(stderr, exitUsage, fmt.Errorf("tokenize --decode: %w", err))
 	}
