@@ -27,7 +27,7 @@ func usagef(flag, format string, a ...any) error {
 	return &usageError{flag: flag, msg: fmt.Sprintf(format, a...)}
 }
 
-// errHelp is returned by parse when -h or --help appears anywhere before "--": the command
+// errHelp is returned by parseArgs when -h or --help appears anywhere before "--": the command
 // prints its help on stdout and exits 0.
 var errHelp = errors.New("help requested")
 
