@@ -5,6 +5,8 @@
 //
 // Start with Budgets, which turns a preset name and a checkpoint directory
 // into the two budgets for k3.WithTrunkBudget and k3.WithCacheBudget.
+// Suggest picks the preset for a checkpoint on a machine, and TokenReads
+// estimates what a token reads from disk under its plan.
 package preset
 
 import (
@@ -14,7 +16,10 @@ import (
 	"strings"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/cache"
+	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/sysmem"
+	"github.com/k3-project/k3/trunk"
 )
 
 // Names of the presets whose budgets are derived rather than fixed.
@@ -179,4 +184,73 @@ func Largest(m sysmem.Info) (p Preset, ok bool) {
 		}
 	}
 	return p, ok
+}
+
+// TokenReads estimates the bytes one decoded token reads under plan p of a
+// model configured by c: the trunk's streamed bytes per pass, and c.TopK
+// experts per MoE layer times the miss rate. The miss rate is 1 unless the
+// expert cache holds more than one token's experts; then it is the share of
+// all experts not resident (uniform routing, a pessimistic figure for a
+// trained router). Experts memory-mapped (p has no cache) count 0: the page
+// cache decides what they cost.
+func TokenReads(c *config.Config, p k3.Plan) (trunk, experts int64) {
+	if p.Trunk != nil {
+		trunk = p.Trunk.StreamBytes
+	}
+	if p.Cache == nil {
+		return trunk, 0
+	}
+	moeLayers := int64(c.NumLayers - c.FirstDense)
+	need := int64(c.TopK) * moeLayers
+	miss := 1.0
+	if int64(p.Cache.Slots) > need {
+		miss = math.Max(0, 1-float64(p.Cache.Slots)/float64(int64(c.NumExperts)*moeLayers))
+	}
+	return trunk, int64(float64(need*p.Cache.ExpertBytes) * miss)
+}
+
+// Suggestion is the preset Suggest picks for a checkpoint on a machine.
+type Suggestion struct {
+	// Name is Auto or Floor, "" when even the floor does not fit.
+	Name string
+	// Plan is the checkpoint's plan under Name; Floor its plan at the
+	// trunk floor with no expert cache, the least it runs in.
+	Plan, Floor k3.Plan
+}
+
+// Suggest picks the preset for the checkpoint in dir on a machine with the
+// memory m: Auto when the auto rule finds room on m and the checkpoint
+// accepts its budgets, otherwise Floor when the floor plan fits m.Usable(),
+// otherwise none. The auto figures are sized for K3: a small checkpoint
+// whose floor is above them runs at its floor instead. opts are the options
+// the model will be opened with; budgets among them are overridden.
+func Suggest(dir string, m sysmem.Info, opts ...k3.Option) (Suggestion, error) {
+	var s Suggestion
+	floor, err := FloorBudget(dir, opts...)
+	if err == nil {
+		s.Floor, err = k3.PlanFor(dir, withBudgets(opts, floor, 0)...)
+	}
+	if err != nil {
+		return s, err
+	}
+	if s.Floor.Total() > m.Usable() {
+		return s, nil
+	}
+	s.Name, s.Plan = Floor, s.Floor
+	if t, c, err := AutoBudgets(m); err == nil {
+		p, err := k3.PlanFor(dir, withBudgets(opts, t, c)...)
+		switch {
+		case err == nil:
+			s.Name, s.Plan = Auto, p
+		case !errors.Is(err, trunk.ErrBudget) && !errors.Is(err, cache.ErrBudgetTooSmall):
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// withBudgets is opts followed by the trunk and cache budgets, which
+// override any among opts.
+func withBudgets(opts []k3.Option, trunk, cache int64) []k3.Option {
+	return append(opts[:len(opts):len(opts)], k3.WithTrunkBudget(trunk), k3.WithCacheBudget(cache))
 }

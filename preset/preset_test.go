@@ -7,7 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/trunk"
 )
@@ -102,4 +104,42 @@ func TestFloorBudget(t *testing.T) {
 	require.NoError(t, err)
 	_, err = k3.PlanFor(dir, k3.WithTrunkRing(1), k3.WithTrunkBudget(ring1))
 	require.NoError(t, err)
+}
+
+// TestTokenReads: the trunk streams its plan's bytes; experts miss every time until the cache
+// holds more than one token's worth, then in proportion to what it does not hold.
+func TestTokenReads(t *testing.T) {
+	c := &config.Config{NumLayers: 5, FirstDense: 1, TopK: 2, NumExperts: 10} // 4 MoE layers, 8 experts a token
+	tr, ex := TokenReads(c, k3.Plan{Trunk: &trunk.Plan{StreamBytes: 700}})
+	assert.Equal(t, [2]int64{700, 0}, [2]int64{tr, ex}, "experts memory-mapped")
+	for slots, want := range map[int]int64{0: 8 * 100, 8: 8 * 100, 20: 8 * 100 / 2, 40: 0, 80: 0} {
+		_, ex := TokenReads(c, k3.Plan{Mapped: true, Cache: &cache.Plan{Slots: slots, ExpertBytes: 100}})
+		assert.Equal(t, want, ex, "%d slots", slots)
+	}
+}
+
+// TestSuggest: a machine below the floor plan gets no preset; one where the K3-sized auto rule
+// finds no room, or finds less than the checkpoint's floor, gets the floor; a large one auto.
+func TestSuggest(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, checkpoint.Synthesize(dir, "tiny", 1))
+	s, err := Suggest(dir, sysmem.Info{Available: 4096, Total: 1 << 20})
+	require.NoError(t, err)
+	assert.Empty(t, s.Name)
+	floor, err := FloorBudget(dir)
+	require.NoError(t, err)
+	assert.Equal(t, floor, s.Floor.Trunk.Budget)
+	assert.Zero(t, s.Floor.Cache.Budget)
+
+	s, err = Suggest(dir, sysmem.Info{Available: 8e6, Total: 16e6})
+	require.NoError(t, err)
+	assert.Equal(t, Floor, s.Name, "auto refuses 8 MB")
+	assert.Equal(t, s.Floor, s.Plan)
+
+	s, err = Suggest(dir, sysmem.Info{Available: g(500), Total: g(512)})
+	require.NoError(t, err)
+	assert.Equal(t, Auto, s.Name)
+	tr, ca, err := AutoBudgets(sysmem.Info{Available: g(500), Total: g(512)})
+	require.NoError(t, err)
+	assert.Equal(t, [2]int64{tr, ca}, [2]int64{s.Plan.Trunk.Budget, s.Plan.Cache.Budget})
 }

@@ -4,7 +4,8 @@
 // ring and the expert store read) and buffered reads through the page cache.
 //
 // Start with Direct on a model's largest shard (LargestShard); TempFile
-// writes a file to measure a file system that holds no model.
+// writes a file to measure a file system that holds no model, and Target
+// picks between the two.
 package readrate
 
 import (
@@ -193,4 +194,31 @@ func TempFile(dir string, size int64, writeLimit time.Duration) (path string, er
 		return "", fmt.Errorf("readrate: %w", err)
 	}
 	return f.Name(), nil
+}
+
+// MinShard is the smallest shard Target measures: a smaller file is read
+// before a rate can be told from the time it takes.
+const MinShard = 256 << 20
+
+// Target returns the file to measure a model's file system by: the largest
+// shard of modelDir when it is at least MinShard and not sparse; otherwise a
+// TempFile of size bytes, written for at most writeLimit once 64 MiB are in,
+// in modelDir (in dir when modelDir is ""). remove deletes the file if
+// Target wrote it, and does nothing otherwise.
+func Target(modelDir, dir string, size int64, writeLimit time.Duration) (path string, remove func(), err error) {
+	if modelDir != "" {
+		shard, shardSize := LargestShard(modelDir)
+		if shard == "" {
+			return "", nil, fmt.Errorf("readrate: %s: no *.safetensors shard", modelDir)
+		}
+		if shardSize >= MinShard && !Sparse(shard) {
+			return shard, func() {}, nil
+		}
+		dir = modelDir
+	}
+	tmp, err := TempFile(dir, size, writeLimit)
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, func() { os.Remove(tmp) }, nil
 }

@@ -62,3 +62,28 @@ func TestMeasure(t *testing.T) {
 		t.Errorf("LargestShard of an empty directory: %q", p)
 	}
 }
+
+// TestTarget: a model whose shards are small or sparse is measured on a temporary file in its
+// directory, removed afterwards; a directory without shards is an error.
+func TestTarget(t *testing.T) {
+	model := t.TempDir()
+	if _, _, err := Target(model, "", Chunk, time.Second); err == nil {
+		t.Error("a model directory without shards gave a target")
+	}
+	if err := os.WriteFile(filepath.Join(model, "a.safetensors"), make([]byte, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ model, dir, where string }{{model, "", model}, {"", t.TempDir(), ""}} {
+		path, remove, err := Target(c.model, c.dir, Chunk, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := c.where + c.dir; filepath.Dir(path) != want || strings.HasSuffix(path, ".safetensors") {
+			t.Errorf("target %s, want a temporary file in %s", path, want)
+		}
+		remove()
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("%s left behind: %v", path, err)
+		}
+	}
+}

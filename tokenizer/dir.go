@@ -1,6 +1,9 @@
 package tokenizer
 
-import "path/filepath"
+import (
+	"os"
+	"path/filepath"
+)
 
 // File names of a Kimi tokenizer in a model directory (SPEC §10.1).
 const (
@@ -12,4 +15,15 @@ const (
 // tiktoken.model and tokenizer_config.json.
 func LoadDir(dir string) (*Encoding, error) {
 	return LoadKimi(filepath.Join(dir, RanksFileName), filepath.Join(dir, ConfigFileName))
+}
+
+// InDir reports whether dir holds both files of a Kimi tokenizer, the
+// ones LoadDir reads.
+func InDir(dir string) bool {
+	for _, name := range []string{RanksFileName, ConfigFileName} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return false
+		}
+	}
+	return true
 }

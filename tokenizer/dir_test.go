@@ -14,12 +14,18 @@ func TestLoadDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, RanksFileName), []byte(byteFile()+b64("ab")+" 256\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if InDir(dir) {
+		t.Errorf("InDir with %s alone", RanksFileName)
+	}
 	_, err := LoadDir(dir)
 	if err == nil || !strings.Contains(err.Error(), ConfigFileName) {
 		t.Fatalf("missing %s: %v", ConfigFileName, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, ConfigFileName), kimiConfig(map[int]string{258: "[EOS]"}), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if !InDir(dir) {
+		t.Errorf("InDir false with both files")
 	}
 	enc, err := LoadDir(dir)
 	if err != nil {

@@ -78,6 +78,19 @@ func (s Stats) Overlap() float64 {
 	return math.Max(0, math.Min(1, 1-s.WaitSeconds/s.DeviceSeconds))
 }
 
+// TotalBytes is every byte the store read: streamed pieces, lm_head and
+// embedding rows.
+func (s Stats) TotalBytes() int64 { return s.BytesRead + s.HeadBytes + s.EmbedBytes }
+
+// StreamMBs is the rate of the streamed pieces and the head in decimal MB a
+// second of device time, 0 before any was read.
+func (s Stats) StreamMBs() float64 {
+	if s.DeviceSeconds <= 0 {
+		return 0
+	}
+	return float64(s.BytesRead+s.HeadBytes) / 1e6 / s.DeviceSeconds
+}
+
 type slotState uint8
 
 const (

@@ -427,3 +427,12 @@ func FuzzParseLayout(f *testing.F) {
 		}
 	})
 }
+
+// TestStatsFigures: the derived figures of Stats that reports print.
+func TestStatsFigures(t *testing.T) {
+	s := Stats{BytesRead: 300e6, HeadBytes: 100e6, EmbedBytes: 5, DeviceSeconds: 2, WaitSeconds: 0.5}
+	assert.Equal(t, int64(400e6+5), s.TotalBytes())
+	assert.Equal(t, 200.0, s.StreamMBs())
+	assert.Equal(t, 0.75, s.Overlap())
+	assert.Zero(t, Stats{BytesRead: 1}.StreamMBs(), "no device time yet")
+}

@@ -291,6 +291,12 @@ type Row struct {
 	GBReadPerToken, LRUGBReadPerToken, SecPerToken float64
 }
 
+// PolicyNames names the replayed policies, in the order of Row.Outcomes.
+var PolicyNames = [4]string{"LRU", "S3-FIFO", "Belady (bypass)", "PIN+LRU"}
+
+// Outcomes returns the row's outcomes in the order of PolicyNames.
+func (r Row) Outcomes() [4]Outcome { return [4]Outcome{r.LRU, r.S3FIFO, r.Belady, r.PinLRU} }
+
 // Report is a whole simulation.
 type Report struct {
 	Requests, Distinct, Tokens int

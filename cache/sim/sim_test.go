@@ -145,3 +145,11 @@ func TestHugeCapacityBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestOutcomesOrder: Outcomes follows PolicyNames, the names the table prints.
+func TestOutcomesOrder(t *testing.T) {
+	r := Row{LRU: Outcome{Hits: 1}, S3FIFO: Outcome{Hits: 2}, Belady: Outcome{Hits: 3}, PinLRU: Outcome{Hits: 4}}
+	for i, o := range r.Outcomes() {
+		require.Equal(t, int64(i+1), o.Hits, PolicyNames[i])
+	}
+}

@@ -1,194 +1,140 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
+	"text/tabwriter"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/cache/sim"
-	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/preset"
 	"github.com/k3-project/k3/sysmem"
+	"github.com/k3-project/k3/trunk"
 )
+
+// budgetFlags are the memory flags run and plan share; the trunk-shape ones (--trunk,
+// --trunk-slot-mb) are also the ladder's.
+var budgetFlags = flagSpec{
+	"--preset": true, "--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
+	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--config": true, "--layers": true,
+}
+
+// budgetUsage documents budgetFlags in the help of run and plan.
+const budgetUsage = `memory (flags apply in argv order: a later --trunk-gb or --cache-gb overrides --preset):
+  --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of SPEC §11.1),
+                     floor (the model's trunk floor, no expert cache) or auto (from MemAvailable
+                     and the cgroup memory.max) (k3 --list-presets prints the table)
+  --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
+                     (default: memory-map every shard)
+  --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
+  --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
+  --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
+  --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none,
+                     one scratch read per expert; default: memory-map the shards)
+  --cache-policy P   s3fifo (default) or lru
+  --prefetch N       router lookahead: read the next layer's predicted top N experts ahead (0 = off)
+  --config PATH      read the configuration from PATH (default <model_dir>/config.json)
+  --layers N         run only the first N layers (a diagnostic: the output is not the model's;
+                     layers_requested reports N); layers beyond the configuration are reported,
+                     not refused
+`
 
 // budget is the validated memory request.
 type budget struct {
 	configPath string // --config
 	layers     int    // --layers (0: all)
-	verify     bool   // --verify
-	trunkDir   string
-	trunkBytes int64 // 0: mapped
-	ring       int
-	slotBytes  int64
-	cacheSet   bool
-	cacheBytes int64
-	policy     string
-	prefetch   int
-	traceDir   string
-	// preset is the --preset name; floorTrunk says the trunk budget is the model's floor (preset
-	// floor, not overridden by a later --trunk-gb), which resolve computes from the checkpoint.
-	preset     string
-	floorTrunk bool
+	preset     string // --preset
+	// floor says the trunk budget is the model's floor (preset floor, not overridden by a
+	// later --trunk-gb), which resolve asks package preset for once the model is known.
+	floor bool
+	// trunk are the options the trunk floor depends on (packed trunk, ring, slot) and the
+	// trunk budget; other the rest.
+	trunk, other []k3.Option
 }
 
-// parseBudget reads the budget flags. --preset sets both budgets; a --trunk-gb or --cache-gb
-// given after it on the command line wins (argv order), one given before it is overridden.
-func parseBudget(a *args, mem func() (sysmem.Info, error)) (budget, error) {
-	var b budget
-	var err error
-	vals := a.vals
-	b.configPath = vals["--config"]
-	_, b.verify = vals["--verify"]
-	if v, ok := vals["--layers"]; ok {
-		if b.layers, err = parseInt("--layers", v, 1, 1<<20); err != nil {
-			return b, err
-		}
-	}
-	presetTrunk, presetCache := false, false
-	if name, ok := vals["--preset"]; ok {
-		t, c, err := presetBudgets(name, mem)
-		if err != nil {
-			return b, usagef("--preset", "%v", err)
-		}
+// parseBudget reads the budget flags; mistakes are recorded in a.err. --preset sets both
+// budgets; a --trunk-gb or --cache-gb given after it on the command line wins (argv order), one
+// given before it is overridden.
+func parseBudget(a *args) budget {
+	b := budget{configPath: a.vals["--config"], layers: a.int("--layers", 0, 1, 1<<20)}
+	presetTrunk := a.last("--preset", "--trunk-gb") == "--preset"
+	presetCache := a.last("--preset", "--cache-gb") == "--preset"
+	if name, ok := a.vals["--preset"]; ok && a.err == nil {
 		b.preset = name
-		presetTrunk = a.last("--preset", "--trunk-gb") == "--preset"
-		presetCache = a.last("--preset", "--cache-gb") == "--preset"
-		if presetTrunk {
-			b.trunkBytes, b.floorTrunk = t, name == preset.Floor
-		}
-		if presetCache {
-			b.cacheSet, b.cacheBytes = true, c
-		}
-	}
-	b.trunkDir = vals["--trunk"]
-	if s, ok := vals["--trunk-gb"]; ok && !presetTrunk {
-		if b.trunkBytes, err = parseGB("--trunk-gb", s); err != nil {
-			return b, err
-		}
-	}
-	if s, ok := vals["--trunk-ring"]; ok {
-		if b.ring, err = parseInt("--trunk-ring", s, 1, 8); err != nil {
-			return b, err
-		}
-	}
-	if s, ok := vals["--cache-gb"]; ok && !presetCache {
-		b.cacheSet, b.cacheBytes = true, 0
-		if s != "0" {
-			if b.cacheBytes, err = parseGB("--cache-gb", s); err != nil {
-				return b, err
+		var t, c int64 // the floor preset has no expert cache; its trunk budget is resolved later
+		if name == preset.Floor {
+			b.floor = presetTrunk
+		} else {
+			var err error
+			if t, c, err = preset.Budgets(name, ""); err != nil {
+				a.check(usagef("--preset", "%v", err))
 			}
 		}
-	}
-	if s, ok := vals["--cache-policy"]; ok {
-		if s != "lru" && s != "s3fifo" {
-			return b, usagef("--cache-policy", "%q: want lru or s3fifo", s)
+		if presetTrunk && t > 0 {
+			b.trunk = append(b.trunk, k3.WithTrunkBudget(t))
 		}
-		b.policy = s
-	}
-	if s, ok := vals["--prefetch"]; ok {
-		if b.prefetch, err = parseInt("--prefetch", s, 0, 1<<16); err != nil {
-			return b, err
+		if presetCache {
+			b.other = append(b.other, k3.WithCacheBudget(c))
 		}
 	}
-	b.traceDir = vals["--dump-cache-trace"]
-	if s, ok := vals["--trunk-slot-mb"]; ok {
-		mb, err := parseDecimal("--trunk-slot-mb", s)
-		if err != nil {
-			return b, err
-		}
-		b.slotBytes = int64(mb * 1e6)
-		if b.slotBytes < 4096 {
-			return b, usagef("--trunk-slot-mb", "%s MB is below one 4096-byte page", s)
+	if dir := a.vals["--trunk"]; dir != "" {
+		b.trunk = append(b.trunk, k3.WithPackedTrunk(dir))
+	}
+	if !presetTrunk {
+		if t := a.gb("--trunk-gb", 0); t > 0 {
+			b.trunk = append(b.trunk, k3.WithTrunkBudget(t))
 		}
 	}
-	return b, nil
+	if ring := a.int("--trunk-ring", 0, 1, 8); ring > 0 {
+		b.trunk = append(b.trunk, k3.WithTrunkRing(ring))
+	}
+	if a.has("--trunk-slot-mb") && a.err == nil {
+		s := a.vals["--trunk-slot-mb"]
+		slot := int64(a.decimal("--trunk-slot-mb", 0) * 1e6)
+		if a.err == nil && slot < 4096 {
+			a.check(usagef("--trunk-slot-mb", "%s MB is below one 4096-byte page", s))
+		}
+		b.trunk = append(b.trunk, k3.WithTrunkSlot(slot))
+	}
+	if a.has("--cache-gb") && !presetCache {
+		var c int64 // "0": read every expert, keep none
+		if a.vals["--cache-gb"] != "0" {
+			c = a.gb("--cache-gb", 0)
+		}
+		b.other = append(b.other, k3.WithCacheBudget(c))
+	}
+	if p, ok := a.vals["--cache-policy"]; ok {
+		if p != "lru" && p != "s3fifo" {
+			a.check(usagef("--cache-policy", "%q: want lru or s3fifo", p))
+		}
+		b.other = append(b.other, k3.WithCachePolicy(p))
+	}
+	if n := a.int("--prefetch", 0, 0, 1<<16); n > 0 {
+		b.other = append(b.other, k3.WithExpertPrefetch(n))
+	}
+	if b.configPath != "" {
+		b.other = append(b.other, k3.WithConfigFile(b.configPath))
+	}
+	if b.layers > 0 {
+		b.other = append(b.other, k3.WithLayers(b.layers), k3.WithExtraLayers())
+	}
+	return b
 }
 
-// parseSizes parses a strictly increasing list of positive decimal GB (at most 64 sizes).
-func parseSizes(flag, s string) ([]float64, error) {
-	parts := strings.Split(s, ",")
-	if len(parts) > 64 {
-		return nil, usagef(flag, "%d sizes, at most 64", len(parts))
-	}
-	out := make([]float64, len(parts))
-	for i, p := range parts {
-		v, err := parseDecimal(flag, p)
-		if err != nil {
-			return nil, err
-		}
-		if v <= 0 || v > 1e6 {
-			return nil, usagef(flag, "element %d: %s GB is outside (0, 1e6]", i, p)
-		}
-		if i > 0 && v <= out[i-1] {
-			return nil, usagef(flag, "element %d: %s GB does not increase", i, p)
-		}
-		out[i] = v
-	}
-	return out, nil
-}
-
-// parseGB parses a positive, finite decimal number of gigabytes (10^9 bytes, as the C engine).
-func parseGB(flag, s string) (int64, error) {
-	v, err := parseDecimal(flag, s)
-	if err != nil {
-		return 0, err
-	}
-	if v <= 0 || v > 1e9 {
-		return 0, usagef(flag, "%s GB is outside (0, 1e9]", s)
-	}
-	return int64(v * 1e9), nil
-}
-
-// parseDecimal accepts digits with at most one '.', nothing else (no sign, exponent, spaces,
-// NaN or Inf).
-func parseDecimal(flag, s string) (float64, error) {
-	if s == "" || strings.Count(s, ".") > 1 || strings.Trim(s, "0123456789.") != "" || s == "." {
-		return 0, usagef(flag, "%q is not a non-negative decimal number", s)
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, usagef(flag, "%q is out of range", s)
-	}
-	return v, nil
-}
-
-// presetBudgets is preset.Budgets with the machine's memory read through mem, and the floor left
-// to resolve (it needs the model directory).
-func presetBudgets(name string, mem func() (sysmem.Info, error)) (trunk, cache int64, err error) {
-	switch name {
-	case preset.Floor:
-		return 0, 0, nil
-	case preset.Auto:
-		m, err := mem()
-		if err != nil {
-			return 0, 0, fmt.Errorf("preset auto: %w", err)
-		}
-		return preset.AutoBudgets(m)
-	}
-	return preset.Budgets(name, "")
-}
-
-// resolve replaces the floor preset by the model's trunk floor.
+// resolve replaces the floor preset by the model's trunk floor, which depends on the trunk's
+// shape (packed, ring, slot) but not on the cache.
 func (b *budget) resolve(dir string) error {
-	if !b.floorTrunk {
+	if !b.floor {
 		return nil
 	}
-	floor, err := preset.FloorBudget(dir, b.trunkOnly().options()...)
+	floor, err := preset.FloorBudget(dir, b.trunk...)
 	if err != nil {
 		return err
 	}
-	b.trunkBytes, b.floorTrunk = floor, false
+	b.trunk, b.floor = append(b.trunk, k3.WithTrunkBudget(floor)), false
 	return nil
-}
-
-// trunkOnly is b without its cache settings.
-func (b budget) trunkOnly() budget {
-	return budget{trunkDir: b.trunkDir, trunkBytes: b.trunkBytes, ring: b.ring, slotBytes: b.slotBytes}
 }
 
 // config returns the configuration path the run reads.
@@ -199,141 +145,87 @@ func (b budget) config(modelDir string) string {
 	return filepath.Join(modelDir, "config.json")
 }
 
-func (b budget) options() []k3.Option {
-	var o []k3.Option
-	if b.configPath != "" {
-		o = append(o, k3.WithConfigFile(b.configPath))
-	}
-	if b.layers > 0 {
-		o = append(o, k3.WithLayers(b.layers), k3.WithExtraLayers())
-	}
-	if b.verify {
-		o = append(o, k3.WithVerify())
-	}
-	if b.trunkBytes > 0 {
-		o = append(o, k3.WithTrunkBudget(b.trunkBytes))
-	}
-	if b.trunkDir != "" {
-		o = append(o, k3.WithPackedTrunk(b.trunkDir))
-	}
-	if b.ring > 0 {
-		o = append(o, k3.WithTrunkRing(b.ring))
-	}
-	if b.slotBytes > 0 {
-		o = append(o, k3.WithTrunkSlot(b.slotBytes))
-	}
-	if b.cacheSet {
-		o = append(o, k3.WithCacheBudget(b.cacheBytes))
-	}
-	if b.policy != "" {
-		o = append(o, k3.WithCachePolicy(b.policy))
-	}
-	if b.prefetch > 0 {
-		o = append(o, k3.WithExpertPrefetch(b.prefetch))
-	}
-	return o
-}
+// options are the k3 options of the budget.
+func (b budget) options() []k3.Option { return append(b.trunk[:len(b.trunk):len(b.trunk)], b.other...) }
 
-var simCacheCmd = command{name: "sim-cache", flags: flagSpec{"--expert-bytes": true, "--disk-mbs": true, "--sizes-gb": true, "--plot": true},
-	help: `usage: k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--disk-mbs X] [--sizes-gb LIST] [--plot FILE.svg]
+// gb is the decimal gigabyte of the budgets.
+const gb = 1e9
 
-Replays a routed-expert trace (written by "k3 run --dump-cache-trace DIR", SPEC §9.7) under LRU,
-S3-FIFO (the expert cache's own policy code), Belady with bypass and PIN+LRU at cache sizes from
-8 GB to 1450 GB and prints the hit rates and the expert bytes read per token.
-
-  --expert-bytes N   bytes of one expert (default 17547264, the real K3's)
-  --disk-mbs X       disk read speed in MB/s for the SEC/TOK column (default 1234)
-  --sizes-gb LIST    cache sizes to replay, comma-separated decimal GB, increasing (default
-                     8,16,32,64,128,192,256,384,512,768,1024,1450); a small model's trace needs
-                     small sizes (its experts are small), e.g. --sizes-gb 0.0001,0.0002,0.0004
-  --plot FILE.svg    also draw the hit rate of each policy against the cache size (.svg or .png)
-  -h, --help         this help
-`}
-
-// cmdSimCache is `k3 sim-cache <expert_trace.bin>`: the SPEC §9.7 table.
-func cmdSimCache(argv []string, stdout, stderr io.Writer) int {
-	a, code, ok := simCacheCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
-	}
-	pos, vals := a.pos, a.vals
-	var err error
-	if len(pos) != 1 {
-		err = usagef("", "expected one expert_trace.bin, got %d arguments", len(pos))
-	}
-	var o sim.Options
-	if err == nil {
-		if s, ok := vals["--expert-bytes"]; ok {
-			var n int
-			n, err = parseInt("--expert-bytes", s, 1, 1<<40)
-			o.ExpertBytes = int64(n)
-		}
-	}
-	if err == nil {
-		if s, ok := vals["--disk-mbs"]; ok {
-			o.DiskMBs, err = parseDecimal("--disk-mbs", s)
-			if err == nil && o.DiskMBs <= 0 {
-				err = usagef("--disk-mbs", "must be positive")
+// listPresets prints the preset table; auto's row shows this machine's figures.
+func listPresets(stdout, stderr io.Writer) int {
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PRESET\tTRUNK GB\tCACHE GB\tNOTE")
+	for _, p := range preset.All() {
+		t, c, note := float64(p.Trunk)/gb, float64(p.Cache)/gb, p.Note
+		switch p.Name {
+		case preset.Floor:
+			fmt.Fprintf(tw, "%s\tmodel\tmodel\t%s\n", p.Name, note)
+			continue
+		case preset.Auto:
+			m, err := sysmem.Read()
+			var tb, cb int64
+			if err == nil {
+				tb, cb, err = preset.AutoBudgets(m)
 			}
+			if err != nil {
+				fmt.Fprintf(tw, "%s\t-\t-\t%s (here: %v)\n", p.Name, note, err)
+				continue
+			}
+			t, c, note = float64(tb)/gb, float64(cb)/gb, note+fmt.Sprintf(" (here: %s)", m)
 		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%s\n", p.Name, t, c, note)
 	}
-	if s, ok := vals["--sizes-gb"]; ok && err == nil {
-		o.CapacitiesGB, err = parseSizes("--sizes-gb", s)
-	}
-	plotPath := ""
-	if s, ok := vals["--plot"]; ok && err == nil {
-		plotPath, err = s, checkPlotPath(s)
-	}
-	if err != nil {
-		return simCacheCmd.usageFail(stderr, err)
-	}
-	rep, err := sim.RunFile(pos[0], o)
-	if err != nil {
-		fmt.Fprintf(stderr, "k3: sim-cache: %v\n", err)
-		return exitRuntime
-	}
-	if err := rep.Format(stdout); err != nil {
-		fmt.Fprintf(stderr, "k3: sim-cache: %v\n", err)
-		return exitRuntime
-	}
-	if plotPath != "" {
-		if err := plotSimCache(rep, plotPath, pos[0]); err != nil {
-			fmt.Fprintf(stderr, "k3: sim-cache: --plot: %v\n", err)
-			return exitRuntime
-		}
-		fmt.Fprintf(stderr, "k3: sim-cache: chart written to %s\n", plotPath)
+	if err := tw.Flush(); err != nil {
+		return failed(stderr, exitRuntime, err)
 	}
 	return exitOK
 }
 
-var packTrunkCmd = command{name: "pack-trunk", flags: flagSpec{}, help: `usage: k3 pack-trunk <model_dir> <out_dir>
+var planCmd = command{name: "plan", npos: 1, what: "exactly one model directory", main: plan,
+	flags: merge(budgetFlags, flagSpec{"--json": false}), help: `usage: k3 plan <model_dir> [--preset NAME | --trunk-gb X | --cache-gb X | ...] [--json]
 
-Copies every layer's dense (trunk) tensors into out_dir/trunk.bin and writes trunk.json, the
-packed trunk that "k3 run --trunk out_dir" streams from. Progress goes to stderr: a bar (bytes,
-rate, ETA) on a terminal, plain lines otherwise.
+Prints the memory plan "k3 run" would use with the same budget flags, itemised (trunk: pinned
+layers, ring, embedding, side tensors, bytes streamed per pass; expert cache; per-session state),
+without loading any weights: only config.json, the index and the shard headers are read.
+A budget below the model's floor is refused (exit 2) with the floor in the message.
 
-  -h, --help   this help
-`}
+  --json             the plan as JSON (the "plan" object of the run report)
+  -h, --help         this help
 
-// cmdPackTrunk is `k3 pack-trunk <model_dir> <out_dir>`.
-func cmdPackTrunk(argv []string, stdout, stderr io.Writer) int {
-	a, code, ok := packTrunkCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
+` + budgetUsage}
+
+// plan is `k3 plan <model_dir>`.
+func plan(a *args, stdout, stderr io.Writer) int {
+	b := parseBudget(a)
+	if a.err != nil {
+		return a.usage(stderr, a.err)
 	}
-	if len(a.pos) != 2 {
-		return packTrunkCmd.usageFail(stderr, usagef("", "expected <model_dir> <out_dir>, got %d positional arguments", len(a.pos)))
+	dir := a.pos[0]
+	if err := b.resolve(dir); err != nil {
+		return failed(stderr, openExit(err), err)
 	}
-	start := time.Now()
-	report, finish := reportTo(stderr, "k3 pack-trunk", 0)
-	err := checkpoint.PackTrunk(a.pos[0], a.pos[1], report)
-	finish()
+	p, err := k3.PlanFor(dir, b.options()...)
 	if err != nil {
-		fail(stderr, err)
-		return exitRuntime
+		return failed(stderr, openExit(err), err)
 	}
-	fmt.Fprintf(stdout, "packed the trunk of %s into %s in %.1f s\n", a.pos[0], a.pos[1], time.Since(start).Seconds())
+	if a.has("--json") {
+		if err := writeJSON("-", stdout, p); err != nil {
+			return failed(stderr, exitRuntime, err)
+		}
+		return exitOK
+	}
+	if b.preset != "" {
+		fmt.Fprintf(stdout, "preset %s\n", b.preset)
+	}
+	fmt.Fprintln(stdout, p.String())
+	if m, err := sysmem.Read(); err == nil {
+		// Session state, activations and the Go runtime come on top of the plan.
+		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", trunk.GB(p.Total()), trunk.GB(m.Usable()), m)
+	}
 	return exitOK
 }
 
-func gbString(n int64) string { return fmt.Sprintf("%.3f GB", float64(n)/1e9) }
+// budgetRefused reports a budget below what the model needs (a validation error, exit 2).
+func budgetRefused(err error) bool {
+	return errors.Is(err, trunk.ErrBudget) || errors.Is(err, cache.ErrBudgetTooSmall)
+}

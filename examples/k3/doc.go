@@ -1,21 +1,7 @@
 // Command k3 runs a Kimi K3 checkpoint (or a synthetic one) on the CPU through the public API of
-// github.com/k3-project/k3 only.
-//
-//	k3 <model_dir> (--ids 1,2,3 | --prompt TEXT | --prompt-file PATH) [--tok DIR] [--gen N]
-//	               [--full-recompute] [--threads N] [--stop-ids 4,5 | --no-stop]
-//	               [--out FILE] [--dump-logits FILE] [--tf-check]
-//	k3 run <model_dir> ...          same as above
-//	k3 synth <geometry> <dir> [--seed N]
-//	k3 demo [--prompt TEXT] [--gen N] [--seed N] [--keep DIR]
-//	k3 info <model_dir>
-//	k3 plan <model_dir> [--preset NAME | --trunk-gb X | --cache-gb X | ...] [--json]
-//	k3 doctor [model_dir] [--dir DIR] [--probe-mb N] [--seconds X]
-//	k3 pack-trunk <model_dir> <out_dir>
-//	k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--sizes-gb LIST] [--plot FILE.svg]
-//	k3 ladder <model_dir> --budgets LIST [--plot FILE.svg]
-//	k3 tokenize (--tok DIR | --encoding cl100k_base|o200k_base) [--decode] [--ordinary]
-//	k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
-//	k3 --help | --version | --list-presets | --list-geometries
+// github.com/k3-project/k3 only. k3 --help lists its commands (run, plan, doctor, pack-trunk,
+// ladder, sim-cache, synth, demo, info, tokenize, verify, compress-experts, verify-experts) with
+// their synopses, and k3 help COMMAND gives a command's flags; this comment is what they share.
 //
 // Every subcommand answers -h/--help anywhere on its command line (before a "--"; a value that
 // is literally "--help" is written --flag=--help), and unknown flags are reported with the

@@ -18,7 +18,13 @@ func TestDoctorCannotRun(t *testing.T) {
 	dir := testkit.Models(t)[0]
 	small := func() (sysmem.Info, error) { return sysmem.Info{Available: 4096, Total: 1 << 20}, nil }
 	var out, errb bytes.Buffer
-	code := doctor([]string{dir}, &out, &errb, small)
+	// doctorOn is the doctor command on a machine with the memory mem.
+	doctorOn := func(mem func() (sysmem.Info, error), argv ...string) int {
+		c := doctorCmd
+		c.main = doctor(mem)
+		return c.run(argv, &out, &errb)
+	}
+	code := doctorOn(small, dir)
 	assert.Equal(t, exitRuntime, code, errb.String())
 	assert.Contains(t, out.String(), "this machine cannot run the model")
 	assert.NotContains(t, out.String(), "disk ", "refused before the disk is measured")
@@ -29,7 +35,7 @@ func TestDoctorCannotRun(t *testing.T) {
 	}
 	out.Reset()
 	errb.Reset()
-	code = doctor([]string{dir, "--probe-mb", "64", "--seconds", "0.5"}, &out, &errb, mid)
+	code = doctorOn(mid, dir, "--probe-mb", "64", "--seconds", "0.5")
 	require.Equal(t, exitOK, code, errb.String())
 	assert.Contains(t, out.String(), "cgroup /test memory limit 0.00 GB")
 	assert.Contains(t, out.String(), "suggest  --preset floor")

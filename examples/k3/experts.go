@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant/rans"
@@ -30,121 +29,64 @@ func selectExperts(name string) (string, bool) {
 	return strings.TrimSuffix(name, "_packed") + "_scale", true
 }
 
-// progressPrinter writes one stderr line per shard written or linked and per
-// percent of the coded bytes, so a 600 GB repack prints about 100 lines.
-type progressPrinter struct {
-	w       io.Writer
-	verb    string
-	start   time.Time
-	percent int64
-}
-
-func (p *progressPrinter) report(ev rans.Progress) {
-	switch ev.Op {
-	case "write", "link", "copy":
-		fmt.Fprintf(p.w, "k3: %s %s\n", map[string]string{"write": "wrote", "link": "linked", "copy": "copied"}[ev.Op], ev.File)
-		return
-	}
-	pc := int64(100)
-	if ev.TotalBytes > 0 {
-		pc = 100 * ev.Bytes / ev.TotalBytes
-	}
-	if pc == p.percent && ev.Tensors != ev.TotalTensors {
-		return
-	}
-	p.percent = pc
-	el := time.Since(p.start).Seconds()
-	rate := 0.0
-	if el > 0 {
-		rate = float64(ev.Bytes) / el / 1e6
-	}
-	fmt.Fprintf(p.w, "k3: %s %d/%d tensors (%d%%), %s → %s, %.0f MB/s\n",
-		p.verb, ev.Tensors, ev.TotalTensors, pc, gbString(ev.Bytes), gbString(ev.Stored), rate)
+// expertsProgress shows a coding or verifying pass's decoded bytes on a meter labelled desc.
+func expertsProgress(stderr io.Writer, desc string) (report func(rans.Progress), finish func()) {
+	done, finish := reportTo(stderr, desc, 0)
+	return func(ev rans.Progress) { done(ev.Bytes, ev.TotalBytes) }, finish
 }
 
 var (
-	compressExpertsCmd = command{name: "compress-experts", flags: flagSpec{"--force": false, "--no-verify": false, "--workers": true},
-		help: expertsUsage + "  -h, --help   this help\n"}
-	verifyExpertsCmd = command{name: "verify-experts", flags: flagSpec{"--workers": true},
-		help: expertsUsage + "  -h, --help   this help\n"}
+	compressExpertsCmd = command{name: "compress-experts", npos: 2, what: "<model_dir> <out_dir>", main: compressExperts,
+		flags: flagSpec{"--force": false, "--no-verify": false, "--workers": true}, help: expertsUsage + "  -h, --help   this help\n"}
+	verifyExpertsCmd = command{name: "verify-experts", npos: 1, what: "<dir>", main: verifyExperts,
+		flags: flagSpec{"--workers": true}, help: expertsUsage + "  -h, --help   this help\n"}
 )
 
-func expertsArgs(c *command, argv []string, npos int, stdout, stderr io.Writer) ([]string, map[string]string, int, bool) {
-	a, code, ok := c.parse(argv, stdout, stderr)
-	if !ok {
-		return nil, nil, code, false
+func compressExperts(a *args, stdout, stderr io.Writer) int {
+	workers := a.int("--workers", 0, 1, 4096) // 0: GOMAXPROCS
+	if a.err != nil {
+		return a.usage(stderr, a.err)
 	}
-	var err error
-	if len(a.pos) != npos {
-		err = usagef("", "takes %d arguments, got %d", npos, len(a.pos))
-	}
-	if err == nil {
-		if s, ok := a.vals["--workers"]; ok {
-			_, err = parseInt("--workers", s, 1, 4096)
-		}
-	}
+	src, dst := a.pos[0], a.pos[1]
+	report, finish := expertsProgress(stderr, "k3: coded experts")
+	man, err := rans.Repack(src, dst, rans.RepackOptions{Select: selectExperts, Progress: report, Force: a.has("--force"), Workers: workers})
+	finish()
 	if err != nil {
-		return nil, nil, c.usageFail(stderr, err), false
-	}
-	return a.pos, a.vals, 0, true
-}
-
-func workersOf(vals map[string]string) int {
-	n, err := parseInt("--workers", vals["--workers"], 1, 4096)
-	if err != nil {
-		return 0 // absent: GOMAXPROCS
-	}
-	return n
-}
-
-func cmdCompressExperts(args []string, stdout, stderr io.Writer) int {
-	pos, vals, code, ok := expertsArgs(&compressExpertsCmd, args, 2, stdout, stderr)
-	if !ok {
-		return code
-	}
-	_, force := vals["--force"]
-	_, noVerify := vals["--no-verify"]
-	pp := &progressPrinter{w: stderr, verb: "coded", start: time.Now(), percent: -1}
-	man, err := rans.Repack(pos[0], pos[1], rans.RepackOptions{Select: selectExperts, Progress: pp.report, Force: force, Workers: workersOf(vals)})
-	if err != nil {
-		fmt.Fprintf(stderr, "k3: compress-experts: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("compress-experts: %w", err))
 	}
 	if len(man.Tensors) == 0 {
-		fmt.Fprintf(stderr, "k3: compress-experts: warning: %s has no routed-expert weights; the copy has nothing coded\n", pos[0])
+		fmt.Fprintf(stderr, "k3: compress-experts: warning: %s has no routed-expert weights; the copy has nothing coded\n", src)
 	}
-	dec, stored := man.Totals()
-	if !noVerify {
-		vp := &progressPrinter{w: stderr, verb: "verified", start: time.Now(), percent: -1}
-		if _, err := rans.Verify(pos[1], rans.VerifyOptions{Progress: vp.report, Workers: workersOf(vals)}); err != nil {
-			fmt.Fprintf(stderr, "k3: compress-experts: the written checkpoint does not verify: %v\n", err)
-			return exitRuntime
+	if !a.has("--no-verify") {
+		report, finish := expertsProgress(stderr, "k3: verified experts")
+		_, err := rans.Verify(dst, rans.VerifyOptions{Progress: report, Workers: workers})
+		finish()
+		if err != nil {
+			return failed(stderr, exitRuntime, fmt.Errorf("compress-experts: the written checkpoint does not verify: %w", err))
 		}
 	}
+	dec, stored := man.Totals()
+	ratio := 0.0
+	if dec > 0 {
+		ratio = float64(stored) / float64(dec)
+	}
 	fmt.Fprintf(stdout, "coded %d expert tensors: %d → %d bytes (%.4f, %.3f bits per 4-bit weight) in %s\n",
-		len(man.Tensors), dec, stored, ratio(stored, dec), 8*ratio(stored, dec)/2, pos[1])
+		len(man.Tensors), dec, stored, ratio, 8*ratio/2, dst)
 	return exitOK
 }
 
-func cmdVerifyExperts(args []string, stdout, stderr io.Writer) int {
-	pos, vals, code, ok := expertsArgs(&verifyExpertsCmd, args, 1, stdout, stderr)
-	if !ok {
-		return code
+func verifyExperts(a *args, stdout, stderr io.Writer) int {
+	workers := a.int("--workers", 0, 1, 4096) // 0: GOMAXPROCS
+	if a.err != nil {
+		return a.usage(stderr, a.err)
 	}
-	vp := &progressPrinter{w: stderr, verb: "verified", start: time.Now(), percent: -1}
-	rep, err := rans.Verify(pos[0], rans.VerifyOptions{Progress: vp.report, Workers: workersOf(vals)})
+	report, finish := expertsProgress(stderr, "k3: verified experts")
+	rep, err := rans.Verify(a.pos[0], rans.VerifyOptions{Progress: report, Workers: workers})
+	finish()
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: verify-experts: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("verify-experts: %w", err))
 	}
 	fmt.Fprintf(stdout, "verified %d coded tensors: %d bytes stored, %d decoded, all digests match\n",
 		rep.Tensors, rep.RecordBytes, rep.DecodedBytes)
 	return exitOK
-}
-
-func ratio(a, b int64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -25,23 +27,69 @@ func usagef(flag, format string, a ...any) error {
 	return &usageError{flag: flag, msg: fmt.Sprintf(format, a...)}
 }
 
-// errHelp is returned by parse when -h or --help appears anywhere before "--": the command
+// errHelp is returned by parseArgs when -h or --help appears anywhere before "--": the command
 // prints its help on stdout and exits 0.
 var errHelp = errors.New("help requested")
 
 // flagSpec says whether a flag takes a value.
 type flagSpec map[string]bool
 
+// merge returns the union of flag groups.
+func merge(groups ...flagSpec) flagSpec {
+	out := flagSpec{}
+	for _, g := range groups {
+		maps.Copy(out, g)
+	}
+	return out
+}
+
 // args is a parsed command line: positional arguments and flag values (the last occurrence of a
 // flag wins; at records where it was, for flags that override each other).
 type args struct {
+	cmd  string // the subcommand, for messages
 	pos  []string
 	vals map[string]string
 	at   map[string]int
 	all  map[string][]string // every value of a flag, in order (for repeatable flags)
+	// err is the first malformed value the typed getters met: a command reads all its flags
+	// and checks once.
+	err error
 }
 
 func (a *args) has(flag string) bool { _, ok := a.vals[flag]; return ok }
+
+// usage reports a command-line mistake naming the subcommand and returns exit code 2.
+func (a *args) usage(stderr io.Writer, err error) int { return usageFail(stderr, a.cmd, err) }
+
+// check records err as a.err unless an earlier mistake is already recorded.
+func (a *args) check(err error) {
+	if a.err == nil {
+		a.err = err
+	}
+}
+
+// get returns the flag's value as parse reads it, or def when the flag is absent or a mistake
+// was already recorded.
+func get[T any](a *args, flag string, def T, parse func(flag, s string) (T, error)) T {
+	s, ok := a.vals[flag]
+	if !ok || a.err != nil {
+		return def
+	}
+	v, err := parse(flag, s)
+	a.check(err)
+	return v
+}
+
+// int returns the flag's value in [lo, hi], or def as get does.
+func (a *args) int(flag string, def, lo, hi int) int {
+	return get(a, flag, def, func(flag, s string) (int, error) { return parseInt(flag, s, lo, hi) })
+}
+
+// decimal returns the flag's value as parseDecimal reads it, or def as get does.
+func (a *args) decimal(flag string, def float64) float64 { return get(a, flag, def, parseDecimal) }
+
+// gb returns the flag's value in bytes as parseGB reads it, or def as get does.
+func (a *args) gb(flag string, def int64) int64 { return get(a, flag, def, parseGB) }
 
 // last returns whichever of the flags appeared last on the command line, or "".
 func (a *args) last(flags ...string) string {
@@ -123,20 +171,12 @@ func parseInt(flag, s string, lo, hi int) (int, error) {
 	if s == "" {
 		return 0, usagef(flag, "empty value")
 	}
-	digits := strings.TrimPrefix(s, "-")
-	if digits == "" {
+	if digits := strings.TrimPrefix(s, "-"); digits == "" || strings.Trim(digits, "0123456789") != "" {
 		return 0, usagef(flag, "%q is not a decimal integer", s)
 	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, usagef(flag, "%q is not a decimal integer", s)
-		}
-	}
+	// Digits that overflow are out of range like any other; "-0" is not a count.
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, usagef(flag, "%s is outside [%d, %d]", s, lo, hi)
-	}
-	if v < int64(lo) || v > int64(hi) || (s[0] == '-' && lo >= 0) { // "-0" is not a count
+	if err != nil || v < int64(lo) || v > int64(hi) || (s[0] == '-' && lo >= 0) {
 		return 0, usagef(flag, "%s is outside [%d, %d]", s, lo, hi)
 	}
 	return int(v), nil
@@ -156,8 +196,7 @@ func parseIDList(flag, s string, maxLen int) ([]int, error) {
 	for i, p := range parts {
 		v, err := parseInt(flag, p, 0, math.MaxInt32)
 		if err != nil {
-			var ue *usageError
-			if errors.As(err, &ue) {
+			if ue, ok := errors.AsType[*usageError](err); ok {
 				ue.msg = fmt.Sprintf("element %d: %s", i, ue.msg)
 			}
 			return nil, err
@@ -165,4 +204,52 @@ func parseIDList(flag, s string, maxLen int) ([]int, error) {
 		ids[i] = v
 	}
 	return ids, nil
+}
+
+// parseSizes parses a strictly increasing list of positive decimal GB (at most 64 sizes).
+func parseSizes(flag, s string) ([]float64, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 64 {
+		return nil, usagef(flag, "%d sizes, at most 64", len(parts))
+	}
+	out := make([]float64, len(parts))
+	for i, p := range parts {
+		v, err := parseDecimal(flag, p)
+		if err != nil {
+			return nil, err
+		}
+		if v <= 0 || v > 1e6 {
+			return nil, usagef(flag, "element %d: %s GB is outside (0, 1e6]", i, p)
+		}
+		if i > 0 && v <= out[i-1] {
+			return nil, usagef(flag, "element %d: %s GB does not increase", i, p)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// parseGB parses a positive, finite decimal number of gigabytes (10^9 bytes, as the C engine).
+func parseGB(flag, s string) (int64, error) {
+	v, err := parseDecimal(flag, s)
+	if err != nil {
+		return 0, err
+	}
+	if v <= 0 || v > 1e9 {
+		return 0, usagef(flag, "%s GB is outside (0, 1e9]", s)
+	}
+	return int64(v * 1e9), nil
+}
+
+// parseDecimal accepts digits with at most one '.', nothing else (no sign, exponent, spaces,
+// NaN or Inf).
+func parseDecimal(flag, s string) (float64, error) {
+	if s == "" || strings.Count(s, ".") > 1 || strings.Trim(s, "0123456789.") != "" || s == "." {
+		return 0, usagef(flag, "%q is not a non-negative decimal number", s)
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, usagef(flag, "%q is out of range", s)
+	}
+	return v, nil
 }

@@ -1,7 +1,7 @@
 package main
 
 // Sampling, stop strings, conversation state files and speculative decoding (the --temperature
-// ... --spec flags). run.go calls in at three points: withGenFlags (the flag table),
+// ... --spec flags). run.go calls in at three points: genFlags (the flag table),
 // parseGenFlags (validation) and genOptions.start (the token stream and the state file).
 
 import (
@@ -10,6 +10,7 @@ import (
 	"iter"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -18,9 +19,9 @@ import (
 	"github.com/k3-project/k3/tokenizer"
 )
 
-// genFlagSpec lists the flags of this file; all take a value.
-var genFlagSpec = []string{"--temperature", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
-	"--seed", "--stop", "--save-state", "--load-state", "--spec"}
+// genFlags are the flags of this file; all take a value.
+var genFlags = flagSpec{"--temperature": true, "--top-k": true, "--top-p": true, "--min-p": true, "--repeat-penalty": true,
+	"--repeat-last-n": true, "--seed": true, "--stop": true, "--save-state": true, "--load-state": true, "--spec": true}
 
 const genUsage = `sampling, stopping, state and speculation:
   --temperature X    sample at temperature X >= 0 (default 0: greedy)
@@ -50,106 +51,62 @@ type genOptions struct {
 	spec      int
 }
 
-// withGenFlags returns spec plus this file's flags.
-func withGenFlags(spec flagSpec) flagSpec {
-	out := make(flagSpec, len(spec)+len(genFlagSpec))
-	for k, v := range spec {
-		out[k] = v
-	}
-	for _, f := range genFlagSpec {
-		out[f] = true
-	}
-	return out
-}
-
 // parseFloat parses a finite decimal number in [lo, hi] (hiOpen: hi excluded).
 func parseFloat(flag, s string, lo, hi float64, hiOpen bool) (float64, error) {
-	if s == "" {
-		return 0, usagef(flag, "empty value")
-	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || strings.ContainsAny(s, "xXpP_") {
 		return 0, usagef(flag, "%q is not a finite decimal number", s)
 	}
 	if v < lo || v > hi || (hiOpen && v == hi) {
-		closing := "]"
-		if hiOpen {
-			closing = ")"
-		}
-		return 0, usagef(flag, "%v is outside [%v, %v%s", v, lo, hi, closing)
+		return 0, usagef(flag, "%v is outside [%v, %v%s", v, lo, hi, map[bool]string{false: "]", true: ")"}[hiOpen])
 	}
 	return v, nil
 }
 
-// parseGenFlags validates this file's flags. args are the raw arguments, for the repeatable
-// --stop (the flag table keeps only the last value of a flag).
-func parseGenFlags(a *args, incremental bool, tokDir string) (genOptions, error) {
-	vals := a.vals
-	g := genOptions{sampler: sample.Options{PenaltyWindow: 64}}
-	var err error
-	floats := []struct {
-		flag    string
-		dst     *float64
-		lo, hi  float64
-		hiOpen  bool
-		samples bool
+// samplingFlags choose a sampler; without any of them decoding is greedy (or resumes a loaded
+// state's sampler).
+var samplingFlags = []string{"--temperature", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed"}
+
+// parseGenFlags validates this file's flags; mistakes are recorded in a.err.
+func parseGenFlags(a *args, incremental bool, tokDir string) genOptions {
+	g := genOptions{sampling: slices.ContainsFunc(samplingFlags, a.has)}
+	for _, f := range []struct {
+		flag   string
+		dst    *float64
+		lo, hi float64
+		hiOpen bool
 	}{
-		{"--temperature", &g.sampler.Temperature, 0, 1e6, false, true},
-		{"--top-p", &g.sampler.TopP, 0, 1, false, true},
-		{"--min-p", &g.sampler.MinP, 0, 1, true, true},
-		{"--repeat-penalty", &g.sampler.RepeatPenalty, 1, 1e6, false, true},
+		{"--temperature", &g.sampler.Temperature, 0, 1e6, false},
+		{"--top-p", &g.sampler.TopP, 0, 1, false},
+		{"--min-p", &g.sampler.MinP, 0, 1, true},
+		{"--repeat-penalty", &g.sampler.RepeatPenalty, 1, 1e6, false},
+	} {
+		*f.dst = get(a, f.flag, 0, func(flag, s string) (float64, error) { return parseFloat(flag, s, f.lo, f.hi, f.hiOpen) })
 	}
-	for _, f := range floats {
-		if s, ok := vals[f.flag]; ok {
-			if *f.dst, err = parseFloat(f.flag, s, f.lo, f.hi, f.hiOpen); err != nil {
-				return g, err
-			}
-			g.sampling = true
-		}
-	}
-	if s, ok := vals["--top-k"]; ok {
-		if g.sampler.TopK, err = parseInt("--top-k", s, 0, math.MaxInt32); err != nil {
-			return g, err
-		}
-		g.sampling = true
-	}
-	if s, ok := vals["--repeat-last-n"]; ok {
-		if g.sampler.PenaltyWindow, err = parseInt("--repeat-last-n", s, 0, math.MaxInt32); err != nil {
-			return g, err
-		}
-		g.sampling = true
-	}
-	if s, ok := vals["--seed"]; ok {
+	g.sampler.TopK = a.int("--top-k", 0, 0, math.MaxInt32)
+	g.sampler.PenaltyWindow = a.int("--repeat-last-n", 64, 0, math.MaxInt32)
+	if s, ok := a.vals["--seed"]; ok && a.err == nil {
+		var err error
 		if s == "" || strings.TrimLeft(s, "0123456789") != "" {
-			return g, usagef("--seed", "%q is not a decimal integer in [0, 2^64)", s)
-		}
-		if g.sampler.Seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			return g, usagef("--seed", "%q is out of range [0, 2^64)", s)
-		}
-		g.sampling = true
-	}
-	if s, ok := vals["--spec"]; ok {
-		if g.spec, err = parseInt("--spec", s, 0, k3.MaxSpeculative); err != nil {
-			return g, err
-		}
-		if g.spec > 0 && !incremental {
-			return g, usagef("--spec", "conflicts with --full-recompute (speculation needs incremental decoding)")
+			a.check(usagef("--seed", "%q is not a decimal integer in [0, 2^64)", s))
+		} else if g.sampler.Seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			a.check(usagef("--seed", "%q is out of range [0, 2^64)", s))
 		}
 	}
-	if _, ok := vals["--stop"]; ok {
-		g.stops = a.all["--stop"]
-		if tokDir == "" {
-			return g, usagef("--stop", "stop strings are matched on decoded text and need --tok DIR")
-		}
+	if g.spec = a.int("--spec", 0, 0, k3.MaxSpeculative); g.spec > 0 && !incremental {
+		a.check(usagef("--spec", "conflicts with --full-recompute (speculation needs incremental decoding)"))
 	}
-	g.saveState, g.loadState = vals["--save-state"], vals["--load-state"]
+	if g.stops = a.all["--stop"]; len(g.stops) > 0 && tokDir == "" {
+		a.check(usagef("--stop", "stop strings are matched on decoded text and need --tok DIR"))
+	}
+	g.saveState, g.loadState = a.vals["--save-state"], a.vals["--load-state"]
 	if g.loadState != "" && !incremental {
-		return g, usagef("--load-state", "conflicts with --full-recompute (a saved state continues incrementally)")
+		a.check(usagef("--load-state", "conflicts with --full-recompute (a saved state continues incrementally)"))
 	}
-	if _, err := sample.New(g.sampler); err != nil {
-		return g, usagef("", "%v", err)
+	if _, err := sample.New(g.sampler); err != nil && a.err == nil {
+		a.check(usagef("", "%v", err))
 	}
-	return g, nil
+	return g
 }
 
 // genReport is the "generation" object of the JSON report.
@@ -216,13 +173,7 @@ func (g *genOptions) start(ctx context.Context, m *k3.Model, prompt []int, gopts
 		r.rep.Sampler = &o
 	}
 	gopts.Sampler = r.sampler
-	user := gopts.OnDone
-	gopts.OnDone = func(res k3.GenerateResult) {
-		r.res = res
-		if user != nil {
-			user(res)
-		}
-	}
+	gopts.OnDone = func(res k3.GenerateResult) { r.res = res }
 	if r.s == nil && !gopts.FullRecompute && g.saveState != "" {
 		r.s = m.NewSession() // kept, so the state can be saved without recomputing
 	}

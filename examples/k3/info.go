@@ -7,14 +7,14 @@ import (
 	"github.com/k3-project/k3"
 )
 
-var infoCmd = command{name: "info", flags: flagSpec{}, help: `usage: k3 info <model_dir>
+var infoCmd = command{name: "info", npos: 1, what: "exactly one model directory", main: info, help: `usage: k3 info <model_dir>
 
 Binds the model and prints, as JSON: layers, vocab, hidden; parameter, tensor and byte counts
 for the embedding/head, the trunk and the routed experts; the per-session KDA state bytes and
 MLA latent-cache bytes per position. Keys are snake_case like the run report's.
 `}
 
-// classJSON is one tensor class of k3.Info.
+// classJSON is k3.ClassInfo with the report's keys.
 type classJSON struct {
 	Tensors int   `json:"tensors"`
 	Params  int64 `json:"params"`
@@ -35,30 +35,19 @@ type infoJSON struct {
 	MLACacheBytesPerPosition int64     `json:"mla_cache_bytes_per_position"`
 }
 
-func class(c k3.ClassInfo) classJSON { return classJSON{c.Tensors, c.Params, c.Bytes} }
-
-// cmdInfo prints a model's parameter and byte counts and per-session state sizes as JSON.
-func cmdInfo(argv []string, stdout, stderr io.Writer) int {
-	a, code, ok := infoCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
-	}
-	if len(a.pos) != 1 {
-		return infoCmd.usageFail(stderr, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos)))
-	}
+// info prints a model's parameter and byte counts and per-session state sizes as JSON.
+func info(a *args, stdout, stderr io.Writer) int {
 	m, err := k3.Open(a.pos[0])
 	if err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
 	defer m.Close()
 	c, in, p := m.Config(), m.Info(), m.Plan()
 	out := infoJSON{Layers: c.NumLayers, Vocab: c.Vocab, Hidden: c.Hidden, Params: in.Params, Bytes: in.Bytes,
-		EmbedHead: class(in.EmbedHead), Trunk: class(in.Trunk), Experts: class(in.Experts),
+		EmbedHead: classJSON(in.EmbedHead), Trunk: classJSON(in.Trunk), Experts: classJSON(in.Experts),
 		KDAStateBytes: p.KDAStateBytes, MLACacheBytesPerPosition: p.MLABytesPerPosition}
 	if err := writeJSON("-", stdout, out); err != nil {
-		fail(stderr, err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, err)
 	}
 	return exitOK
 }

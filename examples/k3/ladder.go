@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,14 +15,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/preset"
 	"github.com/k3-project/k3/readrate"
 	"github.com/k3-project/k3/trunk"
 )
 
-var ladderCmd = command{name: "ladder", flags: flagSpec{"--budgets": true, "--ids": true, "--gen": true, "--threads": true, "--trunk": true,
-	"--trunk-slot-mb": true, "--cache-gb": true, "--out": true, "--plot": true}, help: `usage: k3 ladder <model_dir> --budgets LIST [flags]
+var ladderCmd = command{name: "ladder", npos: 1, what: "exactly one model directory", main: ladder,
+	flags: flagSpec{"--budgets": true, "--ids": true, "--gen": true, "--threads": true, "--trunk": true,
+		"--trunk-slot-mb": true, "--cache-gb": true, "--out": true, "--plot": true}, help: `usage: k3 ladder <model_dir> --budgets LIST [flags]
 
 Runs "k3 run" once per trunk budget, each in its own process, and prints one row per budget:
 plan, pinned layers, ring slots, peak RSS, s/token, trunk bytes read per token, stream rate,
@@ -62,103 +63,51 @@ type rung struct {
 	TrunkBytesRead int64   `json:"trunk_bytes_read"`
 }
 
-// cmdLadder runs `run` once per budget, each in its own process, and prints the table.
-func cmdLadder(argv []string, stdout, stderr io.Writer) int {
-	a, code, ok := ladderCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
+// ladder runs `run` once per budget, each in its own process, and prints the table.
+func ladder(a *args, stdout, stderr io.Writer) int {
+	if a.vals["--budgets"] == "" {
+		a.check(usagef("--budgets", "ladder needs --budgets LIST (decimal GB, floor, all or mapped)"))
 	}
-	pos, vals := a.pos, a.vals
-	var err error
-	if len(pos) != 1 {
-		err = usagef("", "expected exactly one model directory, got %d arguments", len(pos))
-	}
-	if err == nil && vals["--budgets"] == "" {
-		err = usagef("--budgets", "ladder needs --budgets LIST (decimal GB, floor, all or mapped)")
-	}
-	var budgets []string
-	if err == nil {
-		budgets = strings.Split(vals["--budgets"], ",")
-		for _, b := range budgets {
-			if b != "floor" && b != "all" && b != "mapped" {
-				if _, e := parseGB("--budgets", b); e != nil {
-					err = e
-					break
-				}
-			}
+	budgets := strings.Split(a.vals["--budgets"], ",")
+	for _, b := range budgets {
+		if b != "floor" && b != "all" && b != "mapped" && a.err == nil {
+			_, a.err = parseGB("--budgets", b)
 		}
 	}
-	ids, gen, threads := "1008,10484,318,15383,387", "8", ""
-	if err == nil {
-		if s, ok := vals["--ids"]; ok {
-			_, err = parseIDList("--ids", s, maxPrompt)
-			ids = s
+	ids := cmp.Or(a.vals["--ids"], "1008,10484,318,15383,387")
+	if a.err == nil {
+		_, a.err = parseIDList("--ids", ids, maxPrompt)
+	}
+	gen := strconv.Itoa(a.int("--gen", 8, 1, maxGen))
+	a.int("--threads", 0, 1, 4096) // checked here; the rungs get it as given
+	plotPath := a.plotPath()
+	// The budget flags are checked as run checks them, and the trunk-shape ones decide the floor.
+	shape := parseBudget(a).trunk
+	if a.err != nil {
+		return a.usage(stderr, a.err)
+	}
+	dir := a.pos[0]
+	var same []string // the flags every rung runs with
+	for _, f := range []string{"--trunk", "--cache-gb", "--trunk-slot-mb", "--threads"} {
+		if v, ok := a.vals[f]; ok {
+			same = append(same, f, v)
 		}
 	}
-	if err == nil {
-		if s, ok := vals["--gen"]; ok {
-			_, err = parseInt("--gen", s, 1, maxGen)
-			gen = s
-		}
-	}
-	if err == nil {
-		if s, ok := vals["--threads"]; ok {
-			_, err = parseInt("--threads", s, 1, 4096)
-			threads = s
-		}
-	}
-	plotPath := ""
-	if s, ok := vals["--plot"]; ok && err == nil {
-		plotPath, err = s, checkPlotPath(s)
-	}
-	if err != nil {
-		return ladderCmd.usageFail(stderr, err)
-	}
-	dir := pos[0]
-	extra := []string{}
-	var popts []k3.Option
-	if s, ok := vals["--trunk"]; ok {
-		extra = append(extra, "--trunk", s)
-		popts = append(popts, k3.WithPackedTrunk(s))
-	}
-	if s, ok := vals["--cache-gb"]; ok {
-		if s != "0" {
-			if _, err := parseGB("--cache-gb", s); err != nil {
-				return ladderCmd.usageFail(stderr, err)
-			}
-		}
-		extra = append(extra, "--cache-gb", s) // the same expert cache on every rung
-	}
-	if s, ok := vals["--trunk-slot-mb"]; ok {
-		extra = append(extra, "--trunk-slot-mb", s)
-		mb, err := parseDecimal("--trunk-slot-mb", s)
-		if err != nil {
-			fmt.Fprintf(stderr, "k3: %v\n", err)
-			return exitUsage
-		}
-		popts = append(popts, k3.WithTrunkSlot(int64(mb*1e6)))
-	}
-	if threads != "" {
-		extra = append(extra, "--threads", threads)
-	}
-	floor, err := preset.FloorBudget(dir, popts...)
+	floor, err := preset.FloorBudget(dir, shape...)
 	var full int64
 	if err == nil {
-		full, err = preset.FullBudget(dir, popts...)
+		full, err = preset.FullBudget(dir, shape...)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, err)
 	}
 	self, err := os.Executable()
-	if err != nil {
-		fmt.Fprintf(stderr, "k3: ladder: %v\n", err)
-		return exitRuntime
+	var tmp string
+	if err == nil {
+		tmp, err = os.MkdirTemp("", "k3-ladder-")
 	}
-	tmp, err := os.MkdirTemp("", "k3-ladder-")
 	if err != nil {
-		fmt.Fprintf(stderr, "k3: ladder: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("ladder: %w", err))
 	}
 	defer os.RemoveAll(tmp)
 
@@ -180,91 +129,83 @@ func cmdLadder(argv []string, stdout, stderr io.Writer) int {
 			args = append(args, "--trunk-gb", strconv.FormatFloat(float64(r.BudgetBytes)/1e9, 'f', -1, 64))
 		}
 		out := filepath.Join(tmp, fmt.Sprintf("rung%d.json", i))
-		args = append(append(args, extra...), "--out", out)
+		args = append(append(args, same...), "--out", out)
 		fmt.Fprintf(stderr, "ladder: rung %d/%d: %s\n", i+1, len(budgets), strings.Join(args, " "))
-		cmd := exec.Command(self, args...)
-		var errOut strings.Builder
-		cmd.Stderr = &errOut
-		t0 := time.Now()
-		runErr := cmd.Run()
-		if runErr != nil {
-			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
-			runErr = fmt.Errorf("%w: %s", runErr, lines[len(lines)-1])
-		}
-		r.WallSeconds = time.Since(t0).Seconds()
-		if runErr != nil {
-			r.RunError = runErr.Error()
-		} else if err := r.load(out); err != nil {
-			r.RunError = err.Error()
-		}
+		r.run(self, args, out)
 		rows = append(rows, r)
 	}
 	dev := [2]float64{devBefore, deviceMBs(dir)}
 	printLadder(stdout, rows, dev, gen)
-	if p := vals["--out"]; p != "" {
+	if p := a.vals["--out"]; p != "" {
 		if err := writeJSON(p, stdout, struct {
 			Rungs     []rung     `json:"rungs"`
 			DirectMBs [2]float64 `json:"device_direct_mb_per_s_before_after"`
 		}{rows, dev}); err != nil {
-			fmt.Fprintf(stderr, "k3: --out: %v\n", err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("--out: %w", err))
 		}
 	}
 	if plotPath != "" {
 		if err := plotLadder(rows, plotPath, dir); err != nil {
-			fmt.Fprintf(stderr, "k3: ladder: --plot: %v\n", err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("ladder: --plot: %w", err))
 		}
 		fmt.Fprintf(stderr, "k3: ladder: chart written to %s\n", plotPath)
 	}
-	for _, r := range rows {
-		if r.RunError != "" || !slices.Equal(r.GeneratedIDs, rows[0].GeneratedIDs) {
-			return exitRuntime
-		}
+	if !identical(rows) {
+		return exitRuntime
 	}
 	return exitOK
 }
 
+// identical reports whether every rung ran and emitted the first one's ids.
+func identical(rows []rung) bool {
+	for _, r := range rows {
+		if r.RunError != "" || !slices.Equal(r.GeneratedIDs, rows[0].GeneratedIDs) {
+			return false
+		}
+	}
+	return true
+}
+
+// run runs the rung's process and reads its report from out.
+func (r *rung) run(self string, args []string, out string) {
+	cmd := exec.Command(self, args...)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	t0 := time.Now()
+	err := cmd.Run()
+	r.WallSeconds = time.Since(t0).Seconds()
+	if err != nil {
+		lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+		r.RunError = fmt.Sprintf("%v: %s", err, lines[len(lines)-1])
+	} else if err := r.load(out); err != nil {
+		r.RunError = err.Error()
+	}
+}
+
+// load reads the figures of the rung from its run report.
 func (r *rung) load(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	var rep struct {
-		GeneratedIDs []int           `json:"generated_ids"`
-		PeakRSS      int64           `json:"peak_rss_bytes"`
-		RSSFile      int64           `json:"rss_file_bytes"`
-		SPT          *float64        `json:"seconds_per_token"`
-		Plan         k3.Plan         `json:"plan"`
-		TrunkRaw     json.RawMessage `json:"trunk_stats"`
-		Error        string          `json:"error"`
-	}
+	var rep report
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return err
 	}
 	if rep.Error != "" {
 		return errors.New(rep.Error)
 	}
-	r.GeneratedIDs, r.PeakRSS, r.RSSFile = rep.GeneratedIDs, rep.PeakRSS, rep.RSSFile
-	if rep.SPT != nil {
-		r.SecondsPerTok = *rep.SPT
+	r.GeneratedIDs, r.PeakRSS, r.RSSFile = rep.GeneratedIDs, rep.PeakRSSBytes, rep.RSSFileBytes
+	if rep.SecondsPerToken != nil {
+		r.SecondsPerTok = *rep.SecondsPerToken
 	}
 	r.PlanTotal, r.Layers = rep.Plan.Total(), -1
 	if p := rep.Plan.Trunk; p != nil {
 		r.Pinned, r.Layers, r.HeadPinned, r.Slots = len(p.Pinned), p.Layers, p.HeadPinned, p.Slots
 	}
-	if len(rep.TrunkRaw) > 0 {
-		var st trunk.Stats
-		if err := json.Unmarshal(rep.TrunkRaw, &st); err != nil {
-			return err
-		}
-		n := int64(max(1, len(r.GeneratedIDs)))
-		r.TrunkBytesRead = st.BytesRead + st.HeadBytes + st.EmbedBytes
-		r.ReadPerToken = r.TrunkBytesRead / n
-		if st.DeviceSeconds > 0 {
-			r.StreamMBs = float64(st.BytesRead+st.HeadBytes) / 1e6 / st.DeviceSeconds
-		}
-		r.Overlap, r.StoreReadMode = st.Overlap(), st.Mode
+	if st := rep.Trunk; st != nil {
+		r.TrunkBytesRead, r.StreamMBs, r.Overlap, r.StoreReadMode = st.TotalBytes(), st.StreamMBs(), st.Overlap(), st.Mode
+		r.ReadPerToken = r.TrunkBytesRead / int64(max(1, len(r.GeneratedIDs)))
 	}
 	return nil
 }
@@ -286,31 +227,25 @@ func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "device O_DIRECT read bandwidth (8 MiB reads, 4 in flight, before/after the rungs): %.0f / %.0f MB/s\n", dev[0], dev[1])
-	same := true
-	for _, r := range rows {
-		same = same && r.RunError == "" && slices.Equal(r.GeneratedIDs, rows[0].GeneratedIDs)
-	}
-	if same {
+	if identical(rows) {
 		fmt.Fprintf(w, "VERDICT: all %d rungs emitted identical ids (%s tokens each)\n", len(rows), gen)
 	} else {
 		fmt.Fprintf(w, "VERDICT: rungs DIFFER or failed\n")
 	}
 	var worst int64
-	for _, r := range rows {
+	var floor, all *rung
+	for i, r := range rows {
 		if r.RunError == "" && r.Layers >= 0 {
 			worst = max(worst, r.overhead())
 		}
-	}
-	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", trunk.GB(worst))
-	var floor, all *rung
-	for i := range rows {
-		switch rows[i].Budget {
+		switch r.Budget {
 		case "floor":
 			floor = &rows[i]
 		case "all":
 			all = &rows[i]
 		}
 	}
+	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", trunk.GB(worst))
 	if floor != nil && all != nil && all.PeakRSS > 0 {
 		fmt.Fprintf(w, "floor peak RSS is %.1f%% of the all-resident rung's\n", 100*float64(floor.PeakRSS)/float64(all.PeakRSS))
 	}

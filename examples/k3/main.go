@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 // Version is printed by --version.
@@ -23,30 +25,40 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// command is one subcommand: its flags and its --help text.
+// command is one subcommand: its flags, its --help text, its positional arguments and what it
+// does with a parsed command line.
 type command struct {
 	name  string
 	flags flagSpec
 	help  string
+	// npos is the number of positional arguments (-1: the command checks them itself); what
+	// names them in the message when the count is wrong.
+	npos int
+	what string
+	main func(a *args, stdout, stderr io.Writer) int
 }
 
-// parse parses a subcommand's arguments. It returns ok=false with the exit code when the command
-// line asked for help (printed on stdout, exit 0) or is wrong (message on stderr, exit 2).
-func (c *command) parse(argv []string, stdout, stderr io.Writer) (a *args, code int, ok bool) {
+// run parses the command line and runs the command. Help is printed on stdout with exit 0; a
+// wrong command line is reported on stderr with exit 2.
+func (c *command) run(argv []string, stdout, stderr io.Writer) int {
 	a, err := parseArgs(argv, c.flags)
 	if errors.Is(err, errHelp) {
 		fmt.Fprint(stdout, c.help)
-		return nil, exitOK, false
+		return exitOK
+	}
+	if err == nil && c.npos >= 0 && len(a.pos) != c.npos {
+		err = usagef("", "expected %s, got %d positional arguments", c.what, len(a.pos))
 	}
 	if err != nil {
-		return nil, c.usageFail(stderr, err), false
+		return usageFail(stderr, c.name, err)
 	}
-	return a, 0, true
+	a.cmd = c.name
+	return c.main(a, stdout, stderr)
 }
 
 // usageFail reports a command-line mistake naming the subcommand and returns exit code 2.
-func (c *command) usageFail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "k3 %s: %v (k3 %s --help for usage)\n", c.name, err, c.name)
+func usageFail(stderr io.Writer, cmd string, err error) int {
+	fmt.Fprintf(stderr, "k3 %s: %v (k3 %s --help for usage)\n", cmd, err, cmd)
 	return exitUsage
 }
 
@@ -58,6 +70,12 @@ func fail(stderr io.Writer, err error) {
 		msg = "k3: " + msg
 	}
 	fmt.Fprintln(stderr, msg)
+}
+
+// failed reports err as fail does and returns code, for the paths that end there.
+func failed(stderr io.Writer, code int, err error) int {
+	fail(stderr, err)
+	return code
 }
 
 // run dispatches the subcommands; it returns the process exit code so tests can call it.
@@ -84,26 +102,17 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	case "--list-presets":
 		return listPresets(stdout, stderr)
 	}
-	if cmd, ok := subcommands[argv[0]]; ok {
-		return cmd(argv[1:], stdout, stderr)
+	if c, ok := commands[argv[0]]; ok {
+		return c.run(argv[1:], stdout, stderr)
 	}
 	if strings.HasPrefix(argv[0], "-") && !isHelp(argv[0]) && len(argv) == 1 {
 		fmt.Fprintf(stderr, "k3: %s: unknown flag or command (k3 --help for usage)\n", argv[0])
 		return exitUsage
 	}
-	return cmdRun(argv, stdout, stderr, nil)
+	return runCmd.run(argv, stdout, stderr)
 }
 
-// subcommands runs each subcommand on its arguments.
-var subcommands = map[string]func(argv []string, stdout, stderr io.Writer) int{
-	"synth": cmdSynth, "demo": cmdDemo, "info": cmdInfo, "verify": cmdVerify, "pack-trunk": cmdPackTrunk,
-	"ladder": cmdLadder, "plan": cmdPlan, "doctor": cmdDoctor, "sim-cache": cmdSimCache,
-	"compress-experts": cmdCompressExperts, "verify-experts": cmdVerifyExperts,
-	"tokenize": func(argv []string, stdout, stderr io.Writer) int { return cmdTokenize(argv, os.Stdin, stdout, stderr) },
-	"run":      func(argv []string, stdout, stderr io.Writer) int { return cmdRun(argv, stdout, stderr, nil) },
-}
-
-// commands lists the subcommands for "k3 help NAME".
+// commands are the subcommands by name.
 var commands = map[string]*command{
 	"run": &runCmd, "synth": &synthCmd, "demo": &demoCmd, "info": &infoCmd,
 	"tokenize": &tokenizeCmd, "verify": &verifyCmd, "pack-trunk": &packTrunkCmd,
@@ -137,3 +146,37 @@ const usage = `usage:
 exit codes: 0 ok, 2 usage/validation, 1 runtime failure, 4 a routed expert failed to load,
             130/143 interrupted
 `
+
+// onSignal calls handle with the first SIGINT or SIGTERM (from sigs, or the process's when sigs
+// is nil) after restoring their default action, so that a second one kills the process. stop
+// ends the watch; it waits for a handle already running, so that a handler which exits the
+// process is not raced by the caller reporting the errors the signal caused.
+func onSignal(sigs chan os.Signal, handle func(os.Signal)) (stop func()) {
+	if sigs == nil {
+		sigs = make(chan os.Signal, 2)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case s := <-sigs:
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			handle(s)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+		<-finished
+	}
+}
+
+// signalExit is the exit code of a process interrupted by s (128 + the signal number).
+func signalExit(s os.Signal) int {
+	if s == syscall.SIGTERM {
+		return 143
+	}
+	return 130
+}

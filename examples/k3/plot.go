@@ -3,50 +3,35 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/k3-project/k3/cache/sim"
 )
 
-// checkPlotPath refuses a --plot path the chart could not be saved to, before any work is done.
-func checkPlotPath(p string) error {
-	if !strings.EqualFold(filepath.Ext(p), ".svg") && !strings.EqualFold(filepath.Ext(p), ".png") {
-		return usagef("--plot", "%s: the chart is written as .svg or .png", p)
+// plotPath returns --plot ("" when absent). A path the chart could not be saved to is a mistake
+// recorded in a.err, found before any work is done.
+func (a *args) plotPath() string {
+	p, ok := a.vals["--plot"]
+	if !ok || a.err != nil {
+		return p
 	}
-	if err := probeWritable(p); err != nil {
-		return usagef("--plot", "%v", err)
+	if ext := filepath.Ext(p); !strings.EqualFold(ext, ".svg") && !strings.EqualFold(ext, ".png") {
+		a.check(usagef("--plot", "%s: the chart is written as .svg or .png", p))
+	} else {
+		a.check(writable("--plot", p))
 	}
-	return nil
-}
-
-var seriesColors = []color.Color{
-	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
-	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
-}
-
-// line adds one series with markers; i picks its colour and glyph.
-func line(p *plot.Plot, i int, name string, xy plotter.XYs) error {
-	l, pts, err := plotter.NewLinePoints(xy)
-	if err != nil {
-		return err
-	}
-	l.Color = seriesColors[i%len(seriesColors)]
-	l.Width = vg.Points(1.5)
-	pts.Color = l.Color
-	pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}}[i%4]
-	pts.Radius = vg.Points(3)
-	p.Add(l, pts)
-	p.Legend.Add(name, l, pts)
-	return nil
+	return p
 }
 
 func newPlot(title, x, y string) *plot.Plot {
@@ -76,25 +61,20 @@ func plotSimCache(rep sim.Report, path, trace string) error {
 	// wider font than the Liberation metrics the layout used overflows into empty space, not
 	// onto the samples; placed in the empty lower right of a rising curve.
 	p.Legend.Top, p.Legend.Left, p.Legend.XOffs = false, true, 8*vg.Centimeter
-	series := []struct {
-		name string
-		get  func(sim.Row) sim.Outcome
-	}{
-		{"LRU", func(r sim.Row) sim.Outcome { return r.LRU }},
-		{"S3-FIFO", func(r sim.Row) sim.Outcome { return r.S3FIFO }},
-		{"Belady (bypass)", func(r sim.Row) sim.Outcome { return r.Belady }},
-		{"PIN+LRU", func(r sim.Row) sim.Outcome { return r.PinLRU }},
-	}
-	for i, s := range series {
+	// Each policy's hit rate (in percent) at the sizes above zero, name before series, for
+	// plotutil, which gives each its own colour, dashes and glyph.
+	var series []any
+	for i, name := range sim.PolicyNames {
 		var xy plotter.XYs
 		for _, r := range rep.Rows {
 			if r.GB > 0 {
-				xy = append(xy, plotter.XY{X: r.GB, Y: s.get(r).HitRate()}) // HitRate is in percent
+				xy = append(xy, plotter.XY{X: r.GB, Y: r.Outcomes()[i].HitRate()})
 			}
 		}
-		if err := line(p, i, s.name, xy); err != nil {
-			return err
-		}
+		series = append(series, name, xy)
+	}
+	if err := plotutil.AddLinePoints(p, series...); err != nil {
+		return err
 	}
 	if rep.ReusePct > 0 {
 		// The compulsory-miss ceiling: no policy can beat it.
@@ -109,20 +89,17 @@ func plotSimCache(rep sim.Report, path, trace string) error {
 		p.Legend.Add(fmt.Sprintf("reuse ceiling %.1f%%", rep.ReusePct), l)
 	}
 	p.Y.Min, p.Y.Max = 0, 100 // after the data: Add widens the range to the data's
-	img, err := newCanvas(path, 16*vg.Centimeter, 10*vg.Centimeter)
-	if err != nil {
-		return err
-	}
 	// A right margin for the last tick label, which a wider substituted font would push past
 	// the edge.
-	p.Draw(draw.Crop(draw.New(img.c), 0, -6*vg.Millimeter, 0, 0))
-	return img.save()
+	return saveChart(path, 16*vg.Centimeter, 10*vg.Centimeter, func(c draw.Canvas) {
+		p.Draw(draw.Crop(c, 0, -6*vg.Millimeter, 0, 0))
+	})
 }
 
 // plotLadder draws s/token and peak RSS against the trunk budget of the rungs that ran with a
 // budget (mapped has none), one panel each, stacked.
 func plotLadder(rows []rung, path, model string) error {
-	var spt, rss plotter.XYs
+	var spt, rss, plan plotter.XYs
 	for _, r := range rows {
 		if r.RunError != "" || r.Budget == "mapped" {
 			continue
@@ -130,25 +107,17 @@ func plotLadder(rows []rung, path, model string) error {
 		x := float64(r.BudgetBytes) / 1e6
 		spt = append(spt, plotter.XY{X: x, Y: r.SecondsPerTok})
 		rss = append(rss, plotter.XY{X: x, Y: float64(r.PeakRSS) / 1e6})
+		plan = append(plan, plotter.XY{X: x, Y: float64(r.PlanTotal) / 1e6})
 	}
 	if len(spt) == 0 {
 		return fmt.Errorf("no budgeted rung succeeded, nothing to draw")
 	}
 	top := newPlot(fmt.Sprintf("Memory ladder: %s", filepath.Base(model)), "trunk budget (MB)", "seconds per token")
 	bottom := newPlot("", "trunk budget (MB)", "peak RSS (MB)")
-	if err := line(top, 0, "s/token", spt); err != nil {
+	if err := plotutil.AddLinePoints(top, "s/token", spt); err != nil {
 		return err
 	}
-	if err := line(bottom, 1, "peak RSS (getrusage)", rss); err != nil {
-		return err
-	}
-	var plan plotter.XYs
-	for _, r := range rows {
-		if r.RunError == "" && r.Budget != "mapped" {
-			plan = append(plan, plotter.XY{X: float64(r.BudgetBytes) / 1e6, Y: float64(r.PlanTotal) / 1e6})
-		}
-	}
-	if err := line(bottom, 2, "plan total", plan); err != nil {
+	if err := plotutil.AddLinePoints(bottom, "peak RSS (getrusage)", rss, "plan total", plan); err != nil {
 		return err
 	}
 	for _, p := range []*plot.Plot{top, bottom} {
@@ -159,15 +128,30 @@ func plotLadder(rows []rung, path, model string) error {
 	top.Legend.Top, top.Legend.Left, top.Legend.XOffs = true, true, 9*vg.Centimeter
 	bottom.Legend.Top, bottom.Legend.Left, bottom.Legend.XOffs = false, true, 8*vg.Centimeter
 	bottom.Legend.YOffs = 2 * vg.Centimeter
-	const w, h = 16 * vg.Centimeter, 14 * vg.Centimeter
-	img, err := newCanvas(path, w, h)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 2 * vg.Millimeter,
+		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: 2 * vg.Millimeter}
+	return saveChart(path, 16*vg.Centimeter, 14*vg.Centimeter, func(c draw.Canvas) {
+		canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, c)
+		top.Draw(canvases[0][0])
+		bottom.Draw(canvases[1][0])
+	})
+}
+
+// saveChart draws a w × h chart with drawTo on an SVG or PNG canvas, as the extension of path
+// says, and writes it to path.
+func saveChart(path string, w, h vg.Length, drawTo func(draw.Canvas)) error {
+	var c vg.CanvasWriterTo = vgsvg.New(w, h)
+	if strings.EqualFold(filepath.Ext(path), ".png") {
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(144))}
+	}
+	drawTo(draw.New(c))
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 2 * vg.Millimeter,
-		PadTop: vg.Millimeter, PadBottom: vg.Millimeter, PadLeft: vg.Millimeter, PadRight: 2 * vg.Millimeter}
-	canvases := plot.Align([][]*plot.Plot{{top}, {bottom}}, tiles, draw.New(img.c))
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
-	return img.save()
+	_, err = c.WriteTo(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -1,19 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/k3-project/k3"
@@ -22,7 +21,6 @@ import (
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/sample"
-	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/trunk"
 )
@@ -34,13 +32,11 @@ const (
 	maxTotal  = 36864
 )
 
-var runCmd = command{name: "run", flags: withGenFlags(flagSpec{
+var runCmd = command{name: "run", npos: -1, main: runMain, flags: merge(budgetFlags, genFlags, flagSpec{
 	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true,
 	"--incremental": false, "--full-recompute": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
-	"--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
-	"--cache-gb": true, "--preset": true, "--cache-policy": true, "--prefetch": true, "--dump-cache-trace": true,
-	"--config": true, "--layers": true, "--verify": false,
+	"--dump-cache-trace": true, "--verify": false,
 }), help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
 
 Greedy decoding on the CPU. Flags apply in argv order (later wins).
@@ -64,25 +60,8 @@ Greedy decoding on the CPU. Flags apply in argv order (later wins).
   --out FILE         JSON report path (default k3_run.json; "-" for stdout)
   --dump-logits FILE write the step-0 logits as little-endian float32 x vocab
   --tf-check         teacher-forced agreement over --ids instead of generating
-  --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
-                     (default: memory-map every shard)
-  --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
-  --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
-  --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
-  --config PATH      read the configuration from PATH (default <model_dir>/config.json)
-  --layers N         run only the first N layers (a diagnostic: the output is not the model's;
-                     layers_requested reports N); layers beyond the configuration are reported,
-                     not refused
   --verify           check every tensor against its colibri.sha256 digest at open (re-reads
                      every byte of the checkpoint once)
-  --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of SPEC §11.1),
-                     floor (the model's trunk floor, no expert cache) or auto (from MemAvailable
-                     and the cgroup memory.max); a later --trunk-gb/--cache-gb overrides it
-                     (k3 --list-presets prints the table)
-  --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none;
-                     default: memory-map the shards)
-  --cache-policy P   s3fifo (default) or lru
-  --prefetch N       router lookahead: read the next layer's predicted top N experts ahead (0 = off)
   --dump-cache-trace DIR  write expert_trace.bin and expert_hist.json (SPEC §9.7)
   -h, --help         this help (anywhere on the command line)
 
@@ -92,7 +71,7 @@ a budget below the model's floor (the message gives the floor);
 1 runtime failure (open, bind, forward, tokenizer); 4 a routed expert failed to load;
 130/143 interrupted (the report is still written).
 
-` + genUsage}
+` + budgetUsage + "\n" + genUsage}
 
 // runOptions is a validated decode request.
 type runOptions struct {
@@ -110,6 +89,8 @@ type runOptions struct {
 	out         string
 	dumpLogits  string
 	tfCheck     bool
+	verify      bool   // --verify
+	traceDir    string // --dump-cache-trace
 	budget      budget
 	gf          genOptions // genflags.go
 }
@@ -118,66 +99,36 @@ func parseRun(a *args) (*runOptions, error) {
 	if len(a.pos) != 1 {
 		return nil, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos))
 	}
-	vals := a.vals
-	o := &runOptions{modelDir: a.pos[0], gen: 8, threads: runtime.GOMAXPROCS(0), out: "k3_run.json", incremental: true}
-	if err := o.parsePrompt(vals); err != nil {
+	o := &runOptions{modelDir: a.pos[0], out: "k3_run.json", verify: a.has("--verify"), traceDir: a.vals["--dump-cache-trace"]}
+	if err := o.parsePrompt(a.vals); err != nil {
 		return nil, err
 	}
-	var err error
-	if o.budget, err = parseBudget(a, sysmem.Read); err != nil {
-		return nil, err
-	}
-	if s, ok := vals["--gen"]; ok {
-		if o.gen, err = parseInt("--gen", s, 0, maxGen); err != nil {
-			return nil, err
-		}
-	}
-	if s, ok := vals["--threads"]; ok {
-		if o.threads, err = parseInt("--threads", s, 1, 4096); err != nil {
-			return nil, err
-		}
-	}
+	o.budget = parseBudget(a)
+	o.gen = a.int("--gen", 8, 0, maxGen)
+	o.threads = a.int("--threads", runtime.GOMAXPROCS(0), 1, 4096)
 	o.incremental = a.last("--incremental", "--full-recompute") != "--full-recompute"
-	o.noStop = a.has("--no-stop")
-	o.tfCheck = a.has("--tf-check")
-	if o.ids != nil {
-		if err := o.checkLengths(); err != nil {
-			return nil, err
-		}
+	o.noStop, o.tfCheck = a.has("--no-stop"), a.has("--tf-check")
+	if o.ids != nil && a.err == nil {
+		a.check(o.checkLengths())
 	}
-	if s, ok := vals["--stop-ids"]; ok {
-		if o.noStop {
-			return nil, usagef("--stop-ids", "conflicts with --no-stop")
-		}
-		if o.stop, err = parseIDList("--stop-ids", s, 1024); err != nil {
-			return nil, err
-		}
-		o.stopGiven = true
+	if o.stopGiven = a.has("--stop-ids"); o.stopGiven && o.noStop {
+		a.check(usagef("--stop-ids", "conflicts with --no-stop"))
 	}
-	if o.gf, err = parseGenFlags(a, o.incremental, o.tokDir); err != nil {
-		return nil, err
-	}
-	if s, ok := vals["--out"]; ok {
+	o.stop = get(a, "--stop-ids", nil, func(flag, s string) ([]int, error) { return parseIDList(flag, s, 1024) })
+	o.gf = parseGenFlags(a, o.incremental, o.tokDir)
+	if s, ok := a.vals["--out"]; ok {
 		o.out = s
 	}
-	if s, ok := vals["--dump-logits"]; ok {
-		if s == "-" {
-			return nil, usagef("--dump-logits", "binary logits cannot go to stdout; give a file")
-		}
-		o.dumpLogits = s
+	if o.dumpLogits = a.vals["--dump-logits"]; o.dumpLogits == "-" {
+		a.check(usagef("--dump-logits", "binary logits cannot go to stdout; give a file"))
 	}
-	return o, nil
+	return o, a.err
 }
 
 // parsePrompt takes exactly one prompt source. Text sources need --tok; --ids may come with it
 // (then the output is decoded and the tokenizer's stop ids apply).
 func (o *runOptions) parsePrompt(vals map[string]string) error {
-	var given []string
-	for _, f := range []string{"--ids", "--prompt", "--prompt-file"} {
-		if _, ok := vals[f]; ok {
-			given = append(given, f)
-		}
-	}
+	given := slices.DeleteFunc([]string{"--ids", "--prompt", "--prompt-file"}, func(f string) bool { _, ok := vals[f]; return !ok })
 	switch len(given) {
 	case 0:
 		return usagef("--ids", "a prompt is required (one of --ids, --prompt, --prompt-file)")
@@ -224,38 +175,38 @@ func (o *runOptions) checkVocab(vocab int) error {
 // checkOutputs makes sure the report and the logits dump can be written before anything is
 // loaded, so a long run never ends with its results lost.
 func (o *runOptions) checkOutputs() error {
-	if o.out != "-" {
-		if err := probeWritable(o.out); err != nil {
-			return usagef("--out", "%v", err)
-		}
-	}
-	if o.dumpLogits != "" {
-		if err := probeWritable(o.dumpLogits); err != nil {
-			return usagef("--dump-logits", "%v", err)
-		}
-	}
-	return nil
-}
-
-// probeWritable checks that path can be written: an existing file is opened for writing (not
-// truncated), a new one is created and removed again.
-func probeWritable(path string) error {
-	if st, err := os.Stat(path); err == nil {
-		if st.IsDir() {
-			return fmt.Errorf("%s is a directory", path)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		return f.Close()
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	if err := writable("--out", o.out); err != nil {
 		return err
 	}
-	f.Close()
-	return os.Remove(path)
+	return writable("--dump-logits", o.dumpLogits)
+}
+
+// writable is a usage error naming flag when path cannot be written ("" and "-", stdout, can):
+// an existing file is opened for writing (not truncated), a new one is created and removed
+// again.
+func writable(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	var f *os.File
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		err = fmt.Errorf("%s is a directory", path)
+	case err == nil:
+		if f, err = os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			err = f.Close()
+		}
+	default:
+		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+			f.Close()
+			err = os.Remove(path)
+		}
+	}
+	if err != nil {
+		return usagef(flag, "%v", err)
+	}
+	return nil
 }
 
 // openExit maps a failure to read the model to an exit code: a configuration that cannot be
@@ -316,62 +267,42 @@ type report struct {
 	Generation *genReport `json:"generation"` // genflags.go
 }
 
-// cmdRun decodes greedily. sigs, when non-nil, replaces the process signal channel (tests).
-func cmdRun(argv []string, stdout, stderr io.Writer, sigs chan os.Signal) int {
-	a, code, ok := runCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
-	}
+// runMain is `k3 run <model_dir>` (and `k3 <model_dir>`).
+func runMain(a *args, stdout, stderr io.Writer) int {
 	o, err := parseRun(a)
 	if err == nil {
 		err = o.checkOutputs()
 	}
 	if err != nil {
-		return runCmd.usageFail(stderr, err)
+		return a.usage(stderr, err)
 	}
-	return decode(o, stdout, stderr, sigs)
+	return decode(o, stdout, stderr, nil)
 }
 
+// decode runs a validated request. sigs, when non-nil, replaces the process signal channel
+// (tests).
 func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	start := time.Now()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	// The first SIGINT/SIGTERM lets the token in flight finish, stops generation and still writes
-	// the report; a second one kills the process (signal.Reset restores the default action). The
-	// forward pass itself is not cancelled, so no computed work is thrown away.
-	if sigs == nil {
-		sigs = make(chan os.Signal, 2)
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(sigs)
-	}
-	var gotSig atomicSignal
-	go func() {
-		select {
-		case s := <-sigs:
-			gotSig.set(s)
-			signal.Reset(os.Interrupt, syscall.SIGTERM)
-		case <-ctx.Done():
-		}
-	}()
+	// the report; a second one kills the process. The forward pass itself is not cancelled, so no
+	// computed work is thrown away.
+	var gotSig atomic.Value
+	defer onSignal(sigs, func(s os.Signal) { gotSig.Store(s) })()
+	interrupted := func() os.Signal { s, _ := gotSig.Load().(os.Signal); return s }
+	ctx := context.Background()
 
 	var enc *tokenizer.Encoding
 	if o.tokDir != "" {
-		var warnings []string
 		var err error
-		if enc, warnings, err = loadTokenizer(o.tokDir); err != nil {
-			fail(stderr, err)
-			return exitRuntime
-		}
-		for _, w := range warnings {
-			fmt.Fprintf(stderr, "k3: warning: %s\n", w)
+		if enc, err = loadTokenizer(o.tokDir, stderr); err != nil {
+			return failed(stderr, exitRuntime, err)
 		}
 		if o.ids == nil {
 			if o.ids, err = encodePrompt(enc, o.promptFlag, o.promptText); err == nil {
 				err = o.checkLengths()
 			}
 			if err != nil {
-				fail(stderr, err)
-				return exitUsage
+				return failed(stderr, exitUsage, err)
 			}
 			fmt.Fprintf(stderr, "k3: %s: %d prompt ids\n", o.promptFlag, len(o.ids))
 		}
@@ -381,46 +312,37 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	// trusted and ids outside its vocabulary are refused (exit 2) without touching the shards.
 	cfg, err := config.Load(o.budget.config(o.modelDir))
 	if err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
 	if o.budget.layers > cfg.NumLayers {
-		return runCmd.usageFail(stderr, usagef("--layers", "%d is more than the configuration's %d layers", o.budget.layers, cfg.NumLayers))
+		return usageFail(stderr, "run", usagef("--layers", "%d is more than the configuration's %d layers", o.budget.layers, cfg.NumLayers))
 	}
 	if err := o.checkVocab(cfg.Vocab); err != nil {
-		fail(stderr, err)
-		return exitUsage
+		return failed(stderr, exitUsage, err)
 	}
 	stop := o.stop
 	if !o.stopGiven && !o.noStop {
 		var dropped []int
-		stop, dropped = k3.DefaultStop(enc, cfg)
-		if len(dropped) > 0 {
+		if stop, dropped = k3.DefaultStop(enc, cfg); len(dropped) > 0 {
 			fmt.Fprintf(stderr, "k3: note: default stop ids %v are outside the vocabulary [0, %d) and cannot occur\n", dropped, cfg.Vocab)
 		}
 	}
-	if o.noStop {
-		stop = nil
-	}
 
 	if err := o.budget.resolve(o.modelDir); err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
-	opts := append([]k3.Option{k3.WithThreads(o.threads)}, o.budget.options()...)
-	var tw *trace.FileWriter
-	if d := o.budget.traceDir; d != "" {
-		m0, err := config.Load(o.budget.config(o.modelDir))
-		if err != nil {
-			fmt.Fprintf(stderr, "k3: %v\n", err)
-			return exitRuntime
+	opts := append(o.budget.options(), k3.WithThreads(o.threads))
+	if o.verify {
+		opts = append(opts, k3.WithVerify())
+	}
+	if o.traceDir != "" {
+		err := os.MkdirAll(o.traceDir, 0o755)
+		var tw *trace.FileWriter
+		if err == nil {
+			tw, err = trace.Create(o.traceDir, cfg.NumLayers, cfg.NumExperts)
 		}
-		if err = os.MkdirAll(d, 0o755); err == nil {
-			tw, err = trace.Create(d, m0.NumLayers, m0.NumExperts)
-		}
 		if err != nil {
-			fmt.Fprintf(stderr, "k3: --dump-cache-trace: %v\n", err)
-			return exitUsage
+			return failed(stderr, exitUsage, fmt.Errorf("--dump-cache-trace: %w", err))
 		}
 		opts = append(opts, k3.WithTracer(tw))
 		defer func() {
@@ -432,26 +354,23 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	// The plan is computed and printed before anything is allocated.
 	plan, err := k3.PlanFor(o.modelDir, opts...)
 	if err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
-	fmt.Fprintf(stderr, "k3: memory plan\n%s\n", indent(plan.String()))
+	fmt.Fprintf(stderr, "k3: memory plan\n  %s\n", strings.ReplaceAll(plan.String(), "\n", "\n  "))
 	m, err := k3.Open(o.modelDir, opts...)
 	if err != nil {
-		fail(stderr, err)
-		return openExit(err)
+		return failed(stderr, openExit(err), err)
 	}
 	defer m.Close()
 	for _, w := range m.Warnings() {
 		fmt.Fprintf(stderr, "k3: warning: %s\n", w)
 	}
 	if c := m.Config(); c.Vocab != cfg.Vocab {
-		fail(stderr, fmt.Errorf("%s: config.json changed while loading (vocab %d, then %d)", o.modelDir, cfg.Vocab, c.Vocab))
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("%s: config.json changed while loading (vocab %d, then %d)", o.modelDir, cfg.Vocab, c.Vocab))
 	}
 	loadSec := time.Since(start).Seconds()
 	fmt.Fprintf(stderr, "k3: %s, %d layers, vocab %d; loaded in %.3f s; threads %d, %s\n",
-		o.modelDir, cfg.NumLayers, cfg.Vocab, loadSec, o.threads, mode(o.incremental))
+		o.modelDir, cfg.NumLayers, cfg.Vocab, loadSec, o.threads, map[bool]string{true: "incremental", false: "full recompute"}[o.incremental])
 
 	if o.tfCheck {
 		return tfCheck(ctx, m, o, stdout, stderr)
@@ -460,7 +379,15 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	rep := report{
 		ModelDir: o.modelDir, PromptIDs: o.ids, GeneratedIDs: []int{}, Layers: cfg.NumLayers,
 		LayersRequested: m.Layers(), Incremental: o.incremental, Threads: o.threads,
-		StopIDs: nonNil(stop), StopReason: "length", LoadSeconds: loadSec,
+		StopIDs: append([]int{}, stop...), StopReason: "length", LoadSeconds: loadSec,
+	}
+	code := exitOK
+	// runFailed reports a failure during or after generation; the first one's exit code and
+	// message stand in the report, later ones are usually its consequences.
+	runFailed := func(c int, err error) {
+		fail(stderr, err)
+		code = cmp.Or(code, c)
+		rep.Error = cmp.Or(rep.Error, err.Error())
 	}
 	var dumpErr error
 	gopts := k3.GenerateOptions{MaxTokens: o.gen, Stop: stop, FullRecompute: !o.incremental}
@@ -475,8 +402,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		// Nothing is generated, so the prompt's logits are computed for the dump alone.
 		s := m.NewSession()
 		if err := s.Prefill(ctx, o.ids); err != nil {
-			fail(stderr, err)
-			return exitRuntime
+			return failed(stderr, exitRuntime, err)
 		}
 		dumpErr = writeLogits(o.dumpLogits, s.Logits())
 	}
@@ -488,22 +414,17 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	tok.step(m) // the prefill's reads are not the first token's
 	genStart := time.Now()
 	last := genStart
-	code := exitOK
 	gr, tokens, err := o.gf.start(ctx, m, o.ids, &gopts, enc)
-	if err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		if _, ok := errors.AsType[*usageError](err); ok {
-			return exitUsage
-		}
-		return exitRuntime
+	if _, ok := errors.AsType[*usageError](err); ok {
+		return failed(stderr, exitUsage, err)
+	} else if err != nil {
+		return failed(stderr, exitRuntime, err)
 	}
 	rep.Generation = &gr.rep
 	for id, err := range tokens {
 		if err != nil {
-			fail(stderr, err)
-			rep.Error = err.Error()
+			runFailed(exitRuntime, err)
 			rep.StopReason = "error"
-			code = exitRuntime
 			if fe, ok := errors.AsType[*k3.ForwardError](err); ok && fe.Layer >= 0 {
 				rep.LayersCompleted = fe.Layer // the failing step got through the layers before it
 			}
@@ -516,14 +437,14 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 		now := time.Now()
 		hit, read := tok.step(m)
-		fmt.Fprintf(stderr, "step %4d token %7d %8.3f s  hit %s  read %s%s\n", len(rep.GeneratedIDs), id,
-			now.Sub(last).Seconds(), hit, mbString(read), piece(stream, id))
+		fmt.Fprintf(stderr, "step %4d token %7d %8.3f s  hit %s  read %7.1f MB%s\n", len(rep.GeneratedIDs), id,
+			now.Sub(last).Seconds(), hit, float64(read)/1e6, piece(stream, id))
 		last = now
 		rep.GeneratedIDs = append(rep.GeneratedIDs, id)
 		if slices.Contains(stop, id) {
 			rep.StopReason = "stop_id"
 		}
-		if gotSig.get() != nil {
+		if interrupted() != nil {
 			break
 		}
 	}
@@ -531,25 +452,15 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.StopReason = reason
 	}
 	if err := gr.finish(ctx, rep.GeneratedIDs); err != nil {
-		fmt.Fprintf(stderr, "k3: %v\n", err)
-		if rep.Error == "" {
-			rep.Error = err.Error()
-		}
-		if code == exitOK {
-			code = exitRuntime
-		}
+		runFailed(exitRuntime, err)
 	}
-	if s := gotSig.get(); s != nil {
+	if s := interrupted(); s != nil {
 		rep.StopReason = "signal"
-		if code == exitOK {
-			code = signalExit(s)
-		}
+		code = cmp.Or(code, signalExit(s))
 	}
 	if dumpErr != nil {
 		fmt.Fprintf(stderr, "k3: --dump-logits: %v\n", dumpErr)
-		if code == exitOK {
-			code = exitRuntime
-		}
+		code = cmp.Or(code, exitRuntime)
 	}
 	if code == exitOK || rep.StopReason == "signal" {
 		rep.LayersCompleted = m.Layers()
@@ -560,15 +471,8 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if enc != nil {
 		// Decoded in one piece from the ids, not from the stream pieces, so the text is complete
 		// whatever the table showed; an id the tokenizer cannot decode is an error, not skipped.
-		text, err := enc.Decode(rep.GeneratedIDs)
-		if err != nil {
-			fmt.Fprintf(stderr, "k3: --tok: decoding the generated ids: %v\n", err)
-			if rep.Error == "" {
-				rep.Error = err.Error()
-			}
-			if code == exitOK {
-				code = exitRuntime
-			}
+		if text, err := enc.Decode(rep.GeneratedIDs); err != nil {
+			runFailed(exitRuntime, fmt.Errorf("--tok: decoding the generated ids: %w", err))
 		} else {
 			if t, ok := gr.text(); ok {
 				text = t // ends before the stop string
@@ -583,28 +487,10 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.SecondsPerToken = &spt
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
-	rep.PeakRSSBytes = sysmem.PeakRSS()
-	rep.RSSFileBytes = sysmem.RSSFile()
-	rep.Plan = m.Plan()
-	if st := m.Stats().Cache; st != nil {
-		r := st.Run
-		rep.ExpertBytesRead, rep.Cache = r.BytesRead, st
-		fmt.Fprintf(stderr, "k3: experts: %d requests, %d hits, %d misses, %d evictions, true resident hit rate %.1f%%, %s read in %.2f s; lookahead precision %.0f%% recall %.0f%%\n",
-			r.Requests, r.Hits, r.Misses, r.Evictions, 100*r.TrueHitRate, gbString(rep.ExpertBytesRead), r.LoadSeconds,
-			100*r.PredictPrecision, 100*r.PredictRecall)
-	}
-	if st := m.Stats().Trunk; st != nil {
-		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
-		rep.Trunk = st
-		fmt.Fprintf(stderr, "k3: trunk: %s streamed + %s lm_head + %s embedding rows read in %d reads (%s); device %.2f s, compute waited %.2f s (overlap %.0f%%)\n",
-			gbString(st.BytesRead), gbString(st.HeadBytes), gbString(st.EmbedBytes), st.Reads, st.Mode,
-			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
-	}
+	rep.stats(m, stderr)
 	if err := writeJSON(o.out, stdout, &rep); err != nil {
 		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
-		if code == exitOK {
-			code = exitRuntime
-		}
+		code = cmp.Or(code, exitRuntime)
 	}
 	printSummary(stderr, &rep, time.Since(genStart).Seconds())
 	return code
@@ -623,33 +509,13 @@ func piece(d *tokenizer.StreamDecoder, id int) string {
 	return fmt.Sprintf("  %q", s)
 }
 
-func mode(incremental bool) string {
-	if incremental {
-		return "incremental"
-	}
-	return "full recompute"
-}
-
-func nonNil(s []int) []int {
-	if s == nil {
-		return []int{}
-	}
-	return s
-}
-
-func signalExit(s os.Signal) int {
-	if s == syscall.SIGTERM {
-		return 143
-	}
-	return 130
-}
-
+// writeLogits writes --dump-logits: little-endian float32, one per vocabulary id.
 func writeLogits(path string, logits []float32) error {
-	buf := make([]byte, 4*len(logits))
-	for i, v := range logits {
-		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+	b, err := binary.Append(nil, binary.LittleEndian, logits)
+	if err != nil {
+		return err
 	}
-	return os.WriteFile(path, buf, 0o644)
+	return os.WriteFile(path, b, 0o644)
 }
 
 // writeJSON writes v as indented JSON to path ("-": stdout).
@@ -670,17 +536,12 @@ func writeOutput(path string, stdout io.Writer, b []byte) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
-
-func defaultThreads() int { return runtime.GOMAXPROCS(0) }
-
 // tfCheck runs one teacher-forced forward over --ids and reports how many positions' greedy
 // picks equal the next id (SPEC §11.1 --tf-check).
 func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.Writer) int {
 	rows, err := m.Forward(ctx, o.ids)
 	if err != nil {
-		fail(stderr, err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, err)
 	}
 	matches := 0
 	for i := 0; i+1 < len(o.ids); i++ {
@@ -700,8 +561,7 @@ func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.
 		Agreement float64 `json:"tf_agreement"`
 	}{n, matches, float64(matches) / float64(n)}
 	if err := writeJSON(o.out, stdout, rep); err != nil {
-		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("--out: %w", err))
 	}
 	fmt.Fprintf(stderr, "k3: teacher forcing: %d of %d positions agree\n", matches, n)
 	return exitOK

@@ -5,32 +5,50 @@ import (
 	"io"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/sysmem"
+	"github.com/k3-project/k3/trunk"
 )
 
-// tokenCounters turns the stores' run counters into per-token deltas.
-type tokenCounters struct{ trunk, experts int64 }
+// tokenCounters turns the stores' run counters into per-token figures.
+type tokenCounters struct{ read int64 } // bytes read by the stores so far
 
 // step returns the true resident hit rate of the token just finished (the cache's Step
 // counters; "-" without a cache) and the bytes read since the previous call (trunk pieces,
 // lm_head, embedding rows and experts).
 func (c *tokenCounters) step(m *k3.Model) (hit string, read int64) {
-	hit = "    -"
-	var t, e int64
-	if st := m.Stats().Trunk; st != nil {
-		t = st.BytesRead + st.HeadBytes + st.EmbedBytes
+	hit, total, st := "    -", int64(0), m.Stats()
+	if st.Trunk != nil {
+		total += st.Trunk.TotalBytes()
 	}
-	if st := m.Stats().Cache; st != nil {
-		e = st.Run.BytesRead
-		if st.Step.Requests > 0 {
-			hit = fmt.Sprintf("%4.1f%%", 100*st.Step.TrueHitRate)
+	if st.Cache != nil {
+		total += st.Cache.Run.BytesRead
+		if st.Cache.Step.Requests > 0 {
+			hit = fmt.Sprintf("%4.1f%%", 100*st.Cache.Step.TrueHitRate)
 		}
 	}
-	read = t - c.trunk + e - c.experts
-	c.trunk, c.experts = t, e
+	read, c.read = total-c.read, total
 	return hit, read
 }
 
-func mbString(n int64) string { return fmt.Sprintf("%7.1f MB", float64(n)/1e6) }
+// stats fills in the report's memory and traffic figures and prints the expert cache's and the
+// trunk store's counters.
+func (rep *report) stats(m *k3.Model, w io.Writer) {
+	rep.PeakRSSBytes, rep.RSSFileBytes, rep.Plan = sysmem.PeakRSS(), sysmem.RSSFile(), m.Plan()
+	if st := m.Stats().Cache; st != nil {
+		r := st.Run
+		rep.ExpertBytesRead, rep.Cache = r.BytesRead, st
+		fmt.Fprintf(w, "k3: experts: %d requests, %d hits, %d misses, %d evictions, true resident hit rate %.1f%%, %s read in %.2f s; lookahead precision %.0f%% recall %.0f%%\n",
+			r.Requests, r.Hits, r.Misses, r.Evictions, 100*r.TrueHitRate, trunk.GB(rep.ExpertBytesRead), r.LoadSeconds,
+			100*r.PredictPrecision, 100*r.PredictRecall)
+	}
+	if st := m.Stats().Trunk; st != nil {
+		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
+		rep.Trunk = st
+		fmt.Fprintf(w, "k3: trunk: %s streamed + %s lm_head + %s embedding rows read in %d reads (%s); device %.2f s, compute waited %.2f s (overlap %.0f%%)\n",
+			trunk.GB(st.BytesRead), trunk.GB(st.HeadBytes), trunk.GB(st.EmbedBytes), st.Reads, st.Mode,
+			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
+	}
+}
 
 // printSummary is the run's closing block (SPEC §11.1 run report): tokens, s/token, the true
 // resident hit rate, the I/O share of the wall clock (trunk device seconds plus expert demand
@@ -44,7 +62,7 @@ func printSummary(w io.Writer, rep *report, genSeconds float64) {
 	}
 	fmt.Fprintf(w, "k3: summary: %d tokens, %s s/token, layers completed %d of %d, expert drops %d\n",
 		n, spt, rep.LayersCompleted, rep.LayersRequested, rep.ExpertDrops)
-	var ioSec, trunkSec, expertSec float64
+	var trunkSec, expertSec float64
 	if st := rep.Trunk; st != nil {
 		trunkSec = st.DeviceSeconds
 	}
@@ -55,10 +73,9 @@ func printSummary(w io.Writer, rep *report, genSeconds float64) {
 	} else {
 		fmt.Fprintln(w, "k3: summary: true resident hit rate - (experts memory-mapped; the page cache serves them)")
 	}
-	ioSec = trunkSec + expertSec
 	if genSeconds > 0 {
 		fmt.Fprintf(w, "k3: summary: I/O share of wall clock %.1f%% (trunk device %.2f s + expert loads %.2f s over %.2f s)\n",
-			100*ioSec/genSeconds, trunkSec, expertSec, genSeconds)
+			100*(trunkSec+expertSec)/genSeconds, trunkSec, expertSec, genSeconds)
 	}
 	trunkRead := rep.TrunkBytesRead + rep.HeadBytesRead + rep.EmbedBytesRead
 	fmt.Fprintf(w, "k3: summary: trunk %.3f GB read (%s), experts %.3f GB read (%s)\n",

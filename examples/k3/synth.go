@@ -6,10 +6,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/k3-project/k3/checkpoint"
 )
@@ -25,7 +25,7 @@ func listGeometries(stdout io.Writer) int {
 	return exitOK
 }
 
-var synthCmd = command{name: "synth", flags: flagSpec{"--seed": true}, help: `usage: k3 synth <geometry> <dir> [--seed N]
+var synthCmd = command{name: "synth", npos: 2, what: "<geometry> <dir>", main: synth, flags: flagSpec{"--seed": true}, help: `usage: k3 synth <geometry> <dir> [--seed N]
 
 Writes a random checkpoint of the geometry (k3 --list-geometries) into dir, which must be absent
 or empty, in the released layout, with a Kimi-layout tokenizer sized to its vocabulary
@@ -38,95 +38,65 @@ interrupted run leaves nothing in dir, and the rerun starts afresh.
   -h, --help   this help
 `}
 
-func cmdSynth(argv []string, stdout, stderr io.Writer) int {
-	a, code, ok := synthCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
+// synth is `k3 synth <geometry> <dir>`.
+func synth(a *args, stdout, stderr io.Writer) int {
+	seed := int64(a.int("--seed", 1, 0, math.MaxInt64))
+	geometry, dir := a.pos[0], a.pos[1]
+	if a.err == nil {
+		a.check(checkGeometry(geometry))
 	}
-	var err error
-	if len(a.pos) != 2 {
-		err = usagef("", "expected <geometry> <dir>, got %d positional arguments (geometries: %s)", len(a.pos), geometryNames())
+	if a.err != nil {
+		return a.usage(stderr, a.err)
 	}
-	var seed int64 = 1
-	if err == nil {
-		if s, ok := a.vals["--seed"]; ok {
-			var v int
-			v, err = parseInt("--seed", s, 0, math.MaxInt64)
-			seed = int64(v)
+	// Synthesis cannot be resumed, and the partial output of a large geometry would stay on
+	// disk until the next run for the same directory: a signal removes it. It is renamed first,
+	// so the writer, still running, can create no new file under the old path (files it holds
+	// open vanish when it exits).
+	staging := checkpoint.SynthesisStagingDir(dir)
+	stop := onSignal(nil, func(s os.Signal) {
+		trash := staging + ".removing-" + strconv.Itoa(os.Getpid())
+		if os.Rename(staging, trash) == nil {
+			os.RemoveAll(trash)
 		}
-	}
-	if err == nil && !knownGeometry(a.pos[0]) {
-		err = usagef("", "unknown geometry %q (known: %s)", a.pos[0], geometryNames())
-	}
-	if err != nil {
-		return synthCmd.usageFail(stderr, err)
-	}
-	stop := removeOnSignal(checkpoint.SynthesisStagingDir(a.pos[1]), stderr)
+		fmt.Fprintf(stderr, "k3 synth: interrupted; removed the partial output %s\n", staging)
+		os.Exit(signalExit(s))
+	})
 	// The small geometries take a moment; a bar would only flicker.
-	report, finish := reportTo(stderr, "k3 synth "+a.pos[0], 64<<20)
-	err = checkpoint.SynthesizeProgress(a.pos[1], a.pos[0], seed, report)
+	report, finish := reportTo(stderr, "k3 synth "+geometry, 64<<20)
+	err := checkpoint.SynthesizeProgress(dir, geometry, seed, report)
 	finish()
 	stop()
 	if err != nil {
-		fail(stderr, err)
-		if errors.Is(err, checkpoint.ErrDirNotEmpty) {
-			return exitUsage // the command line names a directory that cannot be used
-		}
-		return exitRuntime
+		return synthFailed(stderr, err)
 	}
-	fmt.Fprintf(stdout, "wrote geometry %s (seed %d) and its tokenizer to %s\n", a.pos[0], seed, a.pos[1])
+	fmt.Fprintf(stdout, "wrote geometry %s (seed %d) and its tokenizer to %s\n", geometry, seed, dir)
 	return exitOK
 }
 
-// removeOnSignal removes the staging directory and exits 130/143 when SIGINT or SIGTERM arrives
-// before stop is called: synthesis cannot be resumed, and the partial output of a large geometry
-// would otherwise stay on disk until the next run for the same directory.
-func removeOnSignal(staging string, stderr io.Writer) (stop func()) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		select {
-		case s := <-sigs:
-			// Renamed first: the writer, still running, can create no new file under the old
-			// path, so the removal is complete (files it holds open vanish when it exits).
-			trash := staging + ".removing-" + strconv.Itoa(os.Getpid())
-			if os.Rename(staging, trash) == nil {
-				os.RemoveAll(trash)
-			}
-			fmt.Fprintf(stderr, "k3 synth: interrupted; removed the partial output %s\n", staging)
-			os.Exit(signalExit(s))
-		case <-done:
-			close(finished)
-		}
-	}()
-	// stop waits for the goroutine: when a signal is being handled, the write errors it causes
-	// must not be reported (the goroutine exits the process instead).
-	return func() {
-		signal.Stop(sigs)
-		close(done)
-		<-finished
+// synthFailed reports a failed synthesis: a target directory that is not empty is a command
+// line naming a directory that cannot be used (exit 2).
+func synthFailed(stderr io.Writer, err error) int {
+	fail(stderr, err)
+	if errors.Is(err, checkpoint.ErrDirNotEmpty) {
+		return exitUsage
 	}
+	return exitRuntime
 }
 
-func geometryNames() string {
+// checkGeometry refuses a geometry that synthesis does not know, naming the ones it does.
+func checkGeometry(name string) error {
 	var names []string
 	for _, g := range checkpoint.Geometries() {
+		if g.Name == name {
+			return nil
+		}
 		names = append(names, g.Name)
 	}
-	return strings.Join(names, ", ")
+	return usagef("", "unknown geometry %q (known: %s)", name, strings.Join(names, ", "))
 }
 
-func knownGeometry(name string) bool {
-	for _, g := range checkpoint.Geometries() {
-		if g.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-var demoCmd = command{name: "demo", flags: flagSpec{"--gen": true, "--seed": true, "--keep": true, "--threads": true, "--prompt": true},
+var demoCmd = command{name: "demo", npos: 0, what: "no positional arguments", main: demo,
+	flags: flagSpec{"--gen": true, "--seed": true, "--keep": true, "--threads": true, "--prompt": true},
 	help: `usage: k3 demo [--prompt TEXT] [--gen N] [--seed N] [--threads N] [--keep DIR]
 
 Synthesizes the tiny geometry (with its tokenizer) into a temporary directory, or into DIR with
@@ -145,50 +115,24 @@ of these random weights is a random byte string.
 
 // cmdDemo is the setup-free path of the README: synthesize the tiny geometry into a temporary
 // directory and decode a few tokens from it, printing the report to stdout.
-func cmdDemo(argv []string, stdout, stderr io.Writer) int {
-	a, code, ok := demoCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
-	}
-	var err error
-	if len(a.pos) != 0 {
-		err = usagef("", "demo takes no positional arguments")
-	}
-	gen, seed, threads := 8, 1, defaultThreads()
-	if err == nil {
-		if s, ok := a.vals["--gen"]; ok {
-			gen, err = parseInt("--gen", s, 0, 64)
-		}
-	}
-	if err == nil {
-		if s, ok := a.vals["--seed"]; ok {
-			seed, err = parseInt("--seed", s, 0, math.MaxInt32)
-		}
-	}
-	if err == nil {
-		if s, ok := a.vals["--threads"]; ok {
-			threads, err = parseInt("--threads", s, 1, 4096)
-		}
-	}
-	if err != nil {
-		return demoCmd.usageFail(stderr, err)
+func demo(a *args, stdout, stderr io.Writer) int {
+	gen := a.int("--gen", 8, 0, 64)
+	seed := a.int("--seed", 1, 0, math.MaxInt32)
+	threads := a.int("--threads", runtime.GOMAXPROCS(0), 1, 4096)
+	if a.err != nil {
+		return a.usage(stderr, a.err)
 	}
 	dir := a.vals["--keep"]
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "k3-demo-*")
 		if err != nil {
-			fail(stderr, fmt.Errorf("demo: %w", err))
-			return exitRuntime
+			return failed(stderr, exitRuntime, fmt.Errorf("demo: %w", err))
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
 	if err := checkpoint.Synthesize(dir, "tiny", int64(seed)); err != nil {
-		fail(stderr, err)
-		if errors.Is(err, checkpoint.ErrDirNotEmpty) {
-			return exitUsage
-		}
-		return exitRuntime
+		return synthFailed(stderr, err)
 	}
 	fmt.Fprintf(stderr, "k3: demo: synthesized geometry tiny (seed %d) in %s\n", seed, dir)
 	o := &runOptions{modelDir: dir, ids: []int{1, 2, 3, 4, 5}, promptFlag: "--ids", gen: gen, incremental: true,
@@ -197,4 +141,26 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) int {
 		o.ids, o.promptText, o.promptFlag, o.tokDir = nil, s, "--prompt", dir
 	}
 	return decode(o, stdout, stderr, nil)
+}
+
+var packTrunkCmd = command{name: "pack-trunk", npos: 2, what: "<model_dir> <out_dir>", main: packTrunk, help: `usage: k3 pack-trunk <model_dir> <out_dir>
+
+Copies every layer's dense (trunk) tensors into out_dir/trunk.bin and writes trunk.json, the
+packed trunk that "k3 run --trunk out_dir" streams from. Progress goes to stderr: a bar (bytes,
+rate, ETA) on a terminal, plain lines otherwise.
+
+  -h, --help   this help
+`}
+
+// packTrunk is `k3 pack-trunk <model_dir> <out_dir>`.
+func packTrunk(a *args, stdout, stderr io.Writer) int {
+	start := time.Now()
+	report, finish := reportTo(stderr, "k3 pack-trunk", 0)
+	err := checkpoint.PackTrunk(a.pos[0], a.pos[1], report)
+	finish()
+	if err != nil {
+		return failed(stderr, exitRuntime, err)
+	}
+	fmt.Fprintf(stdout, "packed the trunk of %s into %s in %.1f s\n", a.pos[0], a.pos[1], time.Since(start).Seconds())
+	return exitOK
 }

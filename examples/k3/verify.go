@@ -10,7 +10,8 @@ import (
 	"github.com/k3-project/k3/safetensors"
 )
 
-var verifyCmd = command{name: "verify", flags: flagSpec{"--manifest": true, "--write-manifest": true}, help: `usage: k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
+var verifyCmd = command{name: "verify", npos: 1, what: "exactly one model directory", main: verify,
+	flags: flagSpec{"--manifest": true, "--write-manifest": true}, help: `usage: k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
 
 Checks a checkpoint's files without loading the model: every shard the index names exists, its
 safetensors header is valid, its size is what the header describes, it holds the tensors the
@@ -28,36 +29,23 @@ file; the exit code is 0 when all checks pass, 1 when any fails, 2 for usage err
 an unreadable or malformed manifest).
 `}
 
-func cmdVerify(argv []string, stdout, stderr io.Writer) int {
-	a, code, ok := verifyCmd.parse(argv, stdout, stderr)
-	if !ok {
-		return code
+// verify is `k3 verify <model_dir>`.
+func verify(a *args, stdout, stderr io.Writer) int {
+	if a.has("--manifest") && a.has("--write-manifest") {
+		a.check(usagef("--write-manifest", "conflicts with --manifest"))
 	}
-	var err error
-	switch {
-	case len(a.pos) != 1:
-		err = usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos))
-	case a.has("--manifest") && a.has("--write-manifest"):
-		err = usagef("--write-manifest", "conflicts with --manifest")
-	}
-	var want *checkpoint.Manifest
-	if err == nil && a.has("--manifest") {
-		want, err = readManifest(a.vals["--manifest"])
-	}
+	want := get(a, "--manifest", nil, readManifest)
 	out := a.vals["--write-manifest"]
-	if err == nil && out != "" && out != "-" {
-		if perr := probeWritable(out); perr != nil {
-			err = usagef("--write-manifest", "%v", perr)
-		}
+	if a.err == nil {
+		a.check(writable("--write-manifest", out))
 	}
-	if err != nil {
-		return verifyCmd.usageFail(stderr, err)
+	if a.err != nil {
+		return a.usage(stderr, a.err)
 	}
 	dir := a.pos[0]
 	shards, problems, err := safetensors.CheckDir(dir)
 	if err != nil {
-		fail(stderr, fmt.Errorf("verify: %w", err))
-		return exitRuntime
+		return failed(stderr, exitRuntime, fmt.Errorf("verify: %w", err))
 	}
 	var total int64
 	for _, size := range shards {
@@ -70,10 +58,10 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) int {
 	// Digests are computed only for a checkpoint whose structure holds: a broken one is named
 	// above, file by file, without reading all of its bytes.
 	if n == 0 && (want != nil || out != "") {
-		progress := hashProgress(stderr, dir)
+		meter, progress := hashProgress(stderr, dir)
 		if want != nil {
 			var me *checkpoint.ManifestError
-			if err := checkpoint.VerifyManifest(dir, want, progress.report); errors.As(err, &me) {
+			if err := checkpoint.VerifyManifest(dir, want, progress); errors.As(err, &me) {
 				for _, p := range me.Problems {
 					fmt.Fprintf(stderr, "k3 verify: %s\n", p)
 				}
@@ -82,11 +70,11 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) int {
 				fail(stderr, err)
 				n++
 			}
-		} else if err := writeManifest(dir, out, stdout, progress.report); err != nil {
+		} else if err := writeManifest(dir, out, stdout, progress); err != nil {
 			fail(stderr, err)
 			n++
 		}
-		progress.finish()
+		meter.finish()
 	}
 	if n > 0 {
 		fmt.Fprintf(stderr, "k3 verify: %s: %d problem(s)\n", dir, n)
@@ -101,15 +89,15 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) int {
 }
 
 // readManifest reads --manifest; an unreadable or malformed file is a usage error.
-func readManifest(path string) (*checkpoint.Manifest, error) {
+func readManifest(flag, path string) (*checkpoint.Manifest, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usagef("--manifest", "%v", err)
+		return nil, usagef(flag, "%v", err)
 	}
 	defer f.Close()
 	m, err := checkpoint.ReadManifest(f)
 	if err != nil {
-		return nil, usagef("--manifest", "%s: %v", path, err)
+		return nil, usagef(flag, "%s: %v", path, err)
 	}
 	return m, nil
 }
@@ -123,15 +111,9 @@ func writeManifest(dir, path string, stdout io.Writer, progress checkpoint.Progr
 	return writeOutput(path, stdout, m.Marshal())
 }
 
-// fileProgress turns the library's per-file hashing progress into one display over the bytes
-// of the directory's files.
-type fileProgress struct {
-	p    progress
-	file string
-	done int64
-}
-
-func hashProgress(stderr io.Writer, dir string) *fileProgress {
+// hashProgress shows the library's per-file hashing progress as one meter over the bytes of the
+// directory's files.
+func hashProgress(stderr io.Writer, dir string) (*meter, checkpoint.Progress) {
 	var total int64
 	if ents, err := os.ReadDir(dir); err == nil {
 		for _, e := range ents {
@@ -140,15 +122,13 @@ func hashProgress(stderr io.Writer, dir string) *fileProgress {
 			}
 		}
 	}
-	return &fileProgress{p: newProgress(stderr, total, "k3 verify: sha256")}
-}
-
-func (f *fileProgress) report(file string, done, _ int64) {
-	if file != f.file {
-		f.file, f.done = file, 0
+	m := newMeter(stderr, total, "k3 verify: sha256")
+	var file string
+	var before int64 // the bytes of the files hashed before file
+	return m, func(f string, done, _ int64) {
+		if f != file {
+			file, before = f, m.done
+		}
+		m.set(before + done)
 	}
-	f.p.add(done - f.done)
-	f.done = done
 }
-
-func (f *fileProgress) finish() { f.p.finish() }
