@@ -12,7 +12,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
-	"github.com/k3-project/k3/internal/dot"
+	"github.com/k3-project/k3/internal/kernels/dot"
 	"github.com/k3-project/k3/internal/testkit"
 )
 

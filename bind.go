@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/quant/mxfp4"

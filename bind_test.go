@@ -155,7 +155,7 @@ func TestSynthDecodes(t *testing.T) {
 }
 
 // TestK3SparseBind opens the full-size k3 geometry (sparse shards) and checks the bound sizes
-// against SPEC §3.5: this is the real model's binding, short of its data.
+// against §3.5: this is the real model's binding, short of its data.
 func TestK3SparseBind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 96 sparse shards and binds 497,052 tensors")
@@ -180,7 +180,7 @@ func TestK3SparseBind(t *testing.T) {
 		{"trunk bytes", info.Trunk.Bytes, 108_811_877_376},
 		{"routed expert bytes", info.Experts.Bytes, 1_446_456_066_048},
 		{"embed+head bytes (+ 3 BF16 vectors)", info.EmbedHead.Bytes, 4_697_620_480 + 3*7168*2},
-		// SPEC §3.5: resident set (trunk + embed + lm_head + final vectors) 56,743,648,000 params.
+		// §3.5: resident set (trunk + embed + lm_head + final vectors) 56,743,648,000 params.
 		{"resident parameters", info.Trunk.Params + info.EmbedHead.Params, 56_743_648_000},
 		{"routed expert parameters (82,432 × 33,030,144 / 3 × 3)", info.Experts.Params, 82_432 * 3 * 3072 * 3584},
 	}

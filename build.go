@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/k3-project/k3/attention"
-	"github.com/k3-project/k3/internal/nn"
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/trunk"
@@ -94,7 +94,7 @@ type ffn interface {
 
 // latentMoE adapts moe.MoE to ffn (the engine does not ask for the routing picks). With a
 // lookahead it first predicts the next MoE layer's experts from this layer's input and asks the
-// expert store to read them in the background (router lookahead, SPEC §9.4's speculation made
+// expert store to read them in the background (router lookahead, §9.4's speculation made
 // from the hidden state instead of the previous token).
 type latentMoE struct {
 	*moe.MoE

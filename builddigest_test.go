@@ -29,7 +29,7 @@ func buildHeader(purego bool) string {
 }
 
 // modelDigest is one model's digests: of the teacher-forced logits over full_ids and of the
-// logits each greedy pick after prompt_ids was made from (SPEC §5.4, §5.6).
+// logits each greedy pick after prompt_ids was made from (§5.4, §5.6).
 type modelDigest struct {
 	name       string
 	tf, greedy uint64
@@ -77,7 +77,7 @@ func TestDigestHelper(t *testing.T) {
 }
 
 // TestDigestsProcsThreads: the logits of every model are bit-identical under GOMAXPROCS 1 and 2
-// crossed with 1 and 2 worker goroutines (SPEC §5.6, E1). GOMAXPROCS=1 serialises the workers,
+// crossed with 1 and 2 worker goroutines (§5.6, E1). GOMAXPROCS=1 serialises the workers,
 // so a reduction that depended on goroutine timing would show up here.
 func TestDigestsProcsThreads(t *testing.T) {
 	want := modelDigests(t, k3.WithThreads(1))
@@ -102,7 +102,7 @@ func TestDigestsProcsThreads(t *testing.T) {
 }
 
 // TestPureGoBuildDigests: the logits of every model are bit-identical between the assembly
-// kernels (default build) and their pure-Go twins (-tags purego) (SPEC §5.6, E1). The other
+// kernels (default build) and their pure-Go twins (-tags purego) (§5.6, E1). The other
 // build cannot be linked into this binary, so a `go test` child compiled with the opposite tag
 // runs TestDigestHelper and the lines are compared here.
 func TestPureGoBuildDigests(t *testing.T) {

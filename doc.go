@@ -43,8 +43,8 @@
 //
 // Logits are bit-identical across thread counts, SIMD and pure-Go kernels (-tags purego), memory
 // budgets, full recompute versus incremental decoding, chunked versus one-call prefill, and
-// snapshot/restore (SPEC §5.6, "E1"), because every reduction has a fixed partition and order.
-// Against the oracle fixtures (SPEC §13.2) greedy and teacher-forced tokens agree exactly and
+// snapshot/restore (§5.6, "E1"), because every reduction has a fixed partition and order.
+// Against the oracle fixtures (§13.2) greedy and teacher-forced tokens agree exactly and
 // logits within 1e-5.
 //
 // Bad input never panics: token ids outside the vocabulary are *TokenError, a checkpoint that
@@ -60,4 +60,7 @@
 // store), cache (the routed-expert cache) and the internal kernels; layout is the released tensor
 // table they all name tensors by, sample picks tokens from logits. None of them imports the root;
 // safetensors, tokenizer and quant import nothing model-specific.
+//
+// Section signs (§5.6) in this and every package's documentation refer to the design document
+// in the module's docs directory (docs/design.md and its chapters).
 package k3

@@ -81,7 +81,7 @@ func (e *StateError) Error() string {
 // Is reports whether target is ErrState.
 func (e *StateError) Is(target error) bool { return target == ErrState }
 
-// TokenError reports a token id outside [0, Vocab) (SPEC §4.2: an error, never clamped).
+// TokenError reports a token id outside [0, Vocab) (§4.2: an error, never clamped).
 type TokenError struct {
 	Pos   int // index of the id in the call's input
 	ID    int

@@ -19,7 +19,7 @@ import (
 	"github.com/k3-project/k3/sample"
 )
 
-// reference is a model fixture's reference.json (SPEC §13.2).
+// reference is a model fixture's reference.json (§13.2).
 type reference struct {
 	PromptIDs  []int      `json:"prompt_ids"`
 	FullIDs    []int      `json:"full_ids"`
@@ -47,7 +47,7 @@ func openModel(t testing.TB, dir string, opts ...k3.Option) *k3.Model {
 	return m
 }
 
-// digest is an FNV-1a hash of the logits' bit patterns (SPEC §5.4): equal digests mean
+// digest is an FNV-1a hash of the logits' bit patterns (§5.4): equal digests mean
 // bit-identical logits, so runs of different builds and schedules compare by a short line
 // (TestPureGoBuildDigests).
 func digest(rows [][]float32) uint64 {
@@ -76,7 +76,7 @@ func sameBits(a, b []float32) bool {
 }
 
 // truth is a model fixture's reference_f64.json: the teacher-forced logits computed entirely in
-// float64, and the float32 reference's own distance from them (SPEC §5.7).
+// float64, and the float32 reference's own distance from them (§5.7).
 type truth struct {
 	T         int         `json:"T"`
 	V         int         `json:"V"`
@@ -118,7 +118,7 @@ func distance(got [][]float32, want [][]float64) (maxAbs, rms float64) {
 	return maxAbs, math.Sqrt(sum / float64(n))
 }
 
-// TestGateTeacherForcing is GATE 1 (SPEC §5.7, E2): one forward over full_ids; the argmax at every
+// TestGateTeacherForcing is GATE 1 (§5.7, E2): one forward over full_ids; the argmax at every
 // position equals tf_pred, and the logits are at least twice as close to the float64 truth as the
 // float32 reference is (max and RMS distance each ≤ half the reference's). The distance from the
 // float32 reference's own logits is reported as information.

@@ -52,7 +52,7 @@ type GenerateOptions struct {
 	drafter func(hist []int, k int) []int
 }
 
-// Generate decodes after prompt — greedily (SPEC §4.9) or with o.Sampler — and yields each token
+// Generate decodes after prompt — greedily (§4.9) or with o.Sampler — and yields each token
 // id as it is picked, with a nil error. On a failure — an invalid prompt id or option, a forward
 // error, all-NaN logits or ctx being cancelled between tokens — it yields (-1, err) once and
 // stops. It stops after MaxTokens tokens, right after a stop id or stop string, or when

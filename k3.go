@@ -10,14 +10,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/layout"
 
 	"github.com/k3-project/k3/attention"
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/nn"
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
@@ -48,7 +48,7 @@ type options struct {
 }
 
 // WithThreads sets the number of goroutines used for mat-vec rows, heads and positions (n ≥ 1;
-// default GOMAXPROCS). Results are bit-identical for every value (SPEC §5.6). With n > 1 the
+// default GOMAXPROCS). Results are bit-identical for every value (§5.6). With n > 1 the
 // model keeps n−1 helper goroutines for its dense mat-vecs; after each call they poll for the
 // next one for 100 µs before they park, which spares a thread wake-up per call (Close stops
 // them).
@@ -138,7 +138,7 @@ func WithOpener(open storage.Opener) Option {
 	}
 }
 
-// WithCacheBudget serves routed experts from a cache of at most bytes (cache.Store, SPEC §9)
+// WithCacheBudget serves routed experts from a cache of at most bytes (cache.Store, §9)
 // instead of memory-mapped shards: missing experts are read with aligned direct reads, and as
 // many as fit are kept under the replacement policy. 0 keeps nothing: every expert a token needs
 // is read into per-call scratch. A positive budget below one token's working set (TopK + 1
@@ -280,7 +280,7 @@ type layer struct {
 
 // Open reads config.json in dir, opens the checkpoint's shards (through the index when there is
 // one) and binds every tensor of the text model by its released name, checking dtypes and
-// shapes (SPEC §3.3). Missing or mis-shaped tensors are all reported in one *BindError; the
+// shapes (§3.3). Missing or mis-shaped tensors are all reported in one *BindError; the
 // vision tower and other unknown tensors are ignored. Under a trunk budget the plan (Plan) is
 // computed from the headers before anything is allocated; pinned weights are then loaded.
 func Open(dir string, opts ...Option) (*Model, error) {

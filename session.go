@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/k3-project/k3/attention"
-	"github.com/k3-project/k3/internal/nn"
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/sample"
@@ -14,7 +14,7 @@ import (
 
 // Session is one sequence being decoded: per KDA layer the recurrent state and the three
 // short-convolution tails, per MLA layer the latent cache, the number of positions processed and
-// the logits of the last one (SPEC §4.10). A Session is not safe for concurrent use; many
+// the logits of the last one (§4.10). A Session is not safe for concurrent use; many
 // Sessions of one Model may run concurrently.
 type Session struct {
 	m      *Model
@@ -66,7 +66,7 @@ func (s *Session) Len() int { return s.pos }
 
 // Prefill processes T = len(ids) ≥ 1 new positions, carrying the session's state, and keeps the
 // last position's logits for Logits. Splitting a sequence into any number of Prefill calls gives
-// bit-identical logits and state (SPEC §4.10).
+// bit-identical logits and state (§4.10).
 //
 // Long inputs are processed in chunks of at most MaxChunk positions, which bounds activation
 // memory without changing a bit.
@@ -216,7 +216,7 @@ func splitRows(flat []float32, t, v int) [][]float32 {
 	return rows
 }
 
-// forward runs the whole model (SPEC §4.2) over ids as new positions of the session and returns
+// forward runs the whole model (§4.2) over ids as new positions of the session and returns
 // the logits mode asks for ([T][V] flat, [V], or nil).
 func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]float32, error) {
 	m := s.m

@@ -33,7 +33,7 @@ func TestDeterminismThreads(t *testing.T) {
 }
 
 // TestChunkedPrefill: one Prefill over all positions ≡ any split into consecutive chunks, for the
-// logits of every position (E1, SPEC §4.10), through PrefillAll and through Prefill.
+// logits of every position (E1, §4.10), through PrefillAll and through Prefill.
 func TestChunkedPrefill(t *testing.T) {
 	ctx := context.Background()
 	for _, dir := range testkit.Models(t) {

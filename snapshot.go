@@ -7,7 +7,7 @@ import (
 )
 
 // Snapshot is a deep copy of a Session's state (for speculative decoding, branching, or retrying
-// after an error). Restoring it gives bit-identical continuations (SPEC §4.10). A Snapshot is
+// after an error). Restoring it gives bit-identical continuations (§4.10). A Snapshot is
 // immutable and may be restored any number of times, into any session of the same model: a
 // session restored from a snapshot of s into m.NewSession() is an independent clone of s.
 type Snapshot struct {

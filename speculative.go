@@ -26,7 +26,7 @@ const (
 // each. Draft d(i+1) is accepted when the pick from the logits after d(i) — greedy, or the
 // speculative-sampling rule for a point-mass draft (sample.Sampler.Accept) — is d(i+1); the first
 // rejection yields the pick made instead. Because every logit row is bit-identical to the one
-// plain decoding computes at that position (SPEC §4.10), greedy output is the plain greedy
+// plain decoding computes at that position (§4.10), greedy output is the plain greedy
 // output by construction. Rejected positions are rolled back exactly: the KDA states and conv
 // tails are restored from a copy taken before the pass (KDA state cannot be un-stepped), the
 // MLA caches are truncated, and the accepted prefix is recomputed in one pass.

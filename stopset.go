@@ -7,7 +7,7 @@ import (
 	"github.com/k3-project/k3/tokenizer"
 )
 
-// DefaultStop returns the stop set of SPEC §11.2 for a model with
+// DefaultStop returns the stop set of §11.2 for a model with
 // configuration c: the tokenizer's [EOS] and <|end_of_msg|> (when enc is not
 // nil and defines them), then c's eos_token_id, without duplicates. The
 // model ends its turns with [EOS]; config.json's eos is <|end_of_msg|>. Ids

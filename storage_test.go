@@ -39,7 +39,7 @@ func truncBF16(v []float32) {
 	}
 }
 
-// TestStorageEquivalence (E1, SPEC §5.6): the same values stored as F32 or as BF16, and the
+// TestStorageEquivalence (E1, §5.6): the same values stored as F32 or as BF16, and the
 // accepted alternative shapes (conv [P,K], res_proj [E], A_log [H]), give bit-identical logits;
 // a BF16 matrix stored as exactly widened F32 does too; extra non-text tensors are ignored.
 func TestStorageEquivalence(t *testing.T) {

@@ -30,7 +30,7 @@ func (b *benchWeights) mla(tb testing.TB, c MLAConfig) MLAWeights {
 	return mlaWeights(b.rng, c, func(rows, cols int) quant.Matrix { return b.bf16(tb, rows, cols) })
 }
 
-// The benchmarks use the synthetic `perf` geometry (internal/synth): hidden
+// The benchmarks use the synthetic `perf` geometry (checkpoint.Synthesize): hidden
 // 2048, KDA 16×128 with kernel 4, MLA 16 heads, q_lora 512, kv_lora 256,
 // nope 128, rope 64, v 128; bf16 weights.
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/internal/testkit"
 )
 

@@ -1,4 +1,4 @@
-// Package attention implements the two token mixers of Kimi K3 (SPEC §4.5,
+// Package attention implements the two token mixers of Kimi K3 (§4.5,
 // §4.6): Kimi Delta Attention (KDA), a gated linear-attention recurrence with
 // per-channel decay and causal short convolutions, and gated Multi-head
 // Latent Attention (MLA) with NoPE, computed in the absorbed formulation over
@@ -8,7 +8,7 @@
 // plus an explicit per-sequence state (KDAState, MLACache) that the caller
 // owns, clones for snapshots and resets. Forward processes T ≥ 1 new
 // positions at once; the result is bit-identical to processing the same
-// positions one at a time or in any chunks (SPEC §4.10, E1), and to any
+// positions one at a time or in any chunks (§4.10, E1), and to any
 // worker count: parallelism only splits independent outputs (mat-vec rows,
 // heads), never a reduction.
 //
@@ -19,11 +19,11 @@
 //
 // Weights are quant.Matrix values (any format; projections of T positions
 // use MatMul so each weight is read once per call); small vectors are
-// []float32. The floating-point evaluation order follows SPEC §5.3; where the
+// []float32. The floating-point evaluation order follows §5.3; where the
 // spec leaves it to the implementation (the absorbed MLA) the order is
 // documented on MLA.Forward.
 //
-// The package imports quant, internal/dot, internal/fmath, internal/nn,
-// internal/parallel and golang.org/x/sys/cpu (kernel choice); it must never
+// The package imports quant, internal/kernels/dot, internal/kernels/fmath, internal/kernels/nn,
+// internal/kernels/parallel and golang.org/x/sys/cpu (kernel choice); it must never
 // import moe, config, safetensors or the root package.
 package attention

@@ -5,14 +5,14 @@ import (
 	"math"
 	"sync"
 
-	"github.com/k3-project/k3/internal/fmath"
-	"github.com/k3-project/k3/internal/nn"
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/fmath"
+	"github.com/k3-project/k3/internal/kernels/nn"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/quant"
 )
 
 // KDAConfig is the shape of one KDA layer. Float parameters are the config
-// values rounded to float32 (SPEC §5.1).
+// values rounded to float32 (§5.1).
 type KDAConfig struct {
 	Hidden  int     // E, model width
 	Heads   int     // H
@@ -28,7 +28,7 @@ type KDAConfig struct {
 	Pool Runner
 }
 
-// KDAWeights are the tensors of one KDA layer (`self_attn.` names of SPEC
+// KDAWeights are the tensors of one KDA layer (`self_attn.` names of
 // §3.3). Matrices are [out, in]; P = H·D.
 type KDAWeights struct {
 	Q, K, V quant.Matrix // q_proj, k_proj, v_proj [P, E]
@@ -180,7 +180,7 @@ func (k *KDA) checkState(st *KDAState) error {
 	return nil
 }
 
-// Forward runs T ≥ 1 new positions through the layer (SPEC §4.5), advancing
+// Forward runs T ≥ 1 new positions through the layer (§4.5), advancing
 // st. x holds the T RMS-normalised layer inputs ([T][E]); dst receives the
 // T outputs ([T][E]); they must not alias. Any split of a sequence into
 // Forward calls gives bit-identical outputs and state.
@@ -293,7 +293,7 @@ func (kc *kdaCall) prepare(lo, hi int) {
 		}
 		nn.L2Norm(kk[o:o+d], kk[o:o+d])
 		rate, dt := kc.k.rate[hh], kc.k.w.DtBias[hh*d:hh*d+d]
-		// α = exp32(g), g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) ∈ [GateLB, 0] (SPEC §5.3;
+		// α = exp32(g), g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) ∈ [GateLB, 0] (§5.3;
 		// σ may underflow to 0, making α = 1 exactly), in stages over the head
 		// so that the sigmoid and the exp run through the vector forms.
 		zh := z[o : o+d]
@@ -323,7 +323,7 @@ func (kc *kdaCall) recur(lo, hi int) {
 
 // kdaSteps advances head hh's state S ([D][D]) over T ≥ 1 positions and
 // writes their outputs (rows of q, k, v, α and o p = h·D apart, β h apart).
-// Per position (SPEC §5.3), all in f32 with separate roundings:
+// Per position (§5.3), all in f32 with separate roundings:
 //
 //	S[i][j] = α_i ⊗ S[i][j]
 //	u_j = Σ_i (k_i ⊗ S[i][j])          f32 accumulator from +0, i ascending

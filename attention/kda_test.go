@@ -5,13 +5,13 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/fmath"
+	"github.com/k3-project/k3/internal/kernels/fmath"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
 // decayLog is the scalar statement of the log-decay of one channel,
-// g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) (SPEC §5.3); prepare evaluates it over a
+// g = GateLB ⊗ σ(A_h ⊗ (z ⊕ dt)) (§5.3); prepare evaluates it over a
 // head at a time through the vector forms, and these tests hold it to this.
 func decayLog(z, dt, rate, lb float32) float32 {
 	return lb * fmath.Sigmoid32(rate*(z+dt))
@@ -28,7 +28,7 @@ func TestKDADecayFixture(t *testing.T) {
 	alpha := make([]float32, T*H*D)
 	for tt := range T {
 		for h := range H {
-			rate := fmath.Exp32(alog[h]) // per HEAD (SPEC §12.1 item 1)
+			rate := fmath.Exp32(alog[h]) // per HEAD (§12.1 item 1)
 			for d := range D {
 				i := h*D + d
 				g[tt*H*D+i] = decayLog(z[tt*H*D+i], dt[i], rate, lb)

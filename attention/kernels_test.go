@@ -11,7 +11,7 @@ import (
 )
 
 // kdaStep advances one head's state S ([D][D]) by one position and writes
-// the head output o ([D]); u is scratch of length D. Evaluation (SPEC §5.3),
+// the head output o ([D]); u is scratch of length D. Evaluation (§5.3),
 // all in f32 with separate roundings:
 //
 //	S[i][j] = α_i ⊗ S[i][j]

@@ -6,12 +6,12 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/k3-project/k3/internal/nn"
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/nn"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/quant"
 )
 
-// MLAConfig is the shape of one gated-MLA layer (SPEC §4.6).
+// MLAConfig is the shape of one gated-MLA layer (§4.6).
 type MLAConfig struct {
 	Hidden  int  // E
 	Heads   int  // Hm
@@ -30,7 +30,7 @@ type MLAConfig struct {
 	Pool Runner
 }
 
-// MLAWeights are the tensors of one MLA layer (`self_attn.` names of SPEC
+// MLAWeights are the tensors of one MLA layer (`self_attn.` names of
 // §3.3). Matrices are [out, in].
 type MLAWeights struct {
 	QA      quant.Matrix // q_a_proj [Rq, E]
@@ -111,7 +111,7 @@ func NewMLA(cfg MLAConfig, w MLAWeights) (*MLA, error) {
 // Config returns the layer's configuration.
 func (m *MLA) Config() MLAConfig { return m.cfg }
 
-// MLACache is the per-sequence cache of one MLA layer in latent form (SPEC
+// MLACache is the per-sequence cache of one MLA layer in latent form (
 // §4.6): per position one row [KVLoRA+Rope] holding the RMS-normalised
 // latent followed by the raw shared rope key — 42.8× smaller than the
 // expanded per-head keys and values. Keeping both in one row lets a score be
@@ -195,7 +195,7 @@ func (c *MLACache) Truncate(n int) error {
 //	a_h = W_uv,h · m_h                                      R16/RG
 //	a = a ⊗ σ(W_g x) if OutGate;  out = W_o a
 //
-// The score is one R16 dot product of length Rkv+dr (internal/dot, SIMD on
+// The score is one R16 dot product of length Rkv+dr (internal/kernels/dot, SIMD on
 // amd64) rather than the expanded form's sequential sum over dn+dr, which
 // would be latency-bound at Rkv+dr terms. The latent mix m is a float64 sum
 // (rather than the f32 accumulator the expanded form uses for a) because W_uv

@@ -5,7 +5,7 @@ package attention
 import (
 	"unsafe"
 
-	"github.com/k3-project/k3/internal/dot"
+	"github.com/k3-project/k3/internal/kernels/dot"
 )
 
 // scoreRows sets dst[s] = R16(rows[s], q) for the len(dst) rows of width

@@ -2,7 +2,7 @@
 
 package attention
 
-import "github.com/k3-project/k3/internal/dot"
+import "github.com/k3-project/k3/internal/kernels/dot"
 
 // scoreRows sets dst[s] = R16(rows[s], q) for the len(dst) rows of width
 // len(q) packed in rows (big-endian machines: one dot product per row).

@@ -1,8 +1,8 @@
 package attention
 
 import (
-	"github.com/k3-project/k3/internal/arena"
-	"github.com/k3-project/k3/internal/nn"
+	"github.com/k3-project/k3/internal/kernels/arena"
+	"github.com/k3-project/k3/internal/kernels/nn"
 )
 
 // Workspace holds the scratch memory of KDA and MLA Forward calls, so that a

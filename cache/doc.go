@@ -1,4 +1,4 @@
-// Package cache is the routed-expert store of SPEC §9: Kimi K3's routed
+// Package cache is the routed-expert store of §9: Kimi K3's routed
 // experts (93% of the checkpoint) are never resident as a whole; a Store
 // keeps as many as a byte budget allows in a slot arena and reads the rest
 // from the shards on demand.

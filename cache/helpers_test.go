@@ -15,7 +15,7 @@ import (
 	"github.com/k3-project/k3/storage"
 )
 
-// The cache fixture (SPEC §13.3): layer 0, 24 experts of 1,632 bytes, no
+// The cache fixture (§13.3): layer 0, 24 experts of 1,632 bytes, no
 // configuration; tests use NE = 24, TopK = 4.
 const (
 	fixNE, fixTopK  = 24, 4

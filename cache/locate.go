@@ -14,11 +14,11 @@ import (
 )
 
 // ErrExpertTensor reports a routed expert whose tensors are missing or
-// malformed (SPEC §9.1); the message names the tensor and the rule.
+// malformed (§9.1); the message names the tensor and the rule.
 var ErrExpertTensor = errors.New("cache: bad routed-expert tensor")
 
 // Shapes are the expected logical [rows, cols] of an expert's three MXFP4
-// matrices (SPEC §3.3): W1 and W3 are [I, ℓ], W2 is [ℓ, I]. With no Shapes
+// matrices (§3.3): W1 and W3 are [I, ℓ], W2 is [ℓ, I]. With no Shapes
 // the store takes them from the tensors (rows of the packed array, twice its
 // columns), checking only the rules every MXFP4 pair obeys.
 type Shapes struct {
@@ -99,7 +99,7 @@ func align4096(n int64) int64 {
 	return (n + storage.Alignment - 1) &^ (storage.Alignment - 1)
 }
 
-// locate resolves expert (layer, e) in ck (SPEC §9.1) under the
+// locate resolves expert (layer, e) in ck (§9.1) under the
 // checkpoint's stamps. fileIndex maps a shard path to its index in the
 // store's file list, adding it when new.
 //

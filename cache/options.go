@@ -50,7 +50,7 @@ func WithTracer(t Tracer) Option { return func(o *options) { o.tracer = t } }
 // default is max(TopK, ⌊slots/2⌋), leaving room for a second caller.
 func WithMaxBatch(n int) Option { return func(o *options) { o.maxBatch = n } }
 
-// WithSpeculation enables SPEC §9.4 speculation: once a layer's experts
+// WithSpeculation enables §9.4 speculation: once a layer's experts
 // are leased, the previous token's picks of the next layer are prefetched
 // in the background (so the reads overlap the layer's compute). It stays off when the cache has fewer than 2·TopK + 8
 // slots (Stats reports it).

@@ -6,11 +6,11 @@ import (
 )
 
 // ErrNoEvictableSlot reports that every slot was leased or being filled
-// when a new expert needed one (SPEC §9.3): the budget is too small for the
+// when a new expert needed one (§9.3): the budget is too small for the
 // experts in use at once.
 var ErrNoEvictableSlot = errors.New("cache: no evictable slot")
 
-// PolicyName names a replacement policy (SPEC §9.3).
+// PolicyName names a replacement policy (§9.3).
 type PolicyName string
 
 const (

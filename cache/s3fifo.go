@@ -1,6 +1,6 @@
 package cache
 
-// s3fifo is S3-FIFO exactly as SPEC §9.3: resident slots sit in SMALL or
+// s3fifo is S3-FIFO exactly as §9.3: resident slots sit in SMALL or
 // MAIN (FIFOs), evicted SMALL keys are remembered in GHOST, and a 2-bit
 // frequency decides between promotion, a second chance and eviction.
 type s3fifo struct {

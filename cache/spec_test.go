@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Speculation (SPEC §9.4) prefetches the previous token's picks of the next
+// Speculation (§9.4) prefetches the previous token's picks of the next
 // layer; it is off below 2·TopK + 8 slots. Repeating the same picks makes
 // every speculative read a used one.
 func TestSpeculation(t *testing.T) {

@@ -13,7 +13,7 @@ type counters struct {
 	decodeNanos                                                       int64
 }
 
-// Counters are the SPEC §9.5 figures of one token step or of the run.
+// Counters are the §9.5 figures of one token step or of the run.
 type Counters struct {
 	// Requests is the experts asked for by demand calls (Experts). Hits
 	// were served by a slot holding the expert (or being filled by a

@@ -51,7 +51,7 @@ type Config struct {
 	Shapes *Shapes
 }
 
-// Slot states (SPEC §9.2).
+// Slot states (§9.2).
 const (
 	stateEmpty uint8 = iota
 	stateInflight
@@ -76,7 +76,7 @@ type slot struct {
 	expert moe.Expert
 }
 
-// Store is the routed-expert cache of SPEC §9: it locates every expert of
+// Store is the routed-expert cache of §9: it locates every expert of
 // the configured layers in a checkpoint, keeps up to ⌊Budget/SlotBytes⌋ of
 // them in a slot arena under a replacement policy, reads the others with
 // aligned (direct where possible) reads, and hands them out as MXFP4 views
@@ -128,7 +128,7 @@ type Store struct {
 }
 
 // New opens a Store over the routed experts of ck. Every expert of every
-// configured layer is located and checked up front (SPEC §9.1), so a
+// configured layer is located and checked up front (§9.1), so a
 // missing or malformed tensor fails here with ErrExpertTensor. ck must stay
 // open while the Store is used; the Store opens its own readers on the
 // shard files.
@@ -315,7 +315,7 @@ func (s *Store) Policy() PolicyName { return s.opts.policy }
 // slotBytes accepts for topK: (topK + 1)·slotBytes.
 func MinBudget(slotBytes int64, topK int) int64 { return int64(topK+1) * slotBytes }
 
-// SlotSize is the slot stride for experts of expertBytes (SPEC §9.2).
+// SlotSize is the slot stride for experts of expertBytes (§9.2).
 func SlotSize(expertBytes int64) int64 { return align4096(expertBytes + 2*storage.Alignment) }
 
 // Experts implements moe.ExpertSource: it appends the experts ids of layer
@@ -519,7 +519,7 @@ func (s *Store) cached(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 	for _, sl := range ls.slots {
 		out = append(out, s.slots[sl].expert)
 	}
-	// Speculation (SPEC §9.4) reserves only now, with this call's experts
+	// Speculation (§9.4) reserves only now, with this call's experts
 	// leased, so it can never evict them; its reads overlap the caller's
 	// compute.
 	var spec []int32
@@ -916,7 +916,7 @@ func (s *Store) direct(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 
 // BeginStep marks the start of a token step: the step counters restart and
 // content published before this call counts as resident for the true hit
-// rate (SPEC §9.5).
+// rate (§9.5).
 func (s *Store) BeginStep() {
 	s.mu.Lock()
 	s.step++

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/floatbits"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
@@ -164,7 +164,7 @@ func (c *checker) checkLayers(o CheckOptions) error {
 	return &ExtraLayersError{Dir: c.dir, Declared: c.cfg.NumLayers, Layers: extra, Tensors: tensors}
 }
 
-// checkStamps ingests every shard's colibri.fmt (SPEC §6.8: malformed,
+// checkStamps ingests every shard's colibri.fmt (§6.8: malformed,
 // oversized and conflicting stamps are refused naming the shard) and
 // verifies each stamped model tensor against the format its bytes imply,
 // with quant's TRUST-VERIFY-REFUSE: unknown names, known names the bytes

@@ -184,7 +184,7 @@ func peakRSS() int64 {
 	return -1
 }
 
-// All six bad-stamp kinds of SPEC §6.8 are refused by Open (they used to
+// All six bad-stamp kinds of §6.8 are refused by Open (they used to
 // open without a word); a correct stamp is accepted and counted.
 func TestStampsOnModelPath(t *testing.T) {
 	const embed = "language_model.model.embed_tokens.weight"

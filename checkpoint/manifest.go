@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/k3-project/k3/internal/regfile"
+	"github.com/k3-project/k3/internal/fileio/regular"
 	"github.com/k3-project/k3/safetensors"
 )
 
@@ -58,7 +58,7 @@ func manifestNames(dir string) ([]string, error) {
 		}
 	}
 	var shards []string
-	if raw, err := regfile.ReadFile(filepath.Join(dir, safetensors.IndexFileName), safetensors.MaxIndexSize); err == nil {
+	if raw, err := regular.ReadFile(filepath.Join(dir, safetensors.IndexFileName), safetensors.MaxIndexSize); err == nil {
 		wm, _, err := safetensors.ParseIndex(raw)
 		if err != nil {
 			return nil, err
@@ -244,7 +244,7 @@ const hashChunk = 8 << 20
 
 // hashFile returns the hex SHA-256 of a regular file.
 func hashFile(path string, progress Progress) (string, error) {
-	f, size, err := regfile.Open(path)
+	f, size, err := regular.Open(path)
 	if err != nil {
 		return "", err
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // PackTrunk copies the trunk of the checkpoint in modelDir (every tensor of every decoder layer
-// except routed experts, SPEC §3.4) into outDir/trunk.bin and outDir/trunk.json (SPEC §8),
+// except routed experts, §3.4) into outDir/trunk.bin and outDir/trunk.json (§8),
 // which k3.WithPackedTrunk reads. progress, if not nil, receives the bytes copied and the total.
 // The files are compatible with kimi-k3-in-c's; a layer whose tensors are not one contiguous
 // run of one shard is gathered instead of refused.

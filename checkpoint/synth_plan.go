@@ -72,7 +72,7 @@ const (
 // its routed experts (w1, w2, w3; packed then scale), then lm_head and the model-level vectors.
 //
 // With released set, the small vectors the released checkpoint stores in BF16 (every norm gain and
-// AttnRes pseudo-query) are BF16 here too, so byte counts match SPEC §3.5; otherwise they are F32
+// AttnRes pseudo-query) are BF16 here too, so byte counts match §3.5; otherwise they are F32
 // like the fixtures'. KDA vectors, convolution taps and the router bias are F32 either way.
 func synthPlan(c *config.Config, released bool) ([]unit, error) {
 	d := drawRules{c: c, small: safetensors.F32}

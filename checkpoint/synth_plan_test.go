@@ -20,7 +20,7 @@ func mustLookup(t *testing.T, name string) geometry {
 }
 
 // TestSynthK3PlanSizes checks the k3 geometry's layout against the byte counts of
-// SPEC §3.3 and §3.5, which were measured on the released checkpoint.
+// §3.3 and §3.5, which were measured on the released checkpoint.
 func TestSynthK3PlanSizes(t *testing.T) {
 	g := mustLookup(t, "k3")
 	c := &g.Config

@@ -15,7 +15,7 @@ import (
 	"github.com/k3-project/k3/tokenizer/o200k"
 )
 
-// Files of the tokenizer Synthesize writes next to the checkpoint (the Kimi layout, SPEC §10.1).
+// Files of the tokenizer Synthesize writes next to the checkpoint (the Kimi layout, §10.1).
 const (
 	SynthTokenizerRanksFile  = "tiktoken.model"
 	SynthTokenizerConfigFile = "tokenizer_config.json"
@@ -29,7 +29,7 @@ const (
 // prompt naming one is refused by the model's id check).
 func SynthTokenizerRanks(vocab int) int { return max(vocab-tokenizer.KimiNumSpecials, 256) }
 
-// synthSpecials are the K3 special names by offset from N (SPEC §10.2); the other offsets get
+// synthSpecials are the K3 special names by offset from N (§10.2); the other offsets get
 // the loader's reserved names.
 var synthSpecials = map[int]string{
 	0: "[BOS]", 1: "[EOS]", 2: "<|end_of_msg|>", 3: "<|open|>", 4: "<|close|>", 5: "<|sep|>",

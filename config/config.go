@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/k3-project/k3/internal/regfile"
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/regular"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 )
 
-// MaxFileSize is the largest config.json accepted. SPEC §2.4 allows up to
+// MaxFileSize is the largest config.json accepted. §2.4 allows up to
 // 256 MiB; the library refuses far less, because a released config is a few
 // kilobytes and every byte of JSON may become a parsed value: a 157 MB file
 // of list entries cost 2.8 GB before this limit. 1 MiB still holds a layer
@@ -32,10 +32,10 @@ const (
 )
 
 // MaxTopK is the library's limit on experts per token: routing uses
-// fixed-size buffers (SPEC §2.5 rule 5).
+// fixed-size buffers (§2.5 rule 5).
 const MaxTopK = 64
 
-// Config is the model configuration (SPEC §2.3). Sizes are plain ints; the
+// Config is the model configuration (§2.3). Sizes are plain ints; the
 // one-based layer lists are kept exactly as written in the file. The comments
 // give the JSON keys (nested spelling / flat alias where they differ).
 type Config struct {
@@ -83,7 +83,7 @@ type Config struct {
 // ConfigError lists every problem found in a configuration. Missing and
 // Invalid come from reading the file (absent required fields; values of the
 // wrong type or not representable); Violations from the structural checks
-// of SPEC §2.5 and from refused features.
+// of §2.5 and from refused features.
 type ConfigError struct {
 	Missing    []string
 	Invalid    []string
@@ -124,10 +124,10 @@ var (
 
 // Load reads and parses the config file at path. A path that is not a
 // regular file (a FIFO would block forever) is refused with an error
-// wrapping regfile.ErrNotRegular.
+// wrapping regular.ErrNotRegular.
 func Load(path string) (*Config, error) {
-	data, err := regfile.ReadFile(path, MaxFileSize)
-	if errors.Is(err, regfile.ErrTooLarge) {
+	data, err := regular.ReadFile(path, MaxFileSize)
+	if errors.Is(err, regular.ErrTooLarge) {
 		return nil, fmt.Errorf("config: %w: %w", ErrTooLarge, err)
 	}
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package config reads, validates and writes the Kimi K3 model configuration
-// (config.json, SPEC §2) and derives the layer map from it.
+// (config.json, §2) and derives the layer map from it.
 //
 // Two shapes are accepted: the released nested shape, where the language
 // model's fields live in text_config and the KDA fields and layer map in
@@ -15,9 +15,8 @@
 // reported together in one *ConfigError, because a reader that quietly filled
 // in a missing layer map would run a plausible-looking but wrong model.
 //
-// The file itself must be strict JSON (internal/strictjson: no duplicate
-// keys, no NaN, valid UTF-8) and at most MaxFileSize (1 MiB, stricter than
-// SPEC's 256 MiB). num_hidden_layers and num_experts are bounded by what is
+// The file itself must be strict JSON (internal/fileio/strictjson: no duplicate
+// keys, no NaN, valid UTF-8) and at most MaxFileSize (1 MiB, §2.4). num_hidden_layers and num_experts are bounded by what is
 // plausible (MaxLayers, MaxExperts) and, through CheckAgainst, by the number
 // of tensors the checkpoint actually holds: a binder calls it before it
 // allocates anything per layer or per expert.
@@ -31,8 +30,8 @@
 // synthetic checkpoint generator uses them, and K3 returns the real model's
 // values.
 //
-// This package imports only the standard library, internal/strictjson and
-// internal/regfile; it
+// This package imports only the standard library, internal/fileio/strictjson and
+// internal/fileio/regular; it
 // must never import the model packages (attention, moe, the module root) or
 // safetensors, quant and tokenizer.
 package config

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/k3-project/k3/internal/regfile"
+	"github.com/k3-project/k3/internal/fileio/regular"
 )
 
 // A FIFO in place of config.json used to block Load in open(2) forever.
@@ -22,8 +22,8 @@ func TestLoadRefusesFIFO(t *testing.T) {
 	go func() { _, err := Load(p); done <- err }()
 	select {
 	case err := <-done:
-		if !errors.Is(err, regfile.ErrNotRegular) {
-			t.Errorf("Load of a FIFO: %v, want regfile.ErrNotRegular", err)
+		if !errors.Is(err, regular.ErrNotRegular) {
+			t.Errorf("Load of a FIFO: %v, want regular.ErrNotRegular", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Load blocked on a FIFO")

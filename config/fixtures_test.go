@@ -41,7 +41,7 @@ func TestFixtureModels(t *testing.T) {
 					t.Errorf("reference.json vocab %d, config %d", r.Vocab, c.Vocab)
 				}
 			}
-			// Both fixtures share the tiny layer map (SPEC §2.6).
+			// Both fixtures share the tiny layer map (§2.6).
 			if got := c.LayerKinds(); got != "KKKMKKKMKKKMM" {
 				t.Errorf("LayerKinds = %s", got)
 			}
@@ -154,7 +154,7 @@ func TestFixtureWide(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := tinyWant()
-	want.NumExperts, want.TopK, want.DenseInter = 64, 8, 512 // SPEC §13.2
+	want.NumExperts, want.TopK, want.DenseInter = 64, 8, 512 // §13.2
 	want.KDALayers = nil                                     // the flat file has no kda_layers
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("models/wide:\n got %+v\nwant %+v", c, want)
@@ -217,7 +217,7 @@ func TestNestedTinyVersusFlatManifest(t *testing.T) {
 }
 
 // Every file in cfg/ is refused with an error naming the offending field;
-// the three known files with the specific problem of SPEC §2.5.
+// the three known files with the specific problem of §2.5.
 func TestFixtureBadConfigs(t *testing.T) {
 	dir := testkit.Path(t, "cfg")
 	entries, err := os.ReadDir(dir)

@@ -63,7 +63,7 @@ func (d doc) with(path, raw string) doc {
 	return out
 }
 
-// tinyFlat is the tiny geometry in the flat shape (SPEC §1.5 tiny column),
+// tinyFlat is the tiny geometry in the flat shape (§1.5 tiny column),
 // written out by hand.
 func tinyFlat() doc {
 	return doc{
@@ -99,7 +99,7 @@ func tinyNested() doc {
 	return doc{{"architectures", `["KimiK3ForConditionalGeneration"]`}, {"model_type", `"kimi_k3"`}, {"text_config", t}}
 }
 
-// tinyWant is the expected Config of the tiny geometry (SPEC §1.5 / §2.3).
+// tinyWant is the expected Config of the tiny geometry (§1.5 / §2.3).
 func tinyWant() *Config {
 	return &Config{
 		Hidden: 128, NumLayers: 13, Vocab: 256, RMSEps: 1e-5,

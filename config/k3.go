@@ -1,9 +1,9 @@
 package config
 
-// K3 returns the configuration of the released Kimi K3 text model (SPEC §1.5
+// K3 returns the configuration of the released Kimi K3 text model (§1.5
 // and the K3 column of §2.3): 93 layers, Gated MLA at one-based layers
 // 4, 8, …, 92 and 93 (24 layers), KDA elsewhere including layer 0, and
-// eos_token_id 163586 (<|end_of_msg|>, SPEC §10.2). Each call returns a
+// eos_token_id 163586 (<|end_of_msg|>, §10.2). Each call returns a
 // fresh value the caller may modify.
 func K3() *Config {
 	const layers = 93

@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// The layer map (SPEC §2.6). Every method takes a ZERO-based layer index;
+// The layer map (§2.6). Every method takes a ZERO-based layer index;
 // FullAttn holds ONE-based numbers, hence the +1 / −1 below. Methods are
 // total: an index outside 0..NumLayers−1 is neither MLA nor KDA, dense or a
 // boundary, and they never panic, even on a Config that fails Validate.

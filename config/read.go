@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 )
 
-// valueType is the JSON type a field is read as (SPEC §2.3).
+// valueType is the JSON type a field is read as (§2.3).
 type valueType uint8
 
 const (
@@ -33,7 +33,7 @@ type field struct {
 	ptr func(c *Config) any
 }
 
-// fields is the table of SPEC §2.3 in file order.
+// fields is the table of §2.3 in file order.
 var fields = []field{
 	{names: []string{"hidden_size"}, typ: tInt, required: true, ptr: func(c *Config) any { return &c.Hidden }},
 	{names: []string{"num_hidden_layers"}, typ: tInt, required: true, ptr: func(c *Config) any { return &c.NumLayers }},
@@ -75,7 +75,7 @@ type location struct {
 	isA    bool
 }
 
-// layout holds the search orders of one document (SPEC §2.2).
+// layout holds the search orders of one document (§2.2).
 type layout struct {
 	nested bool
 	kda    []location // KDA group
@@ -256,7 +256,7 @@ func toIntList(v *strictjson.Value) ([]int, string) {
 }
 
 // readRefused refuses num_expert_group > 1: grouped routing is not part of K3
-// and is not implemented (SPEC §2.3).
+// and is not implemented (§2.3).
 func readRefused(locs []location, ce *ConfigError) {
 	f := &field{names: []string{"num_expert_group"}}
 	v, path := find(f, locs)

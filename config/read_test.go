@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 )
 
 func TestParseBothShapes(t *testing.T) {
@@ -25,7 +25,7 @@ const (
 	la = "text_config.linear_attn_config."
 )
 
-// TestLookupAndTypes covers the lookup order of SPEC §2.2 and the type rules
+// TestLookupAndTypes covers the lookup order of §2.2 and the type rules
 // of §2.3: each case edits the tiny nested or flat document and states the
 // resulting value of one field, or the problem reported.
 func TestLookupAndTypes(t *testing.T) {

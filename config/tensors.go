@@ -2,7 +2,7 @@ package config
 
 import "fmt"
 
-// Tensor counts of the released layout (SPEC §3.3), per part of the model.
+// Tensor counts of the released layout (§3.3), per part of the model.
 // They mirror what a binder looks up; a test checks them against every
 // fixture checkpoint.
 const (
@@ -16,7 +16,7 @@ const (
 	tensorsExpert   = 6  // w1, w2, w3: weight_packed and weight_scale each
 )
 
-// MinTensors returns the number of tensors the released layout (SPEC §3.3)
+// MinTensors returns the number of tensors the released layout (§3.3)
 // names for c: a checkpoint holding fewer cannot describe it. The count is
 // computed in int64 arithmetic from the layer map, without allocating, so it
 // is safe on any Config that passed Validate.

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Validate runs the structural checks of SPEC §2.5 on c and returns a
+// Validate runs the structural checks of §2.5 on c and returns a
 // *ConfigError listing every violation, or nil. Parse has already run it;
 // call it on a Config built or modified in code.
 func (c *Config) Validate() error {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestValidateRules has one case per rule of SPEC §2.5 (and the library
+// TestValidateRules has one case per rule of §2.5 (and the library
 // limits): a change to the valid K3 config and the violation it must cause,
 // or "" when the change is allowed.
 func TestValidateRules(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 	"github.com/k3-project/k3/internal/testkit"
 )
 

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/k3-project/k3/internal/nn"
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/nn"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/quant"
 )
 
 // Dense is a gated MLP out = W_down · SiTU-GLU(W_gate x, W_up x; β1, β2):
-// the FFN of the first (dense) layers (SPEC §4.7) and, with the fused width
+// the FFN of the first (dense) layers (§4.7) and, with the fused width
 // S·I, the shared expert of every MoE layer. It is SiTU-GLU, not SwiGLU.
 type Dense struct {
 	gate, up, down quant.Matrix

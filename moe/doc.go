@@ -1,4 +1,4 @@
-// Package moe implements Kimi K3's feed-forward blocks (SPEC §4.7, §4.8):
+// Package moe implements Kimi K3's feed-forward blocks (§4.7, §4.8):
 // the sigmoid router with a selection-only correction bias, the Stable
 // LatentMoE body (full-width router, latent down-projection, routed experts
 // E(z) = W2·SiTU-GLU(W1 z, W3 z) accumulated in pick order, RMSNorm on the
@@ -15,7 +15,7 @@
 // chunk's picks and each expert runs as one mat-mul over the positions that
 // picked it; every position's outputs are still summed in its own pick order,
 // so the result is bit-identical to routing the positions one at a time
-// (SPEC §4.10, E1) and to any worker count. A source implementing
+// (§4.10, E1) and to any worker count. A source implementing
 // BatchLimiter gets the union in waves of at most MaxBatch experts, with the
 // same result.
 //
@@ -26,7 +26,7 @@
 // (each expert whole on one), and their outputs are summed afterwards in
 // pick order.
 //
-// The package imports quant, internal/fmath, internal/nn and
-// internal/parallel; it must never import attention, config, safetensors or
+// The package imports quant, internal/kernels/fmath, internal/kernels/nn and
+// internal/kernels/parallel; it must never import attention, config, safetensors or
 // the root package.
 package moe

@@ -6,13 +6,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/k3-project/k3/internal/nn"
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/nn"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/quant"
 )
 
 // Config is the shape of one Stable LatentMoE layer. Float parameters are
-// the config values rounded to float32 (SPEC §5.1).
+// the config values rounded to float32 (§5.1).
 type Config struct {
 	Layer       int     // zero-based layer index, passed to the ExpertSource
 	Hidden      int     // E
@@ -35,7 +35,7 @@ type Config struct {
 }
 
 // Weights are the trunk tensors of one MoE layer (`block_sparse_moe.` names
-// of SPEC §3.3); routed experts come from an ExpertSource.
+// of §3.3); routed experts come from an ExpertSource.
 type Weights struct {
 	Gate       quant.Matrix // gate.weight [NE, E]
 	Bias       []float32    // gate.e_score_correction_bias [NE]
@@ -47,7 +47,7 @@ type Weights struct {
 	SharedDown quant.Matrix // shared_experts.down_proj [E, SI]
 }
 
-// MoE is one bound Stable LatentMoE layer (SPEC §4.8). It is immutable and
+// MoE is one bound Stable LatentMoE layer (§4.8). It is immutable and
 // safe for concurrent use.
 type MoE struct {
 	cfg    Config
@@ -126,7 +126,7 @@ func (m *MoE) Forward(dst, x []float32, T int) error {
 // (len T·k), ids[t·k+j] receives position t's j-th expert in pick order
 // (for expert traces and cache statistics).
 //
-// Evaluation (SPEC §5.3): route on the full-width x; z = W_down x; every
+// Evaluation (§5.3): route on the full-width x; z = W_down x; every
 // picked expert's y = W2·SiTU-GLU(W1 z, W3 z) (one mat-mul per expert over
 // the positions that picked it, bit-identical to per-position mat-vecs);
 // per position u = u ⊕ (w_j ⊗ y_j) from +0 in pick order; u ← RMSNorm(u) if

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/k3-project/k3/internal/fmath"
+	"github.com/k3-project/k3/internal/kernels/fmath"
 	"github.com/k3-project/k3/quant"
 )
 
-// renormEps is f32(1e−20), added to the router-weight sum (SPEC §5.1).
+// renormEps is f32(1e−20), added to the router-weight sum (§5.1).
 const renormEps float32 = 1e-20
 
-// Router selects the top-k experts of one MoE layer (SPEC §4.8, all f32):
+// Router selects the top-k experts of one MoE layer (§4.8, all f32):
 // logit_e = R16(W_gate[e], x) on the full-width input; score = σ(logit);
 // choice = score ⊕ bias (selection only); top-k by repeated strict-> arg-max
 // (lowest index on ties, NaN never picked); weights from the unbiased

@@ -36,7 +36,7 @@ func TestRouterFixture(t *testing.T) {
 	}
 	wantIDs := f.F32("topk_idx", rows, k)
 	wantW := f.F32("topk_weight", rows, k)
-	// Sets first, then the weight of each expert id (SPEC §5.7).
+	// Sets first, then the weight of each expert id (§5.7).
 	got, want := make([]float32, 0, rows*k), make([]float32, 0, rows*k)
 	for row := range rows {
 		for j := range k {

@@ -1,6 +1,6 @@
 package moe
 
-import "github.com/k3-project/k3/internal/arena"
+import "github.com/k3-project/k3/internal/kernels/arena"
 
 // Workspace holds the scratch memory of MoE and Dense Forward calls, so that
 // a steady decode loop allocates nothing of its own. Buffers grow on demand

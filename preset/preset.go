@@ -1,5 +1,5 @@
 // Package preset holds k3's memory presets: named trunk and expert-cache
-// budgets for the K3 model (SPEC §11.1), the auto rule that sizes them from
+// budgets for the K3 model (§11.1), the auto rule that sizes them from
 // the memory this machine lets the process use, and the floor, the least
 // memory a checkpoint runs in.
 //
@@ -133,7 +133,7 @@ func trunkSpan(dir string, opts []k3.Option) (floor, full int64, err error) {
 	return p.Trunk.Floor, p.Trunk.Total, nil
 }
 
-// Figures of the auto rule (SPEC §11.1), in GB, for the K3 model.
+// Figures of the auto rule (§11.1), in GB, for the K3 model.
 const (
 	autoMargin     = 2.0
 	autoMarginFrac = 0.02
@@ -152,7 +152,7 @@ func reserve(availGB float64) float64 {
 	return autoMargin + autoMarginFrac*availGB + autoEmbedHead + autoState
 }
 
-// AutoBudgets applies the auto rule (SPEC §11.1) to the memory m: the trunk
+// AutoBudgets applies the auto rule (§11.1) to the memory m: the trunk
 // first, capped below the memory ceiling; the cache gets what remains once
 // the whole trunk is pinned. Too little memory is ErrTooLittleMemory, with
 // the figures in the message.

@@ -32,7 +32,7 @@ func TestBudgets(t *testing.T) {
 	assert.Error(t, err, "floor of an empty directory")
 }
 
-// TestAutoBudgets checks the SPEC §11.1 rule at its three regimes.
+// TestAutoBudgets checks the §11.1 rule at its three regimes.
 func TestAutoBudgets(t *testing.T) {
 	// 24 GB available of 25: reserve 2 + 0.48 + 4.7 + 1.7 = 8.88, usable 15.12; the trunk is
 	// capped at 0.55·25 − 8.88 − 0.5 = 4.37 GB, the cache gets 0.5.

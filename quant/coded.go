@@ -46,7 +46,7 @@ func codedWeightBase(f Format) (Format, bool) {
 	return 0, false
 }
 
-// ResolveCoded is SPEC §6.7 step 1 for a weight tensor stamped with a CFS1
+// ResolveCoded is §6.7 step 1 for a weight tensor stamped with a CFS1
 // container format (mxfp4-cfs1, int4-row-cfs1, int4-grouped-cfs1): the
 // tensor is dtype U8 holding one CFS1 record. The decoded length must equal
 // the base format's weight bytes for [O, I] (checked from the header before

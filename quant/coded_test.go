@@ -21,7 +21,7 @@ func TestCodedRoundTrip(t *testing.T) {
 				cols++ // odd widths for the integer formats
 			}
 			if c.f == Int4Grouped && cols <= c.gs {
-				continue // one group per row: the bytes are int4-row's (SPEC §6.7 step 5)
+				continue // one group per row: the bytes are int4-row's (§6.7 step 5)
 			}
 			t.Run(fmt.Sprintf("%v/%dx%d", c, rows, cols), func(t *testing.T) {
 				m, wb, sb := quantized(t, rng, c, rows, cols)

@@ -9,7 +9,7 @@
 //
 // # Numerics
 //
-// Every kernel follows the canonical reductions of SPEC §5.2: R16 for f32,
+// Every kernel follows the canonical reductions of §5.2: R16 for f32,
 // bf16, f16 and (followed by one f64 multiply by the row scale) int8-row and
 // int4-row; RG for int4-grouped (g = gs), fp8-e4m3-b128 (g = 128) and mxfp4
 // (g = 32). The partition and the order of the additions fix the result bit
@@ -18,7 +18,7 @@
 //
 // # Implementations
 //
-// f32, bf16 and f16 use internal/dot and mxfp4 uses quant/mxfp4; both have
+// f32, bf16 and f16 use internal/kernels/dot and mxfp4 uses quant/mxfp4; both have
 // AVX2 assembly with pure-Go twins. int8-row, int4-row, int4-grouped and
 // fp8-e4m3-b128 have AVX2+FMA assembly here (kernels_amd64.s), selected at
 // start-up from the CPU flags and disabled by the purego build tag; the
@@ -29,10 +29,10 @@
 //
 // # Resolution
 //
-// Resolve implements SPEC §6.7: the logical shape comes from the model
+// Resolve implements §6.7: the logical shape comes from the model
 // configuration, the byte counts and dtypes from the container, and the
 // result is either a format with exact byte counts or a named error carrying
-// the observed and expected numbers. Stamps (SPEC §6.8) only break ties; they
+// the observed and expected numbers. Stamps (§6.8) only break ties; they
 // never grant a decoder this build lacks.
 //
 // # Entropy-coded containers

@@ -25,6 +25,6 @@ var (
 	// ErrNonFinite reports a NaN or infinite weight given to a quantizer.
 	ErrNonFinite = errors.New("quant: non-finite weight")
 	// ErrStamp reports a metadata stamp that is malformed, conflicting,
-	// unknown or in disagreement with the bytes (SPEC §6.8).
+	// unknown or in disagreement with the bytes (§6.8).
 	ErrStamp = errors.New("quant: metadata stamp refused")
 )

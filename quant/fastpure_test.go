@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/floatbits"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
 	"github.com/k3-project/k3/internal/testkit"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/k3-project/k3/internal/testkit"
 )
 
-// TestMXFP4Fixture wraps real K3 MXFP4 bytes (SPEC §13.3 mxfp4.json) as a
+// TestMXFP4Fixture wraps real K3 MXFP4 bytes (§13.3 mxfp4.json) as a
 // quant.Matrix: DecodeRow reproduces the oracle's dequantised values bit for
 // bit, and MatVec equals the reference RG sum over the bytes.
 func TestMXFP4Fixture(t *testing.T) {

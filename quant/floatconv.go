@@ -3,7 +3,7 @@ package quant
 import (
 	"math"
 
-	"github.com/k3-project/k3/internal/floatbits"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
 )
 
 // F16ToF32 widens an IEEE binary16 bit pattern exactly (subnormals

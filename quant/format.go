@@ -9,10 +9,10 @@ import (
 // returned by String; the ordinal is an in-process identifier only (never
 // written to disk), stable across releases of this library. Ordinals 0–8
 // equal Colibrì's public ordinals for the same names; ordinals ≥ 16 belong to
-// this library (SPEC §6.1).
+// this library (§6.1).
 type Format uint8
 
-// The registered formats (SPEC §6.1).
+// The registered formats (§6.1).
 const (
 	F32             Format = 0  // "f32": little-endian float32 [O, I], no scales.
 	Int8Row         Format = 1  // "int8-row": int8 [O, I] with one F32 scale per row.
@@ -43,7 +43,7 @@ const (
 	// StatusReserved formats have a registered name but no implementation;
 	// they are refused by name wherever they are met.
 	StatusReserved
-	// StatusUnsupported formats are entropy-coded containers (SPEC §6.9)
+	// StatusUnsupported formats are entropy-coded containers (§6.9)
 	// whose optional decoder this build lacks (int4-rans256-g0); they are
 	// refused by name.
 	StatusUnsupported

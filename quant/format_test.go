@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The registry of SPEC §6.1, transcribed.
+// The registry of §6.1, transcribed.
 var specRegistry = []struct {
 	ord    uint8
 	name   string

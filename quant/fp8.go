@@ -1,11 +1,11 @@
 package quant
 
 import (
-	"github.com/k3-project/k3/internal/floatbits"
-	"github.com/k3-project/k3/internal/scratch"
+	"github.com/k3-project/k3/internal/kernels/f64pool"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
 )
 
-// fp8f32 and fp8f64 map each OCP E4M3-FN byte to its value (SPEC §6.4). They
+// fp8f32 and fp8f64 map each OCP E4M3-FN byte to its value (§6.4). They
 // are constant tables computed once during package initialisation, never
 // lazily, so concurrent kernels only ever read them.
 var (
@@ -72,12 +72,12 @@ func (m *fp8) row(r int, x []float64) float32 {
 
 func (m *fp8) MatVec(dst, x []float32) {
 	checkMatVec(FP8E4M3B128, "MatVec", m.rows, m.cols, len(dst), len(x))
-	sp := scratch.Get(len(x))
+	sp := f64pool.Get(len(x))
 	xw := floatbits.Widen64(*sp, x)
 	for r := range dst {
 		dst[r] = m.row(r, xw)
 	}
-	scratch.Put(sp)
+	f64pool.Put(sp)
 }
 
 func (m *fp8) MatMul(dst []float32, stride int, x []float32, n int) {

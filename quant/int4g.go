@@ -1,13 +1,13 @@
 package quant
 
 import (
-	"github.com/k3-project/k3/internal/floatbits"
-	"github.com/k3-project/k3/internal/scratch"
+	"github.com/k3-project/k3/internal/kernels/f64pool"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
 )
 
 // int4Grouped is an int4-grouped matrix: offset-8 nibbles packed like
 // int4-row, F32 scales [O, ⌈I/gs⌉], RG with g = gs; the last group of a row
-// may be short (SPEC §6.3).
+// may be short (§6.3).
 type int4Grouped struct {
 	rows, cols int
 	gs, ng     int    // group size, groups per row
@@ -46,12 +46,12 @@ func (m *int4Grouped) row(r int, x []float64) float32 {
 
 func (m *int4Grouped) MatVec(dst, x []float32) {
 	checkMatVec(Int4Grouped, "MatVec", m.rows, m.cols, len(dst), len(x))
-	sp := scratch.Get(len(x))
+	sp := f64pool.Get(len(x))
 	xw := floatbits.Widen64(*sp, x)
 	for r := range dst {
 		dst[r] = m.row(r, xw)
 	}
-	scratch.Put(sp)
+	f64pool.Put(sp)
 }
 
 func (m *int4Grouped) MatMul(dst []float32, stride int, x []float32, n int) {

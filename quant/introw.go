@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/k3-project/k3/internal/floatbits"
-	"github.com/k3-project/k3/internal/scratch"
+	"github.com/k3-project/k3/internal/kernels/f64pool"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
 )
 
 // intRow is an int8-row or int4-row matrix: one F32 scale per row, y_o =
-// f32(R16(q_o·x) · f64(scale_o)) with the R16 sum left unrounded (SPEC §6.3).
+// f32(R16(q_o·x) · f64(scale_o)) with the R16 sum left unrounded (§6.3).
 type intRow struct {
 	f          Format
 	rows, cols int
@@ -86,12 +86,12 @@ func (m *intRow) row(r int, x []float64) float32 {
 
 func (m *intRow) MatVec(dst, x []float32) {
 	checkMatVec(m.f, "MatVec", m.rows, m.cols, len(dst), len(x))
-	sp := scratch.Get(len(x))
+	sp := f64pool.Get(len(x))
 	xw := floatbits.Widen64(*sp, x)
 	for r := range dst {
 		dst[r] = m.row(r, xw)
 	}
-	scratch.Put(sp)
+	f64pool.Put(sp)
 }
 
 func (m *intRow) MatMul(dst []float32, stride int, x []float32, n int) {

@@ -8,8 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/floatbits"
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/internal/testkit"
 )
 

@@ -3,7 +3,7 @@ package quant
 // Pure-Go kernels over packed integer and fp8 bytes. Activations arrive
 // widened to float64 once per call (widen); the widening is exact, so this
 // changes no result. They are the reference
-// twins of any SIMD path and follow SPEC §5.2 literally: R16 for the per-row
+// twins of any SIMD path and follow §5.2 literally: R16 for the per-row
 // integer formats, RG for the grouped ones. Every product of a decoded weight
 // (an integer of at most 4 bits magnitude 127, or an E4M3 value) with a
 // float32 is exact in float64, so the order of the additions alone fixes the

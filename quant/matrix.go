@@ -3,9 +3,9 @@ package quant
 import (
 	"fmt"
 
-	"github.com/k3-project/k3/internal/floatbits"
-	"github.com/k3-project/k3/internal/parallel"
-	"github.com/k3-project/k3/internal/scratch"
+	"github.com/k3-project/k3/internal/kernels/f64pool"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 )
 
 // Matrix is a logical [Rows, Cols] row-major weight matrix kept in its packed
@@ -186,12 +186,12 @@ func rowMatMul(rows, cols int, dst []float32, stride int, x []float32, n int, ro
 	if rows == 0 || n == 0 {
 		return
 	}
-	sp := scratch.Get(len(x))
+	sp := f64pool.Get(len(x))
 	xw := floatbits.Widen64(*sp, x)
 	for r := range rows {
 		for t := range n {
 			dst[t*stride+r] = row(r, xw[t*cols:(t+1)*cols:(t+1)*cols])
 		}
 	}
-	scratch.Put(sp)
+	f64pool.Put(sp)
 }

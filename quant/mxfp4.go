@@ -16,7 +16,7 @@ type mx struct {
 
 // NewMXFP4 wraps MXFP4 weights: packed holds rows·cols/2 bytes of E2M1 codes
 // (even column = low nibble), scales rows·cols/32 E8M0 bytes; cols % 32 == 0.
-// Scale byte 255 makes its group contribute nothing (SPEC §6.2).
+// Scale byte 255 makes its group contribute nothing (§6.2).
 func NewMXFP4(rows, cols int, packed, scales []byte) (Matrix, error) {
 	if err := checkDims(rows, cols); err != nil {
 		return nil, err

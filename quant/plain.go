@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/k3-project/k3/internal/dot"
-	"github.com/k3-project/k3/internal/floatbits"
+	"github.com/k3-project/k3/internal/kernels/dot"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
 )
 
 // plain is an f32, bf16 or f16 matrix: R16 over the widened weights
-// (SPEC §6.5), computed by internal/dot straight from the little-endian bytes.
+// (§6.5), computed by internal/kernels/dot straight from the little-endian bytes.
 type plain struct {
 	f          Format
 	rows, cols int

@@ -8,7 +8,7 @@ import (
 	"github.com/k3-project/k3/quant/mxfp4"
 )
 
-// minScale is the floor of every integer and fp8 scale (SPEC §6.3 follows
+// minScale is the floor of every integer and fp8 scale (§6.3 follows
 // Colibrì's 1e−8): an all-zero row or block gets a tiny positive scale and
 // all-zero codes instead of a division by zero.
 const minScale = float32(1e-8)

@@ -10,7 +10,7 @@ import (
 
 // Independent reference implementations for the tests. They decode elements
 // from the bytes with their own bit-level code and sum in the canonical
-// orders of SPEC §5.2 using plain arrays, sharing nothing with the kernels.
+// orders of §5.2 using plain arrays, sharing nothing with the kernels.
 
 func refR16(w []float64, x []float32) float64 {
 	var a [16]float64

@@ -13,7 +13,7 @@ type TensorDesc struct {
 	NBytes int64
 }
 
-// inference is the outcome of byte arithmetic (SPEC §6.7 steps 2–7) before a
+// inference is the outcome of byte arithmetic (§6.7 steps 2–7) before a
 // stamp is consulted.
 type inference struct {
 	cands []Format // live candidates a stamp may pick among
@@ -42,7 +42,7 @@ func (in inference) names() string {
 // Resolve decides the format of tensor name from its logical shape [O, I]
 // (which comes from the model configuration, never from the file), its
 // weight and optional scale tensors, and its metadata stamp ("" when
-// unstamped), following SPEC §6.7 and the verification of §6.8:
+// unstamped), following §6.7 and the verification of §6.8:
 //
 //  1. A stamp naming an entropy-coded format: the record must be decoded
 //     first, which needs its bytes, so Resolve returns a *CodedError and the
@@ -136,7 +136,7 @@ func isByteDType(dt string) bool     { return dt == "U8" || dt == "I8" }
 func isE8M0DType(dt string) bool     { return dt == "U8" || dt == "F8_E8M0" }
 func unambiguous(f Format) inference { return inference{def: f} }
 
-// infer runs SPEC §6.7 steps 2–7 without the stamp.
+// infer runs §6.7 steps 2–7 without the stamp.
 func infer(name string, O, I int, w TensorDesc, s *TensorDesc) (inference, error) {
 	if O <= 0 || I <= 0 || O > 1<<40 || I > 1<<40 || int64(O) > (1<<50)/int64(I) {
 		return inference{}, fmt.Errorf("%w: tensor %q: logical shape [%d, %d]", ErrShape, name, O, I)

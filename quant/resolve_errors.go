@@ -101,7 +101,7 @@ func (e *NotImplementedError) Error() string {
 // Unwrap makes errors.Is(err, ErrNotImplemented) true.
 func (e *NotImplementedError) Unwrap() error { return ErrNotImplemented }
 
-// ErrStampUnknown reports a stamp naming no registered format (SPEC §6.8).
+// ErrStampUnknown reports a stamp naming no registered format (§6.8).
 // Inferred is what byte arithmetic found: a format name, several names joined
 // by " or " when the bytes are ambiguous, or "" when inference failed too.
 // It matches ErrStamp.

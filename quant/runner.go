@@ -3,7 +3,7 @@ package quant
 import (
 	"sync"
 
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 )
 
 // Runner runs the row chunks of split calls on goroutines it keeps between

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 )
 
 // StampKey is the safetensors __metadata__ key holding the format stamps
@@ -16,7 +16,7 @@ const StampKey = "colibri.fmt"
 // MaxStampEntries is the largest number of entries a shard's stamp may hold.
 const MaxStampEntries = 4096
 
-// StampError reports a shard's stamp that cannot be ingested (SPEC §6.8): not
+// StampError reports a shard's stamp that cannot be ingested (§6.8): not
 // a JSON object, a non-string entry, a duplicate key, too many entries. It
 // matches ErrStamp.
 type StampError struct {
@@ -55,7 +55,7 @@ const MaxStampBytes = 4 << 20
 
 // ParseStamp parses the value of StampKey from one shard. Format names are
 // not checked here (an unknown name is refused per tensor by Resolve, naming
-// the tensor). The text is read by internal/strictjson, so it must be
+// the tensor). The text is read by internal/fileio/strictjson, so it must be
 // exactly one strict JSON object: valid UTF-8, no lone surrogate escapes
 // (which a lenient decoder maps to U+FFFD, letting distinct names collide),
 // no duplicate keys, nothing after the object. It also refuses, naming the
@@ -181,7 +181,7 @@ func (s *Stamps) Resolve(tensor string, O, I int, weight TensorDesc, scale *Tens
 	return Resolve(tensor, O, I, weight, scale, stamp)
 }
 
-// Verify checks a stamp against an unambiguous inferred format (SPEC §6.8)
+// Verify checks a stamp against an unambiguous inferred format (§6.8)
 // (Resolve already does this, and refuses coded stamps before inference)
 // for callers that inferred the format themselves: "" accepts, the inferred
 // name (or, for a coded stamp, its base format) accepts, an unknown name is

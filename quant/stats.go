@@ -5,7 +5,7 @@ package quant
 type Stats struct {
 	// NaNScaleGroups counts mxfp4 groups whose E8M0 scale byte is 255 (OCP
 	// NaN). Such a group contributes exactly nothing to every output
-	// (SPEC §6.2); it is always 0 for the other formats.
+	// (§6.2); it is always 0 for the other formats.
 	NaNScaleGroups int
 }
 

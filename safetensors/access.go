@@ -53,7 +53,7 @@ func (c *Checkpoint) Bytes(t *Tensor) ([]byte, error) {
 }
 
 // ReadAt fills dst with the tensor's bytes starting off bytes into the
-// tensor, using buffered reads (SPEC §7.5). Reading past the tensor's end is
+// tensor, using buffered reads (§7.5). Reading past the tensor's end is
 // ErrOutOfRange; a file that ends early is ErrShortRead.
 func (c *Checkpoint) ReadAt(t *Tensor, dst []byte, off int64) error {
 	s, err := c.shardOf(t)
@@ -82,7 +82,7 @@ func (c *Checkpoint) Read(t *Tensor) ([]byte, error) {
 	return buf, nil
 }
 
-// ReadF32 reads the tensor and widens it exactly to float32 (SPEC §5.1,
+// ReadF32 reads the tensor and widens it exactly to float32 (§5.1,
 // §7.2). Dtypes without a float value (BOOL, C64, F4, F6_*) are refused
 // with ErrNotWidenable.
 func (c *Checkpoint) ReadF32(t *Tensor) ([]float32, error) {
@@ -105,7 +105,7 @@ func (c *Checkpoint) ReadF32(t *Tensor) ([]float32, error) {
 }
 
 // ReadDirect reads the whole tensor into buf with an aligned direct read
-// (SPEC §7.5) and returns the payload inside buf plus the mode used. buf
+// (§7.5) and returns the payload inside buf plus the mode used. buf
 // must be 4096-aligned (see storage.AllocAligned) with capacity of at least
 // storage.WindowLen(t.Offset, t.Size); on a file system that refuses O_DIRECT the
 // read falls back to buffered I/O, reported once through the warnings.

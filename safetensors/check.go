@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/k3-project/k3/internal/regfile"
+	"github.com/k3-project/k3/internal/fileio/regular"
 )
 
 // Problem is one failed check of CheckDir.
@@ -32,7 +32,7 @@ func CheckDir(dir string) (sizes map[string]int64, problems []Problem, err error
 	byShard := map[string][]string{} // shard -> tensors the index places there
 	var names []string
 	totalSize := int64(-1)
-	b, err := regfile.ReadFile(filepath.Join(dir, IndexFileName), MaxIndexSize)
+	b, err := regular.ReadFile(filepath.Join(dir, IndexFileName), MaxIndexSize)
 	switch {
 	case err == nil:
 		wm, ts, err := ParseIndex(b)

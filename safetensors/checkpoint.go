@@ -16,7 +16,7 @@ import (
 	"github.com/k3-project/k3/storage"
 )
 
-// IndexFileName is the index of a sharded checkpoint (SPEC §7.4).
+// IndexFileName is the index of a sharded checkpoint (§7.4).
 const IndexFileName = "model.safetensors.index.json"
 
 // Checkpoint is an open model: one shard file or a directory of shards,
@@ -61,9 +61,9 @@ type shard struct {
 
 // Open opens a single .safetensors file or a checkpoint directory. A
 // directory with model.safetensors.index.json is opened through the index,
-// which is verified against the shards (SPEC §7.4); otherwise every
+// which is verified against the shards (§7.4); otherwise every
 // *.safetensors file in it is opened, in byte-wise name order. Every header
-// is validated (SPEC §7.3) before Open returns.
+// is validated (§7.3) before Open returns.
 //
 // With an index, the shard headers are parsed while the index is, so a
 // *.safetensors file the index does not name may be read; it is then closed

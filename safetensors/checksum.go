@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 )
 
 // ChecksumKey is the __metadata__ key of the optional per-tensor digests
-// (SPEC §7.3): a JSON text holding a flat object {"<tensor>": "<hex
+// (§7.3): a JSON text holding a flat object {"<tensor>": "<hex
 // SHA-256 of its data bytes>"}. A shard without it is unchecked; digests for
 // tensors the shard does not hold are ignored.
 const ChecksumKey = "colibri.sha256"

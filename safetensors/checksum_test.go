@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/faultfs"
+	"github.com/k3-project/k3/internal/testkit/faultfs"
 )
 
 func TestVerifyTensor(t *testing.T) {

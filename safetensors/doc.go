@@ -1,5 +1,5 @@
 // Package safetensors reads and writes the safetensors tensor format with
-// the hardening SPEC §7 requires of a reader that opens multi-terabyte
+// the hardening §7 requires of a reader that opens multi-terabyte
 // checkpoints from untrusted sources.
 //
 // Open takes one file or a checkpoint directory. A directory with

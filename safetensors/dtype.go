@@ -6,7 +6,7 @@ import "strconv"
 // file headers.
 type DType uint8
 
-// The dtypes of SPEC §7.2. The zero value is Invalid so that an unset field
+// The dtypes of §7.2. The zero value is Invalid so that an unset field
 // is never mistaken for a real type.
 const (
 	Invalid DType = iota

@@ -12,7 +12,7 @@ import (
 // *Error (or, for lookups, a *MissingTensorError), so callers branch with
 // errors.Is and read the file and tensor with errors.As.
 var (
-	// File framing (SPEC §7.3 rule 1).
+	// File framing (§7.3 rule 1).
 	ErrFileTooSmall     = errors.New("safetensors: file shorter than the 8-byte header length")
 	ErrHeaderTooSmall   = errors.New("safetensors: header length below 2")
 	ErrHeaderTooLarge   = errors.New("safetensors: header length above 100,000,000")
@@ -53,7 +53,7 @@ var (
 	ErrTrailingBytes   = errors.New("safetensors: bytes after the last tensor in the data section")
 	ErrDuplicateTensor = errors.New("safetensors: tensor name present in two shards")
 
-	// Directories and the index file (SPEC §7.4).
+	// Directories and the index file (§7.4).
 	ErrNoShards           = errors.New("safetensors: no *.safetensors file in directory")
 	ErrIndexTooLarge      = errors.New("safetensors: index file above 256 MiB")
 	ErrIndexFormat        = errors.New("safetensors: index file lacks the weight_map object or has a malformed field")
@@ -121,7 +121,7 @@ func (e *Error) Error() string {
 // Unwrap returns the sentinel.
 func (e *Error) Unwrap() error { return e.Err }
 
-// ShardState says why a shard did not provide a tensor (SPEC §7.4).
+// ShardState says why a shard did not provide a tensor (§7.4).
 type ShardState uint8
 
 const (

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/k3-project/k3/internal/faultfs"
+	"github.com/k3-project/k3/internal/testkit/faultfs"
 
 	"github.com/k3-project/k3/storage"
 )

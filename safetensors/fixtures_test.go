@@ -103,7 +103,7 @@ func TestFixtureST(t *testing.T) {
 		}
 	}
 
-	// The special values SPEC §13.3 lists.
+	// The special values §13.3 lists.
 	f32 := func(name string) []float32 {
 		tt, ok := c.Tensor(name)
 		if !ok {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Limits of SPEC §7.3.
+// Limits of §7.3.
 const (
 	// MaxHeaderSize is the largest header length a reader accepts.
 	MaxHeaderSize = 100_000_000
@@ -41,7 +41,7 @@ type entry struct {
 
 // ParseHeader validates the header bytes of one file (the N bytes after the
 // length prefix) against a data section of dataLen bytes, applying every rule
-// of SPEC §7.3. file only labels errors (the tensors' File is left empty).
+// of §7.3. file only labels errors (the tensors' File is left empty).
 // The returned tensor names alias hdr, which must not be modified
 // afterwards.
 func ParseHeader(file string, hdr []byte, dataLen int64) (*Header, error) {

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 )
 
-// MaxIndexSize bounds model.safetensors.index.json (SPEC §7.4).
+// MaxIndexSize bounds model.safetensors.index.json (§7.4).
 const MaxIndexSize = 256 << 20
 
 // index is a parsed model.safetensors.index.json. Its names alias the

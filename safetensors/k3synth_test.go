@@ -16,7 +16,7 @@ import (
 	"github.com/k3-project/k3/internal/testkit"
 )
 
-// k3Tensors lists the released K3 checkpoint's tensors (SPEC §3.3) with
+// k3Tensors lists the released K3 checkpoint's tensors (§3.3) with
 // their released dtypes and shapes, in the released order: embed, then each
 // layer's trunk (sorted by name) followed by its 896 experts, then the
 // model-level tail and 168 vision-tower tensors, which the text model ignores
@@ -302,7 +302,7 @@ func BenchmarkOpenK3IndexPaired(b *testing.B) {
 	})
 }
 
-// TestK3Layout checks the synthetic generator against SPEC §3.3/§3.5 sizes,
+// TestK3Layout checks the synthetic generator against §3.3/§3.5 sizes,
 // so the benchmark opens a faithful stand-in.
 func TestK3Layout(t *testing.T) {
 	ts := k3Tensors()

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"os"
 
-	"github.com/k3-project/k3/internal/regfile"
+	"github.com/k3-project/k3/internal/fileio/regular"
 
 	"github.com/k3-project/k3/storage"
 )
@@ -31,8 +31,8 @@ func defaultOptions() options {
 // openRegular opens a shard without blocking (a FIFO would block open(2)
 // forever) and refuses anything but a regular file.
 func openRegular(path string) (storage.File, error) {
-	f, _, err := regfile.Open(path)
-	if errors.Is(err, regfile.ErrNotRegular) {
+	f, _, err := regular.Open(path)
+	if errors.Is(err, regular.ErrNotRegular) {
 		return nil, newErr(path, "", -1, ErrNotRegular, err.Error())
 	}
 	if err != nil {

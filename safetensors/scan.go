@@ -475,7 +475,7 @@ func (sc *scanner) next(tensor string) (more, ok bool) {
 }
 
 // end checks that only JSON white space (space, TAB, LF, CR) follows the
-// top-level object. SPEC §7.3 names spaces, the padding writers emit; the
+// top-level object. §7.3 names spaces, the padding writers emit; the
 // reference reader has accepted every JSON white-space byte there since
 // 2026 and its test suite requires it, so this reader does too.
 func (sc *scanner) end() bool {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/k3-project/k3/internal/floatbits"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
 )
 
 // Widenable reports whether WidenF32 (and Checkpoint.ReadF32) accept d.
@@ -19,7 +19,7 @@ func Widenable(d DType) bool {
 }
 
 // WidenF32 converts little-endian elements of dtype d in src to float32
-// (SPEC §5.1, §7.2): floats exactly (F64 rounded once to nearest even),
+// (§5.1, §7.2): floats exactly (F64 rounded once to nearest even),
 // integers to the nearest float32. len(dst) must be the element count of
 // src.
 func WidenF32(dst []float32, src []byte, d DType) error {
@@ -104,7 +104,7 @@ func F64ToF32(dst []float32, src []byte) error {
 	return nil
 }
 
-// E4M3ToF32 decodes OCP FP8 E4M3-FN bytes exactly (SPEC §6.4): bias 7, no
+// E4M3ToF32 decodes OCP FP8 E4M3-FN bytes exactly (§6.4): bias 7, no
 // infinities, 0x7F/0xFF NaN.
 func E4M3ToF32(dst []float32, src []byte) error {
 	if err := checkLen(dst, src, 1); err != nil {
@@ -186,7 +186,7 @@ func IntToF32(dst []float32, src []byte, d DType) error {
 	return nil
 }
 
-// e4m3Table holds every E4M3 value; SPEC §6.4 asks for a table built
+// e4m3Table holds every E4M3 value; §6.4 asks for a table built
 // before any concurrent use, which a package-level initializer guarantees.
 var e4m3Table = func() (t [256]float32) {
 	for b := range t {

@@ -39,7 +39,7 @@ func TestWidenAllHalfCodes(t *testing.T) {
 			}
 		}
 	}
-	// Spot values stated by SPEC §13.3.
+	// Spot values stated by §13.3.
 	for h, want := range map[uint16]float64{0x0001: math.Ldexp(1, -24), 0x03FF: 1023 * math.Ldexp(1, -24), 0x0400: math.Ldexp(1, -14), 0x3C00: 1, 0xC000: -2, 0x7BFF: 65504} {
 		if got := math.Float32frombits(F16Bits(h)); float64(got) != want {
 			t.Errorf("F16 %04x = %v, want %v", h, got, want)

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 )
 
 // WriteTensor is one tensor to write. Exactly one way of supplying the

@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/k3-project/k3/internal/fmath"
+	"github.com/k3-project/k3/internal/kernels/fmath"
 )
 
 // Errors of a pick or of New, for errors.Is.

@@ -4,7 +4,7 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/k3-project/k3/internal/regfile"
+	"github.com/k3-project/k3/internal/fileio/regular"
 )
 
 // File is an opened weight file. *os.File implements it.
@@ -20,13 +20,13 @@ type File interface {
 type Opener func(path string) (File, error)
 
 // ErrNotRegular: Open was given a directory, FIFO, device or socket.
-var ErrNotRegular = regfile.ErrNotRegular
+var ErrNotRegular = regular.ErrNotRegular
 
 // Open is the default Opener: it opens path read-only without blocking and
 // returns the *os.File, or an error wrapping ErrNotRegular for anything but
 // a regular file.
 func Open(path string) (File, error) {
-	f, _, err := regfile.Open(path)
+	f, _, err := regular.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/k3-project/k3/internal/faultfs"
+	"github.com/k3-project/k3/internal/testkit/faultfs"
 	"github.com/k3-project/k3/storage"
 )
 

@@ -12,7 +12,7 @@ const charsHeapThreshold = 256
 
 const noRank = math.MaxUint32
 
-// bpe appends the ranks of piece (SPEC §10.5): the piece's own rank if it is
+// bpe appends the ranks of piece (§10.5): the piece's own rank if it is
 // a token, else the result of lowest-rank-first, leftmost-on-ties merging.
 func (r *Ranks) bpe(dst []int, piece string, sc *scratch) []int {
 	switch len(piece) {

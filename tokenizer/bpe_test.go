@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// naiveBPE is a direct statement of SPEC §10.5 over [][]byte parts, written
+// naiveBPE is a direct statement of §10.5 over [][]byte parts, written
 // without the package's data structures: find the lowest-ranked adjacent
 // concatenation (leftmost on ties), merge, repeat.
 func naiveBPE(r *Ranks, piece string) []int {

@@ -63,7 +63,7 @@ func charPieces(r *Ranks, ct *charTable, rng *rand.Rand, count int) []string {
 }
 
 // TestBPECharsAgreement checks bpeChars against naiveBPE, the direct
-// statement of SPEC §10.5, for every fixture encoding, and that the
+// statement of §10.5, for every fixture encoding, and that the
 // pieces took every branch of the shortcut: characters started whole
 // and pending, pending ones of all three end shapes, and characters the
 // test refused.

@@ -6,7 +6,7 @@ import (
 )
 
 // TestClassesAllCodePoints compares the class bits of every code point
-// (table or slow path) with a direct evaluation of the SPEC §10.4 classes
+// (table or slow path) with a direct evaluation of the §10.4 classes
 // through unicode.Is, and the slow path with the table where both apply.
 func TestClassesAllCodePoints(t *testing.T) {
 	tab := classTab()
@@ -52,7 +52,7 @@ func TestClassesAllCodePoints(t *testing.T) {
 		}
 	}
 	if ws != 25 {
-		t.Errorf("%d White_Space code points, SPEC §10.4 lists 25", ws)
+		t.Errorf("%d White_Space code points, §10.4 lists 25", ws)
 	}
 	py := 0
 	for c := rune(0); c < 0x10000; c++ {
@@ -61,6 +61,6 @@ func TestClassesAllCodePoints(t *testing.T) {
 		}
 	}
 	if py != 29 {
-		t.Errorf("%d str.isspace code points, SPEC §10.6 says 29", py)
+		t.Errorf("%d str.isspace code points, §10.6 says 29", py)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 )
 
-// File names of a Kimi tokenizer in a model directory (SPEC §10.1).
+// File names of a Kimi tokenizer in a model directory (§10.1).
 const (
 	RanksFileName  = "tiktoken.model"
 	ConfigFileName = "tokenizer_config.json"

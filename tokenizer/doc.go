@@ -1,6 +1,6 @@
 // Package tokenizer implements tiktoken-style byte-pair-encoding tokenizers:
 // the Kimi K2/K2.5/K3 tokenizer (a tiktoken.model rank file plus the
-// added_tokens_decoder of tokenizer_config.json, SPEC §10) and, on the same
+// added_tokens_decoder of tokenizer_config.json, §10) and, on the same
 // machinery, OpenAI's cl100k_base and o200k_base encodings built from their
 // rank files.
 //
@@ -83,7 +83,7 @@
 // the merge as one part that completes in one step, or starts complete, so
 // a run of k CJK characters merges in about k parts instead of 3k. The
 // result is the byte-level merge's, id for id (tested against a direct
-// statement of SPEC §10.5 on every fixture vocabulary and fuzzed on
+// statement of §10.5 on every fixture vocabulary and fuzzed on
 // vocabularies the fuzzer writes).
 //
 // # Decoding
@@ -96,6 +96,6 @@
 //
 // This package is standalone: it must never import model packages (config,
 // safetensors, quant, attention, moe, or the k3 root package). Besides the
-// standard library it uses only internal/strictjson, which imports nothing
+// standard library it uses only internal/fileio/strictjson, which imports nothing
 // of k3.
 package tokenizer

@@ -25,7 +25,7 @@ const (
 	RejectSpecial
 )
 
-// Kimi pipeline constants (tokenization_kimi.py, SPEC §10.6).
+// Kimi pipeline constants (tokenization_kimi.py, §10.6).
 const (
 	KimiChunkCodePoints = 400_000
 	KimiMaxRun          = 25_000

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/k3-project/k3/internal/regfile"
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/regular"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 )
 
 // KimiRanksSHA256 is the SHA-256 of the real Kimi tiktoken.model (K2, K2.5
@@ -35,15 +35,15 @@ const MaxConfigFileSize = 4 << 20
 // readLimited reads a regular file of at most limit bytes; a larger one is
 // refused with ErrTooLarge before it is read.
 func readLimited(path string, limit int64) ([]byte, error) {
-	data, err := regfile.ReadFile(path, limit)
-	if errors.Is(err, regfile.ErrTooLarge) {
+	data, err := regular.ReadFile(path, limit)
+	if errors.Is(err, regular.ErrTooLarge) {
 		return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
 	}
 	return data, err
 }
 
 // LoadKimi loads a Kimi tokenizer from tiktoken.model and
-// tokenizer_config.json (SPEC §10.1–10.2) with the Kimi split rule and the
+// tokenizer_config.json (§10.1–10.2) with the Kimi split rule and the
 // tokenization_kimi.py pipeline. Check Ranks().IsKimiReference() to learn
 // whether the vocabulary is the released one.
 func LoadKimi(modelPath, configPath string) (*Encoding, error) {
@@ -95,7 +95,7 @@ func NewKimi(ranks *Ranks, tokenizerConfig []byte) (*Encoding, error) {
 }
 
 // parseAddedTokens reads added_tokens_decoder: {"<id>": {"content": name,
-// ...}}. The file is parsed with internal/strictjson, so duplicate keys
+// ...}}. The file is parsed with internal/fileio/strictjson, so duplicate keys
 // anywhere, invalid UTF-8 and other laxities are refused; ids must be
 // canonical decimals and every entry needs a string content. Other keys are
 // ignored.

@@ -103,7 +103,7 @@ func TestKimiCuts(t *testing.T) {
 		t.Error("no fixture case exercises the 25,000 cut")
 	}
 	bos := fe.Specials["[BOS]"]
-	// SPEC §10.6: 24,998 'a's then [BOS]: the cut falls between "[B" and "OS]".
+	// §10.6: 24,998 'a's then [BOS]: the cut falls between "[B" and "OS]".
 	ids := check("25k straddle", strings.Repeat("a", 24998)+"[BOS]", AllowSpecial)
 	for _, id := range ids {
 		if id == bos {
@@ -284,7 +284,7 @@ func TestSpecialsOverlapRules(t *testing.T) {
 	}
 }
 
-// TestKimiK3Names loads the K3 special layout of SPEC §10.2 (offsets from N
+// TestKimiK3Names loads the K3 special layout of §10.2 (offsets from N
 // preserved) on a toy vocabulary: the real names pass the overlap rules and
 // each encodes to its id in AllowSpecial mode.
 func TestKimiK3Names(t *testing.T) {

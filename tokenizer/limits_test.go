@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/k3-project/k3/internal/regfile"
+	"github.com/k3-project/k3/internal/fileio/regular"
 	"github.com/k3-project/k3/internal/testkit"
 )
 
@@ -24,8 +24,8 @@ func TestRankFileSizeLimit(t *testing.T) {
 		t.Errorf("%v, want ErrTooLarge", err)
 	}
 	_, err = LoadRanks(dir)
-	if !errors.Is(err, regfile.ErrNotRegular) {
-		t.Errorf("%v, want regfile.ErrNotRegular", err)
+	if !errors.Is(err, regular.ErrNotRegular) {
+		t.Errorf("%v, want regular.ErrNotRegular", err)
 	}
 }
 

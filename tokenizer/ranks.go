@@ -8,7 +8,7 @@ import (
 	"io"
 )
 
-// MaxTokenLen is the longest token a rank file may hold (SPEC §10.1).
+// MaxTokenLen is the longest token a rank file may hold (§10.1).
 const MaxTokenLen = 65535
 
 // Ranks is a validated byte-pair vocabulary: token bytes for ranks 0..N−1,
@@ -270,7 +270,7 @@ func mix64(x uint64) uint64 {
 const MaxRankFileSize = 64 << 20
 
 // LoadRanks reads and parses a tiktoken rank file. A path that is not a
-// regular file is refused (regfile.ErrNotRegular), as is a file larger than
+// regular file is refused (regular.ErrNotRegular), as is a file larger than
 // MaxRankFileSize (ErrTooLarge).
 func LoadRanks(path string) (*Ranks, error) {
 	data, err := readLimited(path, MaxRankFileSize)
@@ -294,7 +294,7 @@ func ReadRanks(rd io.Reader) (*Ranks, error) {
 	return ParseRanks(data)
 }
 
-// ParseRanks parses the tiktoken rank format (SPEC §10.1): one
+// ParseRanks parses the tiktoken rank format (§10.1): one
 // "base64(token) rank" per line, exactly one space, LF or CRLF line ends,
 // empty lines skipped, canonical padded base64, tokens of 1..65,535 bytes,
 // ranks dense from 0 with every rank and token exactly once, and all 256

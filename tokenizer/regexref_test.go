@@ -157,7 +157,7 @@ func refSplit(re reNode, text string) []string {
 
 // TestSplitAgainstBacktracking compares every rule with the reference
 // matcher on random strings over an alphabet chosen to hit every class
-// boundary of SPEC §10.4.
+// boundary of §10.4.
 func TestSplitAgainstBacktracking(t *testing.T) {
 	alphabet := []rune("aBzZsStTrReEvVmMlLdD'’ſǅKʰ中々〇⺀あカー한\u0301\u20dd\u0903" +
 		"0１١²½Ⅻ \t\n\r\v\f\u0085\u00a0\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u3000" +

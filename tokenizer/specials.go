@@ -35,7 +35,7 @@ func (t *specialSet) child(n int32, b byte) int32 {
 	return -1
 }
 
-// newSpecialSet validates names (SPEC §10.2) and builds the trie. ranks may
+// newSpecialSet validates names (§10.2) and builds the trie. ranks may
 // be nil when no ranked-token check is wanted.
 func newSpecialSet(names []string, ids []int, ranks *Ranks) (*specialSet, error) {
 	t := &specialSet{names: names, ids: ids, nodes: []trieNode{{name: -1}}}

@@ -10,7 +10,7 @@ import (
 type SplitRule uint8
 
 const (
-	// SplitKimi is the Kimi K2/K2.5/K3 pattern (SPEC §10.3): o200k's pattern
+	// SplitKimi is the Kimi K2/K2.5/K3 pattern (§10.3): o200k's pattern
 	// with a leading [\p{Han}]+ arm, Han removed from both letter classes and
 	// a [\r\n]* tail on the punctuation arm.
 	SplitKimi SplitRule = iota + 1
@@ -113,7 +113,7 @@ func decodeAt(tab []uint8, s string, i int) (rune, int, uint8) {
 
 // next returns the end of the piece that starts at s[i]; s ends where the
 // current segment ends, so look-ahead never sees past it. The numbered steps
-// follow SPEC §10.4.
+// follow §10.4.
 func (r SplitRule) next(tab []uint8, s string, i int) int {
 	c, sz, k := decodeAt(tab, s, i)
 	if r == SplitCL100K {
@@ -237,7 +237,7 @@ func run(tab []uint8, s string, i int, bit uint8) int {
 }
 
 // letters implements the two letter alternatives of the o200k and Kimi
-// patterns (SPEC §10.4 steps 2 and 3) with upper class up and lower class lo.
+// patterns (§10.4 steps 2 and 3) with upper class up and lower class lo.
 // It returns i when neither matches.
 func letters(tab []uint8, s string, i int, c rune, sz int, k uint8, up, lo uint8) int {
 	pre := isPre(c, k)

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestKimiWorkedExamples is the table of SPEC §10.4 plus the fixture
+// TestKimiWorkedExamples is the table of §10.4 plus the fixture
 // README's examples.
 func TestKimiWorkedExamples(t *testing.T) {
 	cases := []struct {

@@ -7,7 +7,7 @@ import (
 )
 
 // hugePage is the alignment and length granule of arenas: 2 MiB lets the kernel back them with
-// transparent huge pages, which cuts the page pins of a large O_DIRECT read by 512× (SPEC §8.7).
+// transparent huge pages, which cuts the page pins of a large O_DIRECT read by 512× (§8.7).
 const hugePage = 2 << 20
 
 // arena is anonymous memory outside the Go heap: its pages count towards RSS only once written,

@@ -2,7 +2,7 @@
 // plus the output head) under a memory budget: it plans what stays resident and what streams,
 // loads the resident part, streams the rest from disk through a small ring of aligned slots in
 // the fixed walk order of a forward pass, packs a checkpoint's trunk into the trunk.bin +
-// trunk.json layout of SPEC §8 and opens a packed trunk again (OpenPacked).
+// trunk.json layout of §8 and opens a packed trunk again (OpenPacked).
 //
 // The layer math never sees where its weights come from: Store.Matrix returns a quant.Matrix,
 // either a view of resident memory or a matrix whose row ranges are leased from the ring while a

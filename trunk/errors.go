@@ -11,7 +11,7 @@ var (
 	ErrBudget = errors.New("trunk: budget below the minimum")
 	// ErrTensor reports a tensor description the store cannot serve.
 	ErrTensor = errors.New("trunk: unusable tensor")
-	// ErrLayout reports a trunk.json that violates SPEC §8.3.
+	// ErrLayout reports a trunk.json that violates §8.3.
 	ErrLayout = errors.New("trunk: invalid trunk.json")
 	// ErrChecksum reports a packed layer whose bytes do not match the sha256 in trunk.json.
 	ErrChecksum = errors.New("trunk: layer checksum mismatch")

@@ -11,12 +11,12 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 )
 
-// File names of a packed trunk (SPEC §8.1, §8.2).
+// File names of a packed trunk (§8.1, §8.2).
 const (
 	BinName    = "trunk.bin"
 	LayoutName = "trunk.json"
@@ -30,7 +30,7 @@ type Layout struct {
 	Align     int64
 	Layers    []LayerRun
 	// Buffered is set when align is not 4096: the runs cannot be read with O_DIRECT, and the
-	// caller should read trunk.bin buffered and warn (SPEC §8.3).
+	// caller should read trunk.bin buffered and warn (§8.3).
 	Buffered bool
 }
 
@@ -63,7 +63,7 @@ type Expect struct {
 	Layer  func(layer int, names []string) error
 }
 
-// allowedDType is the dtype set of SPEC §8.2; I8R (a draft trunk's int8 rows) is refused by
+// allowedDType is the dtype set of §8.2; I8R (a draft trunk's int8 rows) is refused by
 // name because an exact model must never run on it.
 func allowedDType(d string) (safetensors.DType, error) {
 	switch d {
@@ -77,7 +77,7 @@ func allowedDType(d string) (safetensors.DType, error) {
 }
 
 // ReadLayout reads dir/trunk.json and validates it against dir/trunk.bin, numLayers and exp
-// (SPEC §8.3). Any failure refuses the whole trunk with an error wrapping ErrLayout (or
+// (§8.3). Any failure refuses the whole trunk with an error wrapping ErrLayout (or
 // ErrIncomplete when trunk.json is absent but trunk.bin or a partial pack is there).
 func ReadLayout(dir string, numLayers int, exp Expect) (*Layout, error) {
 	path := filepath.Join(dir, LayoutName)

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 )
@@ -37,7 +37,7 @@ type PackOptions struct {
 	ChunkBytes int
 }
 
-// Pack writes dir/trunk.bin and dir/trunk.json from layers[L] = layer L's trunk tensors (SPEC
+// Pack writes dir/trunk.bin and dir/trunk.json from layers[L] = layer L's trunk tensors (
 // §8.1, §8.2). A layer whose tensors form one contiguous run of one shard is copied verbatim;
 // any other layer is gathered, each tensor at a 64-byte aligned offset of its run, in shard and
 // offset order. Every run starts and ends 4096-aligned and carries the sha256 of its unpadded

@@ -20,7 +20,7 @@ const (
 	// row ranges, so no slot needs to hold a whole layer (or the 2.35 GB output head).
 	DefaultSlotBytes = 64 << 20
 	// window is the room a slot keeps for the aligned window around a piece: up to 4096 bytes
-	// before it and after it (SPEC §9.2).
+	// before it and after it (§9.2).
 	window = 2 * storage.Alignment
 )
 
@@ -255,7 +255,7 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 		return max(minSlot, min(capSlot, n))
 	}
 	// Pinning shrinks what streams, which may shrink the slots, which frees budget for pins:
-	// iterate to a fixed point (SPEC §8.5 step 1), at most 8 times.
+	// iterate to a fixed point (§8.5 step 1), at most 8 times.
 	r, slot := fit(min(capSlot, max(minSlot, maxSlot)))
 	for range 8 {
 		pin(int64(r) * slot)

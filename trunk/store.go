@@ -37,7 +37,7 @@ type Options struct {
 	OnRead func(item int, off, n int64, d time.Duration)
 }
 
-// Checksum is the sha256 of one packed layer's unpadded run (SPEC §8.2).
+// Checksum is the sha256 of one packed layer's unpadded run (§8.2).
 type Checksum struct {
 	Item   int
 	File   string
@@ -707,7 +707,7 @@ func (s *Store) read(item int, label string, f *openFile, buf []byte, off, n int
 
 // readAhead fills the pieces after the walk's current one into slots holding consumed pieces,
 // never into a leased, filling or protected slot. It runs only with two or more slots: with one,
-// the only slot is always the one in use (SPEC §8.6).
+// the only slot is always the one in use (§8.6).
 func (s *Store) readAhead() {
 	defer s.wg.Done()
 	for {

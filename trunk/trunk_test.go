@@ -334,7 +334,7 @@ func TestPackRefusesShortSource(t *testing.T) {
 	assert.ErrorIs(t, err, ErrIncomplete)
 }
 
-// TestLayoutViolations: every SPEC §8.3 rule refuses the trunk with ErrLayout.
+// TestLayoutViolations: every §8.3 rule refuses the trunk with ErrLayout.
 func TestLayoutViolations(t *testing.T) {
 	_, ts := source(t, 2, 32, 16)
 	dir := packed(t, ts, 2)

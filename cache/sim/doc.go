@@ -1,4 +1,4 @@
-// Package sim replays a routed-expert trace (SPEC §9.7) under LRU, S3-FIFO,
+// Package sim replays a routed-expert trace (§9.7) under LRU, S3-FIFO,
 // Belady with bypass and PIN+LRU over a range of cache sizes and renders the
 // simulator table of §9.7.
 //

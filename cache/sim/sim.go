@@ -11,7 +11,7 @@ import (
 	"github.com/k3-project/k3/cache/trace"
 )
 
-// K3 defaults of SPEC §9.7.
+// K3 defaults of §9.7.
 const (
 	DefaultExpertBytes = 17_547_264
 	DefaultDiskMBs     = 1234
@@ -43,7 +43,7 @@ type ReplayOptions struct {
 	// HoldLayerRun treats every key requested since the layer last changed
 	// as leased (not evictable), as a Store serving one layer's experts per
 	// call with the leases released before the next layer holds them.
-	// SPEC §9.7's simulator has no leases (false).
+	// §9.7's simulator has no leases (false).
 	HoldLayerRun bool
 }
 

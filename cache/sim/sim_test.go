@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The required simulator output of SPEC §9.8 for the real trace.
+// The required simulator output of §9.8 for the real trace.
 var table98 = []struct {
 	gb                                float64
 	slots                             int

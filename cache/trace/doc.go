@@ -1,4 +1,4 @@
-// Package trace writes and reads the routed-expert trace files of SPEC §9.7.
+// Package trace writes and reads the routed-expert trace files of §9.7.
 //
 // expert_trace.bin is a flat sequence of little-endian int32 pairs (layer,
 // expert), one per demand request in request order, with no header: its

@@ -24,7 +24,7 @@ type Request struct {
 	Layer, Expert int32
 }
 
-// Key is the simulator's key of SPEC §9.7: layer<<20 | expert.
+// Key is the simulator's key of §9.7: layer<<20 | expert.
 func (r Request) Key() uint64 { return uint64(r.Layer)<<20 | uint64(r.Expert) }
 
 // Trace is a trace file mapped read-only.

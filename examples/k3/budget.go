@@ -23,7 +23,7 @@ var budgetFlags = flagSpec{
 
 // budgetUsage documents budgetFlags in the help of run and plan.
 const budgetUsage = `memory (flags apply in argv order: a later --trunk-gb or --cache-gb overrides --preset):
-  --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of SPEC §11.1),
+  --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of §11.1),
                      floor (the model's trunk floor, no expert cache) or auto (from MemAvailable
                      and the cgroup memory.max) (k3 --list-presets prints the table)
   --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest

@@ -93,7 +93,7 @@ func TestExecPlanPresets(t *testing.T) {
 }
 
 // TestExecRunPresetFloor: --preset floor runs at the trunk floor with no cache and reproduces
-// the reference; the JSON has the SPEC §11.1 keys, and each step line its hit and bytes read.
+// the reference; the JSON has the §11.1 keys, and each step line its hit and bytes read.
 func TestExecRunPresetFloor(t *testing.T) {
 	dir := testkit.Models(t)[0]
 	ref := readRef(t, dir)

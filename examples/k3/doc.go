@@ -36,14 +36,14 @@
 // bandwidth and prints the preset to use, a lower bound on s/token from I/O and the command to
 // run. sim-cache and ladder draw their results with gonum.org/v1/plot (--plot, SVG or PNG).
 //
-// Exit codes (SPEC §11.1): 0 success (also help, version, lists); 2 usage or validation error
+// Exit codes (§11.1): 0 success (also help, version, lists); 2 usage or validation error
 // (an unknown flag, a malformed number, an id outside the vocabulary, an unwritable output path,
 // a config.json that fails validation, a synth target that is not empty, an unreadable
 // --prompt-file or manifest); 1 runtime failure (open, bind, forward, tokenizer load or decode,
 // a verify check that fails); 4 a routed expert could not be loaded; 130/143 interrupted by
 // SIGINT/SIGTERM after writing the report for the tokens so far.
 //
-// It imports only public packages of the module (its tests add internal/fixtures), never the
+// It imports only public packages of the module (its tests add internal/testkit), never the
 // internal or layer packages, so that it shows what a user of the library can do. It is a module
 // of its own (go.mod with a replace to the library), so its plotting and progress-bar
 // dependencies stay out of the library's module graph: from the repository root,

@@ -23,7 +23,7 @@ var doctorCmd = command{name: "doctor", npos: -1, main: doctor(sysmem.Read),
 
 Checks whether and how this machine can run a model:
   memory   MemAvailable and MemTotal, lowered to the cgroup v2 memory.max limit when one applies,
-           and the preset that fits (the auto rule of SPEC §11.1 and the largest fixed preset);
+           and the preset that fits (the auto rule of §11.1 and the largest fixed preset);
   disk     read bandwidth of the model directory's file system measured the way the engine
            reads: 8 MiB 4096-aligned O_DIRECT reads at queue depth 1 and 16, and buffered
            8 MiB reads, on the largest shard (without a model, when every shard is below

@@ -230,7 +230,7 @@ func TestExecFixtureRuns(t *testing.T) {
 }
 
 // checkDumpedLogits compares --dump-logits (the step-0 logits, i.e. those of the last prompt
-// position) with the float64 truth of reference_f64.json under SPEC §5.7's max rule: no logit
+// position) with the float64 truth of reference_f64.json under §5.7's max rule: no logit
 // farther from the truth than half the float32 reference's largest error. (§5.7's RMS bound is
 // over all [T][V] logits, which one row does not determine; the row's RMS is logged.)
 func checkDumpedLogits(t *testing.T, dir, dump string, promptLen int) {

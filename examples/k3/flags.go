@@ -183,7 +183,7 @@ func parseInt(flag, s string, lo, hi int) (int, error) {
 }
 
 // parseIDList parses "1,2,3" strictly: every element a non-negative decimal integer, no empty
-// elements, no spaces. (The C CLI turned "abc" into 32,768 zero ids, SPEC §12.2.)
+// elements, no spaces. (The C CLI turned "abc" into 32,768 zero ids, §12.2.)
 func parseIDList(flag, s string, maxLen int) ([]int, error) {
 	if s == "" {
 		return nil, usagef(flag, "empty id list")

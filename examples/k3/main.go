@@ -13,7 +13,7 @@ import (
 // Version is printed by --version.
 const Version = "k3 0.1.0"
 
-// Exit codes of SPEC §11.1.
+// Exit codes of §11.1.
 const (
 	exitOK      = 0
 	exitRuntime = 1
@@ -132,7 +132,7 @@ const usage = `usage:
                                           the command to run
   k3 pack-trunk <model_dir> <out_dir>     copy every layer's dense tensors into trunk.bin + trunk.json
   k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--disk-mbs X]
-                                          replay a trace under LRU, S3-FIFO, Belady, PIN+LRU (SPEC §9.7)
+                                          replay a trace under LRU, S3-FIFO, Belady, PIN+LRU (§9.7)
   k3 ladder <model_dir> --budgets LIST    one run per trunk budget (GB, floor, all, mapped), each in its
                                           own process: peak RSS, s/token, bytes read, identical ids
   k3 tokenize --tok DIR [--decode]        text on stdin -> ids on stdout (or ids -> text)

@@ -25,7 +25,7 @@ import (
 	"github.com/k3-project/k3/trunk"
 )
 
-// Limits of SPEC §11.1.
+// Limits of §11.1.
 const (
 	maxPrompt = 32768
 	maxGen    = 4096
@@ -62,7 +62,7 @@ Greedy decoding on the CPU. Flags apply in argv order (later wins).
   --tf-check         teacher-forced agreement over --ids instead of generating
   --verify           check every tensor against its colibri.sha256 digest at open (re-reads
                      every byte of the checkpoint once)
-  --dump-cache-trace DIR  write expert_trace.bin and expert_hist.json (SPEC §9.7)
+  --dump-cache-trace DIR  write expert_trace.bin and expert_hist.json (§9.7)
   -h, --help         this help (anywhere on the command line)
 
 --out and --dump-logits are checked for writability before any weights load.
@@ -156,7 +156,7 @@ func (o *runOptions) parsePrompt(vals map[string]string) error {
 	return nil
 }
 
-// checkVocab refuses prompt and stop ids outside the model's vocabulary [0, vocab) (SPEC §4.2:
+// checkVocab refuses prompt and stop ids outside the model's vocabulary [0, vocab) (§4.2:
 // an error, never clamped; a stop id the model cannot emit would silently never stop).
 func (o *runOptions) checkVocab(vocab int) error {
 	for i, id := range o.ids {
@@ -210,7 +210,7 @@ func writable(flag, path string) error {
 }
 
 // openExit maps a failure to read the model to an exit code: a configuration that cannot be
-// trusted and a budget below the model's floor are validation errors (2, SPEC §11.1); anything
+// trusted and a budget below the model's floor are validation errors (2, §11.1); anything
 // else (missing files, bind) is 1.
 func openExit(err error) int {
 	if _, ok := errors.AsType[*config.ConfigError](err); ok {
@@ -223,7 +223,7 @@ func openExit(err error) int {
 	return exitRuntime
 }
 
-// checkLengths applies the limits of SPEC §11.1 once the prompt ids are known.
+// checkLengths applies the limits of §11.1 once the prompt ids are known.
 func (o *runOptions) checkLengths() error {
 	if len(o.ids)+o.gen+1 > maxTotal {
 		return usagef("--gen", "prompt (%d) + gen (%d) + 1 exceeds %d", len(o.ids), o.gen, maxTotal)
@@ -234,7 +234,7 @@ func (o *runOptions) checkLengths() error {
 	return nil
 }
 
-// report is the JSON object of SPEC §11.1, limited to the keys this engine can fill today.
+// report is the JSON object of §11.1, limited to the keys this engine can fill today.
 type report struct {
 	ModelDir        string       `json:"model_dir"`
 	PromptIDs       []int        `json:"prompt_ids"`
@@ -537,7 +537,7 @@ func writeOutput(path string, stdout io.Writer, b []byte) error {
 }
 
 // tfCheck runs one teacher-forced forward over --ids and reports how many positions' greedy
-// picks equal the next id (SPEC §11.1 --tf-check).
+// picks equal the next id (§11.1 --tf-check).
 func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.Writer) int {
 	rows, err := m.Forward(ctx, o.ids)
 	if err != nil {

@@ -11,7 +11,7 @@ var simCacheCmd = command{name: "sim-cache", npos: 1, what: "one expert_trace.bi
 	flags: flagSpec{"--expert-bytes": true, "--disk-mbs": true, "--sizes-gb": true, "--plot": true},
 	help: `usage: k3 sim-cache <expert_trace.bin> [--expert-bytes N] [--disk-mbs X] [--sizes-gb LIST] [--plot FILE.svg]
 
-Replays a routed-expert trace (written by "k3 run --dump-cache-trace DIR", SPEC §9.7) under LRU,
+Replays a routed-expert trace (written by "k3 run --dump-cache-trace DIR", §9.7) under LRU,
 S3-FIFO (the expert cache's own policy code), Belady with bypass and PIN+LRU at cache sizes from
 8 GB to 1450 GB and prints the hit rates and the expert bytes read per token.
 
@@ -24,7 +24,7 @@ S3-FIFO (the expert cache's own policy code), Belady with bypass and PIN+LRU at 
   -h, --help         this help
 `}
 
-// simCache is `k3 sim-cache <expert_trace.bin>`: the SPEC §9.7 table.
+// simCache is `k3 sim-cache <expert_trace.bin>`: the §9.7 table.
 func simCache(a *args, stdout, stderr io.Writer) int {
 	o := sim.Options{ExpertBytes: int64(a.int("--expert-bytes", 0, 1, 1<<40)), DiskMBs: a.decimal("--disk-mbs", 0)}
 	if a.has("--disk-mbs") && a.err == nil && o.DiskMBs <= 0 {

@@ -50,7 +50,7 @@ func (rep *report) stats(m *k3.Model, w io.Writer) {
 	}
 }
 
-// printSummary is the run's closing block (SPEC §11.1 run report): tokens, s/token, the true
+// printSummary is the run's closing block (§11.1 run report): tokens, s/token, the true
 // resident hit rate, the I/O share of the wall clock (trunk device seconds plus expert demand
 // load seconds over the generation's wall time; above 100% when reads overlap compute), the
 // bytes read and their rates, and the peak RSS from getrusage.

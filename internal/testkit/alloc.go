@@ -3,7 +3,7 @@ package testkit
 import (
 	"testing"
 
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 )
 
 // SkipAllocsUnderRace skips a test that counts allocations when the binary

@@ -9,7 +9,7 @@ import (
 // Digest is an FNV-1a hash of the float32 bit patterns of vs, in order,
 // little-endian: equal digests mean bit-identical values, so runs of
 // different builds, worker counts and schedules compare by one number
-// (SPEC §5.4).
+// (§5.4).
 func Digest(vs ...[]float32) uint64 {
 	h := fnv.New64a()
 	var b [4]byte

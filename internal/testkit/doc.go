@@ -18,7 +18,7 @@
 //
 // # Fixtures
 //
-// The oracle fixtures live outside the module (SPEC §13) and are never
+// The oracle fixtures live outside the module (§13) and are never
 // copied into it. Tests find them through the K3_FIXTURES environment
 // variable, or ../shared/fixtures relative to the module root. When the
 // directory is missing a test is skipped with a message, except under
@@ -39,7 +39,7 @@
 //
 // It is for _test.go files only: it imports "testing" and must never be
 // imported by library code (TestOnlyTestsImportTestkit checks). Of this
-// module it imports only the leaf internal/parallel, so that any other
+// module it imports only the leaf internal/kernels/parallel, so that any other
 // package's internal tests can use it without an import cycle; what needs
 // a library package takes it as an argument (the synthesizer of
 // [Checkpoint]) or lives in a subpackage (opfix, which builds quant

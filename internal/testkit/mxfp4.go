@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// MXFP4Sample is shared/fixtures/mxfp4.json (SPEC §13.3): the real bytes of
+// MXFP4Sample is shared/fixtures/mxfp4.json (§13.3): the real bytes of
 // the first 64 rows of a released K3 expert matrix and the oracle's
 // dequantization of them.
 type MXFP4Sample struct {

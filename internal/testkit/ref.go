@@ -4,8 +4,8 @@ import "math"
 
 // RefF16 widens an IEEE binary16 value by arithmetic on its fields
 // (math.Ldexp), not by the bit assembly of the kernels and of
-// internal/floatbits: the tests' independent statement of the format
-// (SPEC §5.1). Every binary16 value is exact in float64 and in float32.
+// internal/kernels/floatbits: the tests' independent statement of the format
+// (§5.1). Every binary16 value is exact in float64 and in float32.
 func RefF16(h uint16) float64 {
 	sign := 1.0
 	if h&0x8000 != 0 {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Reference is a fixture model's reference.json (SPEC §13.2): a prompt, its
+// Reference is a fixture model's reference.json (§13.2): a prompt, its
 // greedy continuation (FullIDs holds both), the teacher-forced predictions
 // over FullIDs and the bits of the reference float32 logits at each of its
 // positions.

@@ -73,7 +73,7 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	// 1 MB of uniform bytes comes out raw (SPEC §6.9.1).
+	// 1 MB of uniform bytes comes out raw (§6.9.1).
 	data := testkit.RandomBytes(rng, 1<<20)
 	for _, mode := range []byte{ModeNibble, ModeByte} {
 		rec, err := Encode(data, mode)
@@ -86,7 +86,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHandBuiltRecords decodes records written from the SPEC's byte layout,
+// TestHandBuiltRecords decodes records written from §6.9.1's byte layout,
 // not by Encode.
 func TestHandBuiltRecords(t *testing.T) {
 	// Mode 0.
@@ -301,7 +301,7 @@ func TestDistinct(t *testing.T) {
 }
 
 // TestEncodeUntiesNibbleTables: Encode codes nibble records with pairwise distinct frequencies
-// whenever Distinct can make them so, and byte records with the SPEC table.
+// whenever Distinct can make them so, and byte records with the §6.9.1 table.
 func TestEncodeUntiesNibbleTables(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tied := 0
@@ -345,7 +345,7 @@ func TestEncodeUntiesNibbleTables(t *testing.T) {
 		bs, _ := SpecFrequencies(bdata, ModeByte)
 		bf, _ := Frequencies(bdata, ModeByte)
 		if bs != bf {
-			t.Fatalf("n=%d: byte record frequencies %v, want the SPEC table %v", n, bf, bs)
+			t.Fatalf("n=%d: byte record frequencies %v, want the §6.9.1 table %v", n, bf, bs)
 		}
 	}
 	if tied == 0 {

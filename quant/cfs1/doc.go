@@ -1,4 +1,4 @@
-// Package cfs1 reads and writes CFS1 records (SPEC §6.9.1): a byte string
+// Package cfs1 reads and writes CFS1 records (§6.9.1): a byte string
 // stored raw (mode 0) or entropy-coded with a static order-0 model and two
 // interleaved 32-bit rANS states over nibbles (mode 1, wire-compatible with
 // Colibrì) or bytes (mode 2, this library's extension, used for E8M0 scale
@@ -6,7 +6,7 @@
 //
 // Integer and MXFP4 codes are close to white noise, so an order-0 model per
 // tensor is all that pays; measured gains are about 6% on MXFP4 nibbles and
-// 90% on E8M0 scale bytes (SPEC §6.10).
+// 90% on E8M0 scale bytes (§6.10).
 //
 // The decoder is the gate for untrusted bytes: it checks every header field,
 // writes exactly the declared number of bytes into caller memory, never

@@ -47,7 +47,7 @@ func symbolAt(data []byte, mode byte, j int) uint8 {
 	return data[j>>1] >> (4 * (j & 1)) & 15
 }
 
-// SpecFrequencies returns SPEC §6.9.1's frequency table for data coded in
+// SpecFrequencies returns §6.9.1's frequency table for data coded in
 // mode (summing to 4096), or false when the most frequent symbol would fall
 // below 1. Encode does not use it as is for nibble records: see Frequencies.
 func SpecFrequencies(data []byte, mode byte) (freq [256]uint32, ok bool) {
@@ -92,13 +92,13 @@ func SpecFrequencies(data []byte, mode byte) (freq [256]uint32, ok bool) {
 	return freq, true
 }
 
-// Frequencies is the table Encode codes with: SPEC §6.9.1's, with ties
+// Frequencies is the table Encode codes with: §6.9.1's, with ties
 // broken in nibble records (see Distinct). Where two symbols share a
 // frequency, a bit flip that moves a slot to the same offset in the other
 // symbol's range leaves the decoder state unchanged, so the seal cannot see
 // it; on the released MXFP4 sample such flips exist with the tied table and
 // none remain without ties, at a cost below 0.001 bits per weight. Byte
-// records keep the SPEC table: with 256 symbols the ties cannot all be
+// records keep the §6.9.1 table: with 256 symbols the ties cannot all be
 // broken within a total of 4096. Any CFS1 decoder reads either.
 func Frequencies(data []byte, mode byte) (freq [256]uint32, ok bool) {
 	freq, ok = SpecFrequencies(data, mode)

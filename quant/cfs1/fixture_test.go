@@ -29,7 +29,7 @@ func entropyBytes(data []byte, mode byte) float64 {
 
 // TestRealK3Bytes codes the released checkpoint's MXFP4 sample (64 rows ×
 // 3584 of an expert's w1) and checks the sizes against the order-0 entropy
-// and the savings SPEC §6.10 reports (nibbles ≈ 6.2%, scale bytes ≈ 90%).
+// and the savings §6.10 reports (nibbles ≈ 6.2%, scale bytes ≈ 90%).
 func TestRealK3Bytes(t *testing.T) {
 	fx := testkit.MXFP4(t)
 	for _, c := range []struct {

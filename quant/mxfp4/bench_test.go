@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/k3-project/k3/internal/parallel"
+	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/internal/testkit"
 )
 
@@ -52,7 +52,7 @@ func benchKernel(name string) kernel {
 }
 
 // matVecRows is MatVec through kernel k with the rows split over workers
-// goroutines (internal/parallel, as quant does); each part widens x itself,
+// goroutines (internal/kernels/parallel, as quant does); each part widens x itself,
 // as MatVec does.
 func matVecRows(k kernel, workers int, dst []float32, packed, scales []byte, x []float32) {
 	cols := len(x)

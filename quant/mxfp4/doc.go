@@ -33,7 +33,7 @@
 // |E2M1| ≥ 4) overflows to ±Inf; the kernels never form the float32 weight
 // and so do not overflow there.
 //
-// # Reduction (SPEC §5.2, RG)
+// # Reduction (§5.2, RG)
 //
 // MatVec computes each output row with the canonical grouped reduction: per
 // 32-element group, eight float64 lanes (element j of the group goes to lane
@@ -85,7 +85,7 @@
 //
 // # Quantiser
 //
-// Quantize implements the oracle's rule (SPEC §6.2) for writers and tests:
+// Quantize implements the oracle's rule (§6.2) for writers and tests:
 // per block e = ⌊log2(max(amax, 1e−30))⌋ − 2, scale byte e+127, each element
 // rounded to the nearest E2M1 magnitude of |w|/2^e with ties going to the
 // smaller code. The sign bit is set exactly when w < 0 and the magnitude code

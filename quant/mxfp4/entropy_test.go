@@ -4,7 +4,7 @@ import "math"
 
 // nibbleEntropy returns the order-0 (empirical) entropy of the 4-bit codes in
 // packed, in bits per code: how far an entropy coder could shrink them
-// (SPEC §6.10). It returns 0 for empty input.
+// (§6.10). It returns 0 for empty input.
 func nibbleEntropy(packed []byte) float64 {
 	var n [16]int
 	for _, b := range packed {

@@ -117,12 +117,12 @@ func TestFixtureMatVec(t *testing.T) {
 }
 
 // TestFixtureEntropy measures the order-0 entropy of the released nibbles and
-// scale bytes (SPEC §6.10 reports 3.753 bits/nibble and 0.66 bits/byte).
+// scale bytes (§6.10 reports 3.753 bits/nibble and 0.66 bits/byte).
 func TestFixtureEntropy(t *testing.T) {
 	_, packed, scales := loadFixture(t)
 	nib, sc := nibbleEntropy(packed), byteEntropy(scales)
 	t.Logf("order-0 entropy: %.4f bits/nibble (%.1f%% below 4), %.4f bits/scale byte", nib, 100*(1-nib/4), sc)
 	if math.Abs(nib-3.753) > 0.001 || math.Abs(sc-0.66) > 0.005 {
-		t.Errorf("entropies %.4f, %.4f differ from SPEC §6.10's 3.753, 0.66", nib, sc)
+		t.Errorf("entropies %.4f, %.4f differ from §6.10's 3.753, 0.66", nib, sc)
 	}
 }

@@ -5,7 +5,7 @@ package mxfp4
 import (
 	"math"
 
-	"github.com/k3-project/k3/internal/scratch"
+	"github.com/k3-project/k3/internal/kernels/f64pool"
 )
 
 // The packed mat-mul, for several activation rows (routed experts in a
@@ -60,7 +60,7 @@ func gemmAVX512(k kernel, dst []float32, stride int, packed, scales []byte, x []
 	ng := cols / GroupSize
 	if rows8 > 0 {
 		trip := (n + 2) / 3
-		sp := scratch.Get(n*cols + 8*gemmGroups*GroupSize + 8*gemmGroups + 24*trip)
+		sp := f64pool.Get(n*cols + 8*gemmGroups*GroupSize + 8*gemmGroups + 24*trip)
 		buf := *sp
 		xw, buf := buf[:n*cols], buf[n*cols:]
 		panel, buf := buf[:8*gemmGroups*GroupSize], buf[8*gemmGroups*GroupSize:]
@@ -102,7 +102,7 @@ func gemmAVX512(k kernel, dst []float32, stride int, packed, scales []byte, x []
 				}
 			}
 		}
-		scratch.Put(sp)
+		f64pool.Put(sp)
 	}
 	if rows8 < rows {
 		matMulPasses(k, dst[rows8:], stride, packed[rows8*cols/2:], scales[rows8*ng:], x, n, rows-rows8, cols)

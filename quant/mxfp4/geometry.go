@@ -35,7 +35,7 @@ func Check(rows, cols, packedLen, scalesLen int) error {
 
 // CheckShapes validates the 2-D tensor shapes of a packed array and its scale
 // array against the logical [rows, cols] (which come from the model
-// configuration, never from the file), in the order of SPEC §6.2: both
+// configuration, never from the file), in the order of §6.2: both
 // tensors 2-D with rows rows; scaleCols·32 = packedCols·2 (else a
 // *GroupSizeError); 2·packedCols = cols; cols a multiple of 32.
 func CheckShapes(rows, cols int, packedShape, scaleShape []int) error {

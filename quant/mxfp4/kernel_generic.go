@@ -1,6 +1,6 @@
 package mxfp4
 
-import "github.com/k3-project/k3/internal/floatbits"
+import "github.com/k3-project/k3/internal/kernels/floatbits"
 
 // genericKernel is the pure-Go twin: the reference the assembly must match
 // bit for bit, and the kernel on every other architecture.

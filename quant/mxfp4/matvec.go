@@ -3,7 +3,7 @@ package mxfp4
 import (
 	"fmt"
 
-	"github.com/k3-project/k3/internal/scratch"
+	"github.com/k3-project/k3/internal/kernels/f64pool"
 )
 
 // MatVec sets dst[r] to row r of the matrix times x with the RG reduction,
@@ -26,9 +26,9 @@ func MatVecStats(dst []float32, packed, scales []byte, x []float32) (Stats, erro
 		return Stats{}, fmt.Errorf("matvec: %w", err)
 	}
 	k := defaultKernel
-	p := scratch.Get(k.width(cols))
+	p := f64pool.Get(k.width(cols))
 	st := matVec(k, dst, packed, scales, k.widen(*p, x))
-	scratch.Put(p)
+	f64pool.Put(p)
 	return st, nil
 }
 
@@ -85,7 +85,7 @@ type kernel struct {
 }
 
 // width is the length of the widened form of cols activations. The callers
-// take buffers of that length from internal/scratch, so that widen reuses
+// take buffers of that length from internal/kernels/f64pool, so that widen reuses
 // them instead of allocating on every call.
 func (k kernel) width(cols int) int {
 	if k.align <= 1 {
@@ -138,8 +138,8 @@ func matMulPasses(k kernel, dst []float32, stride int, packed, scales []byte, x 
 		return st
 	}
 	w := k.width(cols)
-	sp := scratch.Get(n * w)
-	defer scratch.Put(sp)
+	sp := f64pool.Get(n * w)
+	defer f64pool.Put(sp)
 	buf := *sp
 	for t := range n {
 		k.widen(buf[t*w:(t+1)*w:(t+1)*w], x[t*cols:(t+1)*cols])

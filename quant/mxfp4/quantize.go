@@ -9,7 +9,7 @@ import (
 const minAmax = 1e-30
 
 // Quantize encodes a row-major [rows, cols] float32 matrix with the oracle's
-// rule (SPEC §6.2) and returns freshly allocated packed (rows·cols/2) and
+// rule (§6.2) and returns freshly allocated packed (rows·cols/2) and
 // scale (rows·cols/32) arrays. Per 32-element block: amax = max|w|,
 // e = ⌊log2(max(amax, 1e−30))⌋ − 2 (computed exactly from the float bits),
 // scale byte e+127; each element becomes the nearest E2M1 magnitude of

@@ -12,7 +12,7 @@ import (
 	"github.com/k3-project/k3/safetensors"
 )
 
-// FormatsKey is the informative companion of quant.StampKey (SPEC §6.8): a
+// FormatsKey is the informative companion of quant.StampKey (§6.8): a
 // sorted JSON array of the format names a shard's stamp uses.
 const FormatsKey = "colibri.container.formats"
 
@@ -151,7 +151,7 @@ func Metadata(shard string, meta map[string]string, coded map[string]string) (ma
 	}
 	slices.Sort(formats)
 	// encoding/json sorts map keys and writes compact separators: the
-	// canonical form SPEC §6.8 asks for.
+	// canonical form §6.8 asks for.
 	sb, err := compactJSON(stamps)
 	if err != nil {
 		return nil, err

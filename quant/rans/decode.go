@@ -8,7 +8,7 @@ import (
 	"github.com/k3-project/k3/quant/cfs1"
 )
 
-// Record constants of SPEC §6.9.1 (shared with package cfs1).
+// Record constants of §6.9.1 (shared with package cfs1).
 const (
 	headerLen = 9       // magic, mode, rawlen
 	scaleBits = 12      // probability resolution
@@ -43,7 +43,7 @@ type Decoder struct {
 }
 
 // DecodedLen returns the decoded byte count a whole record declares, after
-// the header checks of SPEC §6.9.1 that need no decoding (magic, mode, raw
+// the header checks of §6.9.1 that need no decoding (magic, mode, raw
 // record length, minimum coded header). Inspect gets the same figure for a
 // stored tensor from its first 9 bytes.
 func DecodedLen(record []byte) (int, error) {
@@ -136,7 +136,7 @@ func (d *Decoder) build(freqs []byte, a int) error {
 	return nil
 }
 
-// step is one decode step of SPEC §6.9.1 without renormalisation.
+// step is one decode step of §6.9.1 without renormalisation.
 func (d *Decoder) step(x uint32) (uint32, byte) {
 	slot := x & (probScale - 1)
 	e := d.tab[slot]

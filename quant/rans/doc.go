@@ -1,4 +1,4 @@
-// Package rans is the entropy-coded expert container (SPEC §6.9): 4-bit
+// Package rans is the entropy-coded expert container (§6.9): 4-bit
 // weight tensors (mxfp4, int4-row, int4-grouped) stored as CFS1 records —
 // a static order-0 rANS model over the 16 nibble symbols, two interleaved
 // 32-bit states, 12-bit frequencies that must sum to exactly 4096, sealed
@@ -16,7 +16,7 @@
 //
 // Storage: a coded tensor keeps its name, becomes U8 [record bytes], and is
 // stamped with its container format in the shard's colibri.fmt metadata
-// (SPEC §6.8). The stamp is mandatory: nothing is guessed to be coded, and
+// (§6.8). The stamp is mandatory: nothing is guessed to be coded, and
 // Inspect refuses a tensor that looks like a record but is not stamped
 // (ErrUnstamped). Scale tensors stay raw.
 //

@@ -14,7 +14,7 @@ import (
 // only. Every record is decoded by package cfs1's independent decoder and
 // compared with data before it is returned.
 //
-// The frequencies are cfs1.Frequencies' (SPEC §6.9.1's with ties broken),
+// The frequencies are cfs1.Frequencies' (§6.9.1's with ties broken),
 // so the records are cfs1.Encode's, bit for bit; this encoder is the faster
 // of the two.
 func Encode(data []byte) ([]byte, error) {

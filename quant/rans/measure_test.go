@@ -99,7 +99,7 @@ func TestRealMXFP4(t *testing.T) {
 }
 
 // TestTiedFrequenciesBlindSpot shows why Encode breaks frequency ties: coded
-// with SPEC §6.9.1's tied table some single-bit flips of the real MXFP4
+// with §6.9.1's tied table some single-bit flips of the real MXFP4
 // sample decode to different bytes undetected; with Encode's table none do
 // (TestRealMXFP4).
 func TestTiedFrequenciesBlindSpot(t *testing.T) {
@@ -109,12 +109,12 @@ func TestTiedFrequenciesBlindSpot(t *testing.T) {
 	_, untied := cfs1.Distinct(spec)
 	require.True(t, untied)
 	used, _ := cfs1.Frequencies(sample, cfs1.ModeNibble)
-	require.NotEqual(t, spec, used, "the sample's SPEC table has ties")
+	require.NotEqual(t, spec, used, "the sample's §6.9.1 table has ties")
 	for _, c := range []struct {
 		name string
 		freq [256]uint32
 		want func(require.TestingT, any, ...any)
-	}{{"tied (SPEC)", spec, require.Positive}, {"untied (Encode)", used, require.Zero}} {
+	}{{"tied (§6.9.1)", spec, require.Positive}, {"untied (Encode)", used, require.Zero}} {
 		rec := encodeWith(sample, cfs1.ModeNibble, c.freq)
 		require.NotNil(t, rec)
 		escapes := 0

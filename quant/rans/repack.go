@@ -15,7 +15,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/k3-project/k3/internal/strictjson"
+	"github.com/k3-project/k3/internal/fileio/strictjson"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 )
@@ -56,7 +56,7 @@ type RepackOptions struct {
 }
 
 // Repack writes a complete checkpoint directory out whose selected tensors
-// are CFS1 records stamped with their container format (SPEC §6.9.2), from
+// are CFS1 records stamped with their container format (§6.9.2), from
 // the checkpoint directory src. Shards holding a selected tensor are
 // rewritten with every other tensor and all metadata unchanged (tensor
 // order kept); other shards and every other file are hard-linked, or copied

@@ -1,4 +1,4 @@
-// Package opfix loads the oracle operator fixtures (SPEC §13.1,
+// Package opfix loads the oracle operator fixtures (§13.1,
 // shared/fixtures/ops/*.json) for the tests of nn, attention and moe, and
 // compares results against them at the tolerance read from MANIFEST.json.
 //

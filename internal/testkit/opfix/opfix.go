@@ -227,7 +227,7 @@ func Compare(tb testing.TB, tol Tolerance, what string, got []float32, want []fl
 }
 
 // Config returns the flat tiny-model config stored in ops/MANIFEST.json
-// (SPEC §13.1), as parsed JSON values.
+// (§13.1), as parsed JSON values.
 func Config(tb testing.TB) map[string]any {
 	tb.Helper()
 	var m struct {
