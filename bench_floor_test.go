@@ -3,8 +3,6 @@ package k3_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,10 +13,6 @@ import (
 	"github.com/k3-project/k3/internal/dot"
 	"github.com/k3-project/k3/internal/testkit"
 )
-
-// floorPerfEnv names the directory holding (or receiving, on first use) the synthetic perf
-// checkpoint BenchmarkFloor measures.
-const floorPerfEnv = "K3_PERF_DIR"
 
 // floorReps is how many decode steps (each paired with a read of the same bytes) and prefill
 // passes BenchmarkFloor times per configuration; it reports medians. The prefill count is odd
@@ -171,15 +165,7 @@ func measureKernel(cols int, sink *uint64) (bw, xread float64) {
 // FLOOR decode_1t=<ratio> decode_2t=<ratio> prefill256_2t=<seconds>. The checkpoint (about
 // 1.6 GB) is synthesized into K3_PERF_DIR on first use.
 func BenchmarkFloor(b *testing.B) {
-	dir := os.Getenv(floorPerfEnv)
-	if dir == "" {
-		b.Skipf("set %s to a directory for the synthetic perf checkpoint (about 1.6 GB, synthesized on first use)", floorPerfEnv)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
-			b.Fatal(err)
-		}
-	}
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
 	m, err := k3.Open(dir, k3.WithThreads(1))
 	if err != nil {
 		b.Fatal(err)

@@ -2,7 +2,6 @@ package k3_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -70,7 +69,7 @@ func benchDecode(b *testing.B, dir string, prompt []int, threads int) {
 // BenchmarkDecodeWide: incremental decode on models/wide after its 9-id prompt.
 func BenchmarkDecodeWide(b *testing.B) {
 	dir := filepath.Join(testkit.Path(b, "models"), "wide")
-	ref := loadReference(b, dir)
+	ref := testkit.LoadReference(b, dir)
 	for _, th := range []int{1, 2} {
 		b.Run("threads="+strconv.Itoa(th), func(b *testing.B) { benchDecode(b, dir, ref.PromptIDs, th) })
 	}
@@ -80,15 +79,9 @@ func BenchmarkDecodeWide(b *testing.B) {
 // top-8, vocab 32768) after a 16-id prompt. Synthesizing it takes a while and about 1.5 GB of disk;
 // set K3_PERF_DIR to a directory to keep it between runs.
 func BenchmarkDecodePerf(b *testing.B) {
-	dir := os.Getenv("K3_PERF_DIR")
-	if dir == "" {
-		dir = filepath.Join(b.TempDir(), "perf")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
-			b.Fatal(err)
-		}
-	}
+	perf := testkit.Perf(checkpoint.Synthesize)
+	perf.TempDir = true
+	dir := perf.Dir(b)
 	prompt := []int{1, 100, 2000, 30000, 5, 77, 123, 4567, 8, 9, 10, 11, 12, 13, 14, 15}
 	for _, th := range []int{1, 2} {
 		b.Run("threads="+strconv.Itoa(th), func(b *testing.B) { benchDecode(b, dir, prompt, th) })
@@ -99,10 +92,7 @@ func BenchmarkDecodePerf(b *testing.B) {
 // one prefill per op on an open model, for a CPU profile of it:
 // K3_PERF_DIR=<dir> go test -run '^$' -bench PrefillPerf -benchtime 4x -cpuprofile prefill.out .
 func BenchmarkPrefillPerf(b *testing.B) {
-	dir := os.Getenv(floorPerfEnv)
-	if dir == "" {
-		b.Skipf("set %s to the perf checkpoint's directory (BenchmarkFloor synthesizes it)", floorPerfEnv)
-	}
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
 	m, err := k3.Open(dir, k3.WithThreads(2))
 	if err != nil {
 		b.Fatal(err)
@@ -125,7 +115,7 @@ func BenchmarkPrefillPerf(b *testing.B) {
 // throughput; every weight is read once per pass through the batched mat-muls).
 func BenchmarkForwardWide(b *testing.B) {
 	dir := filepath.Join(testkit.Path(b, "models"), "wide")
-	ref := loadReference(b, dir)
+	ref := testkit.LoadReference(b, dir)
 	m, err := k3.Open(dir, k3.WithThreads(1))
 	if err != nil {
 		b.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/safetensors"
 )
 
@@ -145,7 +146,7 @@ func TestSynthDecodes(t *testing.T) {
 	for i := range a {
 		distinct[a[i]] = true
 		require.Equal(t, a[i], b[i], "step %d: full recompute and incremental picks", i)
-		require.True(t, sameBits(la[i], lb[i]), "step %d: full recompute and incremental logits", i)
+		require.True(t, testkit.SameBits(la[i], lb[i]), "step %d: full recompute and incremental logits", i)
 	}
 	assert.GreaterOrEqual(t, len(distinct), 3, "greedy continuation %v is degenerate", a)
 	info := m.Info()

@@ -44,7 +44,7 @@ func modelDigests(t testing.TB, opts ...k3.Option) []modelDigest {
 	t.Helper()
 	var out []modelDigest
 	for _, dir := range testkit.Models(t) {
-		ref := loadReference(t, dir)
+		ref := testkit.LoadReference(t, dir)
 		m := openModel(t, dir, opts...)
 		rows, err := m.Forward(context.Background(), ref.FullIDs)
 		if err != nil {
@@ -54,7 +54,7 @@ func modelDigests(t testing.TB, opts ...k3.Option) []modelDigest {
 		if len(steps) == 0 {
 			t.Fatalf("%s: greedy generation produced no logits", dir)
 		}
-		out = append(out, modelDigest{name: filepath.Base(dir), tf: digest(rows), greedy: digest(steps)})
+		out = append(out, modelDigest{name: filepath.Base(dir), tf: testkit.Digest(rows...), greedy: testkit.Digest(steps...)})
 		m.Close()
 	}
 	return out

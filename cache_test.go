@@ -37,7 +37,7 @@ func cacheBudgets(t *testing.T, dir string) map[string]int64 {
 func TestCacheBitIdentical(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			want := runModel(t, openModel(t, dir), ref)
 			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
 			for name, b := range cacheBudgets(t, dir) {
@@ -111,7 +111,7 @@ func (f *failReader) ReadAt(p []byte, off int64) (int, error) {
 func TestCacheReadFault(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			ck, err := safetensors.Open(dir)
 			require.NoError(t, err)
 			var target *safetensors.Tensor

@@ -68,7 +68,7 @@ func copyCheckpoint(t *testing.T, src string) string {
 func TestCodedExpertsBitIdentical(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			want := runModel(t, openModel(t, dir), ref)
 			coded := repackExperts(t, dir)
 			_, err := k3.Open(coded)
@@ -110,7 +110,7 @@ func TestCodedExpertsBitIdentical(t *testing.T) {
 // (rans.ErrCorrupt); no token is emitted.
 func TestCodedExpertsCorrupt(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	bad := copyCheckpoint(t, repackExperts(t, dir))
 	ck, err := safetensors.Open(bad)
 	require.NoError(t, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,60 +18,12 @@ import (
 	"github.com/k3-project/k3/sample"
 )
 
-// reference is a model fixture's reference.json (SPEC §13.2).
-type reference struct {
-	PromptIDs  []int      `json:"prompt_ids"`
-	FullIDs    []int      `json:"full_ids"`
-	TFPred     []int      `json:"tf_pred"`
-	Vocab      int        `json:"vocab"`
-	LogitsBits [][]uint32 `json:"logits_bits"`
-}
-
-func loadReference(t testing.TB, dir string) *reference {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-	require.NoError(t, err)
-	var r reference
-	require.NoError(t, json.Unmarshal(b, &r), dir)
-	require.True(t, len(r.FullIDs) > len(r.PromptIDs) && len(r.TFPred) == len(r.FullIDs) && len(r.LogitsBits) == len(r.FullIDs),
-		"%s: inconsistent reference.json", dir)
-	return &r
-}
-
 func openModel(t testing.TB, dir string, opts ...k3.Option) *k3.Model {
 	t.Helper()
 	m, err := k3.Open(dir, opts...)
 	require.NoError(t, err, "open %s", dir)
 	t.Cleanup(func() { m.Close() })
 	return m
-}
-
-// digest is an FNV-1a hash of the logits' bit patterns (SPEC §5.4): equal digests mean
-// bit-identical logits, so runs of different builds and schedules compare by a short line
-// (TestPureGoBuildDigests).
-func digest(rows [][]float32) uint64 {
-	h := fnv.New64a()
-	var b [4]byte
-	for _, r := range rows {
-		for _, v := range r {
-			u := math.Float32bits(v)
-			b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-			h.Write(b[:])
-		}
-	}
-	return h.Sum64()
-}
-
-func sameBits(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // truth is a model fixture's reference_f64.json: the teacher-forced logits computed entirely in
@@ -125,7 +76,7 @@ func distance(got [][]float32, want [][]float64) (maxAbs, rms float64) {
 func TestGateTeacherForcing(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			m := openModel(t, dir)
 			require.Equal(t, ref.Vocab, m.Config().Vocab, "vocab")
 			logits, err := m.Forward(context.Background(), ref.FullIDs)
@@ -151,7 +102,7 @@ func TestGateTeacherForcing(t *testing.T) {
 			maxAbs, rms := distance(logits, tr.LogitsF64)
 			t.Logf("GATE1 %s: argmax %d/%d; vs float64 truth: max %.3g (%.2f of the f32 reference's %.3g), RMS %.3g (%.2f of %.3g); max |Δ| vs logits_bits %.3g; digest %016x",
 				filepath.Base(dir), agree, len(logits), maxAbs, maxAbs/tr.Ref32Max, tr.Ref32Max,
-				rms, rms/tr.Ref32RMS, tr.Ref32RMS, maxDiff, digest(logits))
+				rms, rms/tr.Ref32RMS, tr.Ref32RMS, maxDiff, testkit.Digest(logits...))
 			// Written as "≤ holds" so that NaN fails.
 			assert.True(t, maxAbs <= 0.5*tr.Ref32Max, "max |engine − truth| = %g > 0.5 × %g", maxAbs, tr.Ref32Max)
 			assert.True(t, rms <= 0.5*tr.Ref32RMS, "RMS(engine − truth) = %g > 0.5 × %g", rms, tr.Ref32RMS)
@@ -181,7 +132,7 @@ func greedy(t testing.TB, m *k3.Model, prompt []int, n int, full bool) ([]int, [
 func TestGateGreedy(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			m := openModel(t, dir)
 			n := len(ref.FullIDs) - len(ref.PromptIDs)
 			want := ref.FullIDs[len(ref.PromptIDs):]
@@ -191,10 +142,10 @@ func TestGateGreedy(t *testing.T) {
 			assert.Equal(t, fmt.Sprint(want), fmt.Sprint(incIDs), "GATE3 incremental")
 			require.Len(t, incLogits, len(fullLogits), "logit steps")
 			for i := range fullLogits {
-				assert.True(t, sameBits(fullLogits[i], incLogits[i]), "GATE3 step %d: incremental logits differ from full recompute", i)
+				assert.True(t, testkit.SameBits(fullLogits[i], incLogits[i]), "GATE3 step %d: incremental logits differ from full recompute", i)
 			}
 			t.Logf("GATE2/3 %s: %d/%d tokens (full recompute), %d/%d (incremental), logits bit-identical; digest %016x",
-				filepath.Base(dir), countEq(fullIDs, want), n, countEq(incIDs, want), n, digest(incLogits))
+				filepath.Base(dir), countEq(fullIDs, want), n, countEq(incIDs, want), n, testkit.Digest(incLogits...))
 		})
 	}
 }

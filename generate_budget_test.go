@@ -20,7 +20,7 @@ import (
 func TestGenerationUnderBudgets(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
 			mapped := openModel(t, dir)
 			budget := openModel(t, dir, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithCacheBudget(0))
@@ -34,7 +34,7 @@ func TestGenerationUnderBudgets(t *testing.T) {
 					require.NoError(t, err)
 					ids = append(ids, id)
 				}
-				return ids, digest(steps)
+				return ids, testkit.Digest(steps...)
 			}
 			for _, k := range []int{0, 3} {
 				s, err := sample.New(sample.Options{Temperature: 0.8, TopP: 0.9, Seed: 7})
@@ -74,7 +74,7 @@ func TestGenerationUnderBudgets(t *testing.T) {
 			require.NoError(t, err)
 			all, err := mapped.Forward(context.Background(), ref.FullIDs)
 			require.NoError(t, err)
-			assert.Equal(t, digest(all[half:]), digest(rows))
+			assert.Equal(t, testkit.Digest(all[half:]...), testkit.Digest(rows...))
 		})
 	}
 }

@@ -18,7 +18,7 @@ import (
 // full count is the full model.
 func TestWithLayers(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	full := openModel(t, dir)
 	want, err := full.Forward(context.Background(), ref.FullIDs)
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func TestWithLayers(t *testing.T) {
 	same := openModel(t, dir, k3.WithLayers(n))
 	got, err := same.Forward(context.Background(), ref.FullIDs)
 	require.NoError(t, err)
-	assert.Equal(t, digest(want), digest(got))
+	assert.Equal(t, testkit.Digest(want...), testkit.Digest(got...))
 
 	part := openModel(t, dir, k3.WithLayers(3), k3.WithTrunkBudget(1<<30))
 	assert.Equal(t, 3, part.Layers())
@@ -36,7 +36,7 @@ func TestWithLayers(t *testing.T) {
 	assert.Contains(t, w, "running 3 of")
 	p, err := part.Forward(context.Background(), ref.FullIDs)
 	require.NoError(t, err)
-	assert.NotEqual(t, digest(want), digest(p))
+	assert.NotEqual(t, testkit.Digest(want...), testkit.Digest(p...))
 
 	_, err = k3.Open(dir, k3.WithLayers(n+1))
 	require.Error(t, err)
@@ -50,7 +50,7 @@ func TestWithConfigFile(t *testing.T) {
 	alt := filepath.Join(t.TempDir(), "other.json")
 	require.NoError(t, os.WriteFile(alt, b, 0o644))
 	m := openModel(t, dir, k3.WithConfigFile(alt))
-	assert.Equal(t, loadReference(t, dir).Vocab, m.Config().Vocab)
+	assert.Equal(t, testkit.LoadReference(t, dir).Vocab, m.Config().Vocab)
 	_, err = k3.Open(dir, k3.WithConfigFile(filepath.Join(t.TempDir(), "missing.json")))
 	require.Error(t, err)
 }

@@ -1,8 +1,6 @@
 package k3_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,23 +8,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // TestPerfFloorBitIdentical runs the synthetic perf checkpoint (random weights everywhere, so a
 // wrong byte anywhere would show) at the memory floor — trunk at its floor budget with one ring
 // slot, embedding rows and lm_head streamed, experts read with a zero cache budget — and compares
 // teacher-forced logits and an incremental greedy continuation bit for bit with the fully mapped
-// run. It needs K3_PERF_DIR (a perf checkpoint, written by checkpoint.Synthesize or
-// `go run ./examples/k3 synth perf DIR`; 1.6 GB) and takes a minute or two.
+// run. It needs K3_PERF_DIR (the perf checkpoint, about 1.6 GB, synthesized there on first use)
+// and takes a minute or two.
 func TestPerfFloorBitIdentical(t *testing.T) {
-	dir := os.Getenv("K3_PERF_DIR")
-	if dir == "" {
-		t.Skip("set K3_PERF_DIR to a perf checkpoint to run the floor-vs-mapped comparison")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		t.Skipf("no perf checkpoint in %s", dir)
-	}
-	ref := &reference{PromptIDs: []int{11, 2048, 7, 31000, 5}, FullIDs: []int{11, 2048, 7, 31000, 5, 0, 0, 0}}
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
+	ref := &testkit.Reference{PromptIDs: []int{11, 2048, 7, 31000, 5}, FullIDs: []int{11, 2048, 7, 31000, 5, 0, 0, 0}}
 	mapped := openModel(t, dir)
 	want := runModel(t, mapped, ref)
 	mapped.Close()
@@ -47,13 +41,7 @@ func TestPerfFloorBitIdentical(t *testing.T) {
 // mapped weights and at the memory floor: the price of verifying speculative drafts (README,
 // Generation). It needs K3_PERF_DIR like TestPerfFloorBitIdentical.
 func TestPerfVerifyPassCost(t *testing.T) {
-	dir := os.Getenv("K3_PERF_DIR")
-	if dir == "" {
-		t.Skip("set K3_PERF_DIR to a perf checkpoint to time verification passes")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		t.Skipf("no perf checkpoint in %s", dir)
-	}
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
 	p, err := k3.PlanFor(dir, k3.WithTrunkBudget(1<<50))
 	require.NoError(t, err)
 	for _, c := range []struct {

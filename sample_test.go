@@ -150,7 +150,7 @@ func generateIDs(t *testing.T, m *k3.Model, prompt []int, n int, o k3.GenerateOp
 // sequence the independent reference computes from the same logits, for 1 and 2 threads.
 func TestSamplerMatchesReference(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	const n = 24
 	for name, o := range samplerCases {
 		t.Run(name, func(t *testing.T) {
@@ -187,7 +187,7 @@ func TestSamplerMatchesReference(t *testing.T) {
 // full recompute and incremental modes agree.
 func TestSamplerSeeds(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	m := openModel(t, dir)
 	run := func(seed uint64, full bool) []int {
 		sm, err := sample.New(sample.Options{Temperature: 1, Seed: seed})

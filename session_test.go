@@ -18,13 +18,13 @@ import (
 func TestDeterminismThreads(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			var digests []uint64
 			for _, n := range []int{1, 2, 3} {
 				m := openModel(t, dir, k3.WithThreads(n))
 				rows, err := m.Forward(context.Background(), ref.FullIDs)
 				require.NoError(t, err)
-				digests = append(digests, digest(rows))
+				digests = append(digests, testkit.Digest(rows...))
 			}
 			assert.Equal(t, []uint64{digests[0], digests[0], digests[0]}, digests, "digests differ across thread counts 1, 2, 3")
 			t.Logf("DIGEST %s teacher-forced logits fnv1a64=%016x (threads 1, 2, 3 agree)", filepath.Base(dir), digests[0])
@@ -38,7 +38,7 @@ func TestChunkedPrefill(t *testing.T) {
 	ctx := context.Background()
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			m := openModel(t, dir)
 			whole, err := m.Forward(ctx, ref.FullIDs)
 			require.NoError(t, err)
@@ -60,7 +60,7 @@ func TestChunkedPrefill(t *testing.T) {
 				}
 				require.Equal(t, len(ref.FullIDs), s.Len(), "session length")
 				for p := range whole {
-					require.True(t, sameBits(whole[p], rows[p]), "split %v: position %d differs from the unchunked forward", split, p)
+					require.True(t, testkit.SameBits(whole[p], rows[p]), "split %v: position %d differs from the unchunked forward", split, p)
 				}
 				lastRows(t, m, ref.FullIDs, split, whole)
 			}
@@ -82,12 +82,12 @@ func lastRows(t *testing.T, m *k3.Model, ids, split []int, whole [][]float32) {
 		}
 		require.NoError(t, s.Prefill(ctx, rest[:n]))
 		rest, pos = rest[n:], pos+n
-		require.True(t, sameBits(whole[pos-1], s.Logits()),
+		require.True(t, testkit.SameBits(whole[pos-1], s.Logits()),
 			"split %v through Prefill: logits at position %d differ from the unchunked forward", split, pos-1)
 	}
 	for ; len(rest) > 0; rest, pos = rest[1:], pos+1 {
 		require.NoError(t, s.Step(ctx, rest[0]))
-		require.True(t, sameBits(whole[pos], s.Logits()),
+		require.True(t, testkit.SameBits(whole[pos], s.Logits()),
 			"split %v through Prefill: step at position %d differs from the unchunked forward", split, pos)
 	}
 }
@@ -98,7 +98,7 @@ func TestSnapshotRestore(t *testing.T) {
 	ctx := context.Background()
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			m := openModel(t, dir)
 			s := m.NewSession()
 			require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
@@ -121,12 +121,12 @@ func TestSnapshotRestore(t *testing.T) {
 				require.Equal(t, len(ref.PromptIDs), s.Len(), "restored length")
 				again := run(s)
 				for i := range first {
-					require.True(t, sameBits(first[i], again[i]), "round %d step %d: restored continuation differs", round, i)
+					require.True(t, testkit.SameBits(first[i], again[i]), "round %d step %d: restored continuation differs", round, i)
 				}
 			}
 			fromClone := run(clone)
 			for i := range first {
-				require.True(t, sameBits(first[i], fromClone[i]), "step %d: clone continuation differs", i)
+				require.True(t, testkit.SameBits(first[i], fromClone[i]), "step %d: clone continuation differs", i)
 			}
 			other := openModel(t, dir)
 			err = other.NewSession().Restore(snap)
@@ -142,7 +142,7 @@ func TestSnapshotRestore(t *testing.T) {
 // position.
 func TestMLACacheBytes(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	m := openModel(t, dir)
 	c := m.Config()
 	per := m.Plan().MLABytesPerPosition
@@ -206,7 +206,7 @@ func TestCancel(t *testing.T) {
 func TestGenerateStop(t *testing.T) {
 	ctx := context.Background()
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	m := openModel(t, dir)
 	cont := ref.FullIDs[len(ref.PromptIDs):]
 	stop := cont[3]
@@ -262,7 +262,7 @@ func TestPrefillLong(t *testing.T) {
 	s := m.NewSession()
 	require.NoError(t, s.Prefill(ctx, ids))
 	assert.Equal(t, len(ids), s.Len())
-	assert.True(t, sameBits(s.Logits(), all[len(ids)-1]), "chunked Prefill of %d ids: last logits differ", len(ids))
+	assert.True(t, testkit.SameBits(s.Logits(), all[len(ids)-1]), "chunked Prefill of %d ids: last logits differ", len(ids))
 }
 
 // cancelAfter is a context whose Err turns to Canceled after n calls: it cancels a forward pass
@@ -302,10 +302,10 @@ func TestBrokenSession(t *testing.T) {
 	assert.ErrorIs(t, err, k3.ErrBroken, "snapshot of a broken session")
 	require.NoError(t, s.Restore(snap))
 	assert.NoError(t, s.Step(bg, 4), "after Restore")
-	assert.True(t, sameBits(s.Logits(), ref.Logits()), "after Restore: logits differ")
+	assert.True(t, testkit.SameBits(s.Logits(), ref.Logits()), "after Restore: logits differ")
 	s.Reset()
 	assert.NoError(t, s.Prefill(bg, []int{1, 2, 3, 4}), "after Reset")
-	assert.True(t, sameBits(s.Logits(), ref.Logits()), "after Reset: logits differ")
+	assert.True(t, testkit.SameBits(s.Logits(), ref.Logits()), "after Reset: logits differ")
 }
 
 // TestConcurrentSessions: sessions of one model run concurrently with identical results.
@@ -322,7 +322,7 @@ func TestConcurrentSessions(t *testing.T) {
 				return
 			}
 			for i := range want {
-				if !sameBits(s.Logits(), wantLogits[i]) {
+				if !testkit.SameBits(s.Logits(), wantLogits[i]) {
 					errs <- errors.New("concurrent session diverged")
 					return
 				}

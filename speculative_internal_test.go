@@ -2,9 +2,7 @@ package k3
 
 import (
 	"context"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -17,17 +15,6 @@ import (
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/sample"
 )
-
-func promptOf(t *testing.T, dir string) []int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-	require.NoError(t, err)
-	var r struct {
-		PromptIDs []int `json:"prompt_ids"`
-	}
-	require.NoError(t, json.Unmarshal(b, &r))
-	return r.PromptIDs
-}
 
 type genTrace struct {
 	ids  []int
@@ -64,7 +51,7 @@ func TestSpeculativeOracleDrafts(t *testing.T) {
 			m, err := Open(dir)
 			require.NoError(t, err)
 			defer m.Close()
-			prompt := promptOf(t, dir)
+			prompt := testkit.LoadReference(t, dir).PromptIDs
 			const n = 24
 			plain := trace(t, m, prompt, GenerateOptions{MaxTokens: n})
 			V := m.cfg.Vocab
@@ -111,7 +98,7 @@ func TestSpeculativeSamplingOracle(t *testing.T) {
 	m, err := Open(dir)
 	require.NoError(t, err)
 	defer m.Close()
-	prompt := promptOf(t, dir)
+	prompt := testkit.LoadReference(t, dir).PromptIDs
 	plain := trace(t, m, prompt, GenerateOptions{MaxTokens: 16})
 	run := func() genTrace {
 		sm, err := sample.New(sample.Options{Temperature: 0.001, Seed: 4})
@@ -138,24 +125,6 @@ func TestLookupDraft(t *testing.T) {
 	assert.Equal(t, []int{1, 9}, lookupDraft(h, 2))
 }
 
-// internalPerfDir is perfDir of the external tests: K3_PERF_DIR, synthesized when empty.
-func internalPerfDir(tb testing.TB) string {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("perf geometry: skipped under -short")
-	}
-	dir := os.Getenv("K3_PERF_DIR")
-	if dir == "" {
-		tb.Skip("perf geometry: set K3_PERF_DIR to a directory holding (or to receive) the ~1.6 GB checkpoint")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // oracleDrafter drafts the known continuation want of prompt; wrong(j, n) is the index of the
 // id to replace in the n-id draft starting after j emitted tokens (−1: none).
 func oracleDrafter(prompt, want []int, vocab int, wrong func(j, n int) int) func([]int, int) []int {
@@ -175,7 +144,7 @@ func oracleDrafter(prompt, want []int, vocab int, wrong func(j, n int) int) func
 // TestSpeculativeOraclePerf: on perf, for k = 1..8, speculative greedy with drafts that are
 // right, wrong at the first id, or alternately so, yields the plain greedy ids.
 func TestSpeculativeOraclePerf(t *testing.T) {
-	dir := internalPerfDir(t)
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
 	m, err := Open(dir)
 	require.NoError(t, err)
 	defer m.Close()
@@ -203,7 +172,7 @@ func TestSpeculativeOraclePerf(t *testing.T) {
 // (every draft rejected at its first id; the backoff then pauses drafting).
 // Each op generates 16 tokens after an 8-id prompt, plainly and speculatively.
 func BenchmarkSpeculativeOraclePerf(b *testing.B) {
-	dir := internalPerfDir(b)
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
 	m, err := Open(dir)
 	if err != nil {
 		b.Fatal(err)

@@ -60,7 +60,7 @@ func lookupPrompt(m *k3.Model, a int) []int {
 func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			m := openModel(t, dir)
 			for _, prompt := range [][]int{ref.PromptIDs, repetitive(ref.PromptIDs)} {
 				const n = 24
@@ -108,7 +108,7 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 // yielded token but the last), bit for bit.
 func TestSpeculativeSessionState(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	m := openModel(t, dir)
 	ctx := context.Background()
 	prompt := repetitive(ref.PromptIDs)
@@ -157,7 +157,7 @@ func TestSpeculativeSessionState(t *testing.T) {
 // k.
 func TestSpeculativeSampling(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	m := openModel(t, dir)
 	prompt := repetitive(ref.PromptIDs)
 	run := func(k int) ([]int, k3.GenerateResult) {
@@ -171,25 +171,6 @@ func TestSpeculativeSampling(t *testing.T) {
 	assert.Equal(t, a, b)
 	assert.Len(t, a, 32)
 	t.Logf("drafted %d accepted %d in %d verification passes", res.Drafted, res.Accepted, res.Verifies)
-}
-
-// perfDir returns the synthetic perf checkpoint named by K3_PERF_DIR, writing it there when
-// the directory is empty; it skips without the variable or under -short.
-func perfDir(tb testing.TB) string {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("perf geometry: skipped under -short")
-	}
-	dir := os.Getenv("K3_PERF_DIR")
-	if dir == "" {
-		tb.Skip("perf geometry: set K3_PERF_DIR to a directory holding (or to receive) the ~1.6 GB checkpoint")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return dir
 }
 
 // perfPrompts: "repetitive" quotes a block of ids back (as code or a document quoted in a reply
@@ -209,7 +190,7 @@ func perfPrompts() map[string][]int {
 
 // TestSpeculativePerf: speculative greedy equals plain greedy on perf for k = 1..8.
 func TestSpeculativePerf(t *testing.T) {
-	dir := perfDir(t)
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
 	m := openModel(t, dir)
 	for name, prompt := range perfPrompts() {
 		want, _, _ := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: 12})
@@ -225,7 +206,7 @@ func TestSpeculativePerf(t *testing.T) {
 // prompt-lookup drafts of k ids, on a repetitive and a non-repetitive prompt. Compare the
 // s/op of k>0 with k=0 of the same prompt (benchstat).
 func BenchmarkSpeculativePerf(b *testing.B) {
-	dir := perfDir(b)
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
 	m, err := k3.Open(dir)
 	if err != nil {
 		b.Fatal(err)
@@ -269,7 +250,7 @@ func BenchmarkSpeculativePerf(b *testing.B) {
 // generated tokens after a 96-id first turn — from a loaded state file versus recomputing the
 // whole history (the "scratch" case prefills the first turn again).
 func BenchmarkSecondTurnPerf(b *testing.B) {
-	dir := perfDir(b)
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
 	m, err := k3.Open(dir)
 	if err != nil {
 		b.Fatal(err)
@@ -336,7 +317,7 @@ func BenchmarkSecondTurnPerf(b *testing.B) {
 // a 16-id prompt on perf. Speculation pays when accepted drafts per pass exceed
 // cost(T)/cost(1) − 1.
 func BenchmarkVerifyPassPerf(b *testing.B) {
-	dir := perfDir(b)
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
 	m, err := k3.Open(dir)
 	if err != nil {
 		b.Fatal(err)

@@ -50,7 +50,7 @@ func TestStateContinuesBitIdentically(t *testing.T) {
 	ctx := context.Background()
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			m := openModel(t, dir)
 			sm, err := sample.New(sample.Options{Temperature: 0.9, TopK: 30, RepeatPenalty: 1.2, Seed: 9})
 			require.NoError(t, err)
@@ -134,7 +134,7 @@ func TestStateRefusals(t *testing.T) {
 	ctx := context.Background()
 	models := testkit.Models(t)
 	tinyDir, wideDir := filepath.Join(filepath.Dir(models[0]), "tiny"), filepath.Join(filepath.Dir(models[0]), "wide")
-	ref := loadReference(t, tinyDir)
+	ref := testkit.LoadReference(t, tinyDir)
 	m := openModel(t, tinyDir)
 	s := m.NewSession()
 	require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
@@ -281,7 +281,7 @@ func resealBody(b []byte) {
 func TestStateTestdataSeeds(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
 	m := openModel(t, dir)
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	if os.Getenv("K3_WRITE_STATE_SEEDS") == "1" {
 		// Regenerate after a format change: K3_WRITE_STATE_SEEDS=1 go test -run TestStateTestdataSeeds
 		s := m.NewSession()

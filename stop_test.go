@@ -59,7 +59,7 @@ func runGen(t *testing.T, m *k3.Model, prompt []int, o k3.GenerateOptions) genOu
 // exactly the decoded output before it.
 func TestStopStrings(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	m := openModel(t, dir)
 	plain := runGen(t, m, ref.PromptIDs, k3.GenerateOptions{MaxTokens: 16, Tokens: fakeTokens{}})
 	require.Len(t, plain.ids, 16)
@@ -114,7 +114,7 @@ func TestStopStrings(t *testing.T) {
 
 func TestStopReasons(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	m := openModel(t, dir)
 	plain := runGen(t, m, ref.PromptIDs, k3.GenerateOptions{MaxTokens: 8})
 

@@ -34,12 +34,12 @@ type run struct {
 	greedy uint64
 }
 
-func runModel(t *testing.T, m *k3.Model, ref *reference) run {
+func runModel(t *testing.T, m *k3.Model, ref *testkit.Reference) run {
 	t.Helper()
 	logits, err := m.Forward(context.Background(), ref.FullIDs)
 	require.NoError(t, err)
 	ids, steps := greedy(t, m, ref.PromptIDs, len(ref.FullIDs)-len(ref.PromptIDs), false)
-	return run{tf: digest(logits), ids: ids, greedy: digest(steps)}
+	return run{tf: testkit.Digest(logits...), ids: ids, greedy: testkit.Digest(steps...)}
 }
 
 // floorPlan returns the mapped-mode baseline plan's trunk floor for dir (with a tiny slot cap so
@@ -60,7 +60,7 @@ const smallSlot = 16 << 10 // forces row-range pieces on the fixture models
 func TestTrunkBudgetsBitIdentical(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			want := runModel(t, openModel(t, dir), ref)
 			packed := t.TempDir()
 			require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
@@ -125,11 +125,11 @@ func TestTrunkBudgetsBitIdentical(t *testing.T) {
 func TestTrunkBudgetSweep(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			base := openModel(t, dir)
 			logits, err := base.Forward(context.Background(), ref.FullIDs)
 			require.NoError(t, err)
-			want := digest(logits)
+			want := testkit.Digest(logits...)
 			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
 			rungs := 0
 			for b := fl.Floor; ; b = b * 3 / 2 {
@@ -138,7 +138,7 @@ func TestTrunkBudgetSweep(t *testing.T) {
 				require.LessOrEqual(t, p.Total, b, "the plan must fit its budget")
 				got, err := m.Forward(context.Background(), ref.FullIDs)
 				require.NoError(t, err, "budget %d", b)
-				require.Equal(t, want, digest(got), "budget %d: %s", b, p)
+				require.Equal(t, want, testkit.Digest(got...), "budget %d: %s", b, p)
 				rungs++
 				m.Close()
 				if p.Slots == 0 {
@@ -189,7 +189,7 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 // fails with a named error, nothing is emitted, and the session reports itself broken.
 func TestTrunkReadFaults(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
-		ref := loadReference(t, dir)
+		ref := testkit.LoadReference(t, dir)
 		ck, err := safetensors.Open(dir)
 		require.NoError(t, err)
 		victim, ok := ck.Tensor("language_model.model.layers.5.self_attn.o_proj.weight")
@@ -250,7 +250,7 @@ type readerOnly struct{ storage.File }
 // run's tokens and logits bit for bit.
 func TestOneOpener(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	want := runModel(t, openModel(t, dir), ref)
 	packed := t.TempDir()
 	require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
@@ -288,7 +288,7 @@ func TestOneOpener(t *testing.T) {
 // TestPackedTrunkFaults: a truncated trunk.bin and a changed byte are refused by name.
 func TestPackedTrunkFaults(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	t.Run("truncated", func(t *testing.T) {
 		p := t.TempDir()
 		require.NoError(t, checkpoint.PackTrunk(dir, p, nil))
@@ -361,7 +361,7 @@ func flipByte(t *testing.T, path string, off int64) {
 // TestTrunkTracer: WithTracer sees every streamed read and every layer.
 func TestTrunkTracer(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	tr := &countTracer{}
 	fl := floorOf(t, dir)
 	m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor*2), k3.WithTracer(tr))
@@ -442,7 +442,7 @@ func (w *walkTracer) LayerDone(layer int, d time.Duration) {
 func TestStreamWalkOrder(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			cfg, err := config.Load(filepath.Join(dir, "config.json"))
 			require.NoError(t, err)
 			ck, err := safetensors.Open(dir)
