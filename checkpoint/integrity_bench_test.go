@@ -2,13 +2,12 @@ package checkpoint_test
 
 import (
 	"crypto/sha256"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // BenchmarkOpenVerifyPerf measures what WithVerify costs on the synthetic
@@ -21,16 +20,10 @@ import (
 //
 //	K3_PERF_SUMS=/tmp/perfsums go test -run XX -bench OpenVerifyPerf -benchtime 3x .
 func BenchmarkOpenVerifyPerf(b *testing.B) {
-	dir := os.Getenv("K3_PERF_SUMS")
-	if dir == "" {
-		b.Skip("set K3_PERF_SUMS to a directory for the perf checkpoint with digests")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
-			b.Fatal(err)
-		}
-		addChecksums(b, dir, 4)
-	}
+	sums := testkit.Perf(checkpoint.Synthesize)
+	sums.Env = "K3_PERF_SUMS"
+	sums.After = func(tb testing.TB, dir string) { addChecksums(tb, dir, 4) }
+	dir := sums.Dir(b)
 	// The machine's bare SHA-256 speed, for the ratio.
 	b.Run("sha256", func(b *testing.B) {
 		buf := make([]byte, 64<<20)
