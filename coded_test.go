@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,26 +36,6 @@ func repackExperts(t *testing.T, dir string) string {
 		return strings.TrimSuffix(name, "_packed") + "_scale", true
 	}})
 	require.NoError(t, err)
-	return out
-}
-
-// copyCheckpoint copies the regular files of src into a new directory a test may damage.
-func copyCheckpoint(t *testing.T, src string) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(src)+"-copy")
-	require.NoError(t, os.Mkdir(out, 0o755))
-	ents, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range ents {
-		in, err := os.Open(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		o, err := os.Create(filepath.Join(out, e.Name()))
-		require.NoError(t, err)
-		_, err = io.Copy(o, in)
-		require.NoError(t, err)
-		in.Close()
-		require.NoError(t, o.Close())
-	}
 	return out
 }
 
@@ -111,7 +90,7 @@ func TestCodedExpertsBitIdentical(t *testing.T) {
 func TestCodedExpertsCorrupt(t *testing.T) {
 	dir := testkit.Models(t)[0]
 	ref := testkit.LoadReference(t, dir)
-	bad := copyCheckpoint(t, repackExperts(t, dir))
+	bad := testkit.CopyDir(t, repackExperts(t, dir))
 	ck, err := safetensors.Open(bad)
 	require.NoError(t, err)
 	n := 0
@@ -153,7 +132,7 @@ func TestCodedExpertsCorrupt(t *testing.T) {
 // never guessed to be coded.
 func TestCodedExpertsUnstamped(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	bad := copyCheckpoint(t, repackExperts(t, dir))
+	bad := testkit.CopyDir(t, repackExperts(t, dir))
 	shards, err := filepath.Glob(filepath.Join(bad, "*.safetensors"))
 	require.NoError(t, err)
 	n := 0
