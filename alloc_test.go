@@ -36,9 +36,7 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 			{"cache", 1, []k3.Option{k3.WithCacheBudget(1 << 30)}},
 		} {
 			t.Run(fmt.Sprintf("%s/%s", filepath.Base(dir), c.name), func(t *testing.T) {
-				m, err := k3.Open(dir, append(c.opts, k3.WithThreads(c.threads))...)
-				require.NoError(t, err)
-				defer m.Close()
+				m := openModel(t, dir, append(c.opts, k3.WithThreads(c.threads))...)
 				assert.Zero(t, stepAllocs(t, m, []int{1, 2, 3}, 20), "allocations per decode step")
 			})
 		}
@@ -54,9 +52,7 @@ func TestDecodeStepAllocatesNothingPerf(t *testing.T) {
 	dir := testkit.PerfDir(t, checkpoint.Synthesize)
 	for _, threads := range []int{1, 2} {
 		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
-			m, err := k3.Open(dir, k3.WithThreads(threads))
-			require.NoError(t, err)
-			defer m.Close()
+			m := openModel(t, dir, k3.WithThreads(threads))
 			assert.Zero(t, stepAllocs(t, m, []int{1, 100, 2000}, 10), "allocations per decode step")
 		})
 	}

@@ -88,11 +88,7 @@ func BenchmarkDecodePerf(b *testing.B) {
 // K3_PERF_DIR=<dir> go test -run '^$' -bench PrefillPerf -benchtime 4x -cpuprofile prefill.out .
 func BenchmarkPrefillPerf(b *testing.B) {
 	dir := testkit.PerfDir(b, checkpoint.Synthesize)
-	m, err := k3.Open(dir, k3.WithThreads(2))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	m := openModel(b, dir, k3.WithThreads(2))
 	ids := make([]int, floorPrefillLen)
 	for i := range ids {
 		ids[i] = (i*7919 + 3) % m.Config().Vocab
@@ -111,11 +107,7 @@ func BenchmarkPrefillPerf(b *testing.B) {
 func BenchmarkForwardWide(b *testing.B) {
 	dir := filepath.Join(testkit.Path(b, "models"), "wide")
 	ref := testkit.LoadReference(b, dir)
-	m, err := k3.Open(dir, k3.WithThreads(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	m := openModel(b, dir, k3.WithThreads(1))
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := m.Forward(ctx, ref.FullIDs); err != nil {
@@ -218,7 +210,7 @@ func measurePrefill(b *testing.B, dir string, threads int, ids []int) []float64 
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer m.Close()
+	defer m.Close() // before the next measurement opens its own
 	ctx := context.Background()
 	var out []float64
 	for range floorPrefillReps {

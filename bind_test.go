@@ -21,13 +21,6 @@ import (
 	"github.com/k3-project/k3/safetensors"
 )
 
-func synthTiny(t testing.TB, seed int64) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny")
-	require.NoError(t, checkpoint.Synthesize(dir, "tiny", seed))
-	return dir
-}
-
 // editConfig rewrites one text_config field of a synthetic (nested) config.json.
 func editConfig(t *testing.T, dir, key string, val any) {
 	t.Helper()

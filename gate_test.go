@@ -18,14 +18,6 @@ import (
 	"github.com/k3-project/k3/sample"
 )
 
-func openModel(t testing.TB, dir string, opts ...k3.Option) *k3.Model {
-	t.Helper()
-	m, err := k3.Open(dir, opts...)
-	require.NoError(t, err, "open %s", dir)
-	t.Cleanup(func() { m.Close() })
-	return m
-}
-
 // truth is a model fixture's reference_f64.json: the teacher-forced logits computed entirely in
 // float64, and the float32 reference's own distance from them (SPEC §5.7).
 type truth struct {

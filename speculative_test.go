@@ -207,11 +207,7 @@ func TestSpeculativePerf(t *testing.T) {
 // s/op of k>0 with k=0 of the same prompt (benchstat).
 func BenchmarkSpeculativePerf(b *testing.B) {
 	dir := testkit.PerfDir(b, checkpoint.Synthesize)
-	m, err := k3.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	m := openModel(b, dir)
 	ctx := context.Background()
 	for _, name := range []string{"repetitive", "plain"} {
 		prompt := perfPrompts()[name]
@@ -251,11 +247,7 @@ func BenchmarkSpeculativePerf(b *testing.B) {
 // whole history (the "scratch" case prefills the first turn again).
 func BenchmarkSecondTurnPerf(b *testing.B) {
 	dir := testkit.PerfDir(b, checkpoint.Synthesize)
-	m, err := k3.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	m := openModel(b, dir)
 	ctx := context.Background()
 	turn1 := make([]int, 96)
 	for i := range turn1 {
@@ -318,11 +310,7 @@ func BenchmarkSecondTurnPerf(b *testing.B) {
 // cost(T)/cost(1) − 1.
 func BenchmarkVerifyPassPerf(b *testing.B) {
 	dir := testkit.PerfDir(b, checkpoint.Synthesize)
-	m, err := k3.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	m := openModel(b, dir)
 	ctx := context.Background()
 	s := m.NewSession()
 	if err := s.Prefill(ctx, perfPrompts()["repetitive"][:16]); err != nil {

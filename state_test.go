@@ -95,14 +95,6 @@ func TestStateContinuesBitIdentically(t *testing.T) {
 	}
 }
 
-func f32bits(v []float32) []uint32 {
-	out := make([]uint32, len(v))
-	for i, x := range v {
-		out[i] = math.Float32bits(x)
-	}
-	return out
-}
-
 // stateSections returns the byte offsets where the sections of a K3ST v2 file of this session
 // start, and the file length.
 func stateSections(t *testing.T, m *k3.Model, s *k3.Session, sampler bool) []int {

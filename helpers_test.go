@@ -1,0 +1,40 @@
+package k3_test
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
+)
+
+// synthTiny writes the tiny geometry for seed into a fresh temporary directory.
+func synthTiny(t testing.TB, seed int64) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tiny")
+	require.NoError(t, checkpoint.Synthesize(dir, "tiny", seed))
+	return dir
+}
+
+// openModel opens dir with opts, failing the test on an error; the model is closed when the
+// test ends.
+func openModel(t testing.TB, dir string, opts ...k3.Option) *k3.Model {
+	t.Helper()
+	m, err := k3.Open(dir, opts...)
+	require.NoError(t, err, "open %s", dir)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// f32bits returns the bit patterns of v, for comparisons that must tell −0 from +0 and NaNs
+// apart.
+func f32bits(v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = math.Float32bits(x)
+	}
+	return out
+}
