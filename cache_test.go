@@ -3,7 +3,6 @@ package k3_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,45 +34,43 @@ func cacheBudgets(t *testing.T, dir string) map[string]int64 {
 // TopK + 1 slots, half and all experts; LRU and S3-FIFO; router lookahead on and off; 1 and 2
 // threads; and combined with a streamed trunk.
 func TestCacheBitIdentical(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			want := runModel(t, openModel(t, dir), ref)
-			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-			for name, b := range cacheBudgets(t, dir) {
-				for _, policy := range []string{"lru", "s3fifo"} {
-					for _, pf := range []int{0, 3} {
-						for _, threads := range []int{1, 2} {
-							for _, streamed := range []bool{false, true} {
-								if streamed && (threads == 2 || pf == 0) {
-									continue // the trunk matrix has its own test; keep the product small
-								}
-								t.Run(fmt.Sprintf("%s/%s/pf%d/t%d/streamed=%v", name, policy, pf, threads, streamed), func(t *testing.T) {
-									opts := []k3.Option{k3.WithThreads(threads), k3.WithCacheBudget(b), k3.WithCachePolicy(policy), k3.WithExpertPrefetch(pf)}
-									if streamed {
-										opts = append(opts, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot))
-									}
-									m := openModel(t, dir, opts...)
-									got := runModel(t, m, ref)
-									assert.Equal(t, want, got)
-									st := m.Stats().Cache
-									require.NotNil(t, st)
-									assert.Positive(t, st.Run.Requests)
-									if b == 0 {
-										assert.Zero(t, st.Run.TrueHits, "nothing is retained at budget 0")
-									}
-									if pf > 0 && !streamed {
-										assert.Positive(t, st.Run.PrefetchRequests, "lookahead predicts")
-										assert.LessOrEqual(t, st.Run.PrefetchUsed, st.Run.Hits)
-									}
-								})
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		want := runModel(t, openModel(t, dir), ref)
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		for name, b := range cacheBudgets(t, dir) {
+			for _, policy := range []string{"lru", "s3fifo"} {
+				for _, pf := range []int{0, 3} {
+					for _, threads := range []int{1, 2} {
+						for _, streamed := range []bool{false, true} {
+							if streamed && (threads == 2 || pf == 0) {
+								continue // the trunk matrix has its own test; keep the product small
 							}
+							t.Run(fmt.Sprintf("%s/%s/pf%d/t%d/streamed=%v", name, policy, pf, threads, streamed), func(t *testing.T) {
+								opts := []k3.Option{k3.WithThreads(threads), k3.WithCacheBudget(b), k3.WithCachePolicy(policy), k3.WithExpertPrefetch(pf)}
+								if streamed {
+									opts = append(opts, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot))
+								}
+								m := openModel(t, dir, opts...)
+								got := runModel(t, m, ref)
+								assert.Equal(t, want, got)
+								st := m.Stats().Cache
+								require.NotNil(t, st)
+								assert.Positive(t, st.Run.Requests)
+								if b == 0 {
+									assert.Zero(t, st.Run.TrueHits, "nothing is retained at budget 0")
+								}
+								if pf > 0 && !streamed {
+									assert.Positive(t, st.Run.PrefetchRequests, "lookahead predicts")
+									assert.LessOrEqual(t, st.Run.PrefetchUsed, st.Run.Hits)
+								}
+							})
 						}
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 func TestCacheBudgetTooSmall(t *testing.T) {
@@ -109,45 +106,43 @@ func (f *failReader) ReadAt(p []byte, off int64) (int, error) {
 // TestCacheReadFault: a failed expert read surfaces as *ExpertLoadError naming layer and expert;
 // no token is emitted and the session is broken.
 func TestCacheReadFault(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			ck, err := safetensors.Open(dir)
-			require.NoError(t, err)
-			var target *safetensors.Tensor
-			for _, tt := range ck.Tensors() {
-				if target == nil && strings.Contains(tt.Name, ".experts.") {
-					target = tt
-				}
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		ck, err := safetensors.Open(dir)
+		require.NoError(t, err)
+		var target *safetensors.Tensor
+		for _, tt := range ck.Tensors() {
+			if target == nil && strings.Contains(tt.Name, ".experts.") {
+				target = tt
 			}
-			ck.Close()
-			require.NotNil(t, target)
-			var fr []*failReader
-			var armed atomic.Bool // the shard is also read at Open (headers, checks, bound tensors)
-			open := func(path string) (storage.File, error) {
-				f, err := storage.Open(path)
-				if err != nil || path != target.File {
-					return f, err
-				}
-				r := &failReader{File: f, at: -1, armed: &armed} // every expert read of this shard fails
-				fr = append(fr, r)
-				return r, nil
+		}
+		ck.Close()
+		require.NotNil(t, target)
+		var fr []*failReader
+		var armed atomic.Bool // the shard is also read at Open (headers, checks, bound tensors)
+		open := func(path string) (storage.File, error) {
+			f, err := storage.Open(path)
+			if err != nil || path != target.File {
+				return f, err
 			}
-			m := openModel(t, dir, k3.WithCacheBudget(0), k3.WithOpener(open))
-			armed.Store(true)
-			// Teacher forcing over the whole reference touches most experts of every layer.
-			_, err = m.Forward(context.Background(), ref.FullIDs)
+			r := &failReader{File: f, at: -1, armed: &armed} // every expert read of this shard fails
+			fr = append(fr, r)
+			return r, nil
+		}
+		m := openModel(t, dir, k3.WithCacheBudget(0), k3.WithOpener(open))
+		armed.Store(true)
+		// Teacher forcing over the whole reference touches most experts of every layer.
+		_, err = m.Forward(context.Background(), ref.FullIDs)
+		require.Error(t, err)
+		var le *cache.ExpertLoadError
+		require.ErrorAs(t, err, &le)
+		assert.GreaterOrEqual(t, le.Layer, 1)
+		assert.ErrorIs(t, err, syscall.EIO)
+		s := m.NewSession()
+		for id, err := range m.Generate(context.Background(), ref.FullIDs, k3.GenerateOptions{MaxTokens: 2}) {
+			require.Equal(t, -1, id, "no token from a failed expert read")
 			require.Error(t, err)
-			var le *cache.ExpertLoadError
-			require.ErrorAs(t, err, &le)
-			assert.GreaterOrEqual(t, le.Layer, 1)
-			assert.ErrorIs(t, err, syscall.EIO)
-			s := m.NewSession()
-			for id, err := range m.Generate(context.Background(), ref.FullIDs, k3.GenerateOptions{MaxTokens: 2}) {
-				require.Equal(t, -1, id, "no token from a failed expert read")
-				require.Error(t, err)
-			}
-			_ = s
-		})
-	}
+		}
+		_ = s
+	})
 }

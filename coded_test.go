@@ -45,44 +45,42 @@ func repackExperts(t *testing.T, dir string) string {
 // evictions, reading the stored (coded) bytes. Without
 // a cache the coded experts cannot be mapped, which Open reports.
 func TestCodedExpertsBitIdentical(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			want := runModel(t, openModel(t, dir), ref)
-			coded := repackExperts(t, dir)
-			_, err := k3.Open(coded)
-			var be *k3.BindError
-			require.ErrorAs(t, err, &be, "mapped experts cannot be coded records")
-			budgets := cacheBudgets(t, dir)
-			for _, name := range []string{"zero", "topk+1", "all"} {
-				for _, threads := range []int{1, 2} {
-					b := budgets[name]
-					opts := []k3.Option{k3.WithThreads(threads), k3.WithCacheBudget(b)}
-					m := openModel(t, coded, opts...)
-					got := runModel(t, m, ref)
-					assert.Equal(t, want, got, "%s threads=%d", name, threads)
-					st := m.Stats().Cache
-					require.NotNil(t, st)
-					assert.Positive(t, st.Run.DecodeSeconds, "%s: coded experts were decoded", name)
-					if threads > 1 {
-						continue
-					}
-					// The same run over the raw shards requests the same experts; only the bytes
-					// read differ: the stored records instead of the raw tensors.
-					rm := openModel(t, dir, opts...)
-					require.Equal(t, want, runModel(t, rm, ref))
-					rs := rm.Stats().Cache
-					assert.Equal(t, rs.Run.Requests, st.Run.Requests, name)
-					assert.Equal(t, rs.Run.Misses, st.Run.Misses, name)
-					assert.Equal(t, rs.Run.Hits, st.Run.Hits, name)
-					assert.Equal(t, rs.Run.Evictions, st.Run.Evictions, name)
-					assert.Equal(t, rs.Slots, st.Slots, name)
-					assert.NotEqual(t, rs.Run.BytesRead, st.Run.BytesRead, "%s: bytes read are stored bytes", name)
-					assert.Zero(t, rs.Run.DecodeSeconds)
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		want := runModel(t, openModel(t, dir), ref)
+		coded := repackExperts(t, dir)
+		_, err := k3.Open(coded)
+		var be *k3.BindError
+		require.ErrorAs(t, err, &be, "mapped experts cannot be coded records")
+		budgets := cacheBudgets(t, dir)
+		for _, name := range []string{"zero", "topk+1", "all"} {
+			for _, threads := range []int{1, 2} {
+				b := budgets[name]
+				opts := []k3.Option{k3.WithThreads(threads), k3.WithCacheBudget(b)}
+				m := openModel(t, coded, opts...)
+				got := runModel(t, m, ref)
+				assert.Equal(t, want, got, "%s threads=%d", name, threads)
+				st := m.Stats().Cache
+				require.NotNil(t, st)
+				assert.Positive(t, st.Run.DecodeSeconds, "%s: coded experts were decoded", name)
+				if threads > 1 {
+					continue
 				}
+				// The same run over the raw shards requests the same experts; only the bytes
+				// read differ: the stored records instead of the raw tensors.
+				rm := openModel(t, dir, opts...)
+				require.Equal(t, want, runModel(t, rm, ref))
+				rs := rm.Stats().Cache
+				assert.Equal(t, rs.Run.Requests, st.Run.Requests, name)
+				assert.Equal(t, rs.Run.Misses, st.Run.Misses, name)
+				assert.Equal(t, rs.Run.Hits, st.Run.Hits, name)
+				assert.Equal(t, rs.Run.Evictions, st.Run.Evictions, name)
+				assert.Equal(t, rs.Slots, st.Slots, name)
+				assert.NotEqual(t, rs.Run.BytesRead, st.Run.BytesRead, "%s: bytes read are stored bytes", name)
+				assert.Zero(t, rs.Run.DecodeSeconds)
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestCodedExpertsCorrupt: a damaged record fails the forward pass with *ExpertLoadError

@@ -66,40 +66,38 @@ func distance(got [][]float32, want [][]float64) (maxAbs, rms float64) {
 // float32 reference is (max and RMS distance each ≤ half the reference's). The distance from the
 // float32 reference's own logits is reported as information.
 func TestGateTeacherForcing(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			m := openModel(t, dir)
-			require.Equal(t, ref.Vocab, m.Config().Vocab, "vocab")
-			logits, err := m.Forward(context.Background(), ref.FullIDs)
-			require.NoError(t, err)
-			var maxDiff float64
-			agree := 0
-			for p, row := range logits {
-				got, err := sample.Argmax(row)
-				require.NoError(t, err, "position %d", p)
-				if assert.Equal(t, ref.TFPred[p], got, "position %d: argmax, oracle", p) {
-					agree++
-				}
-				for v, bits := range ref.LogitsBits[p] {
-					d := math.Abs(float64(row[v]) - float64(math.Float32frombits(bits)))
-					if !(d <= maxDiff) { // also catches NaN
-						maxDiff = d
-					}
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		m := openModel(t, dir)
+		require.Equal(t, ref.Vocab, m.Config().Vocab, "vocab")
+		logits, err := m.Forward(context.Background(), ref.FullIDs)
+		require.NoError(t, err)
+		var maxDiff float64
+		agree := 0
+		for p, row := range logits {
+			got, err := sample.Argmax(row)
+			require.NoError(t, err, "position %d", p)
+			if assert.Equal(t, ref.TFPred[p], got, "position %d: argmax, oracle", p) {
+				agree++
+			}
+			for v, bits := range ref.LogitsBits[p] {
+				d := math.Abs(float64(row[v]) - float64(math.Float32frombits(bits)))
+				if !(d <= maxDiff) { // also catches NaN
+					maxDiff = d
 				}
 			}
-			tr := loadTruth(t, dir)
-			require.Equal(t, len(logits), tr.T, "reference_f64 positions")
-			require.Equal(t, ref.Vocab, tr.V, "reference_f64 vocab")
-			maxAbs, rms := distance(logits, tr.LogitsF64)
-			t.Logf("GATE1 %s: argmax %d/%d; vs float64 truth: max %.3g (%.2f of the f32 reference's %.3g), RMS %.3g (%.2f of %.3g); max |Δ| vs logits_bits %.3g; digest %016x",
-				filepath.Base(dir), agree, len(logits), maxAbs, maxAbs/tr.Ref32Max, tr.Ref32Max,
-				rms, rms/tr.Ref32RMS, tr.Ref32RMS, maxDiff, testkit.Digest(logits...))
-			// Written as "≤ holds" so that NaN fails.
-			assert.True(t, maxAbs <= 0.5*tr.Ref32Max, "max |engine − truth| = %g > 0.5 × %g", maxAbs, tr.Ref32Max)
-			assert.True(t, rms <= 0.5*tr.Ref32RMS, "RMS(engine − truth) = %g > 0.5 × %g", rms, tr.Ref32RMS)
-		})
-	}
+		}
+		tr := loadTruth(t, dir)
+		require.Equal(t, len(logits), tr.T, "reference_f64 positions")
+		require.Equal(t, ref.Vocab, tr.V, "reference_f64 vocab")
+		maxAbs, rms := distance(logits, tr.LogitsF64)
+		t.Logf("GATE1 %s: argmax %d/%d; vs float64 truth: max %.3g (%.2f of the f32 reference's %.3g), RMS %.3g (%.2f of %.3g); max |Δ| vs logits_bits %.3g; digest %016x",
+			filepath.Base(dir), agree, len(logits), maxAbs, maxAbs/tr.Ref32Max, tr.Ref32Max,
+			rms, rms/tr.Ref32RMS, tr.Ref32RMS, maxDiff, testkit.Digest(logits...))
+		// Written as "≤ holds" so that NaN fails.
+		assert.True(t, maxAbs <= 0.5*tr.Ref32Max, "max |engine − truth| = %g > 0.5 × %g", maxAbs, tr.Ref32Max)
+		assert.True(t, rms <= 0.5*tr.Ref32RMS, "RMS(engine − truth) = %g > 0.5 × %g", rms, tr.Ref32RMS)
+	})
 }
 
 // greedy runs Model.Generate and returns the ids and the logits each pick was made from.
@@ -122,24 +120,22 @@ func greedy(t testing.TB, m *k3.Model, prompt []int, n int, full bool) ([]int, [
 // TestGateGreedy is GATE 2 (full recompute reproduces full_ids) and GATE 3 (incremental
 // reproduces full_ids with logits bit-identical to GATE 2's).
 func TestGateGreedy(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			m := openModel(t, dir)
-			n := len(ref.FullIDs) - len(ref.PromptIDs)
-			want := ref.FullIDs[len(ref.PromptIDs):]
-			fullIDs, fullLogits := greedy(t, m, ref.PromptIDs, n, true)
-			incIDs, incLogits := greedy(t, m, ref.PromptIDs, n, false)
-			assert.Equal(t, fmt.Sprint(want), fmt.Sprint(fullIDs), "GATE2 full recompute")
-			assert.Equal(t, fmt.Sprint(want), fmt.Sprint(incIDs), "GATE3 incremental")
-			require.Len(t, incLogits, len(fullLogits), "logit steps")
-			for i := range fullLogits {
-				assert.True(t, testkit.SameBits(fullLogits[i], incLogits[i]), "GATE3 step %d: incremental logits differ from full recompute", i)
-			}
-			t.Logf("GATE2/3 %s: %d/%d tokens (full recompute), %d/%d (incremental), logits bit-identical; digest %016x",
-				filepath.Base(dir), countEq(fullIDs, want), n, countEq(incIDs, want), n, testkit.Digest(incLogits...))
-		})
-	}
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		m := openModel(t, dir)
+		n := len(ref.FullIDs) - len(ref.PromptIDs)
+		want := ref.FullIDs[len(ref.PromptIDs):]
+		fullIDs, fullLogits := greedy(t, m, ref.PromptIDs, n, true)
+		incIDs, incLogits := greedy(t, m, ref.PromptIDs, n, false)
+		assert.Equal(t, fmt.Sprint(want), fmt.Sprint(fullIDs), "GATE2 full recompute")
+		assert.Equal(t, fmt.Sprint(want), fmt.Sprint(incIDs), "GATE3 incremental")
+		require.Len(t, incLogits, len(fullLogits), "logit steps")
+		for i := range fullLogits {
+			assert.True(t, testkit.SameBits(fullLogits[i], incLogits[i]), "GATE3 step %d: incremental logits differ from full recompute", i)
+		}
+		t.Logf("GATE2/3 %s: %d/%d tokens (full recompute), %d/%d (incremental), logits bit-identical; digest %016x",
+			filepath.Base(dir), countEq(fullIDs, want), n, countEq(incIDs, want), n, testkit.Digest(incLogits...))
+	})
 }
 
 func countEq(a, b []int) int {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // synthTiny writes the tiny geometry for seed into a fresh temporary directory.
@@ -37,4 +38,13 @@ func f32bits(v []float32) []uint32 {
 		out[i] = math.Float32bits(x)
 	}
 	return out
+}
+
+// forEachModel runs f on every fixture model (testkit.Models), each as a subtest named for the
+// model.
+func forEachModel(t *testing.T, f func(t *testing.T, dir string)) {
+	t.Helper()
+	for _, dir := range testkit.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) { f(t, dir) })
+	}
 }

@@ -16,56 +16,52 @@ import (
 // TestDeterminismThreads: logits are bit-identical for 1, 2 and 3 worker goroutines (E1). The
 // default-vs-purego comparison is TestPureGoBuildDigests.
 func TestDeterminismThreads(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			var digests []uint64
-			for _, n := range []int{1, 2, 3} {
-				m := openModel(t, dir, k3.WithThreads(n))
-				rows, err := m.Forward(context.Background(), ref.FullIDs)
-				require.NoError(t, err)
-				digests = append(digests, testkit.Digest(rows...))
-			}
-			assert.Equal(t, []uint64{digests[0], digests[0], digests[0]}, digests, "digests differ across thread counts 1, 2, 3")
-			t.Logf("DIGEST %s teacher-forced logits fnv1a64=%016x (threads 1, 2, 3 agree)", filepath.Base(dir), digests[0])
-		})
-	}
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		var digests []uint64
+		for _, n := range []int{1, 2, 3} {
+			m := openModel(t, dir, k3.WithThreads(n))
+			rows, err := m.Forward(context.Background(), ref.FullIDs)
+			require.NoError(t, err)
+			digests = append(digests, testkit.Digest(rows...))
+		}
+		assert.Equal(t, []uint64{digests[0], digests[0], digests[0]}, digests, "digests differ across thread counts 1, 2, 3")
+		t.Logf("DIGEST %s teacher-forced logits fnv1a64=%016x (threads 1, 2, 3 agree)", filepath.Base(dir), digests[0])
+	})
 }
 
 // TestChunkedPrefill: one Prefill over all positions ≡ any split into consecutive chunks, for the
 // logits of every position (E1, SPEC §4.10), through PrefillAll and through Prefill.
 func TestChunkedPrefill(t *testing.T) {
 	ctx := context.Background()
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			m := openModel(t, dir)
-			whole, err := m.Forward(ctx, ref.FullIDs)
-			require.NoError(t, err)
-			for _, split := range [][]int{{1}, {5, 1, 7}, {3, 3, 3, 3}, {len(ref.FullIDs) - 1}} {
-				s := m.NewSession()
-				var rows [][]float32
-				rest := ref.FullIDs
-				for _, n := range split {
-					if n > len(rest) {
-						break
-					}
-					r, err := s.PrefillAll(ctx, rest[:n])
-					require.NoError(t, err)
-					rows, rest = append(rows, r...), rest[n:]
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		m := openModel(t, dir)
+		whole, err := m.Forward(ctx, ref.FullIDs)
+		require.NoError(t, err)
+		for _, split := range [][]int{{1}, {5, 1, 7}, {3, 3, 3, 3}, {len(ref.FullIDs) - 1}} {
+			s := m.NewSession()
+			var rows [][]float32
+			rest := ref.FullIDs
+			for _, n := range split {
+				if n > len(rest) {
+					break
 				}
-				for len(rest) > 0 { // the remainder one position at a time
-					require.NoError(t, s.Step(ctx, rest[0]))
-					rows, rest = append(rows, s.Logits()), rest[1:]
-				}
-				require.Equal(t, len(ref.FullIDs), s.Len(), "session length")
-				for p := range whole {
-					require.True(t, testkit.SameBits(whole[p], rows[p]), "split %v: position %d differs from the unchunked forward", split, p)
-				}
-				lastRows(t, m, ref.FullIDs, split, whole)
+				r, err := s.PrefillAll(ctx, rest[:n])
+				require.NoError(t, err)
+				rows, rest = append(rows, r...), rest[n:]
 			}
-		})
-	}
+			for len(rest) > 0 { // the remainder one position at a time
+				require.NoError(t, s.Step(ctx, rest[0]))
+				rows, rest = append(rows, s.Logits()), rest[1:]
+			}
+			require.Equal(t, len(ref.FullIDs), s.Len(), "session length")
+			for p := range whole {
+				require.True(t, testkit.SameBits(whole[p], rows[p]), "split %v: position %d differs from the unchunked forward", split, p)
+			}
+			lastRows(t, m, ref.FullIDs, split, whole)
+		}
+	})
 }
 
 // lastRows is TestChunkedPrefill's split through Prefill, which runs the last layer's FFN and MLA
@@ -96,46 +92,44 @@ func lastRows(t *testing.T, m *k3.Model, ids, split []int, whole [][]float32) {
 // bit for bit, and a snapshot can be restored repeatedly.
 func TestSnapshotRestore(t *testing.T) {
 	ctx := context.Background()
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			m := openModel(t, dir)
-			s := m.NewSession()
-			require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
-			snap, err := s.Snapshot()
-			require.NoError(t, err)
-			clone := m.NewSession()
-			require.NoError(t, clone.Restore(snap))
-			cont := ref.FullIDs[len(ref.PromptIDs):]
-			run := func(s *k3.Session) [][]float32 {
-				var out [][]float32
-				for _, id := range cont[:6] {
-					require.NoError(t, s.Step(ctx, id))
-					out = append(out, s.Logits())
-				}
-				return out
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		m := openModel(t, dir)
+		s := m.NewSession()
+		require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
+		snap, err := s.Snapshot()
+		require.NoError(t, err)
+		clone := m.NewSession()
+		require.NoError(t, clone.Restore(snap))
+		cont := ref.FullIDs[len(ref.PromptIDs):]
+		run := func(s *k3.Session) [][]float32 {
+			var out [][]float32
+			for _, id := range cont[:6] {
+				require.NoError(t, s.Step(ctx, id))
+				out = append(out, s.Logits())
 			}
-			first := run(s)
-			for round := 0; round < 2; round++ {
-				require.NoError(t, s.Restore(snap))
-				require.Equal(t, len(ref.PromptIDs), s.Len(), "restored length")
-				again := run(s)
-				for i := range first {
-					require.True(t, testkit.SameBits(first[i], again[i]), "round %d step %d: restored continuation differs", round, i)
-				}
-			}
-			fromClone := run(clone)
+			return out
+		}
+		first := run(s)
+		for round := 0; round < 2; round++ {
+			require.NoError(t, s.Restore(snap))
+			require.Equal(t, len(ref.PromptIDs), s.Len(), "restored length")
+			again := run(s)
 			for i := range first {
-				require.True(t, testkit.SameBits(first[i], fromClone[i]), "step %d: clone continuation differs", i)
+				require.True(t, testkit.SameBits(first[i], again[i]), "round %d step %d: restored continuation differs", round, i)
 			}
-			other := openModel(t, dir)
-			err = other.NewSession().Restore(snap)
-			assert.ErrorIs(t, err, k3.ErrState, "restore into another model's session")
-			if se, ok := errors.AsType[*k3.StateError](err); assert.True(t, ok, "%v, want a *StateError", err) {
-				assert.Equal(t, k3.StateOtherModel, se.Reason, "restore into another model's session")
-			}
-		})
-	}
+		}
+		fromClone := run(clone)
+		for i := range first {
+			require.True(t, testkit.SameBits(first[i], fromClone[i]), "step %d: clone continuation differs", i)
+		}
+		other := openModel(t, dir)
+		err = other.NewSession().Restore(snap)
+		assert.ErrorIs(t, err, k3.ErrState, "restore into another model's session")
+		if se, ok := errors.AsType[*k3.StateError](err); assert.True(t, ok, "%v, want a *StateError", err) {
+			assert.Equal(t, k3.StateOtherModel, se.Reason, "restore into another model's session")
+		}
+	})
 }
 
 // TestMLACacheBytes: the latent cache grows by exactly Plan().MLABytesPerPosition per

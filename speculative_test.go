@@ -58,49 +58,47 @@ func lookupPrompt(m *k3.Model, a int) []int {
 // logits, on a repetitive and a non-repetitive prompt and on one where the lookup drafts.
 // (TestSpeculativeOracleDrafts forces accepted and rejected drafts of every shape.)
 func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			m := openModel(t, dir)
-			for _, prompt := range [][]int{ref.PromptIDs, repetitive(ref.PromptIDs)} {
-				const n = 24
-				want, wantRows, _ := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: n})
-				for k := 1; k <= 8; k++ {
-					got, gotRows, res := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: n, Speculative: k})
-					require.Equal(t, want, got, "k=%d", k)
-					require.Equal(t, wantRows, gotRows, "k=%d: logits", k)
-					assert.Equal(t, k3.StopMaxTokens, res.Reason)
-				}
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		m := openModel(t, dir)
+		for _, prompt := range [][]int{ref.PromptIDs, repetitive(ref.PromptIDs)} {
+			const n = 24
+			want, wantRows, _ := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: n})
+			for k := 1; k <= 8; k++ {
+				got, gotRows, res := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: n, Speculative: k})
+				require.Equal(t, want, got, "k=%d", k)
+				require.Equal(t, wantRows, gotRows, "k=%d: logits", k)
+				assert.Equal(t, k3.StopMaxTokens, res.Reason)
 			}
+		}
 
-			// The lookup prompt is long: prefill it once and restore it for every k.
-			ctx := context.Background()
-			s := m.NewSession()
-			require.NoError(t, s.Prefill(ctx, lookupPrompt(m, ref.PromptIDs[0])))
-			snap, err := s.Snapshot()
-			require.NoError(t, err)
-			gen := func(k int) ([]int, [][]uint32, k3.GenerateResult) {
-				require.NoError(t, s.Restore(snap))
-				var ids []int
-				var rows [][]uint32
-				var res k3.GenerateResult
-				o := k3.GenerateOptions{MaxTokens: 8, Speculative: k, OnDone: func(r k3.GenerateResult) { res = r },
-					OnLogits: func(_ int, l []float32) { rows = append(rows, f32bits(l)) }}
-				for id, err := range s.Generate(ctx, o) {
-					require.NoError(t, err)
-					ids = append(ids, id)
-				}
-				return ids, rows, res
+		// The lookup prompt is long: prefill it once and restore it for every k.
+		ctx := context.Background()
+		s := m.NewSession()
+		require.NoError(t, s.Prefill(ctx, lookupPrompt(m, ref.PromptIDs[0])))
+		snap, err := s.Snapshot()
+		require.NoError(t, err)
+		gen := func(k int) ([]int, [][]uint32, k3.GenerateResult) {
+			require.NoError(t, s.Restore(snap))
+			var ids []int
+			var rows [][]uint32
+			var res k3.GenerateResult
+			o := k3.GenerateOptions{MaxTokens: 8, Speculative: k, OnDone: func(r k3.GenerateResult) { res = r },
+				OnLogits: func(_ int, l []float32) { rows = append(rows, f32bits(l)) }}
+			for id, err := range s.Generate(ctx, o) {
+				require.NoError(t, err)
+				ids = append(ids, id)
 			}
-			want, wantRows, _ := gen(0)
-			for _, k := range []int{1, 3, 8} {
-				got, gotRows, res := gen(k)
-				require.Equal(t, want, got, "lookup prompt, k=%d", k)
-				require.Equal(t, wantRows, gotRows, "lookup prompt, k=%d: logits", k)
-				assert.Positive(t, res.Verifies, "lookup prompt, k=%d: the lookup never drafted", k)
-			}
-		})
-	}
+			return ids, rows, res
+		}
+		want, wantRows, _ := gen(0)
+		for _, k := range []int{1, 3, 8} {
+			got, gotRows, res := gen(k)
+			require.Equal(t, want, got, "lookup prompt, k=%d", k)
+			require.Equal(t, wantRows, gotRows, "lookup prompt, k=%d: logits", k)
+			assert.Positive(t, res.Verifies, "lookup prompt, k=%d: the lookup never drafted", k)
+		}
+	})
 }
 
 // TestSpeculativeSessionState: after speculative generation ends on a stop id, a stop string,

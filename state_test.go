@@ -48,51 +48,49 @@ func saveState(t testing.TB, s *k3.Session, sm *sample.Sampler) []byte {
 // uninterrupted session and to one Prefill of the whole history; the sampler resumes its stream.
 func TestStateContinuesBitIdentically(t *testing.T) {
 	ctx := context.Background()
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			m := openModel(t, dir)
-			sm, err := sample.New(sample.Options{Temperature: 0.9, TopK: 30, RepeatPenalty: 1.2, Seed: 9})
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		m := openModel(t, dir)
+		sm, err := sample.New(sample.Options{Temperature: 0.9, TopK: 30, RepeatPenalty: 1.2, Seed: 9})
+		require.NoError(t, err)
+		s := m.NewSession()
+		require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
+		for range 3 {
+			id, err := sm.Sample(s.Logits(), s.IDs())
 			require.NoError(t, err)
-			s := m.NewSession()
-			require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
-			for range 3 {
-				id, err := sm.Sample(s.Logits(), s.IDs())
-				require.NoError(t, err)
-				require.NoError(t, s.Step(ctx, id))
-			}
-			data := saveState(t, s, sm)
-			ls, lsm, err := k3.LoadSession(m, bytes.NewReader(data))
-			require.NoError(t, err)
-			require.NotNil(t, lsm)
-			assert.Equal(t, s.Len(), ls.Len())
-			assert.Equal(t, s.IDs(), ls.IDs())
-			assert.Equal(t, f32bits(s.Logits()), f32bits(ls.Logits()))
-			assert.Equal(t, sm.Options(), lsm.Options())
-			// Saving the loaded session reproduces the file byte for byte.
-			assert.Equal(t, data, saveState(t, ls, lsm))
+			require.NoError(t, s.Step(ctx, id))
+		}
+		data := saveState(t, s, sm)
+		ls, lsm, err := k3.LoadSession(m, bytes.NewReader(data))
+		require.NoError(t, err)
+		require.NotNil(t, lsm)
+		assert.Equal(t, s.Len(), ls.Len())
+		assert.Equal(t, s.IDs(), ls.IDs())
+		assert.Equal(t, f32bits(s.Logits()), f32bits(ls.Logits()))
+		assert.Equal(t, sm.Options(), lsm.Options())
+		// Saving the loaded session reproduces the file byte for byte.
+		assert.Equal(t, data, saveState(t, ls, lsm))
 
-			// The next turn: a few user ids, then sampled tokens, on both sessions.
-			turn := []int{ref.FullIDs[1], ref.FullIDs[2], ref.FullIDs[3]}
-			require.NoError(t, s.Prefill(ctx, turn))
-			require.NoError(t, ls.Prefill(ctx, turn))
-			whole := m.NewSession()
-			require.NoError(t, whole.Prefill(ctx, s.IDs()))
-			for i := range 5 {
-				a, b, w := s.Logits(), ls.Logits(), whole.Logits()
-				require.Equal(t, f32bits(a), f32bits(b), "step %d: loaded session", i)
-				require.Equal(t, f32bits(a), f32bits(w), "step %d: whole history at once", i)
-				ia, err := sm.Sample(a, s.IDs())
-				require.NoError(t, err)
-				ib, err := lsm.Sample(b, ls.IDs())
-				require.NoError(t, err)
-				require.Equal(t, ia, ib, "step %d: sampler stream", i)
-				require.NoError(t, s.Step(ctx, ia))
-				require.NoError(t, ls.Step(ctx, ib))
-				require.NoError(t, whole.Step(ctx, ia))
-			}
-		})
-	}
+		// The next turn: a few user ids, then sampled tokens, on both sessions.
+		turn := []int{ref.FullIDs[1], ref.FullIDs[2], ref.FullIDs[3]}
+		require.NoError(t, s.Prefill(ctx, turn))
+		require.NoError(t, ls.Prefill(ctx, turn))
+		whole := m.NewSession()
+		require.NoError(t, whole.Prefill(ctx, s.IDs()))
+		for i := range 5 {
+			a, b, w := s.Logits(), ls.Logits(), whole.Logits()
+			require.Equal(t, f32bits(a), f32bits(b), "step %d: loaded session", i)
+			require.Equal(t, f32bits(a), f32bits(w), "step %d: whole history at once", i)
+			ia, err := sm.Sample(a, s.IDs())
+			require.NoError(t, err)
+			ib, err := lsm.Sample(b, ls.IDs())
+			require.NoError(t, err)
+			require.Equal(t, ia, ib, "step %d: sampler stream", i)
+			require.NoError(t, s.Step(ctx, ia))
+			require.NoError(t, ls.Step(ctx, ib))
+			require.NoError(t, whole.Step(ctx, ia))
+		}
+	})
 }
 
 // stateSections returns the byte offsets where the sections of a K3ST v2 file of this session

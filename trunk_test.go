@@ -58,97 +58,93 @@ const smallSlot = 16 << 10 // forces row-range pieces on the fixture models
 // and logits are bit-identical to the fully mapped run for every named configuration, packed
 // and unpacked, on 1 and 2 threads.
 func TestTrunkBudgetsBitIdentical(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			want := runModel(t, openModel(t, dir), ref)
-			packed := t.TempDir()
-			require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
-			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-			all := fl.Total + fl.EmbedBytes // everything pinned (Total of a huge budget)
-			cases := []struct {
-				name  string
-				opts  []k3.Option
-				check func(*testing.T, *trunk.Plan)
-			}{
-				{"floor", []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
-					assert.Equal(t, 1, p.Slots, "one slot at the floor")
-					assert.Empty(t, p.Pinned)
-					assert.False(t, p.HeadPinned || p.EmbedPinned, "head and embedding stream at the floor")
-					assert.False(t, p.ReadAhead)
-				}},
-				{"two-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + fl.MinSlot), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
-					assert.Equal(t, 2, p.Slots)
-					assert.True(t, p.ReadAhead)
-				}},
-				{"eight-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + 7*fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(8)}, func(t *testing.T, p *trunk.Plan) {
-					assert.Equal(t, 8, p.Slots)
-				}},
-				{"mixed", []k3.Option{k3.WithTrunkBudget(all / 2)}, func(t *testing.T, p *trunk.Plan) {
-					assert.NotEmpty(t, p.Pinned)
-					assert.Less(t, len(p.Pinned), p.Layers)
-					assert.Positive(t, p.Slots)
-				}},
-				{"all-pinned", []k3.Option{k3.WithTrunkBudget(1 << 40)}, func(t *testing.T, p *trunk.Plan) {
-					assert.Len(t, p.Pinned, p.Layers)
-					assert.True(t, p.HeadPinned && p.EmbedPinned)
-					assert.Zero(t, p.Slots, "no ring when everything is pinned")
-				}},
-			}
-			for _, c := range cases {
-				for _, layout := range []string{"shards", "packed"} {
-					for _, threads := range []int{1, 2} {
-						t.Run(fmt.Sprintf("%s/%s/t%d", c.name, layout, threads), func(t *testing.T) {
-							opts := append([]k3.Option{k3.WithThreads(threads)}, c.opts...)
-							if layout == "packed" {
-								opts = append(opts, k3.WithPackedTrunk(packed))
-							}
-							m := openModel(t, dir, opts...)
-							c.check(t, m.Plan().Trunk)
-							got := runModel(t, m, ref)
-							assert.Equal(t, want, got, "tokens and logits must equal the mapped run's")
-							st := m.Stats().Trunk
-							require.NotNil(t, st)
-							assert.Zero(t, st.OutOfOrder, "the walk order must follow the layer math")
-							if layout == "packed" {
-								assert.Equal(t, m.Config().NumLayers, st.Verified, "every packed layer verified on first load")
-							}
-						})
-					}
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		want := runModel(t, openModel(t, dir), ref)
+		packed := t.TempDir()
+		require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		all := fl.Total + fl.EmbedBytes // everything pinned (Total of a huge budget)
+		cases := []struct {
+			name  string
+			opts  []k3.Option
+			check func(*testing.T, *trunk.Plan)
+		}{
+			{"floor", []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
+				assert.Equal(t, 1, p.Slots, "one slot at the floor")
+				assert.Empty(t, p.Pinned)
+				assert.False(t, p.HeadPinned || p.EmbedPinned, "head and embedding stream at the floor")
+				assert.False(t, p.ReadAhead)
+			}},
+			{"two-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + fl.MinSlot), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
+				assert.Equal(t, 2, p.Slots)
+				assert.True(t, p.ReadAhead)
+			}},
+			{"eight-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + 7*fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(8)}, func(t *testing.T, p *trunk.Plan) {
+				assert.Equal(t, 8, p.Slots)
+			}},
+			{"mixed", []k3.Option{k3.WithTrunkBudget(all / 2)}, func(t *testing.T, p *trunk.Plan) {
+				assert.NotEmpty(t, p.Pinned)
+				assert.Less(t, len(p.Pinned), p.Layers)
+				assert.Positive(t, p.Slots)
+			}},
+			{"all-pinned", []k3.Option{k3.WithTrunkBudget(1 << 40)}, func(t *testing.T, p *trunk.Plan) {
+				assert.Len(t, p.Pinned, p.Layers)
+				assert.True(t, p.HeadPinned && p.EmbedPinned)
+				assert.Zero(t, p.Slots, "no ring when everything is pinned")
+			}},
+		}
+		for _, c := range cases {
+			for _, layout := range []string{"shards", "packed"} {
+				for _, threads := range []int{1, 2} {
+					t.Run(fmt.Sprintf("%s/%s/t%d", c.name, layout, threads), func(t *testing.T) {
+						opts := append([]k3.Option{k3.WithThreads(threads)}, c.opts...)
+						if layout == "packed" {
+							opts = append(opts, k3.WithPackedTrunk(packed))
+						}
+						m := openModel(t, dir, opts...)
+						c.check(t, m.Plan().Trunk)
+						got := runModel(t, m, ref)
+						assert.Equal(t, want, got, "tokens and logits must equal the mapped run's")
+						st := m.Stats().Trunk
+						require.NotNil(t, st)
+						assert.Zero(t, st.OutOfOrder, "the walk order must follow the layer math")
+						if layout == "packed" {
+							assert.Equal(t, m.Config().NumLayers, st.Verified, "every packed layer verified on first load")
+						}
+					})
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestTrunkBudgetSweep sweeps budgets from the floor upward until everything is pinned.
 func TestTrunkBudgetSweep(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			base := openModel(t, dir)
-			logits, err := base.Forward(context.Background(), ref.FullIDs)
-			require.NoError(t, err)
-			want := testkit.Digest(logits...)
-			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-			rungs := 0
-			for b := fl.Floor; ; b = b * 3 / 2 {
-				m := openModel(t, dir, k3.WithTrunkBudget(b), k3.WithTrunkSlot(smallSlot))
-				p := m.Plan().Trunk
-				require.LessOrEqual(t, p.Total, b, "the plan must fit its budget")
-				got, err := m.Forward(context.Background(), ref.FullIDs)
-				require.NoError(t, err, "budget %d", b)
-				require.Equal(t, want, testkit.Digest(got...), "budget %d: %s", b, p)
-				rungs++
-				m.Close()
-				if p.Slots == 0 {
-					break
-				}
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		base := openModel(t, dir)
+		logits, err := base.Forward(context.Background(), ref.FullIDs)
+		require.NoError(t, err)
+		want := testkit.Digest(logits...)
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		rungs := 0
+		for b := fl.Floor; ; b = b * 3 / 2 {
+			m := openModel(t, dir, k3.WithTrunkBudget(b), k3.WithTrunkSlot(smallSlot))
+			p := m.Plan().Trunk
+			require.LessOrEqual(t, p.Total, b, "the plan must fit its budget")
+			got, err := m.Forward(context.Background(), ref.FullIDs)
+			require.NoError(t, err, "budget %d", b)
+			require.Equal(t, want, testkit.Digest(got...), "budget %d: %s", b, p)
+			rungs++
+			m.Close()
+			if p.Slots == 0 {
+				break
 			}
-			t.Logf("%d budgets from %d bytes up to all pinned: all bit-identical", rungs, fl.Floor)
-			assert.GreaterOrEqual(t, rungs, 6)
-		})
-	}
+		}
+		t.Logf("%d budgets from %d bytes up to all pinned: all bit-identical", rungs, fl.Floor)
+		assert.GreaterOrEqual(t, rungs, 6)
+	})
 }
 
 func TestTrunkBudgetBelowFloor(t *testing.T) {
@@ -440,54 +436,52 @@ func (w *walkTracer) LayerDone(layer int, d time.Duration) {
 // every pass, the order in which its matrices were first read must be layout.Layer's order of
 // its matrices, which is the order the binder lists them to the trunk planner.
 func TestStreamWalkOrder(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := testkit.LoadReference(t, dir)
-			cfg, err := config.Load(filepath.Join(dir, "config.json"))
-			require.NoError(t, err)
-			ck, err := safetensors.Open(dir)
-			require.NoError(t, err)
-			defer ck.Close()
-			tr := &walkTracer{byOff: make([]map[int64]string, cfg.NumLayers)}
-			want := make([][]string, cfg.NumLayers)
-			for l := range cfg.NumLayers {
-				tr.byOff[l] = map[int64]string{}
-				for _, s := range layout.Layer(cfg, l) {
-					if s.Kind != layout.Matrix {
-						continue
-					}
-					ts, ok := ck.Tensor(s.Name)
-					require.True(t, ok, s.Name)
-					tr.byOff[l][ts.Offset] = s.Name
-					want[l] = append(want[l], s.Name)
-				}
-			}
-			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-			m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(1),
-				k3.WithThreads(2), k3.WithTracer(tr))
-			require.Equal(t, 1, m.Plan().Trunk.Slots)
-			require.Empty(t, m.Plan().Trunk.Pinned)
-			s := m.NewSession()
-			require.NoError(t, s.Prefill(context.Background(), ref.PromptIDs))
-			require.NoError(t, s.Step(context.Background(), ref.FullIDs[len(ref.PromptIDs)]))
-			m.Close()
-
-			var got []string
-			passes := 0
-			for _, e := range tr.events {
-				if e.name != "" {
-					if !slices.Contains(got, e.name) {
-						got = append(got, e.name)
-					}
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		cfg, err := config.Load(filepath.Join(dir, "config.json"))
+		require.NoError(t, err)
+		ck, err := safetensors.Open(dir)
+		require.NoError(t, err)
+		defer ck.Close()
+		tr := &walkTracer{byOff: make([]map[int64]string, cfg.NumLayers)}
+		want := make([][]string, cfg.NumLayers)
+		for l := range cfg.NumLayers {
+			tr.byOff[l] = map[int64]string{}
+			for _, s := range layout.Layer(cfg, l) {
+				if s.Kind != layout.Matrix {
 					continue
 				}
-				require.Equal(t, want[e.layer], got, "layer %d: first reads of its matrices in pass %d", e.layer, passes)
-				got = got[:0]
-				if e.layer == cfg.NumLayers-1 {
-					passes++
-				}
+				ts, ok := ck.Tensor(s.Name)
+				require.True(t, ok, s.Name)
+				tr.byOff[l][ts.Offset] = s.Name
+				want[l] = append(want[l], s.Name)
 			}
-			assert.Equal(t, 2, passes)
-		})
-	}
+		}
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(1),
+			k3.WithThreads(2), k3.WithTracer(tr))
+		require.Equal(t, 1, m.Plan().Trunk.Slots)
+		require.Empty(t, m.Plan().Trunk.Pinned)
+		s := m.NewSession()
+		require.NoError(t, s.Prefill(context.Background(), ref.PromptIDs))
+		require.NoError(t, s.Step(context.Background(), ref.FullIDs[len(ref.PromptIDs)]))
+		m.Close()
+
+		var got []string
+		passes := 0
+		for _, e := range tr.events {
+			if e.name != "" {
+				if !slices.Contains(got, e.name) {
+					got = append(got, e.name)
+				}
+				continue
+			}
+			require.Equal(t, want[e.layer], got, "layer %d: first reads of its matrices in pass %d", e.layer, passes)
+			got = got[:0]
+			if e.layer == cfg.NumLayers-1 {
+				passes++
+			}
+		}
+		assert.Equal(t, 2, passes)
+	})
 }
