@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -300,6 +301,40 @@ func BenchmarkSecondTurnPerf(b *testing.B) {
 			second(b, s)
 		}
 	})
+}
+
+// TestPerfVerifyPassCost logs what one forward pass over 1, 5 and 9 new positions costs with
+// mapped weights and at the memory floor: the price of verifying speculative drafts (README,
+// Generation). It needs K3_PERF_DIR like TestPerfFloorBitIdentical.
+func TestPerfVerifyPassCost(t *testing.T) {
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
+	p, err := k3.PlanFor(dir, k3.WithTrunkBudget(1<<50))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		opts []k3.Option
+	}{{"mapped", nil}, {"floor", []k3.Option{k3.WithTrunkBudget(p.Trunk.Floor), k3.WithCacheBudget(0)}}} {
+		m := openModel(t, dir, c.opts...)
+		for _, n := range []int{1, 5, 9} {
+			var best time.Duration
+			for range 2 {
+				s := m.NewSession()
+				require.NoError(t, s.Prefill(t.Context(), []int{11, 2048, 7, 31000, 5}))
+				ids := make([]int, n)
+				for i := range ids {
+					ids[i] = 100 + i
+				}
+				t0 := time.Now()
+				_, err := s.PrefillAll(t.Context(), ids)
+				require.NoError(t, err)
+				if d := time.Since(t0); best == 0 || d < best {
+					best = d
+				}
+			}
+			t.Logf("%s: one pass over %d positions: %.3f s", c.name, n, best.Seconds())
+		}
+		m.Close()
+	}
 }
 
 // BenchmarkVerifyPassPerf: the cost of one batched pass over T new positions with every

@@ -157,6 +157,31 @@ func TestTrunkBudgetBelowFloor(t *testing.T) {
 	require.ErrorIs(t, err, trunk.ErrBudget)
 }
 
+// TestPerfFloorBitIdentical runs the synthetic perf checkpoint (random weights everywhere, so a
+// wrong byte anywhere would show) at the memory floor — trunk at its floor budget with one ring
+// slot, embedding rows and lm_head streamed, experts read with a zero cache budget — and compares
+// teacher-forced logits and an incremental greedy continuation bit for bit with the fully mapped
+// run. It needs K3_PERF_DIR (the perf checkpoint, about 1.6 GB, synthesized there on first use)
+// and takes a minute or two.
+func TestPerfFloorBitIdentical(t *testing.T) {
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
+	ref := &testkit.Reference{PromptIDs: []int{11, 2048, 7, 31000, 5}, FullIDs: []int{11, 2048, 7, 31000, 5, 0, 0, 0}}
+	mapped := openModel(t, dir)
+	want := runModel(t, mapped, ref)
+	mapped.Close()
+	p, err := k3.PlanFor(dir, k3.WithTrunkBudget(1<<50))
+	require.NoError(t, err)
+	m := openModel(t, dir, k3.WithTrunkBudget(p.Trunk.Floor), k3.WithCacheBudget(0))
+	fp := m.Plan().Trunk
+	require.Equal(t, 1, fp.Slots)
+	require.False(t, fp.HeadPinned || fp.EmbedPinned || len(fp.Pinned) > 0)
+	got := runModel(t, m, ref)
+	assert.Equal(t, want, got, "floor logits and tokens must equal the mapped run's")
+	st, cs := m.Stats().Trunk, m.Stats().Cache
+	t.Logf("floor %d B: trunk %d B + head %d B streamed, %d embedding B; experts %d B read; ids %v",
+		p.Trunk.Floor, st.BytesRead, st.HeadBytes, st.EmbedBytes, cs.Run.BytesRead, got.ids)
+}
+
 // faultFile fails or shortens the reads that cover one offset of one file once armed.
 type faultFile struct {
 	storage.File
