@@ -1,8 +1,13 @@
 package k3_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +20,9 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/quant/cfs1"
+	"github.com/k3-project/k3/quant/rans"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 )
@@ -145,4 +153,135 @@ func TestCacheReadFault(t *testing.T) {
 		}
 		_ = s
 	})
+}
+
+// codedExpert is the routed-expert selection of k3 compress-experts.
+var codedExpert = regexp.MustCompile(`\.block_sparse_moe\.experts\.[0-9]+\.w[123]\.weight_packed$`)
+
+// repackExperts writes dir with its routed-expert weights entropy-coded (quant/rans).
+func repackExperts(t *testing.T, dir string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(dir)+"-cfs1")
+	_, err := rans.Repack(dir, out, rans.RepackOptions{Workers: 2, Select: func(name string) (string, bool) {
+		if !codedExpert.MatchString(name) {
+			return "", false
+		}
+		return strings.TrimSuffix(name, "_packed") + "_scale", true
+	}})
+	require.NoError(t, err)
+	return out
+}
+
+// TestCodedExpertsBitIdentical: a checkpoint whose routed experts are entropy-coded gives
+// tokens and logits bit-identical to the raw checkpoint through the expert cache at budgets 0,
+// TopK + 1 slots and all experts, on 1 and 2 threads, with the raw run's slots, hits and
+// evictions, reading the stored (coded) bytes. Without
+// a cache the coded experts cannot be mapped, which Open reports.
+func TestCodedExpertsBitIdentical(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string) {
+		ref := testkit.LoadReference(t, dir)
+		want := runModel(t, openModel(t, dir), ref)
+		coded := repackExperts(t, dir)
+		_, err := k3.Open(coded)
+		var be *k3.BindError
+		require.ErrorAs(t, err, &be, "mapped experts cannot be coded records")
+		budgets := cacheBudgets(t, dir)
+		for _, name := range []string{"zero", "topk+1", "all"} {
+			for _, threads := range []int{1, 2} {
+				b := budgets[name]
+				opts := []k3.Option{k3.WithThreads(threads), k3.WithCacheBudget(b)}
+				m := openModel(t, coded, opts...)
+				got := runModel(t, m, ref)
+				assert.Equal(t, want, got, "%s threads=%d", name, threads)
+				st := m.Stats().Cache
+				require.NotNil(t, st)
+				assert.Positive(t, st.Run.DecodeSeconds, "%s: coded experts were decoded", name)
+				if threads > 1 {
+					continue
+				}
+				// The same run over the raw shards requests the same experts; only the bytes
+				// read differ: the stored records instead of the raw tensors.
+				rm := openModel(t, dir, opts...)
+				require.Equal(t, want, runModel(t, rm, ref))
+				rs := rm.Stats().Cache
+				assert.Equal(t, rs.Run.Requests, st.Run.Requests, name)
+				assert.Equal(t, rs.Run.Misses, st.Run.Misses, name)
+				assert.Equal(t, rs.Run.Hits, st.Run.Hits, name)
+				assert.Equal(t, rs.Run.Evictions, st.Run.Evictions, name)
+				assert.Equal(t, rs.Slots, st.Slots, name)
+				assert.NotEqual(t, rs.Run.BytesRead, st.Run.BytesRead, "%s: bytes read are stored bytes", name)
+				assert.Zero(t, rs.Run.DecodeSeconds)
+			}
+		}
+	})
+}
+
+// TestCodedExpertsCorrupt: a damaged record fails the forward pass with *ExpertLoadError
+// (rans.ErrCorrupt); no token is emitted.
+func TestCodedExpertsCorrupt(t *testing.T) {
+	dir := testkit.Models(t)[0]
+	ref := testkit.LoadReference(t, dir)
+	bad := testkit.CopyDir(t, repackExperts(t, dir))
+	ck, err := safetensors.Open(bad)
+	require.NoError(t, err)
+	n := 0
+	for _, tn := range ck.Tensors() {
+		if !codedExpert.MatchString(tn.Name) {
+			continue
+		}
+		b, err := ck.Bytes(tn)
+		require.NoError(t, err)
+		if len(tn.Shape) != 1 || b[4] != cfs1.ModeNibble {
+			continue
+		}
+		// Flip one bit of the first frequency: the table no longer sums to 4096, which the
+		// decoder always refuses, while the header the store checks at Open stays valid.
+		f, err := os.OpenFile(tn.File, os.O_RDWR, 0)
+		require.NoError(t, err)
+		_, err = f.WriteAt([]byte{b[9] ^ 1}, tn.Offset+9)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		n++
+	}
+	ck.Close()
+	require.Positive(t, n)
+	for _, budget := range []string{"zero", "topk+1"} {
+		m := openModel(t, bad, k3.WithCacheBudget(cacheBudgets(t, dir)[budget]))
+		_, err = m.Forward(context.Background(), ref.FullIDs)
+		var le *cache.ExpertLoadError
+		require.ErrorAs(t, err, &le, budget)
+		assert.GreaterOrEqual(t, le.Layer, 1)
+		assert.ErrorIs(t, err, rans.ErrCorrupt)
+		for id, err := range m.Generate(context.Background(), ref.PromptIDs, k3.GenerateOptions{MaxTokens: 2}) {
+			require.Equal(t, -1, id, "no token from a corrupt expert")
+			require.ErrorAs(t, err, &le)
+		}
+	}
+}
+
+// TestCodedExpertsUnstamped: records whose colibri.fmt stamp is gone are refused at Open,
+// never guessed to be coded.
+func TestCodedExpertsUnstamped(t *testing.T) {
+	dir := testkit.Models(t)[0]
+	bad := testkit.CopyDir(t, repackExperts(t, dir))
+	shards, err := filepath.Glob(filepath.Join(bad, "*.safetensors"))
+	require.NoError(t, err)
+	n := 0
+	for _, p := range shards {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		// Rename the stamp key to an unknown key of the same length: offsets are unchanged.
+		hl := 8 + int(binary.LittleEndian.Uint64(b))
+		key := `"` + quant.StampKey + `"`
+		if i := bytes.Index(b[:hl], []byte(key)); i >= 0 {
+			copy(b[i:], key[:len(key)-2]+`X"`)
+			require.NoError(t, os.WriteFile(p, b, 0o644))
+			n++
+		}
+	}
+	require.Positive(t, n)
+	_, err = k3.Open(bad, k3.WithCacheBudget(0))
+	require.ErrorIs(t, err, cache.ErrExpertTensor)
+	require.ErrorIs(t, err, rans.ErrUnstamped)
+	assert.Contains(t, err.Error(), "weight_packed")
 }
