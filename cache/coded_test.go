@@ -101,18 +101,6 @@ func unstamp(t testing.TB, dir string) {
 	require.Positive(t, n, "no stamped shard in %s", dir)
 }
 
-func modelShapes(c *config.Config) *cache.Shapes {
-	return &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}
-}
-
-func moeLayers(c *config.Config) []int {
-	var layers []int
-	for l := c.FirstDense; l < c.NumLayers; l++ {
-		layers = append(layers, l)
-	}
-	return layers
-}
-
 // Every fixture model repacked with coded experts gives MoE layer outputs
 // bit-identical to the raw checkpoint's mapped experts through the Store at
 // budgets 0, TopK + 1 slots and all experts, with and without Shapes, on 1

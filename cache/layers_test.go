@@ -51,6 +51,20 @@ func moeConfig(c *config.Config, l, workers int) moe.Config {
 		Beta1: float32(c.SiTUBeta), Beta2: float32(c.SiTULinearBeta), RMSEps: float32(c.RMSEps), Workers: workers}
 }
 
+// modelShapes returns the shapes of c's expert matrices.
+func modelShapes(c *config.Config) *cache.Shapes {
+	return &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}
+}
+
+// moeLayers lists c's MoE layers.
+func moeLayers(c *config.Config) []int {
+	var layers []int
+	for l := c.FirstDense; l < c.NumLayers; l++ {
+		layers = append(layers, l)
+	}
+	return layers
+}
+
 func moeWeights(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l int) moe.Weights {
 	p := cache.DefaultPrefix + "layers." + strconv.Itoa(l) + ".block_sparse_moe."
 	E, SI := c.Hidden, c.NumShared*c.MoEInter
@@ -105,10 +119,7 @@ func TestModelLayersBitIdentical(t *testing.T) {
 			ck, err := safetensors.Open(dir)
 			require.NoError(t, err)
 			defer ck.Close()
-			var layers []int
-			for l := c.FirstDense; l < c.NumLayers; l++ {
-				layers = append(layers, l)
-			}
+			layers := moeLayers(c)
 			weights := map[int]moe.Weights{}
 			mem := map[int][]moe.Expert{}
 			for _, l := range layers {
@@ -116,7 +127,7 @@ func TestModelLayersBitIdentical(t *testing.T) {
 				mem[l] = mappedExperts(t, ck, c, l)
 			}
 			memSrc := moe.NewMemExperts(mem)
-			shapes := &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}
+			shapes := modelShapes(c)
 			probe, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK, Shapes: shapes})
 			require.NoError(t, err)
 			slot := probe.SlotBytes()
