@@ -70,8 +70,7 @@ func TestReadFullFaults(t *testing.T) {
 
 	// Direct mode through the seam: a window cut before the payload ends is
 	// an error; a window cut after it is success.
-	buf, _ := storage.AllocAligned(4 * storage.Alignment)
-	defer storage.FreeAligned(buf)
+	buf := directBuf(t)
 	d := storage.NewDirectReader(&faultReader{data: data, cut: 5000, maxChunk: 1000, eintr: 1}, nil)
 	if p, err := d.ReadAligned(buf, 4500, 500); err != nil || !bytes.Equal(p, data[4500:5000]) {
 		t.Errorf("payload ends at cut: %v", err)
@@ -126,8 +125,7 @@ func TestOpenerFaults(t *testing.T) {
 		t.Errorf("Bytes through opener: %v", err)
 	}
 	bad := mustTensor(t, c, "rank3.f32") // ends 16 bytes before EOF, past the cut
-	buf, _ := storage.AllocAligned(4 * storage.Alignment)
-	defer storage.FreeAligned(buf)
+	buf := directBuf(t)
 	if _, err := c.Bytes(bad); !errors.Is(err, ErrShortRead) {
 		t.Errorf("Bytes: %v", err)
 	}
@@ -160,8 +158,7 @@ func TestCheckpointReadDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	buf, _ := storage.AllocAligned(4 * storage.Alignment)
-	defer storage.FreeAligned(buf)
+	buf := directBuf(t)
 	for _, tt := range c.Tensors() {
 		p, mode, err := c.ReadDirect(tt, buf)
 		want := readIndep(t, tt.File).data(tt.Name)
@@ -215,8 +212,7 @@ func TestCheckpointDirectFallbackReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	buf, _ := storage.AllocAligned(4 * storage.Alignment)
-	defer storage.FreeAligned(buf)
+	buf := directBuf(t)
 	for _, tt := range c.Tensors() {
 		p, mode, err := c.ReadDirect(tt, buf)
 		if err != nil || mode != storage.ModeBuffered || !bytes.Equal(p, readIndep(t, tt.File).data(tt.Name)) {
@@ -227,4 +223,16 @@ func TestCheckpointDirectFallbackReported(t *testing.T) {
 	if len(warned) != 2 || !strings.Contains(warned[0], "model-0000") || !strings.Contains(warned[0], "no such file") {
 		t.Errorf("warnings %q", warned)
 	}
+}
+
+// directBuf returns an aligned buffer of four alignment units, enough for
+// ReadDirect of any fixture tensor, freed when the test ends.
+func directBuf(t *testing.T) []byte {
+	t.Helper()
+	buf, err := storage.AllocAligned(4 * storage.Alignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { storage.FreeAligned(buf) })
+	return buf
 }
