@@ -174,7 +174,7 @@ func TestStampsOnModelPath(t *testing.T) {
 				return i, strings.ToLower(tt.DType.String())
 			}
 		}
-		t.Fatal("no embedding")
+		require.FailNow(t, "no embedding")
 		return 0, ""
 	}
 	many := func() string {

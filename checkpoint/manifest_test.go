@@ -70,13 +70,7 @@ func FuzzReadManifest(f *testing.F) {
 			return
 		}
 		back, err := checkpoint.ReadManifest(bytes.NewReader(m.Marshal()))
-		if err != nil || len(back.Files) != len(m.Files) {
-			t.Fatalf("round trip: %v", err)
-		}
-		for i := range m.Files {
-			if back.Files[i] != m.Files[i] {
-				t.Fatalf("entry %d: %v vs %v", i, back.Files[i], m.Files[i])
-			}
-		}
+		require.NoError(t, err, "round trip")
+		require.Equal(t, m.Files, back.Files, "round trip")
 	})
 }
