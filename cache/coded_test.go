@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -57,7 +56,7 @@ func codedRecord(t testing.TB, ck *safetensors.Checkpoint) *safetensors.Tensor {
 			return tn
 		}
 	}
-	t.Fatal("no nibble-coded expert record")
+	require.FailNow(t, "no nibble-coded expert record")
 	return nil
 }
 
@@ -190,12 +189,7 @@ func TestCodedModelLayersBitIdentical(t *testing.T) {
 								require.NoError(t, err)
 								out := make([]float32, len(x))
 								require.NoError(t, m.Forward(out, x, len(x)/c.Hidden), name)
-								w := want[[2]int{l, i}]
-								for j := range out {
-									if math.Float32bits(out[j]) != math.Float32bits(w[j]) {
-										t.Fatalf("%s layer %d input %d: out[%d] = %v, raw experts give %v", name, l, i, j, out[j], w[j])
-									}
-								}
+								testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d, against the raw experts", name, l, i), out, want[[2]int{l, i}])
 							}
 						}
 						st := s.Stats()

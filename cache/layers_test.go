@@ -2,7 +2,6 @@ package cache_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -30,7 +29,7 @@ func matrix(t testing.TB, ck *safetensors.Checkpoint, name string, rows, cols in
 	case safetensors.F32:
 		m, err = quant.NewF32(rows, cols, b)
 	default:
-		t.Fatalf("%s: dtype %v", name, tn.DType)
+		require.FailNowf(t, "unexpected dtype", "%s: dtype %v", name, tn.DType)
 	}
 	require.NoError(t, err, name)
 	return m
@@ -186,12 +185,7 @@ func TestModelLayersBitIdentical(t *testing.T) {
 								}
 								out := make([]float32, len(x))
 								require.NoError(t, ms[l].ForwardRoutedWith(out, x, len(x)/c.Hidden, nil, ws), name)
-								w := want[[2]int{l, i}]
-								for j := range out {
-									if math.Float32bits(out[j]) != math.Float32bits(w[j]) {
-										t.Fatalf("%s layer %d input %d: out[%d] = %v, mapped experts give %v", name, l, i, j, out[j], w[j])
-									}
-								}
+								testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d, against the mapped experts", name, l, i), out, want[[2]int{l, i}])
 							}
 						}
 						st := s.Stats()
