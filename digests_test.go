@@ -16,6 +16,8 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // digestOutEnv names the file TestDigestHelper writes its digest lines to. The helper does
@@ -47,13 +49,9 @@ func modelDigests(t testing.TB, opts ...k3.Option) []modelDigest {
 		ref := testkit.LoadReference(t, dir)
 		m := openModel(t, dir, opts...)
 		rows, err := m.Forward(context.Background(), ref.FullIDs)
-		if err != nil {
-			t.Fatalf("%s: forward: %v", dir, err)
-		}
+		require.NoError(t, err, "%s: forward", dir)
 		_, steps := greedy(t, m, ref.PromptIDs, len(ref.FullIDs)-len(ref.PromptIDs), false)
-		if len(steps) == 0 {
-			t.Fatalf("%s: greedy generation produced no logits", dir)
-		}
+		require.NotEmpty(t, steps, "%s: greedy generation produced no logits", dir)
 		out = append(out, modelDigest{name: filepath.Base(dir), tf: testkit.Digest(rows...), greedy: testkit.Digest(steps...)})
 		m.Close()
 	}
@@ -71,9 +69,7 @@ func TestDigestHelper(t *testing.T) {
 	for _, d := range modelDigests(t) {
 		lines = append(lines, d.String())
 	}
-	if err := os.WriteFile(out, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(out, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
 }
 
 // TestDigestsProcsThreads: the logits of every model are bit-identical under GOMAXPROCS 1 and 2
@@ -87,10 +83,7 @@ func TestDigestsProcsThreads(t *testing.T) {
 		for _, threads := range []int{1, 2} {
 			got := modelDigests(t, k3.WithThreads(threads))
 			for i := range want {
-				if got[i] != want[i] {
-					t.Errorf("GOMAXPROCS=%d threads=%d: %v, want %v (GOMAXPROCS=%d threads=1)",
-						procs, threads, got[i], want[i], runtime.GOMAXPROCS(0))
-				}
+				assert.Equal(t, want[i], got[i], "GOMAXPROCS=%d threads=%d, against threads=1", procs, threads)
 			}
 		}
 	}
@@ -113,7 +106,7 @@ func TestPureGoBuildDigests(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		if testkit.InCI() {
-			t.Fatalf("go tool not found (%v); CI=true needs it to build -tags purego", err)
+			require.Failf(t, "go tool not found", "%v; CI=true needs it to build -tags purego", err)
 		}
 		t.Skipf("go tool not found (%v); cannot build the other kernel set", err)
 	}
@@ -147,9 +140,7 @@ func checkChild(t *testing.T, goTool, tags, env, wantHeader string, want []model
 	if dl, ok := t.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl)-10*time.Second)
 	}
-	if timeout <= 0 {
-		t.Fatalf("no time left for the child build before the test deadline")
-	}
+	require.Positive(t, timeout, "no time left for the child build before the test deadline")
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	outFile := filepath.Join(t.TempDir(), "digests.txt")
@@ -161,28 +152,19 @@ func checkChild(t *testing.T, goTool, tags, env, wantHeader string, want []model
 	}
 	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", env, strings.Join(cmd.Args, " "), err, out)
-	}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s %s\n%s", env, strings.Join(cmd.Args, " "), out)
 	t.Logf("child %s `go test %s` took %v", env, tags, time.Since(start).Round(time.Millisecond))
 
 	header, lines := readDigestLines(t, outFile)
-	if header != wantHeader {
-		t.Fatalf("child reports %q, want %q: it did not build the other kernel set", header, wantHeader)
-	}
-	if len(lines) != len(want) {
-		t.Errorf("child wrote %d model lines, want one per fixture model (%d):\n%s",
-			len(lines), len(want), strings.Join(lines, "\n"))
-	}
+	require.Equal(t, wantHeader, header, "the child's build header: it did not build the other kernel set")
+	assert.Len(t, lines, len(want), "the child's model lines, one per fixture model")
 	for i, w := range want {
-		if i >= len(lines) {
-			t.Errorf("model %s: no line from the child", w.name)
+		if !assert.Less(t, i, len(lines), "model %s: no line from the child", w.name) {
 			continue
 		}
-		if lines[i] != w.String() {
-			t.Errorf("digests differ between builds:\n child (%s %s): %s\n this test (purego=%t): %v",
-				tags, env, lines[i], puregoBuild, w)
-		}
+		assert.Equal(t, w.String(), lines[i], "digests differ between builds: the child (%s %s) against this test (purego=%t)",
+			tags, env, puregoBuild)
 	}
 }
 
@@ -190,9 +172,7 @@ func checkChild(t *testing.T, goTool, tags, env, wantHeader string, want []model
 func readDigestLines(t *testing.T, path string) (header string, lines []string) {
 	t.Helper()
 	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("child wrote no digests: %v", err)
-	}
+	require.NoError(t, err, "child wrote no digests")
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -203,11 +183,7 @@ func readDigestLines(t *testing.T, path string) (header string, lines []string) 
 			lines = append(lines, line)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(lines) == 0 {
-		t.Fatalf("child wrote no model lines to %s", path)
-	}
+	require.NoError(t, sc.Err())
+	require.NotEmpty(t, lines, "child wrote no model lines to %s", path)
 	return header, lines
 }

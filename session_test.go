@@ -216,7 +216,7 @@ func TestGenerateStop(t *testing.T) {
 	require.Len(t, got, first+1, "stop id %d: got %v, want %v", stop, got, cont[:first+1])
 	assert.Equal(t, stop, got[len(got)-1], "the stop id is yielded last")
 	for range m.Generate(ctx, ref.PromptIDs, k3.GenerateOptions{MaxTokens: 0}) {
-		t.Error("MaxTokens 0 yielded a token")
+		assert.Fail(t, "MaxTokens 0 yielded a token")
 	}
 	s := m.NewSession()
 	require.NoError(t, s.Prefill(ctx, ref.PromptIDs))

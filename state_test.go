@@ -305,9 +305,7 @@ func FuzzLoadSession(f *testing.F) {
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "state", "*.k3st"))
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+		require.NoError(f, err)
 		f.Add(b)
 		f.Add(b[:len(b)/2])
 	}
@@ -315,17 +313,12 @@ func FuzzLoadSession(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, sm, err := k3.LoadSession(m, bytes.NewReader(b))
 		if err != nil {
-			if r := reason(err); r < k3.StateBadMagic || r > k3.StateTruncated {
-				t.Fatalf("error without a state refusal reason: %v", err)
-			}
+			r := reason(err)
+			require.True(t, r >= k3.StateBadMagic && r <= k3.StateTruncated, "error without a state refusal reason: %v", err)
 			return
 		}
 		var out bytes.Buffer
-		if err := s.Save(&out, sm); err != nil {
-			t.Fatal(err)
-		}
-		if out.Len() > len(b) || !bytes.Equal(out.Bytes(), b[:out.Len()]) {
-			t.Fatal("re-saved state differs from the accepted input")
-		}
+		require.NoError(t, s.Save(&out, sm))
+		require.True(t, out.Len() <= len(b) && bytes.Equal(out.Bytes(), b[:out.Len()]), "re-saved state differs from the accepted input")
 	})
 }
