@@ -37,14 +37,22 @@ func editConfig(t *testing.T, dir, key string, val any) {
 	require.NoError(t, os.WriteFile(p, b, 0o644))
 }
 
-// TestBindMismatch: a config whose dense width disagrees with the checkpoint names exactly the
-// three dense matrices, in one error.
-func TestBindMismatch(t *testing.T) {
+// bindError opens the tiny geometry with one text_config field changed to val and returns
+// the *BindError Open must fail with, and the error itself.
+func bindError(t *testing.T, key string, val any) (*k3.BindError, error) {
+	t.Helper()
 	dir := synthTiny(t, 1)
-	editConfig(t, dir, "intermediate_size", 64)
+	editConfig(t, dir, key, val)
 	_, err := k3.Open(dir)
 	be, ok := errors.AsType[*k3.BindError](err)
 	require.True(t, ok, "Open: %v, want *BindError", err)
+	return be, err
+}
+
+// TestBindMismatch: a config whose dense width disagrees with the checkpoint names exactly the
+// three dense matrices, in one error.
+func TestBindMismatch(t *testing.T) {
+	be, err := bindError(t, "intermediate_size", 64)
 	require.Empty(t, be.Missing)
 	require.Len(t, be.Mismatched, 3, "want the 3 dense matrices")
 	for _, n := range []string{"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"} {
@@ -60,11 +68,7 @@ func TestBindMismatch(t *testing.T) {
 // TestBindExpertGeometry: an MXFP4 width the experts do not have is refused per expert matrix
 // with the geometry problem spelled out.
 func TestBindExpertGeometry(t *testing.T) {
-	dir := synthTiny(t, 1)
-	editConfig(t, dir, "moe_intermediate_size", 32)
-	_, err := k3.Open(dir)
-	be, ok := errors.AsType[*k3.BindError](err)
-	require.True(t, ok, "Open: %v, want *BindError", err)
+	be, _ := bindError(t, "moe_intermediate_size", 32)
 	// 12 MoE layers × 8 experts × 3 matrices, plus 3 shared-expert matrices per MoE layer.
 	experts, shared := 0, 0
 	for _, m := range be.Mismatched {
