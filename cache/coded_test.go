@@ -107,22 +107,10 @@ func unstamp(t testing.TB, dir string) {
 func TestCodedModelLayersBitIdentical(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			c, err := config.Load(filepath.Join(dir, "config.json"))
-			require.NoError(t, err)
-			raw, err := safetensors.Open(dir)
-			require.NoError(t, err)
-			defer raw.Close()
+			c, raw, layers, weights, memSrc := mappedModel(t, dir)
 			ck, err := safetensors.Open(repack(t, dir))
 			require.NoError(t, err)
 			defer ck.Close()
-			layers := moeLayers(c)
-			weights := map[int]moe.Weights{}
-			mem := map[int][]moe.Expert{}
-			for _, l := range layers {
-				weights[l] = moeWeights(t, raw, c, l)
-				mem[l] = mappedExperts(t, raw, c, l)
-			}
-			memSrc := moe.NewMemExperts(mem)
 			shapes := modelShapes(c)
 			cfg := cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK, Shapes: shapes}
 			rawStore, err := cache.New(raw, cfg)

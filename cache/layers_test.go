@@ -50,6 +50,27 @@ func moeConfig(c *config.Config, l, workers int) moe.Config {
 		Beta1: float32(c.SiTUBeta), Beta2: float32(c.SiTULinearBeta), RMSEps: float32(c.RMSEps), Workers: workers}
 }
 
+// mappedModel opens the fixture model dir (closed when the test ends) and
+// returns its configuration, checkpoint, MoE layers, their weights and their
+// experts mapped from the checkpoint: the reference the Store's layers must
+// reproduce bit for bit.
+func mappedModel(t *testing.T, dir string) (*config.Config, *safetensors.Checkpoint, []int, map[int]moe.Weights, *moe.MemExperts) {
+	t.Helper()
+	c, err := config.Load(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	ck, err := safetensors.Open(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { ck.Close() })
+	layers := moeLayers(c)
+	weights := map[int]moe.Weights{}
+	mem := map[int][]moe.Expert{}
+	for _, l := range layers {
+		weights[l] = moeWeights(t, ck, c, l)
+		mem[l] = mappedExperts(t, ck, c, l)
+	}
+	return c, ck, layers, weights, moe.NewMemExperts(mem)
+}
+
 // modelShapes returns the shapes of c's expert matrices.
 func modelShapes(c *config.Config) *cache.Shapes {
 	return &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}
@@ -113,19 +134,7 @@ func mappedExperts(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l
 func TestModelLayersBitIdentical(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			c, err := config.Load(filepath.Join(dir, "config.json"))
-			require.NoError(t, err)
-			ck, err := safetensors.Open(dir)
-			require.NoError(t, err)
-			defer ck.Close()
-			layers := moeLayers(c)
-			weights := map[int]moe.Weights{}
-			mem := map[int][]moe.Expert{}
-			for _, l := range layers {
-				weights[l] = moeWeights(t, ck, c, l)
-				mem[l] = mappedExperts(t, ck, c, l)
-			}
-			memSrc := moe.NewMemExperts(mem)
+			c, ck, layers, weights, memSrc := mappedModel(t, dir)
 			shapes := modelShapes(c)
 			probe, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK, Shapes: shapes})
 			require.NoError(t, err)
