@@ -60,11 +60,7 @@ func openFaulty(t *testing.T, dir string, x *faultfs.FS) *Checkpoint {
 
 func TestWriteShardedCreatesDir(t *testing.T) {
 	dir, want := faultCkpt(t)
-	ck, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
+	ck := mustOpen(t, dir)
 	if ck.Len() != len(want) {
 		t.Errorf("Len %d, want %d", ck.Len(), len(want))
 	}
@@ -173,11 +169,7 @@ func TestInjectedFaults(t *testing.T) {
 // fresh Bytes call report the shrink.
 func TestTruncatedWhileMapped(t *testing.T) {
 	dir, want := faultCkpt(t)
-	ck, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
+	ck := mustOpen(t, dir)
 	tt, _ := ck.Tensor("ta2") // the shard's last tensor
 	view, err := ck.Bytes(tt)
 	if err != nil {
@@ -239,11 +231,7 @@ func TestTruncatedWhileMapped(t *testing.T) {
 // refused when mapped, instead of reading a zero-filled tail.
 func TestShrunkBeforeMapping(t *testing.T) {
 	dir, _ := faultCkpt(t)
-	ck, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ck.Close()
+	ck := mustOpen(t, dir)
 	tt, _ := ck.Tensor("tb2")
 	path := filepath.Join(dir, ShardFileName(2, 2))
 	st, err := os.Stat(path)
