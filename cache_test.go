@@ -42,8 +42,7 @@ func cacheBudgets(t *testing.T, dir string) map[string]int64 {
 // TopK + 1 slots, half and all experts; LRU and S3-FIFO; router lookahead on and off; 1 and 2
 // threads; and combined with a streamed trunk.
 func TestCacheBitIdentical(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		want := runModel(t, openModel(t, dir), ref)
 		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
 		for name, b := range cacheBudgets(t, dir) {
@@ -114,8 +113,7 @@ func (f *failReader) ReadAt(p []byte, off int64) (int, error) {
 // TestCacheReadFault: a failed expert read surfaces as *ExpertLoadError naming layer and expert;
 // no token is emitted and the session is broken.
 func TestCacheReadFault(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		ck, err := safetensors.Open(dir)
 		require.NoError(t, err)
 		var target *safetensors.Tensor
@@ -178,8 +176,7 @@ func repackExperts(t *testing.T, dir string) string {
 // evictions, reading the stored (coded) bytes. Without
 // a cache the coded experts cannot be mapped, which Open reports.
 func TestCodedExpertsBitIdentical(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		want := runModel(t, openModel(t, dir), ref)
 		coded := repackExperts(t, dir)
 		_, err := k3.Open(coded)

@@ -66,8 +66,7 @@ func distance(got [][]float32, want [][]float64) (maxAbs, rms float64) {
 // float32 reference is (max and RMS distance each ≤ half the reference's). The distance from the
 // float32 reference's own logits is reported as information.
 func TestGateTeacherForcing(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		m := openModel(t, dir)
 		require.Equal(t, ref.Vocab, m.Config().Vocab, "vocab")
 		logits, err := m.Forward(context.Background(), ref.FullIDs)
@@ -120,8 +119,7 @@ func greedy(t testing.TB, m *k3.Model, prompt []int, n int, full bool) ([]int, [
 // TestGateGreedy is GATE 2 (full recompute reproduces full_ids) and GATE 3 (incremental
 // reproduces full_ids with logits bit-identical to GATE 2's).
 func TestGateGreedy(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		m := openModel(t, dir)
 		n := len(ref.FullIDs) - len(ref.PromptIDs)
 		want := ref.FullIDs[len(ref.PromptIDs):]

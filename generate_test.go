@@ -23,8 +23,7 @@ import (
 // TestGenerationUnderBudgets: speculative decoding, seeded sampling and saved sessions give the
 // same tokens and logits under a streamed trunk and a zero expert cache as with mapped weights.
 func TestGenerationUnderBudgets(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
 		mapped := openModel(t, dir)
 		budget := openModel(t, dir, k3.WithTrunkBudget(fl.Floor+fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithCacheBudget(0))

@@ -40,11 +40,11 @@ func f32bits(v []float32) []uint32 {
 	return out
 }
 
-// forEachModel runs f on every fixture model (testkit.Models), each as a subtest named for the
-// model.
-func forEachModel(t *testing.T, f func(t *testing.T, dir string)) {
+// forEachModel runs f on every fixture model (testkit.Models) with its reference, each as a
+// subtest named for the model.
+func forEachModel(t *testing.T, f func(t *testing.T, dir string, ref *testkit.Reference)) {
 	t.Helper()
 	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) { f(t, dir) })
+		t.Run(filepath.Base(dir), func(t *testing.T) { f(t, dir, testkit.LoadReference(t, dir)) })
 	}
 }

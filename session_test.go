@@ -23,8 +23,7 @@ import (
 // TestDeterminismThreads: logits are bit-identical for 1, 2 and 3 worker goroutines (E1). The
 // default-vs-purego comparison is TestPureGoBuildDigests.
 func TestDeterminismThreads(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		var digests []uint64
 		for _, n := range []int{1, 2, 3} {
 			m := openModel(t, dir, k3.WithThreads(n))
@@ -41,8 +40,7 @@ func TestDeterminismThreads(t *testing.T) {
 // logits of every position (E1, SPEC §4.10), through PrefillAll and through Prefill.
 func TestChunkedPrefill(t *testing.T) {
 	ctx := context.Background()
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		m := openModel(t, dir)
 		whole, err := m.Forward(ctx, ref.FullIDs)
 		require.NoError(t, err)
@@ -99,8 +97,7 @@ func lastRows(t *testing.T, m *k3.Model, ids, split []int, whole [][]float32) {
 // bit for bit, and a snapshot can be restored repeatedly.
 func TestSnapshotRestore(t *testing.T) {
 	ctx := context.Background()
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		m := openModel(t, dir)
 		s := m.NewSession()
 		require.NoError(t, s.Prefill(ctx, ref.PromptIDs))
@@ -368,8 +365,7 @@ func saveState(t testing.TB, s *k3.Session, sm *sample.Sampler) []byte {
 // uninterrupted session and to one Prefill of the whole history; the sampler resumes its stream.
 func TestStateContinuesBitIdentically(t *testing.T) {
 	ctx := context.Background()
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		m := openModel(t, dir)
 		sm, err := sample.New(sample.Options{Temperature: 0.9, TopK: 30, RepeatPenalty: 1.2, Seed: 9})
 		require.NoError(t, err)

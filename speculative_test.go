@@ -59,8 +59,7 @@ func lookupPrompt(m *k3.Model, a int) []int {
 // logits, on a repetitive and a non-repetitive prompt and on one where the lookup drafts.
 // (TestSpeculativeOracleDrafts forces accepted and rejected drafts of every shape.)
 func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		m := openModel(t, dir)
 		for _, prompt := range [][]int{ref.PromptIDs, repetitive(ref.PromptIDs)} {
 			const n = 24

@@ -58,8 +58,7 @@ const smallSlot = 16 << 10 // forces row-range pieces on the fixture models
 // and logits are bit-identical to the fully mapped run for every named configuration, packed
 // and unpacked, on 1 and 2 threads.
 func TestTrunkBudgetsBitIdentical(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		want := runModel(t, openModel(t, dir), ref)
 		packed := t.TempDir()
 		require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
@@ -121,8 +120,7 @@ func TestTrunkBudgetsBitIdentical(t *testing.T) {
 
 // TestTrunkBudgetSweep sweeps budgets from the floor upward until everything is pinned.
 func TestTrunkBudgetSweep(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		base := openModel(t, dir)
 		logits, err := base.Forward(context.Background(), ref.FullIDs)
 		require.NoError(t, err)
@@ -461,8 +459,7 @@ func (w *walkTracer) LayerDone(layer int, d time.Duration) {
 // every pass, the order in which its matrices were first read must be layout.Layer's order of
 // its matrices, which is the order the binder lists them to the trunk planner.
 func TestStreamWalkOrder(t *testing.T) {
-	forEachModel(t, func(t *testing.T, dir string) {
-		ref := testkit.LoadReference(t, dir)
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		cfg, err := config.Load(filepath.Join(dir, "config.json"))
 		require.NoError(t, err)
 		ck, err := safetensors.Open(dir)
