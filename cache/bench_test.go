@@ -156,11 +156,7 @@ func BenchmarkBigCold(b *testing.B) {
 func TestDecodeStepWithStoreAllocations(t *testing.T) {
 	testkit.SkipAllocsUnderRace(t)
 	dir := testkit.Path(t, "models/tiny")
-	c, err := config.Load(filepath.Join(dir, "config.json"))
-	require.NoError(t, err)
-	ck, err := safetensors.Open(dir)
-	require.NoError(t, err)
-	defer ck.Close()
+	c, ck := openModelDir(t, dir)
 	s, err := cache.New(ck, cache.Config{Layers: []int{1}, NumExperts: c.NumExperts, TopK: c.TopK,
 		Budget: int64(c.NumExperts) * cache.SlotSize(3*(64*32+64*2))})
 	require.NoError(t, err)

@@ -51,17 +51,25 @@ func moeConfig(c *config.Config, l, workers int) moe.Config {
 		Beta1: float32(c.SiTUBeta), Beta2: float32(c.SiTULinearBeta), RMSEps: float32(c.RMSEps), Workers: workers}
 }
 
-// mappedModel opens the fixture model dir (closed when the test ends) and
-// returns its configuration, checkpoint, MoE layers, their weights and their
-// experts mapped from the checkpoint: the reference the Store's layers must
-// reproduce bit for bit.
-func mappedModel(t *testing.T, dir string) (*config.Config, *safetensors.Checkpoint, []int, map[int]moe.Weights, *moe.MemExperts) {
+// openModelDir loads the configuration of the model in dir and opens its
+// checkpoint, closed when the test ends.
+func openModelDir(t testing.TB, dir string) (*config.Config, *safetensors.Checkpoint) {
 	t.Helper()
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	ck, err := safetensors.Open(dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { ck.Close() })
+	return c, ck
+}
+
+// mappedModel opens the fixture model dir (closed when the test ends) and
+// returns its configuration, checkpoint, MoE layers, their weights and their
+// experts mapped from the checkpoint: the reference the Store's layers must
+// reproduce bit for bit.
+func mappedModel(t *testing.T, dir string) (*config.Config, *safetensors.Checkpoint, []int, map[int]moe.Weights, *moe.MemExperts) {
+	t.Helper()
+	c, ck := openModelDir(t, dir)
 	layers := moeLayers(c)
 	weights := map[int]moe.Weights{}
 	mem := map[int][]moe.Expert{}
@@ -218,14 +226,8 @@ func TestModelLayersBitIdentical(t *testing.T) {
 // every MoE layer and checks the union never reads more.
 func TestChunkUnionPrefillBytes(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
-		c, err := config.Load(filepath.Join(dir, "config.json"))
-		require.NoError(t, err)
-		ck, err := safetensors.Open(dir)
-		require.NoError(t, err)
-		var layers []int
-		for l := c.FirstDense; l < c.NumLayers; l++ {
-			layers = append(layers, l)
-		}
+		c, ck := openModelDir(t, dir)
+		layers := moeLayers(c)
 		const T, chunk = 256, 64
 		r := rand.New(rand.NewPCG(11, 12))
 		x := make([]float32, T*c.Hidden)
@@ -251,6 +253,5 @@ func TestChunkUnionPrefillBytes(t *testing.T) {
 		t.Logf("%s: 256-position prefill over %d MoE layers reads %d expert bytes position by position, %d in chunks of 64 (%.2f×)",
 			filepath.Base(dir), len(layers), perToken, union, float64(perToken)/float64(union))
 		require.Less(t, union, perToken)
-		ck.Close()
 	}
 }
