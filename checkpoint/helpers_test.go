@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/stretchr/testify/require"
 )
 
 // synthTiny writes the tiny geometry for seed into a fresh temporary
@@ -12,8 +13,6 @@ import (
 func synthTiny(t testing.TB, seed int64) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "tiny")
-	if err := checkpoint.Synthesize(dir, "tiny", seed); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, checkpoint.Synthesize(dir, "tiny", seed))
 	return dir
 }
