@@ -18,12 +18,12 @@ import (
 // (checkpoint.Synthesize(dir, "perf", 1) plus digests). Page-cache warm: the
 // figures are the hashing cost, not the disk's.
 //
-//	K3_PERF_SUMS=/tmp/perfsums go test -run XX -bench OpenVerifyPerf -benchtime 3x .
+//	K3_PERF_SUMS=<dir> go test -run XX -bench OpenVerifyPerf -benchtime 3x .
 func BenchmarkOpenVerifyPerf(b *testing.B) {
-	sums := testkit.Perf(checkpoint.Synthesize)
-	sums.Env = "K3_PERF_SUMS"
-	sums.After = func(tb testing.TB, dir string) { addChecksums(tb, dir, 4) }
-	dir := sums.Dir(b)
+	dir := testkit.Checkpoint{
+		Env: "K3_PERF_SUMS", Geometry: "perf", Seed: 1, Synthesize: checkpoint.Synthesize,
+		After: func(tb testing.TB, dir string) { addChecksums(tb, dir, 4) },
+	}.Dir(b)
 	// The machine's bare SHA-256 speed, for the ratio.
 	b.Run("sha256", func(b *testing.B) {
 		buf := make([]byte, 64<<20)
