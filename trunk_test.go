@@ -333,7 +333,7 @@ func TestPackedTrunkFaults(t *testing.T) {
 			l, err := trunk.ReadLayout(p, 0+mustLayers(t, dir), trunk.Expect{})
 			require.NoError(t, err)
 			r := l.Layers[3]
-			flipByte(t, filepath.Join(p, trunk.BinName), r.FileOff+r.Unpadded/2)
+			testkit.FlipBits(t, filepath.Join(p, trunk.BinName), r.FileOff+r.Unpadded/2, 0x10)
 			budget := int64(1 << 40)
 			if !pinned {
 				budget = floorOf(t, dir, k3.WithTrunkSlot(smallSlot)).Floor * 2
@@ -362,19 +362,6 @@ func TestPackedTrunkFaults(t *testing.T) {
 func mustLayers(t *testing.T, dir string) int {
 	m := openModel(t, dir)
 	return m.Config().NumLayers
-}
-
-func flipByte(t *testing.T, path string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	b := make([]byte, 1)
-	_, err = f.ReadAt(b, off)
-	require.NoError(t, err)
-	b[0] ^= 0x10
-	_, err = f.WriteAt(b, off)
-	require.NoError(t, err)
 }
 
 // TestTrunkTracer: WithTracer sees every streamed read and every layer.

@@ -65,16 +65,7 @@ func codedRecord(t testing.TB, ck *safetensors.Checkpoint) *safetensors.Tensor {
 // decoder always refuses, while the header Inspect reads stays valid.
 func flipFrequencyBit(t testing.TB, tn *safetensors.Tensor) {
 	t.Helper()
-	f, err := os.OpenFile(tn.File, os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	var b [1]byte
-	at := tn.Offset + 9
-	_, err = f.ReadAt(b[:], at)
-	require.NoError(t, err)
-	b[0] ^= 1
-	_, err = f.WriteAt(b[:], at)
-	require.NoError(t, err)
+	testkit.FlipBits(t, tn.File, tn.Offset+9, 1)
 }
 
 // unstamp renames every shard's colibri.fmt metadata key to a same-length

@@ -346,9 +346,9 @@ func TestVerifyDetectsEveryFlippedBit(t *testing.T) {
 			continue
 		}
 		at := tt.Offset + tt.Size/2
-		flip(t, tt.File, at)
+		testkit.FlipBits(t, tt.File, at, 0x10)
 		_, err := k3.Open(dir, k3.WithVerify())
-		flip(t, tt.File, at)
+		testkit.FlipBits(t, tt.File, at, 0x10)
 		if !assert.ErrorIs(t, err, safetensors.ErrChecksum, tt.Name) {
 			continue
 		}
@@ -358,18 +358,6 @@ func TestVerifyDetectsEveryFlippedBit(t *testing.T) {
 	m, err = k3.Open(dir, k3.WithVerify())
 	require.NoError(t, err)
 	m.Close()
-}
-
-func flip(t *testing.T, path string, at int64) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	b := []byte{0}
-	_, err = f.ReadAt(b, at)
-	require.NoError(t, err)
-	b[0] ^= 0x10
-	_, err = f.WriteAt(b, at)
-	require.NoError(t, err)
 }
 
 // Check on its own: a clean checkpoint passes, counts what a shorter run

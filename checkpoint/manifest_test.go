@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 func TestManifest(t *testing.T) {
@@ -40,7 +41,7 @@ func TestManifest(t *testing.T) {
 	s1, s3 := shardPath(dir, 1), shardPath(dir, 3)
 	st1, err := os.Stat(s1)
 	require.NoError(t, err)
-	flip(t, s1, st1.Size()-100) // in tensor data: only the digest can tell
+	testkit.FlipBits(t, s1, st1.Size()-100, 0x10) // in tensor data: only the digest can tell
 	st, err := os.Stat(s3)
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(s3, st.Size()-1))
