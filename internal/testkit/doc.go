@@ -3,9 +3,9 @@
 //
 //   - the oracle fixtures: [Dir], [Path], [Models] (every directory of
 //     fixtures/models/), [LoadReference] (a model's reference.json),
-//     [MXFP4] (the released MXFP4 sample), and [CopyDir], [FlipBits] and
-//     [SparseFile] for the tests that damage a checkpoint or exceed a size
-//     limit;
+//     [MXFP4] (the released MXFP4 sample), and [CopyDir], [FlipBits],
+//     [HideHeaderKey] and [SparseFile] for the tests that damage a
+//     checkpoint or exceed a size limit;
 //   - the synthetic perf checkpoint of the benchmarks and floor tests,
 //     written on first use: [PerfDir], [Perf] and [Checkpoint];
 //   - bit identity: [Digest], [SameBits], [RequireSameBits] and
