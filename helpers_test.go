@@ -15,9 +15,7 @@ import (
 // synthTiny writes the tiny geometry for seed into a fresh temporary directory.
 func synthTiny(t testing.TB, seed int64) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny")
-	require.NoError(t, checkpoint.Synthesize(dir, "tiny", seed))
-	return dir
+	return testkit.Synth(t, checkpoint.Synthesize, "tiny", seed)
 }
 
 // openModel opens dir with opts, failing the test on an error; the model is closed when the

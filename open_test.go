@@ -158,9 +158,8 @@ func TestK3SparseBind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 96 sparse shards and binds 497,052 tensors")
 	}
-	dir := filepath.Join(t.TempDir(), "k3")
 	start := time.Now()
-	require.NoError(t, checkpoint.Synthesize(dir, "k3", 1))
+	dir := testkit.Synth(t, checkpoint.Synthesize, "k3", 1)
 	synth := time.Since(start)
 	start = time.Now()
 	m := openModel(t, dir, k3.WithThreads(2))

@@ -7,7 +7,8 @@
 //     [HideHeaderKey] and [SparseFile] for the tests that damage a
 //     checkpoint or exceed a size limit;
 //   - the synthetic perf checkpoint of the benchmarks and floor tests,
-//     written on first use: [PerfDir], [Perf] and [Checkpoint];
+//     written on first use: [PerfDir], [Perf] and [Checkpoint]; and [Synth]
+//     for the small checkpoints a test writes for itself;
 //   - bit identity: [Digest], [SameBits], [RequireSameBits] and
 //     [RequireSameBitsOrNaN], with [RefF16] as the independent statement of
 //     binary16 and [Gaussian] and [RandomBytes] as the seeded inputs;
