@@ -67,7 +67,7 @@ func shardPath(dir string, i int) string {
 // decode wrong tokens; it is refused naming the extra layer, or reported
 // when the caller asks for fewer layers on purpose.
 func TestExtraLayersRefused(t *testing.T) {
-	dir := synthTiny(t, 3)
+	dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 3)
 	editJSON(t, dir, func(tc map[string]any) {
 		tc["num_hidden_layers"] = 12
 		la := tc["linear_attn_config"].(map[string]any)
@@ -100,7 +100,7 @@ func TestAbsurdCountsOpen(t *testing.T) {
 		{"MaxExperts", "num_experts", config.MaxExperts, config.ErrTooFewTensors},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := synthTiny(t, 4)
+			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 4)
 			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
 			start := time.Now()
 			_, err := k3.Open(dir)
@@ -142,7 +142,7 @@ func TestAbsurdCountsOpenRSS(t *testing.T) {
 		val int
 	}{{"num_experts", 1 << 20}, {"num_hidden_layers", 1 << 24}, {"num_experts", config.MaxExperts}, {"num_hidden_layers", config.MaxLayers}} {
 		t.Run(fmt.Sprintf("%s=%d", tc.key, tc.val), func(t *testing.T) {
-			dir := synthTiny(t, 5)
+			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 5)
 			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
 			out := testkit.RunChild(t, "TestAbsurdCountsOpenRSS", "K3_OPEN_CHILD", dir)
 			var sec float64
@@ -205,7 +205,7 @@ func TestStampsOnModelPath(t *testing.T) {
 		}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := synthTiny(t, 6)
+			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 6)
 			i, dtype := find(t, dir)
 			rewriteShard(t, shardPath(dir, i), func(_ []safetensors.WriteTensor, meta map[string]string) map[string]string {
 				meta[quant.StampKey] = tc.stamp(dtype)
@@ -244,7 +244,7 @@ func TestRelabelledDType(t *testing.T) {
 		{"honest F16", func(tt *safetensors.WriteTensor) { toF16(tt.Data); tt.DType = safetensors.F16 }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := synthTiny(t, 7)
+			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 7)
 			found := false
 			for i := 1; i <= 3 && !found; i++ {
 				ck, err := safetensors.Open(shardPath(dir, i))
@@ -364,7 +364,7 @@ func TestVerifyDetectsEveryFlippedBit(t *testing.T) {
 // leaves unbound, and reports (instead of refusing) layers beyond the
 // config only when asked.
 func TestCheckReport(t *testing.T) {
-	dir := synthTiny(t, 4)
+	dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 4)
 	cfg, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	ck, err := safetensors.Open(dir)

@@ -15,7 +15,7 @@ import (
 )
 
 func TestManifest(t *testing.T) {
-	dir := synthTiny(t, 8)
+	dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 8)
 	var buf bytes.Buffer
 	var calls int
 	require.NoError(t, checkpoint.WriteManifest(dir, &buf, func(string, int64, int64) { calls++ }))
