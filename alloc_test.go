@@ -63,11 +63,8 @@ func TestDecodeStepAllocatesNothingPerf(t *testing.T) {
 // restoring the snapshot taken after the prompt, as BenchmarkFloor does.
 func stepAllocs(t *testing.T, m *k3.Model, prompt []int, runs int) float64 {
 	t.Helper()
-	s := m.NewSession()
+	s, snap := prefilled(t, m, prompt)
 	ctx := context.Background()
-	require.NoError(t, s.Prefill(ctx, prompt))
-	snap, err := s.Snapshot()
-	require.NoError(t, err)
 	require.NoError(t, s.Step(ctx, 4))
 	// Open and the prompt leave garbage whose collection would empty the sync.Pool that recycles
 	// the split mat-vecs' tasks mid-measurement; a decode loop that allocates nothing never

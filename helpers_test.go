@@ -1,6 +1,7 @@
 package k3_test
 
 import (
+	"context"
 	"math"
 	"path/filepath"
 	"testing"
@@ -45,4 +46,15 @@ func forEachModel(t *testing.T, f func(t *testing.T, dir string, ref *testkit.Re
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) { f(t, dir, testkit.LoadReference(t, dir)) })
 	}
+}
+
+// prefilled returns a new session of m after prompt and a snapshot of it, for the tests and
+// benchmarks that restore it before each of several continuations.
+func prefilled(tb testing.TB, m *k3.Model, prompt []int) (*k3.Session, *k3.Snapshot) {
+	tb.Helper()
+	s := m.NewSession()
+	require.NoError(tb, s.Prefill(context.Background(), prompt))
+	snap, err := s.Snapshot()
+	require.NoError(tb, err)
+	return s, snap
 }

@@ -267,14 +267,11 @@ func (c *cancelAfter) Err() error {
 func TestBrokenSession(t *testing.T) {
 	m := openModel(t, testkit.Models(t)[0])
 	bg := context.Background()
-	s := m.NewSession()
-	require.NoError(t, s.Prefill(bg, []int{1, 2, 3}))
-	snap, err := s.Snapshot()
-	require.NoError(t, err)
+	s, snap := prefilled(t, m, []int{1, 2, 3})
 	ref := m.NewSession()
 	require.NoError(t, ref.Restore(snap))
 	require.NoError(t, ref.Step(bg, 4))
-	err = s.Step(&cancelAfter{Context: bg, n: 3}, 4) // the check before the pass, then layers 0 and 1 run
+	err := s.Step(&cancelAfter{Context: bg, n: 3}, 4) // the check before the pass, then layers 0 and 1 run
 	fe, ok := errors.AsType[*k3.ForwardError](err)
 	require.True(t, ok, "cancelled step: %v, want a *ForwardError", err)
 	require.Equal(t, 2, fe.Layer, "the layer the cancel was seen at")

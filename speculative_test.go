@@ -74,10 +74,7 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 
 		// The lookup prompt is long: prefill it once and restore it for every k.
 		ctx := context.Background()
-		s := m.NewSession()
-		require.NoError(t, s.Prefill(ctx, lookupPrompt(m, ref.PromptIDs[0])))
-		snap, err := s.Snapshot()
-		require.NoError(t, err)
+		s, snap := prefilled(t, m, lookupPrompt(m, ref.PromptIDs[0]))
 		gen := func(k int) ([]int, [][]uint32, k3.GenerateResult) {
 			require.NoError(t, s.Restore(snap))
 			var ids []int
@@ -208,15 +205,7 @@ func BenchmarkSpeculativePerf(b *testing.B) {
 	m := openModel(b, dir)
 	ctx := context.Background()
 	for _, name := range []string{"repetitive", "plain"} {
-		prompt := perfPrompts()[name]
-		s := m.NewSession()
-		if err := s.Prefill(ctx, prompt); err != nil {
-			b.Fatal(err)
-		}
-		snap, err := s.Snapshot()
-		if err != nil {
-			b.Fatal(err)
-		}
+		s, snap := prefilled(b, m, perfPrompts()[name])
 		for _, k := range []int{0, 4} {
 			b.Run(name+"/k="+strconv.Itoa(k), func(b *testing.B) {
 				var res k3.GenerateResult
@@ -344,14 +333,7 @@ func BenchmarkVerifyPassPerf(b *testing.B) {
 	dir := testkit.PerfDir(b, checkpoint.Synthesize)
 	m := openModel(b, dir)
 	ctx := context.Background()
-	s := m.NewSession()
-	if err := s.Prefill(ctx, perfPrompts()["repetitive"][:16]); err != nil {
-		b.Fatal(err)
-	}
-	snap, err := s.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, snap := prefilled(b, m, perfPrompts()["repetitive"][:16])
 	for _, T := range []int{1, 2, 3, 5, 9} {
 		ids := make([]int, T)
 		for i := range ids {
