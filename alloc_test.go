@@ -3,12 +3,12 @@ package k3_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,9 +23,7 @@ import (
 // experts (tasks kept in the workspaces); an expert-cache miss builds its views.
 // TestDecodeStepAllocatesNothingPerf checks the splits where they happen, at the perf geometry.
 func TestDecodeStepAllocatesNothing(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector allocates")
-	}
+	testkit.SkipAllocsUnderRace(t)
 	for _, dir := range testkit.Models(t) {
 		for _, c := range []struct {
 			name    string
@@ -38,9 +36,7 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 			{"cache", 1, []k3.Option{k3.WithCacheBudget(1 << 30)}},
 		} {
 			t.Run(fmt.Sprintf("%s/%s", filepath.Base(dir), c.name), func(t *testing.T) {
-				m, err := k3.Open(dir, append(c.opts, k3.WithThreads(c.threads))...)
-				require.NoError(t, err)
-				defer m.Close()
+				m := openModel(t, dir, append(c.opts, k3.WithThreads(c.threads))...)
 				assert.Zero(t, stepAllocs(t, m, []int{1, 2, 3}, 20), "allocations per decode step")
 			})
 		}
@@ -49,24 +45,14 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 
 // TestDecodeStepAllocatesNothingPerf is TestDecodeStepAllocatesNothing on the synthetic perf
 // checkpoint, whose layers are wide enough for every split to run on 2 threads (the fixture
-// models run them inline). It needs K3_PERF_DIR naming a synthesized perf checkpoint (the FLOOR
-// benchmark makes one) and skips without it.
+// models run them inline). It needs K3_PERF_DIR (the perf checkpoint, synthesized there on
+// first use) and skips without it.
 func TestDecodeStepAllocatesNothingPerf(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("the race detector allocates")
-	}
-	dir := os.Getenv("K3_PERF_DIR")
-	if dir == "" {
-		t.Skip("set K3_PERF_DIR to a perf checkpoint (see BenchmarkFloor)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		t.Skipf("no perf checkpoint in %s: %v", dir, err)
-	}
+	testkit.SkipAllocsUnderRace(t)
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
 	for _, threads := range []int{1, 2} {
 		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
-			m, err := k3.Open(dir, k3.WithThreads(threads))
-			require.NoError(t, err)
-			defer m.Close()
+			m := openModel(t, dir, k3.WithThreads(threads))
 			assert.Zero(t, stepAllocs(t, m, []int{1, 100, 2000}, 10), "allocations per decode step")
 		})
 	}
@@ -77,11 +63,8 @@ func TestDecodeStepAllocatesNothingPerf(t *testing.T) {
 // restoring the snapshot taken after the prompt, as BenchmarkFloor does.
 func stepAllocs(t *testing.T, m *k3.Model, prompt []int, runs int) float64 {
 	t.Helper()
-	s := m.NewSession()
+	s, snap := prefilled(t, m, prompt)
 	ctx := context.Background()
-	require.NoError(t, s.Prefill(ctx, prompt))
-	snap, err := s.Snapshot()
-	require.NoError(t, err)
 	require.NoError(t, s.Step(ctx, 4))
 	// Open and the prompt leave garbage whose collection would empty the sync.Pool that recycles
 	// the split mat-vecs' tasks mid-measurement; a decode loop that allocates nothing never

@@ -2,25 +2,19 @@ package k3_test
 
 import (
 	"context"
-	"os"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/kernels/dot"
 	"github.com/k3-project/k3/internal/testkit"
 )
-
-// tokenBytes is the weight bytes one decode step must read: the whole trunk, lm_head, and TopK
-// routed experts per MoE layer (the embedding contributes one row).
-func tokenBytes(m *k3.Model) int {
-	c, in := m.Config(), m.Info()
-	moeLayers := c.NumLayers - c.FirstDense
-	perExpert := in.Experts.Bytes / int64(moeLayers*c.NumExperts)
-	lmHead := int64(c.Vocab * c.Hidden * 2)
-	return int(in.Trunk.Bytes + lmHead + int64(moeLayers*c.TopK)*perExpert)
-}
 
 // decodeReady opens dir, prefills prompt and returns the model (the caller closes it), the
 // session, the greedy next id and the post-prompt snapshot every timed step restores.
@@ -55,7 +49,7 @@ func benchDecode(b *testing.B, dir string, prompt []int, threads int) {
 	m, s, next, snap := decodeReady(b, dir, threads, prompt)
 	defer m.Close()
 	ctx := context.Background()
-	buf := testkit.Filled(tokenBytes(m))
+	buf := testkit.Filled(int(tokenBytes(m)))
 	testkit.Paired(b, buf, threads, func() {
 		if err := s.Restore(snap); err != nil {
 			b.Fatal(err)
@@ -70,7 +64,7 @@ func benchDecode(b *testing.B, dir string, prompt []int, threads int) {
 // BenchmarkDecodeWide: incremental decode on models/wide after its 9-id prompt.
 func BenchmarkDecodeWide(b *testing.B) {
 	dir := filepath.Join(testkit.Path(b, "models"), "wide")
-	ref := loadReference(b, dir)
+	ref := testkit.LoadReference(b, dir)
 	for _, th := range []int{1, 2} {
 		b.Run("threads="+strconv.Itoa(th), func(b *testing.B) { benchDecode(b, dir, ref.PromptIDs, th) })
 	}
@@ -80,15 +74,9 @@ func BenchmarkDecodeWide(b *testing.B) {
 // top-8, vocab 32768) after a 16-id prompt. Synthesizing it takes a while and about 1.5 GB of disk;
 // set K3_PERF_DIR to a directory to keep it between runs.
 func BenchmarkDecodePerf(b *testing.B) {
-	dir := os.Getenv("K3_PERF_DIR")
-	if dir == "" {
-		dir = filepath.Join(b.TempDir(), "perf")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
-			b.Fatal(err)
-		}
-	}
+	perf := testkit.Perf(checkpoint.Synthesize)
+	perf.TempDir = true
+	dir := perf.Dir(b)
 	prompt := []int{1, 100, 2000, 30000, 5, 77, 123, 4567, 8, 9, 10, 11, 12, 13, 14, 15}
 	for _, th := range []int{1, 2} {
 		b.Run("threads="+strconv.Itoa(th), func(b *testing.B) { benchDecode(b, dir, prompt, th) })
@@ -99,15 +87,8 @@ func BenchmarkDecodePerf(b *testing.B) {
 // one prefill per op on an open model, for a CPU profile of it:
 // K3_PERF_DIR=<dir> go test -run '^$' -bench PrefillPerf -benchtime 4x -cpuprofile prefill.out .
 func BenchmarkPrefillPerf(b *testing.B) {
-	dir := os.Getenv(floorPerfEnv)
-	if dir == "" {
-		b.Skipf("set %s to the perf checkpoint's directory (BenchmarkFloor synthesizes it)", floorPerfEnv)
-	}
-	m, err := k3.Open(dir, k3.WithThreads(2))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	m := openModel(b, dir, k3.WithThreads(2))
 	ids := make([]int, floorPrefillLen)
 	for i := range ids {
 		ids[i] = (i*7919 + 3) % m.Config().Vocab
@@ -125,12 +106,8 @@ func BenchmarkPrefillPerf(b *testing.B) {
 // throughput; every weight is read once per pass through the batched mat-muls).
 func BenchmarkForwardWide(b *testing.B) {
 	dir := filepath.Join(testkit.Path(b, "models"), "wide")
-	ref := loadReference(b, dir)
-	m, err := k3.Open(dir, k3.WithThreads(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	ref := testkit.LoadReference(b, dir)
+	m := openModel(b, dir, k3.WithThreads(1))
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := m.Forward(ctx, ref.FullIDs); err != nil {
@@ -138,4 +115,198 @@ func BenchmarkForwardWide(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(ref.FullIDs))*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// floorReps is how many decode steps (each paired with a read of the same bytes) and prefill
+// passes BenchmarkFloor times per configuration; it reports medians. The prefill count is odd
+// so that its median is one pass: the first pass after Open also takes most of the page faults
+// of the mapped weights and of the heap's growth, which a median of two (their mean) carried at
+// half weight.
+const (
+	floorReps        = 7
+	floorPrefillReps = 3
+	floorPrefillLen  = 256
+)
+
+// tokenBytes is the weight bytes one decode step must read: the whole trunk, lm_head, and
+// TopK routed experts per MoE layer (the embedding contributes one row).
+func tokenBytes(m *k3.Model) int64 {
+	c, in := m.Config(), m.Info()
+	moeLayers := int64(c.NumLayers - c.FirstDense)
+	var perExpert int64
+	if moeLayers > 0 && c.NumExperts > 0 {
+		perExpert = in.Experts.Bytes / (moeLayers * int64(c.NumExperts))
+	}
+	lmHead := int64(c.Vocab) * int64(c.Hidden) * 2
+	return in.Trunk.Bytes + lmHead + moeLayers*int64(c.TopK)*perExpert
+}
+
+// seconds formats durations in seconds to two decimals.
+func seconds(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, " ")
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// timeRead returns the seconds one read of buf on workers goroutines takes.
+func timeRead(buf []byte, workers int, sink *uint64) float64 {
+	t := time.Now()
+	*sink ^= testkit.SumParallel(buf, workers)
+	return time.Since(t).Seconds()
+}
+
+// floorDecode is one thread count's decode measurement: per step its seconds and the seconds
+// of a read of as many bytes on as many goroutines, taken right after it.
+type floorDecode struct {
+	step, read []float64
+}
+
+func (d floorDecode) ratio() float64 {
+	r := make([]float64, len(d.step))
+	for i := range r {
+		r[i] = d.step[i] / d.read[i]
+	}
+	return median(r)
+}
+
+func measureDecode(b *testing.B, dir string, threads int, prompt []int, buf []byte, sink *uint64) floorDecode {
+	b.Helper()
+	m, s, next, snap := decodeReady(b, dir, threads, prompt)
+	defer m.Close()
+	ctx := context.Background()
+	var d floorDecode
+	for i := range floorReps + 2 {
+		if err := s.Restore(snap); err != nil {
+			b.Fatal(err)
+		}
+		t := time.Now()
+		if err := s.Step(ctx, next); err != nil {
+			b.Fatal(err)
+		}
+		step := time.Since(t).Seconds()
+		read := timeRead(buf, threads, sink)
+		if i >= 2 { // the first steps page the weights in
+			d.step = append(d.step, step)
+			d.read = append(d.read, read)
+		}
+	}
+	return d
+}
+
+func measurePrefill(b *testing.B, dir string, threads int, ids []int) []float64 {
+	b.Helper()
+	m, err := k3.Open(dir, k3.WithThreads(threads))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close() // before the next measurement opens its own
+	ctx := context.Background()
+	var out []float64
+	for range floorPrefillReps {
+		s := m.NewSession()
+		t := time.Now()
+		if err := s.Prefill(ctx, ids); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, time.Since(t).Seconds())
+	}
+	return out
+}
+
+// measureKernel returns the bf16 mat-vec's bytes per second on one goroutine over a matrix of
+// about 256 MB with cols columns, and the median ratio to a one-goroutine read of the same bytes
+// taken in alternation.
+func measureKernel(cols int, sink *uint64) (bw, xread float64) {
+	rows := (256 << 20) / (2 * cols)
+	w := testkit.Filled(rows * cols * 2)
+	for i := 1; i < len(w); i += 2 {
+		w[i] &= 0xbf // exponents below 2^64: no Inf or NaN in the timed path
+	}
+	x := make([]float32, cols)
+	for i := range x {
+		x[i] = float32(i%13) - 6
+	}
+	dst := make([]float32, rows)
+	var ks, rs []float64
+	for i := range floorReps + 1 {
+		t := time.Now()
+		dot.MatVecBF16(dst, w, x)
+		k := time.Since(t).Seconds()
+		r := timeRead(w, 1, sink)
+		if i > 0 {
+			ks = append(ks, k)
+			rs = append(rs, r)
+		}
+	}
+	ratio := make([]float64, len(ks))
+	for i := range ks {
+		ratio[i] = rs[i] / ks[i]
+	}
+	return float64(len(w)) / median(ks), median(ratio)
+}
+
+// BenchmarkFloor measures, in one run on the synthetic perf checkpoint, how far decode and prefill
+// are from what the memory system allows:
+//
+//	K3_PERF_DIR=<dir> go test -run '^$' -bench Floor -benchtime 1x .
+//
+// A decode token must read tokenBytes of weights; the floor is that many bytes over the
+// measured read bandwidth (testkit.SumParallel on as many goroutines as decode threads). Each
+// decode step is timed against a read of the same bytes taken right after it, so the ratios hold
+// on a shared machine whose load drifts. The last line reads
+// FLOOR decode_1t=<ratio> decode_2t=<ratio> prefill256_2t=<seconds>. The checkpoint (about
+// 1.6 GB) is synthesized into K3_PERF_DIR on first use.
+func BenchmarkFloor(b *testing.B) {
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	m, err := k3.Open(dir, k3.WithThreads(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := m.Config()
+	tokBytes := tokenBytes(m)
+	m.Close()
+
+	prompt := []int{1, 100, 2000, 30000, 5, 77, 123, 4567, 8, 9, 10, 11, 12, 13, 14, 15}
+	for i, id := range prompt {
+		prompt[i] = id % cfg.Vocab
+	}
+	long := make([]int, floorPrefillLen)
+	for i := range long {
+		long[i] = (i*7919 + 3) % cfg.Vocab
+	}
+	buf := testkit.Filled(int(tokBytes))
+	var sink uint64
+	for b.Loop() {
+		d1 := measureDecode(b, dir, 1, prompt, buf, &sink)
+		d2 := measureDecode(b, dir, 2, prompt, buf, &sink)
+		pre := measurePrefill(b, dir, 2, long)
+		kbw, kx := measureKernel(cfg.Hidden, &sink)
+		gb := float64(tokBytes) / 1e9
+		r1, r2 := median(d1.read), median(d2.read)
+		s1, s2 := median(d1.step), median(d2.step)
+		fmt.Printf("bytes touched per decode token: %d (%.3f GB)\n", tokBytes, gb)
+		fmt.Printf("read bandwidth: 1 goroutine %.1f GB/s, 2 goroutines %.1f GB/s\n", gb/r1, gb/r2)
+		fmt.Printf("floor: %.1f ms/token at 1 thread, %.1f ms/token at 2 threads\n", 1e3*r1, 1e3*r2)
+		fmt.Printf("decode: 1 thread %.1f ms/token (%.2f× floor), 2 threads %.1f ms/token (%.2f× floor)\n",
+			1e3*s1, d1.ratio(), 1e3*s2, d2.ratio())
+		fmt.Printf("decode 1→2 thread scaling: %.2f× (read bandwidth %.2f×)\n", s1/s2, r1/r2)
+		fmt.Printf("prefill %d tokens at 2 threads: %.2f s (runs %s)\n", len(long), median(pre), seconds(pre))
+		fmt.Printf("bf16 mat-vec kernel: %.1f GB/s per core (%.2f× a one-goroutine read)\n", kbw/1e9, kx)
+		fmt.Printf("FLOOR decode_1t=%.2f decode_2t=%.2f prefill256_2t=%.2f\n", d1.ratio(), d2.ratio(), median(pre))
+		b.ReportMetric(d1.ratio(), "decode_1t/floor")
+		b.ReportMetric(d2.ratio(), "decode_2t/floor")
+		b.ReportMetric(median(pre), "prefill256_2t-s")
+	}
+	_ = sink
 }

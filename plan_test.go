@@ -7,14 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/checkpoint"
 )
 
 // TestPlanTotal: Total is the trunk's total plus the expert cache's, and
 // counts only the parts a plan has.
 func TestPlanTotal(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, checkpoint.Synthesize(dir, "tiny", 1))
+	dir := synthTiny(t, 1)
 	mapped, err := k3.PlanFor(dir)
 	require.NoError(t, err)
 	require.Nil(t, mapped.Trunk)

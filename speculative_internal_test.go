@@ -2,9 +2,7 @@ package k3
 
 import (
 	"context"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -17,17 +15,6 @@ import (
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/sample"
 )
-
-func promptOf(t *testing.T, dir string) []int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-	require.NoError(t, err)
-	var r struct {
-		PromptIDs []int `json:"prompt_ids"`
-	}
-	require.NoError(t, json.Unmarshal(b, &r))
-	return r.PromptIDs
-}
 
 type genTrace struct {
 	ids  []int
@@ -53,6 +40,15 @@ func trace(t *testing.T, m *Model, prompt []int, o GenerateOptions) genTrace {
 	return tr
 }
 
+// openInternal opens dir, failing the test on an error; the model is closed when the test ends.
+func openInternal(tb testing.TB, dir string) *Model {
+	tb.Helper()
+	m, err := Open(dir)
+	require.NoError(tb, err, "open %s", dir)
+	tb.Cleanup(func() { m.Close() })
+	return m
+}
+
 // TestSpeculativeOracleDrafts drafts the known greedy continuation with deliberate errors at
 // varying places, so that drafts are accepted in full, in part and not at all, and checks that
 // the ids, the logits of every pick and the final session equal plain greedy decoding, on every
@@ -61,26 +57,19 @@ func TestSpeculativeOracleDrafts(t *testing.T) {
 	ctx := context.Background()
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			m, err := Open(dir)
-			require.NoError(t, err)
-			defer m.Close()
-			prompt := promptOf(t, dir)
+			m := openInternal(t, dir)
+			prompt := testkit.LoadReference(t, dir).PromptIDs
 			const n = 24
 			plain := trace(t, m, prompt, GenerateOptions{MaxTokens: n})
 			V := m.cfg.Vocab
 			for k := 1; k <= 8; k++ {
-				drafter := func(hist []int, lim int) []int {
-					j := len(hist) - len(prompt) // tokens emitted so far
-					if j >= n {
-						return nil
+				// A wrong id somewhere in every third draft.
+				drafter := oracleDrafter(prompt, plain.ids, V, func(j, n int) int {
+					if j%3 == 1 && n > 0 {
+						return (j / 3) % n
 					}
-					d := append([]int(nil), plain.ids[j:min(n, j+lim)]...)
-					if j%3 == 1 && len(d) > 0 { // a wrong id somewhere in every third draft
-						w := (j / 3) % len(d)
-						d[w] = (d[w] + 1) % V
-					}
-					return d
-				}
+					return -1
+				})
 				got := trace(t, m, prompt, GenerateOptions{MaxTokens: n, Speculative: k, drafter: drafter})
 				require.Equal(t, plain.ids, got.ids, "k=%d", k)
 				require.Equal(t, plain.rows, got.rows, "k=%d: logits of each pick", k)
@@ -108,18 +97,13 @@ func TestSpeculativeOracleDrafts(t *testing.T) {
 // deterministic and both acceptances and rejections occur.
 func TestSpeculativeSamplingOracle(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
-	m, err := Open(dir)
-	require.NoError(t, err)
-	defer m.Close()
-	prompt := promptOf(t, dir)
+	m := openInternal(t, dir)
+	prompt := testkit.LoadReference(t, dir).PromptIDs
 	plain := trace(t, m, prompt, GenerateOptions{MaxTokens: 16})
 	run := func() genTrace {
 		sm, err := sample.New(sample.Options{Temperature: 0.001, Seed: 4})
 		require.NoError(t, err)
-		drafter := func(hist []int, lim int) []int {
-			j := len(hist) - len(prompt)
-			return plain.ids[min(j, 16):min(16, j+lim)]
-		}
+		drafter := oracleDrafter(prompt, plain.ids, m.cfg.Vocab, func(j, n int) int { return -1 })
 		return trace(t, m, prompt, GenerateOptions{MaxTokens: 16, Speculative: 4, Sampler: sm, drafter: drafter})
 	}
 	a, b := run(), run()
@@ -136,24 +120,6 @@ func TestLookupDraft(t *testing.T) {
 	// A 3-gram match is preferred to a more recent 2-gram one.
 	h = []int{5, 6, 7, 1, 9, 6, 7, 2, 5, 6, 7}
 	assert.Equal(t, []int{1, 9}, lookupDraft(h, 2))
-}
-
-// internalPerfDir is perfDir of the external tests: K3_PERF_DIR, synthesized when empty.
-func internalPerfDir(tb testing.TB) string {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("perf geometry: skipped under -short")
-	}
-	dir := os.Getenv("K3_PERF_DIR")
-	if dir == "" {
-		tb.Skip("perf geometry: set K3_PERF_DIR to a directory holding (or to receive) the ~1.6 GB checkpoint")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return dir
 }
 
 // oracleDrafter drafts the known continuation want of prompt; wrong(j, n) is the index of the
@@ -175,10 +141,8 @@ func oracleDrafter(prompt, want []int, vocab int, wrong func(j, n int) int) func
 // TestSpeculativeOraclePerf: on perf, for k = 1..8, speculative greedy with drafts that are
 // right, wrong at the first id, or alternately so, yields the plain greedy ids.
 func TestSpeculativeOraclePerf(t *testing.T) {
-	dir := internalPerfDir(t)
-	m, err := Open(dir)
-	require.NoError(t, err)
-	defer m.Close()
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
+	m := openInternal(t, dir)
 	prompt := []int{1, 100, 2000, 30000, 5, 77, 123, 4567}
 	const n = 10
 	plain := trace(t, m, prompt, GenerateOptions{MaxTokens: n})
@@ -203,12 +167,8 @@ func TestSpeculativeOraclePerf(t *testing.T) {
 // (every draft rejected at its first id; the backoff then pauses drafting).
 // Each op generates 16 tokens after an 8-id prompt, plainly and speculatively.
 func BenchmarkSpeculativeOraclePerf(b *testing.B) {
-	dir := internalPerfDir(b)
-	m, err := Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	m := openInternal(b, dir)
 	ctx := context.Background()
 	prompt := []int{1, 100, 2000, 30000, 5, 77, 123, 4567}
 	const n = 16

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,49 +59,43 @@ func lookupPrompt(m *k3.Model, a int) []int {
 // logits, on a repetitive and a non-repetitive prompt and on one where the lookup drafts.
 // (TestSpeculativeOracleDrafts forces accepted and rejected drafts of every shape.)
 func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
-			m := openModel(t, dir)
-			for _, prompt := range [][]int{ref.PromptIDs, repetitive(ref.PromptIDs)} {
-				const n = 24
-				want, wantRows, _ := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: n})
-				for k := 1; k <= 8; k++ {
-					got, gotRows, res := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: n, Speculative: k})
-					require.Equal(t, want, got, "k=%d", k)
-					require.Equal(t, wantRows, gotRows, "k=%d: logits", k)
-					assert.Equal(t, k3.StopMaxTokens, res.Reason)
-				}
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
+		m := openModel(t, dir)
+		for _, prompt := range [][]int{ref.PromptIDs, repetitive(ref.PromptIDs)} {
+			const n = 24
+			want, wantRows, _ := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: n})
+			for k := 1; k <= 8; k++ {
+				got, gotRows, res := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: n, Speculative: k})
+				require.Equal(t, want, got, "k=%d", k)
+				require.Equal(t, wantRows, gotRows, "k=%d: logits", k)
+				assert.Equal(t, k3.StopMaxTokens, res.Reason)
 			}
+		}
 
-			// The lookup prompt is long: prefill it once and restore it for every k.
-			ctx := context.Background()
-			s := m.NewSession()
-			require.NoError(t, s.Prefill(ctx, lookupPrompt(m, ref.PromptIDs[0])))
-			snap, err := s.Snapshot()
-			require.NoError(t, err)
-			gen := func(k int) ([]int, [][]uint32, k3.GenerateResult) {
-				require.NoError(t, s.Restore(snap))
-				var ids []int
-				var rows [][]uint32
-				var res k3.GenerateResult
-				o := k3.GenerateOptions{MaxTokens: 8, Speculative: k, OnDone: func(r k3.GenerateResult) { res = r },
-					OnLogits: func(_ int, l []float32) { rows = append(rows, f32bits(l)) }}
-				for id, err := range s.Generate(ctx, o) {
-					require.NoError(t, err)
-					ids = append(ids, id)
-				}
-				return ids, rows, res
+		// The lookup prompt is long: prefill it once and restore it for every k.
+		ctx := context.Background()
+		s, snap := prefilled(t, m, lookupPrompt(m, ref.PromptIDs[0]))
+		gen := func(k int) ([]int, [][]uint32, k3.GenerateResult) {
+			require.NoError(t, s.Restore(snap))
+			var ids []int
+			var rows [][]uint32
+			var res k3.GenerateResult
+			o := k3.GenerateOptions{MaxTokens: 8, Speculative: k, OnDone: func(r k3.GenerateResult) { res = r },
+				OnLogits: func(_ int, l []float32) { rows = append(rows, f32bits(l)) }}
+			for id, err := range s.Generate(ctx, o) {
+				require.NoError(t, err)
+				ids = append(ids, id)
 			}
-			want, wantRows, _ := gen(0)
-			for _, k := range []int{1, 3, 8} {
-				got, gotRows, res := gen(k)
-				require.Equal(t, want, got, "lookup prompt, k=%d", k)
-				require.Equal(t, wantRows, gotRows, "lookup prompt, k=%d: logits", k)
-				assert.Positive(t, res.Verifies, "lookup prompt, k=%d: the lookup never drafted", k)
-			}
-		})
-	}
+			return ids, rows, res
+		}
+		want, wantRows, _ := gen(0)
+		for _, k := range []int{1, 3, 8} {
+			got, gotRows, res := gen(k)
+			require.Equal(t, want, got, "lookup prompt, k=%d", k)
+			require.Equal(t, wantRows, gotRows, "lookup prompt, k=%d: logits", k)
+			assert.Positive(t, res.Verifies, "lookup prompt, k=%d: the lookup never drafted", k)
+		}
+	})
 }
 
 // TestSpeculativeSessionState: after speculative generation ends on a stop id, a stop string,
@@ -108,7 +103,7 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 // yielded token but the last), bit for bit.
 func TestSpeculativeSessionState(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	m := openModel(t, dir)
 	ctx := context.Background()
 	prompt := repetitive(ref.PromptIDs)
@@ -157,7 +152,7 @@ func TestSpeculativeSessionState(t *testing.T) {
 // k.
 func TestSpeculativeSampling(t *testing.T) {
 	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	m := openModel(t, dir)
 	prompt := repetitive(ref.PromptIDs)
 	run := func(k int) ([]int, k3.GenerateResult) {
@@ -171,25 +166,6 @@ func TestSpeculativeSampling(t *testing.T) {
 	assert.Equal(t, a, b)
 	assert.Len(t, a, 32)
 	t.Logf("drafted %d accepted %d in %d verification passes", res.Drafted, res.Accepted, res.Verifies)
-}
-
-// perfDir returns the synthetic perf checkpoint named by K3_PERF_DIR, writing it there when
-// the directory is empty; it skips without the variable or under -short.
-func perfDir(tb testing.TB) string {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("perf geometry: skipped under -short")
-	}
-	dir := os.Getenv("K3_PERF_DIR")
-	if dir == "" {
-		tb.Skip("perf geometry: set K3_PERF_DIR to a directory holding (or to receive) the ~1.6 GB checkpoint")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return dir
 }
 
 // perfPrompts: "repetitive" quotes a block of ids back (as code or a document quoted in a reply
@@ -209,7 +185,7 @@ func perfPrompts() map[string][]int {
 
 // TestSpeculativePerf: speculative greedy equals plain greedy on perf for k = 1..8.
 func TestSpeculativePerf(t *testing.T) {
-	dir := perfDir(t)
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
 	m := openModel(t, dir)
 	for name, prompt := range perfPrompts() {
 		want, _, _ := specRun(t, m, prompt, k3.GenerateOptions{MaxTokens: 12})
@@ -225,23 +201,11 @@ func TestSpeculativePerf(t *testing.T) {
 // prompt-lookup drafts of k ids, on a repetitive and a non-repetitive prompt. Compare the
 // s/op of k>0 with k=0 of the same prompt (benchstat).
 func BenchmarkSpeculativePerf(b *testing.B) {
-	dir := perfDir(b)
-	m, err := k3.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	m := openModel(b, dir)
 	ctx := context.Background()
 	for _, name := range []string{"repetitive", "plain"} {
-		prompt := perfPrompts()[name]
-		s := m.NewSession()
-		if err := s.Prefill(ctx, prompt); err != nil {
-			b.Fatal(err)
-		}
-		snap, err := s.Snapshot()
-		if err != nil {
-			b.Fatal(err)
-		}
+		s, snap := prefilled(b, m, perfPrompts()[name])
 		for _, k := range []int{0, 4} {
 			b.Run(name+"/k="+strconv.Itoa(k), func(b *testing.B) {
 				var res k3.GenerateResult
@@ -269,12 +233,8 @@ func BenchmarkSpeculativePerf(b *testing.B) {
 // generated tokens after a 96-id first turn — from a loaded state file versus recomputing the
 // whole history (the "scratch" case prefills the first turn again).
 func BenchmarkSecondTurnPerf(b *testing.B) {
-	dir := perfDir(b)
-	m, err := k3.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	m := openModel(b, dir)
 	ctx := context.Background()
 	turn1 := make([]int, 96)
 	for i := range turn1 {
@@ -331,26 +291,49 @@ func BenchmarkSecondTurnPerf(b *testing.B) {
 	})
 }
 
+// TestPerfVerifyPassCost logs what one forward pass over 1, 5 and 9 new positions costs with
+// mapped weights and at the memory floor: the price of verifying speculative drafts (README,
+// Generation). It needs K3_PERF_DIR like TestPerfFloorBitIdentical.
+func TestPerfVerifyPassCost(t *testing.T) {
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
+	p, err := k3.PlanFor(dir, k3.WithTrunkBudget(1<<50))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		opts []k3.Option
+	}{{"mapped", nil}, {"floor", []k3.Option{k3.WithTrunkBudget(p.Trunk.Floor), k3.WithCacheBudget(0)}}} {
+		m := openModel(t, dir, c.opts...)
+		for _, n := range []int{1, 5, 9} {
+			var best time.Duration
+			for range 2 {
+				s := m.NewSession()
+				require.NoError(t, s.Prefill(t.Context(), []int{11, 2048, 7, 31000, 5}))
+				ids := make([]int, n)
+				for i := range ids {
+					ids[i] = 100 + i
+				}
+				t0 := time.Now()
+				_, err := s.PrefillAll(t.Context(), ids)
+				require.NoError(t, err)
+				if d := time.Since(t0); best == 0 || d < best {
+					best = d
+				}
+			}
+			t.Logf("%s: one pass over %d positions: %.3f s", c.name, n, best.Seconds())
+		}
+		m.Close()
+	}
+}
+
 // BenchmarkVerifyPassPerf: the cost of one batched pass over T new positions with every
 // position's logits (a verification of T−1 drafts), against T = 1 (a plain decode step), after
 // a 16-id prompt on perf. Speculation pays when accepted drafts per pass exceed
 // cost(T)/cost(1) − 1.
 func BenchmarkVerifyPassPerf(b *testing.B) {
-	dir := perfDir(b)
-	m, err := k3.Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	m := openModel(b, dir)
 	ctx := context.Background()
-	s := m.NewSession()
-	if err := s.Prefill(ctx, perfPrompts()["repetitive"][:16]); err != nil {
-		b.Fatal(err)
-	}
-	snap, err := s.Snapshot()
-	if err != nil {
-		b.Fatal(err)
-	}
+	s, snap := prefilled(b, m, perfPrompts()["repetitive"][:16])
 	for _, T := range []int{1, 2, 3, 5, 9} {
 		ids := make([]int, T)
 		for i := range ids {

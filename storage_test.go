@@ -44,7 +44,7 @@ func truncBF16(v []float32) {
 // a BF16 matrix stored as exactly widened F32 does too; extra non-text tensors are ignored.
 func TestStorageEquivalence(t *testing.T) {
 	src := filepath.Join(testkit.Path(t, "models"), "tiny")
-	ref := loadReference(t, src)
+	ref := testkit.LoadReference(t, src)
 	ck, err := safetensors.Open(src)
 	require.NoError(t, err)
 	defer ck.Close()
@@ -94,8 +94,8 @@ func TestStorageEquivalence(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for p := range logits[0] {
-		require.True(t, sameBits(logits[0][p], logits[1][p]), "position %d: F32 and BF16 storage of the same values give different logits", p)
+		require.True(t, testkit.SameBits(logits[0][p], logits[1][p]), "position %d: F32 and BF16 storage of the same values give different logits", p)
 	}
 	// The rounded model is a different model; it must still be a sane one.
-	assert.NotZero(t, digest(logits[0]), "empty digest")
+	assert.NotZero(t, testkit.Digest(logits[0]...), "empty digest")
 }

@@ -34,12 +34,12 @@ type run struct {
 	greedy uint64
 }
 
-func runModel(t *testing.T, m *k3.Model, ref *reference) run {
+func runModel(t *testing.T, m *k3.Model, ref *testkit.Reference) run {
 	t.Helper()
 	logits, err := m.Forward(context.Background(), ref.FullIDs)
 	require.NoError(t, err)
 	ids, steps := greedy(t, m, ref.PromptIDs, len(ref.FullIDs)-len(ref.PromptIDs), false)
-	return run{tf: digest(logits), ids: ids, greedy: digest(steps)}
+	return run{tf: testkit.Digest(logits...), ids: ids, greedy: testkit.Digest(steps...)}
 }
 
 // floorPlan returns the mapped-mode baseline plan's trunk floor for dir (with a tiny slot cap so
@@ -58,97 +58,91 @@ const smallSlot = 16 << 10 // forces row-range pieces on the fixture models
 // and logits are bit-identical to the fully mapped run for every named configuration, packed
 // and unpacked, on 1 and 2 threads.
 func TestTrunkBudgetsBitIdentical(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
-			want := runModel(t, openModel(t, dir), ref)
-			packed := t.TempDir()
-			require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
-			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-			all := fl.Total + fl.EmbedBytes // everything pinned (Total of a huge budget)
-			cases := []struct {
-				name  string
-				opts  []k3.Option
-				check func(*testing.T, *trunk.Plan)
-			}{
-				{"floor", []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
-					assert.Equal(t, 1, p.Slots, "one slot at the floor")
-					assert.Empty(t, p.Pinned)
-					assert.False(t, p.HeadPinned || p.EmbedPinned, "head and embedding stream at the floor")
-					assert.False(t, p.ReadAhead)
-				}},
-				{"two-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + fl.MinSlot), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
-					assert.Equal(t, 2, p.Slots)
-					assert.True(t, p.ReadAhead)
-				}},
-				{"eight-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + 7*fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(8)}, func(t *testing.T, p *trunk.Plan) {
-					assert.Equal(t, 8, p.Slots)
-				}},
-				{"mixed", []k3.Option{k3.WithTrunkBudget(all / 2)}, func(t *testing.T, p *trunk.Plan) {
-					assert.NotEmpty(t, p.Pinned)
-					assert.Less(t, len(p.Pinned), p.Layers)
-					assert.Positive(t, p.Slots)
-				}},
-				{"all-pinned", []k3.Option{k3.WithTrunkBudget(1 << 40)}, func(t *testing.T, p *trunk.Plan) {
-					assert.Len(t, p.Pinned, p.Layers)
-					assert.True(t, p.HeadPinned && p.EmbedPinned)
-					assert.Zero(t, p.Slots, "no ring when everything is pinned")
-				}},
-			}
-			for _, c := range cases {
-				for _, layout := range []string{"shards", "packed"} {
-					for _, threads := range []int{1, 2} {
-						t.Run(fmt.Sprintf("%s/%s/t%d", c.name, layout, threads), func(t *testing.T) {
-							opts := append([]k3.Option{k3.WithThreads(threads)}, c.opts...)
-							if layout == "packed" {
-								opts = append(opts, k3.WithPackedTrunk(packed))
-							}
-							m := openModel(t, dir, opts...)
-							c.check(t, m.Plan().Trunk)
-							got := runModel(t, m, ref)
-							assert.Equal(t, want, got, "tokens and logits must equal the mapped run's")
-							st := m.Stats().Trunk
-							require.NotNil(t, st)
-							assert.Zero(t, st.OutOfOrder, "the walk order must follow the layer math")
-							if layout == "packed" {
-								assert.Equal(t, m.Config().NumLayers, st.Verified, "every packed layer verified on first load")
-							}
-						})
-					}
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
+		want := runModel(t, openModel(t, dir), ref)
+		packed := t.TempDir()
+		require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		all := fl.Total + fl.EmbedBytes // everything pinned (Total of a huge budget)
+		cases := []struct {
+			name  string
+			opts  []k3.Option
+			check func(*testing.T, *trunk.Plan)
+		}{
+			{"floor", []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
+				assert.Equal(t, 1, p.Slots, "one slot at the floor")
+				assert.Empty(t, p.Pinned)
+				assert.False(t, p.HeadPinned || p.EmbedPinned, "head and embedding stream at the floor")
+				assert.False(t, p.ReadAhead)
+			}},
+			{"two-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + fl.MinSlot), k3.WithTrunkSlot(smallSlot)}, func(t *testing.T, p *trunk.Plan) {
+				assert.Equal(t, 2, p.Slots)
+				assert.True(t, p.ReadAhead)
+			}},
+			{"eight-slots", []k3.Option{k3.WithTrunkBudget(fl.Floor + 7*fl.MinSlot), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(8)}, func(t *testing.T, p *trunk.Plan) {
+				assert.Equal(t, 8, p.Slots)
+			}},
+			{"mixed", []k3.Option{k3.WithTrunkBudget(all / 2)}, func(t *testing.T, p *trunk.Plan) {
+				assert.NotEmpty(t, p.Pinned)
+				assert.Less(t, len(p.Pinned), p.Layers)
+				assert.Positive(t, p.Slots)
+			}},
+			{"all-pinned", []k3.Option{k3.WithTrunkBudget(1 << 40)}, func(t *testing.T, p *trunk.Plan) {
+				assert.Len(t, p.Pinned, p.Layers)
+				assert.True(t, p.HeadPinned && p.EmbedPinned)
+				assert.Zero(t, p.Slots, "no ring when everything is pinned")
+			}},
+		}
+		for _, c := range cases {
+			for _, layout := range []string{"shards", "packed"} {
+				for _, threads := range []int{1, 2} {
+					t.Run(fmt.Sprintf("%s/%s/t%d", c.name, layout, threads), func(t *testing.T) {
+						opts := append([]k3.Option{k3.WithThreads(threads)}, c.opts...)
+						if layout == "packed" {
+							opts = append(opts, k3.WithPackedTrunk(packed))
+						}
+						m := openModel(t, dir, opts...)
+						c.check(t, m.Plan().Trunk)
+						got := runModel(t, m, ref)
+						assert.Equal(t, want, got, "tokens and logits must equal the mapped run's")
+						st := m.Stats().Trunk
+						require.NotNil(t, st)
+						assert.Zero(t, st.OutOfOrder, "the walk order must follow the layer math")
+						if layout == "packed" {
+							assert.Equal(t, m.Config().NumLayers, st.Verified, "every packed layer verified on first load")
+						}
+					})
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestTrunkBudgetSweep sweeps budgets from the floor upward until everything is pinned.
 func TestTrunkBudgetSweep(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
-			base := openModel(t, dir)
-			logits, err := base.Forward(context.Background(), ref.FullIDs)
-			require.NoError(t, err)
-			want := digest(logits)
-			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-			rungs := 0
-			for b := fl.Floor; ; b = b * 3 / 2 {
-				m := openModel(t, dir, k3.WithTrunkBudget(b), k3.WithTrunkSlot(smallSlot))
-				p := m.Plan().Trunk
-				require.LessOrEqual(t, p.Total, b, "the plan must fit its budget")
-				got, err := m.Forward(context.Background(), ref.FullIDs)
-				require.NoError(t, err, "budget %d", b)
-				require.Equal(t, want, digest(got), "budget %d: %s", b, p)
-				rungs++
-				m.Close()
-				if p.Slots == 0 {
-					break
-				}
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
+		base := openModel(t, dir)
+		logits, err := base.Forward(context.Background(), ref.FullIDs)
+		require.NoError(t, err)
+		want := testkit.Digest(logits...)
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		rungs := 0
+		for b := fl.Floor; ; b = b * 3 / 2 {
+			m := openModel(t, dir, k3.WithTrunkBudget(b), k3.WithTrunkSlot(smallSlot))
+			p := m.Plan().Trunk
+			require.LessOrEqual(t, p.Total, b, "the plan must fit its budget")
+			got, err := m.Forward(context.Background(), ref.FullIDs)
+			require.NoError(t, err, "budget %d", b)
+			require.Equal(t, want, testkit.Digest(got...), "budget %d: %s", b, p)
+			rungs++
+			m.Close()
+			if p.Slots == 0 {
+				break
 			}
-			t.Logf("%d budgets from %d bytes up to all pinned: all bit-identical", rungs, fl.Floor)
-			assert.GreaterOrEqual(t, rungs, 6)
-		})
-	}
+		}
+		t.Logf("%d budgets from %d bytes up to all pinned: all bit-identical", rungs, fl.Floor)
+		assert.GreaterOrEqual(t, rungs, 6)
+	})
 }
 
 func TestTrunkBudgetBelowFloor(t *testing.T) {
@@ -159,6 +153,31 @@ func TestTrunkBudgetBelowFloor(t *testing.T) {
 	assert.Contains(t, err.Error(), fmt.Sprintf("minimum for this model is %d bytes", fl.Floor))
 	_, err = k3.PlanFor(dir, k3.WithTrunkBudget(fl.Floor-1))
 	require.ErrorIs(t, err, trunk.ErrBudget)
+}
+
+// TestPerfFloorBitIdentical runs the synthetic perf checkpoint (random weights everywhere, so a
+// wrong byte anywhere would show) at the memory floor — trunk at its floor budget with one ring
+// slot, embedding rows and lm_head streamed, experts read with a zero cache budget — and compares
+// teacher-forced logits and an incremental greedy continuation bit for bit with the fully mapped
+// run. It needs K3_PERF_DIR (the perf checkpoint, about 1.6 GB, synthesized there on first use)
+// and takes a minute or two.
+func TestPerfFloorBitIdentical(t *testing.T) {
+	dir := testkit.PerfDir(t, checkpoint.Synthesize)
+	ref := &testkit.Reference{PromptIDs: []int{11, 2048, 7, 31000, 5}, FullIDs: []int{11, 2048, 7, 31000, 5, 0, 0, 0}}
+	mapped := openModel(t, dir)
+	want := runModel(t, mapped, ref)
+	mapped.Close()
+	p, err := k3.PlanFor(dir, k3.WithTrunkBudget(1<<50))
+	require.NoError(t, err)
+	m := openModel(t, dir, k3.WithTrunkBudget(p.Trunk.Floor), k3.WithCacheBudget(0))
+	fp := m.Plan().Trunk
+	require.Equal(t, 1, fp.Slots)
+	require.False(t, fp.HeadPinned || fp.EmbedPinned || len(fp.Pinned) > 0)
+	got := runModel(t, m, ref)
+	assert.Equal(t, want, got, "floor logits and tokens must equal the mapped run's")
+	st, cs := m.Stats().Trunk, m.Stats().Cache
+	t.Logf("floor %d B: trunk %d B + head %d B streamed, %d embedding B; experts %d B read; ids %v",
+		p.Trunk.Floor, st.BytesRead, st.HeadBytes, st.EmbedBytes, cs.Run.BytesRead, got.ids)
 }
 
 // faultFile fails or shortens the reads that cover one offset of one file once armed.
@@ -189,7 +208,7 @@ func (f *faultFile) ReadAt(p []byte, off int64) (int, error) {
 // fails with a named error, nothing is emitted, and the session reports itself broken.
 func TestTrunkReadFaults(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
-		ref := loadReference(t, dir)
+		ref := testkit.LoadReference(t, dir)
 		ck, err := safetensors.Open(dir)
 		require.NoError(t, err)
 		victim, ok := ck.Tensor("language_model.model.layers.5.self_attn.o_proj.weight")
@@ -250,7 +269,7 @@ type readerOnly struct{ storage.File }
 // run's tokens and logits bit for bit.
 func TestOneOpener(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	want := runModel(t, openModel(t, dir), ref)
 	packed := t.TempDir()
 	require.NoError(t, checkpoint.PackTrunk(dir, packed, nil))
@@ -288,7 +307,7 @@ func TestOneOpener(t *testing.T) {
 // TestPackedTrunkFaults: a truncated trunk.bin and a changed byte are refused by name.
 func TestPackedTrunkFaults(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	t.Run("truncated", func(t *testing.T) {
 		p := t.TempDir()
 		require.NoError(t, checkpoint.PackTrunk(dir, p, nil))
@@ -314,7 +333,7 @@ func TestPackedTrunkFaults(t *testing.T) {
 			l, err := trunk.ReadLayout(p, 0+mustLayers(t, dir), trunk.Expect{})
 			require.NoError(t, err)
 			r := l.Layers[3]
-			flipByte(t, filepath.Join(p, trunk.BinName), r.FileOff+r.Unpadded/2)
+			testkit.FlipBits(t, filepath.Join(p, trunk.BinName), r.FileOff+r.Unpadded/2, 0x10)
 			budget := int64(1 << 40)
 			if !pinned {
 				budget = floorOf(t, dir, k3.WithTrunkSlot(smallSlot)).Floor * 2
@@ -345,23 +364,10 @@ func mustLayers(t *testing.T, dir string) int {
 	return m.Config().NumLayers
 }
 
-func flipByte(t *testing.T, path string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	b := make([]byte, 1)
-	_, err = f.ReadAt(b, off)
-	require.NoError(t, err)
-	b[0] ^= 0x10
-	_, err = f.WriteAt(b, off)
-	require.NoError(t, err)
-}
-
 // TestTrunkTracer: WithTracer sees every streamed read and every layer.
 func TestTrunkTracer(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := loadReference(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	tr := &countTracer{}
 	fl := floorOf(t, dir)
 	m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor*2), k3.WithTracer(tr))
@@ -440,54 +446,51 @@ func (w *walkTracer) LayerDone(layer int, d time.Duration) {
 // every pass, the order in which its matrices were first read must be layout.Layer's order of
 // its matrices, which is the order the binder lists them to the trunk planner.
 func TestStreamWalkOrder(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := loadReference(t, dir)
-			cfg, err := config.Load(filepath.Join(dir, "config.json"))
-			require.NoError(t, err)
-			ck, err := safetensors.Open(dir)
-			require.NoError(t, err)
-			defer ck.Close()
-			tr := &walkTracer{byOff: make([]map[int64]string, cfg.NumLayers)}
-			want := make([][]string, cfg.NumLayers)
-			for l := range cfg.NumLayers {
-				tr.byOff[l] = map[int64]string{}
-				for _, s := range layout.Layer(cfg, l) {
-					if s.Kind != layout.Matrix {
-						continue
-					}
-					ts, ok := ck.Tensor(s.Name)
-					require.True(t, ok, s.Name)
-					tr.byOff[l][ts.Offset] = s.Name
-					want[l] = append(want[l], s.Name)
-				}
-			}
-			fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-			m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(1),
-				k3.WithThreads(2), k3.WithTracer(tr))
-			require.Equal(t, 1, m.Plan().Trunk.Slots)
-			require.Empty(t, m.Plan().Trunk.Pinned)
-			s := m.NewSession()
-			require.NoError(t, s.Prefill(context.Background(), ref.PromptIDs))
-			require.NoError(t, s.Step(context.Background(), ref.FullIDs[len(ref.PromptIDs)]))
-			m.Close()
-
-			var got []string
-			passes := 0
-			for _, e := range tr.events {
-				if e.name != "" {
-					if !slices.Contains(got, e.name) {
-						got = append(got, e.name)
-					}
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
+		cfg, err := config.Load(filepath.Join(dir, "config.json"))
+		require.NoError(t, err)
+		ck, err := safetensors.Open(dir)
+		require.NoError(t, err)
+		defer ck.Close()
+		tr := &walkTracer{byOff: make([]map[int64]string, cfg.NumLayers)}
+		want := make([][]string, cfg.NumLayers)
+		for l := range cfg.NumLayers {
+			tr.byOff[l] = map[int64]string{}
+			for _, s := range layout.Layer(cfg, l) {
+				if s.Kind != layout.Matrix {
 					continue
 				}
-				require.Equal(t, want[e.layer], got, "layer %d: first reads of its matrices in pass %d", e.layer, passes)
-				got = got[:0]
-				if e.layer == cfg.NumLayers-1 {
-					passes++
-				}
+				ts, ok := ck.Tensor(s.Name)
+				require.True(t, ok, s.Name)
+				tr.byOff[l][ts.Offset] = s.Name
+				want[l] = append(want[l], s.Name)
 			}
-			assert.Equal(t, 2, passes)
-		})
-	}
+		}
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithTrunkRing(1),
+			k3.WithThreads(2), k3.WithTracer(tr))
+		require.Equal(t, 1, m.Plan().Trunk.Slots)
+		require.Empty(t, m.Plan().Trunk.Pinned)
+		s := m.NewSession()
+		require.NoError(t, s.Prefill(context.Background(), ref.PromptIDs))
+		require.NoError(t, s.Step(context.Background(), ref.FullIDs[len(ref.PromptIDs)]))
+		m.Close()
+
+		var got []string
+		passes := 0
+		for _, e := range tr.events {
+			if e.name != "" {
+				if !slices.Contains(got, e.name) {
+					got = append(got, e.name)
+				}
+				continue
+			}
+			require.Equal(t, want[e.layer], got, "layer %d: first reads of its matrices in pass %d", e.layer, passes)
+			got = got[:0]
+			if e.layer == cfg.NumLayers-1 {
+				passes++
+			}
+		}
+		assert.Equal(t, 2, passes)
+	})
 }

@@ -29,17 +29,8 @@ func BenchmarkGetManyCold(b *testing.B) {
 		{"direct", nil},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			s := fixtureStore(b, ck, 4, 0, mode.opts...)
-			var dst []moe.Expert
 			b.SetBytes(int64(len(benchIDs)) * fixExpertBytes)
-			for b.Loop() {
-				out, release, err := s.Experts(0, benchIDs, dst)
-				if err != nil {
-					b.Fatal(err)
-				}
-				release()
-				dst = out
-			}
+			loopExperts(b, fixtureStore(b, ck, 4, 0, mode.opts...), benchIDs)
 		})
 	}
 }
@@ -47,17 +38,42 @@ func BenchmarkGetManyCold(b *testing.B) {
 // The same bytes with os.File.ReadAt, one read per expert.
 func BenchmarkPlainReadLoop(b *testing.B) {
 	ck := openFixture(b)
-	f, err := os.Open(ck.Shards()[0])
+	loopReadAt(b, ck, ck.Shards()[0], benchIDs, fixExpertBytes)
+}
+
+// All resident: the hit path.
+func BenchmarkGetManyHit(b *testing.B) {
+	loopExperts(b, fixtureStore(b, openFixture(b), 4, 8), benchIDs)
+}
+
+// loopExperts times one s.Experts call for ids of layer 0 per iteration.
+func loopExperts(b *testing.B, s *cache.Store, ids []int) {
+	var dst []moe.Expert
+	for b.Loop() {
+		out, release, err := s.Experts(0, ids, dst)
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
+		dst = out
+	}
+}
+
+// loopReadAt times what the store's cold reads replace: one os.File.ReadAt
+// of size bytes per expert of ids, at the offsets of their layer-0 w1 weights
+// in the shard at path.
+func loopReadAt(b *testing.B, ck *safetensors.Checkpoint, path string, ids []int, size int64) {
+	f, err := os.Open(path)
 	require.NoError(b, err)
 	defer f.Close()
 	var offs []int64
-	for _, e := range benchIDs {
+	for _, e := range ids {
 		t, err := ck.Require(layout.ExpertPrefix(0, e) + "w1.weight_packed")
 		require.NoError(b, err)
 		offs = append(offs, t.Offset)
 	}
-	buf := make([]byte, fixExpertBytes)
-	b.SetBytes(int64(len(benchIDs)) * fixExpertBytes)
+	buf := make([]byte, size)
+	b.SetBytes(int64(len(ids)) * size)
 	for b.Loop() {
 		for _, off := range offs {
 			if _, err := f.ReadAt(buf, off); err != nil {
@@ -67,39 +83,19 @@ func BenchmarkPlainReadLoop(b *testing.B) {
 	}
 }
 
-// All resident: the hit path.
-func BenchmarkGetManyHit(b *testing.B) {
-	s := fixtureStore(b, openFixture(b), 4, 8)
-	var dst []moe.Expert
-	for b.Loop() {
-		out, release, err := s.Experts(0, benchIDs, dst)
-		if err != nil {
-			b.Fatal(err)
-		}
-		release()
-		dst = out
-	}
-}
-
 // A batch of resident experts allocates nothing (decode steady state).
 func TestHitPathAllocations(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("allocation counts are not exact under the race detector")
-	}
+	testkit.SkipAllocsUnderRace(t)
 	s := fixtureStore(t, openFixture(t), 4, 8)
 	dst := make([]moe.Expert, 0, 4)
-	call := func() {
+	testkit.NoAllocs(t, "resident batch", 50, func() {
 		out, release, err := s.Experts(0, benchIDs, dst)
 		if err != nil {
 			t.Fatal(err)
 		}
 		release()
 		dst = out
-	}
-	call()
-	if n := testing.AllocsPerRun(50, call); n != 0 {
-		t.Fatalf("resident batch: %v allocations", n)
-	}
+	})
 }
 
 func itoa(i int) string {
@@ -149,52 +145,19 @@ func BenchmarkBigCold(b *testing.B) {
 				cache.WithoutDirectIO(), cache.WithReadWorkers(workers))
 			require.NoError(b, err)
 			defer s.Close()
-			var dst []moe.Expert
 			b.SetBytes(int64(len(ids)) * eb)
-			for b.Loop() {
-				out, release, err := s.Experts(0, ids, dst)
-				if err != nil {
-					b.Fatal(err)
-				}
-				release()
-				dst = out
-			}
+			loopExperts(b, s, ids)
 		})
 	}
-	b.Run("plain-readat", func(b *testing.B) {
-		f, err := os.Open(path)
-		require.NoError(b, err)
-		defer f.Close()
-		var offs []int64
-		for _, e := range ids {
-			t, err := ck.Require(layout.ExpertPrefix(0, e) + "w1.weight_packed")
-			require.NoError(b, err)
-			offs = append(offs, t.Offset)
-		}
-		buf := make([]byte, eb)
-		b.SetBytes(int64(len(ids)) * eb)
-		for b.Loop() {
-			for _, off := range offs {
-				if _, err := f.ReadAt(buf, off); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	})
+	b.Run("plain-readat", func(b *testing.B) { loopReadAt(b, ck, path, ids, eb) })
 }
 
 // A decode step of a real MoE layer whose experts are resident in the Store
 // allocates nothing (Store and moe together).
 func TestDecodeStepWithStoreAllocations(t *testing.T) {
-	if testkit.RaceEnabled {
-		t.Skip("allocation counts are not exact under the race detector")
-	}
+	testkit.SkipAllocsUnderRace(t)
 	dir := testkit.Path(t, "models/tiny")
-	c, err := config.Load(filepath.Join(dir, "config.json"))
-	require.NoError(t, err)
-	ck, err := safetensors.Open(dir)
-	require.NoError(t, err)
-	defer ck.Close()
+	c, ck := openModelDir(t, dir)
 	s, err := cache.New(ck, cache.Config{Layers: []int{1}, NumExperts: c.NumExperts, TopK: c.TopK,
 		Budget: int64(c.NumExperts) * cache.SlotSize(3*(64*32+64*2))})
 	require.NoError(t, err)
@@ -209,11 +172,11 @@ func TestDecodeStepWithStoreAllocations(t *testing.T) {
 	for i := range x {
 		x[i] = float32(i%7) - 3
 	}
-	step := func() { require.NoError(t, m.ForwardRoutedWith(out, x, 1, nil, ws)) }
-	step()
-	if n := testing.AllocsPerRun(20, step); n != 0 {
-		t.Fatalf("decode step: %v allocations", n)
-	}
+	testkit.NoAllocs(t, "decode step", 20, func() {
+		if err := m.ForwardRoutedWith(out, x, 1, nil, ws); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // Cold reads (budget 0, one read goroutine) of a model's experts, raw and

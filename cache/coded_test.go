@@ -1,13 +1,9 @@
 package cache_test
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -58,7 +54,7 @@ func codedRecord(t testing.TB, ck *safetensors.Checkpoint) *safetensors.Tensor {
 			return tn
 		}
 	}
-	t.Fatal("no nibble-coded expert record")
+	require.FailNow(t, "no nibble-coded expert record")
 	return nil
 }
 
@@ -67,51 +63,7 @@ func codedRecord(t testing.TB, ck *safetensors.Checkpoint) *safetensors.Tensor {
 // decoder always refuses, while the header Inspect reads stays valid.
 func flipFrequencyBit(t testing.TB, tn *safetensors.Tensor) {
 	t.Helper()
-	f, err := os.OpenFile(tn.File, os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	var b [1]byte
-	at := tn.Offset + 9
-	_, err = f.ReadAt(b[:], at)
-	require.NoError(t, err)
-	b[0] ^= 1
-	_, err = f.WriteAt(b[:], at)
-	require.NoError(t, err)
-}
-
-// unstamp renames every shard's colibri.fmt metadata key to a same-length
-// unknown key (the header length and every offset are unchanged), so the
-// coded tensors are still records but no longer stamped.
-func unstamp(t testing.TB, dir string) {
-	t.Helper()
-	shards, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
-	require.NoError(t, err)
-	n := 0
-	for _, p := range shards {
-		b, err := os.ReadFile(p)
-		require.NoError(t, err)
-		hl := 8 + int(binary.LittleEndian.Uint64(b))
-		key := []byte(`"` + quant.StampKey + `"`)
-		alt := []byte(`"` + quant.StampKey[:len(quant.StampKey)-1] + `X"`)
-		if i := bytes.Index(b[:hl], key); i >= 0 {
-			copy(b[i:], alt)
-			require.NoError(t, os.WriteFile(p, b, 0o644))
-			n++
-		}
-	}
-	require.Positive(t, n, "no stamped shard in %s", dir)
-}
-
-func modelShapes(c *config.Config) *cache.Shapes {
-	return &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}
-}
-
-func moeLayers(c *config.Config) []int {
-	var layers []int
-	for l := c.FirstDense; l < c.NumLayers; l++ {
-		layers = append(layers, l)
-	}
-	return layers
+	testkit.FlipBits(t, tn.File, tn.Offset+9, 1)
 }
 
 // Every fixture model repacked with coded experts gives MoE layer outputs
@@ -121,22 +73,10 @@ func moeLayers(c *config.Config) []int {
 func TestCodedModelLayersBitIdentical(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			c, err := config.Load(filepath.Join(dir, "config.json"))
-			require.NoError(t, err)
-			raw, err := safetensors.Open(dir)
-			require.NoError(t, err)
-			defer raw.Close()
+			c, raw, layers, weights, memSrc := mappedModel(t, dir)
 			ck, err := safetensors.Open(repack(t, dir))
 			require.NoError(t, err)
 			defer ck.Close()
-			layers := moeLayers(c)
-			weights := map[int]moe.Weights{}
-			mem := map[int][]moe.Expert{}
-			for _, l := range layers {
-				weights[l] = moeWeights(t, raw, c, l)
-				mem[l] = mappedExperts(t, raw, c, l)
-			}
-			memSrc := moe.NewMemExperts(mem)
 			shapes := modelShapes(c)
 			cfg := cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK, Shapes: shapes}
 			rawStore, err := cache.New(raw, cfg)
@@ -203,12 +143,7 @@ func TestCodedModelLayersBitIdentical(t *testing.T) {
 								require.NoError(t, err)
 								out := make([]float32, len(x))
 								require.NoError(t, m.Forward(out, x, len(x)/c.Hidden), name)
-								w := want[[2]int{l, i}]
-								for j := range out {
-									if math.Float32bits(out[j]) != math.Float32bits(w[j]) {
-										t.Fatalf("%s layer %d input %d: out[%d] = %v, raw experts give %v", name, l, i, j, out[j], w[j])
-									}
-								}
+								testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d, against the raw experts", name, l, i), out, want[[2]int{l, i}])
 							}
 						}
 						st := s.Stats()
@@ -290,7 +225,7 @@ func TestCodedUnstampedRefused(t *testing.T) {
 	c, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	bad := testkit.CopyDir(t, repack(t, dir))
-	unstamp(t, bad)
+	require.Positive(t, testkit.HideHeaderKey(t, bad, quant.StampKey), "no stamped shard in %s", bad)
 	ck, err := safetensors.Open(bad)
 	require.NoError(t, err)
 	defer ck.Close()

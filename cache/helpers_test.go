@@ -13,6 +13,7 @@ import (
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
+	"github.com/stretchr/testify/require"
 )
 
 // The cache fixture (§13.3): layer 0, 24 experts of 1,632 bytes, no
@@ -26,9 +27,7 @@ const (
 func openFixture(t testing.TB) *safetensors.Checkpoint {
 	t.Helper()
 	ck, err := safetensors.Open(testkit.Path(t, fixShardRelPath))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { ck.Close() })
 	return ck
 }
@@ -42,6 +41,15 @@ func fixtureByte(e, w int, scale bool, n int) byte {
 	}
 	base %= 256
 	return byte((n + base) % 251)
+}
+
+// fixtureBytes returns the first n bytes fixtureByte gives for (e, w, scale).
+func fixtureBytes(e, w int, scale bool, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = fixtureByte(e, w, scale, i)
+	}
+	return b
 }
 
 // strictDirect is a ReaderAt that behaves like an O_DIRECT descriptor:
@@ -124,7 +132,7 @@ func newRef(t testing.TB, rows, cols int, packed, scales []byte) interface{ Deco
 	m, err := quant.NewMXFP4(rows, cols, packed, scales)
 	if err != nil {
 		if t != nil {
-			t.Fatal(err)
+			require.NoError(t, err)
 		}
 		panic(err)
 	}

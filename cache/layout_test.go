@@ -83,9 +83,7 @@ func sameExpert(t *testing.T, what string, got, want moe.Expert) {
 		for r := range 8 {
 			pair[0].(quant.RowDecoder).DecodeRow(a, r)
 			pair[1].(quant.RowDecoder).DecodeRow(b, r)
-			if fmt.Sprint(a) != fmt.Sprint(b) {
-				t.Fatalf("%s: w%d row %d differs", what, i+1, r)
-			}
+			require.Equal(t, fmt.Sprint(b), fmt.Sprint(a), "%s: w%d row %d", what, i+1, r)
 		}
 	}
 }

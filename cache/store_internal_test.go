@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
@@ -24,9 +25,7 @@ func checkSlotBytes(t *testing.T, s *Store, e int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl := s.slotOf[s.key(0, e)]
-	if sl < 0 {
-		t.Fatalf("expert %d not resident", e)
-	}
+	require.False(t, sl < 0, "expert %d not resident", e)
 	l := &s.locs[s.key(0, e)]
 	mem := s.arena.mem[int64(sl)*s.slotBytes : int64(sl+1)*s.slotBytes]
 	_, _, pad := storage.Window(l.lo, l.n)
@@ -35,11 +34,7 @@ func checkSlotBytes(t *testing.T, s *Store, e int) {
 	}
 	for part := range nparts {
 		b := mem[pad+l.rel[part] : pad+l.rel[part]+l.size[part]]
-		for n, v := range b {
-			if want := fixtureByte(e, part/2, part%2 == 1, n); v != want {
-				t.Fatalf("expert %d part %d byte %d = %d, want %d", e, part, n, v, want)
-			}
-		}
+		require.Equal(t, fixtureBytes(e, part/2, part%2 == 1, len(b)), b, "expert %d part %d", e, part)
 	}
 }
 
@@ -59,26 +54,14 @@ func checkViews(t *testing.T, ck *safetensors.Checkpoint, e int, ex moe.Expert) 
 		require.NoError(t, err)
 		sb, err := ck.Bytes(st)
 		require.NoError(t, err)
-		for n, v := range pb {
-			if v != fixtureByte(e, w, false, n) {
-				t.Fatalf("fixture itself: expert %d w%d byte %d", e, w+1, n)
-			}
-		}
-		for n, v := range sb {
-			if v != fixtureByte(e, w, true, n) {
-				t.Fatalf("fixture itself: expert %d w%d scale byte %d", e, w+1, n)
-			}
-		}
+		require.Equal(t, fixtureBytes(e, w, false, len(pb)), pb, "fixture itself: expert %d w%d", e, w+1)
+		require.Equal(t, fixtureBytes(e, w, true, len(sb)), sb, "fixture itself: expert %d w%d scales", e, w+1)
 		got, want := make([]float32, m.Cols()), make([]float32, m.Cols())
 		ref := newRef(t, m.Rows(), m.Cols(), pb, sb)
 		for r := range m.Rows() {
 			m.DecodeRow(got, r)
 			ref.DecodeRow(want, r)
-			for i := range got {
-				if got[i] != want[i] && !(got[i] != got[i] && want[i] != want[i]) {
-					t.Fatalf("expert %d w%d row %d col %d: %v, want %v", e, w+1, r, i, got[i], want[i])
-				}
-			}
+			testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("expert %d w%d row %d", e, w+1, r), got, want)
 		}
 	}
 }
@@ -228,7 +211,7 @@ func TestConcurrentExperts(t *testing.T) {
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			t.Fatal(err)
+			require.NoError(t, err)
 		}
 		st := s.Stats()
 		require.Equal(t, int64(4*120*fixTopK), st.Run.Requests)

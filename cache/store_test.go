@@ -159,7 +159,7 @@ func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for background reads")
+			require.FailNow(t, "timed out waiting for background reads")
 		}
 	}
 }

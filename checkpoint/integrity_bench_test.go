@@ -2,13 +2,12 @@ package checkpoint_test
 
 import (
 	"crypto/sha256"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // BenchmarkOpenVerifyPerf measures what WithVerify costs on the synthetic
@@ -19,18 +18,12 @@ import (
 // (checkpoint.Synthesize(dir, "perf", 1) plus digests). Page-cache warm: the
 // figures are the hashing cost, not the disk's.
 //
-//	K3_PERF_SUMS=/tmp/perfsums go test -run XX -bench OpenVerifyPerf -benchtime 3x .
+//	K3_PERF_SUMS=<dir> go test -run XX -bench OpenVerifyPerf -benchtime 3x .
 func BenchmarkOpenVerifyPerf(b *testing.B) {
-	dir := os.Getenv("K3_PERF_SUMS")
-	if dir == "" {
-		b.Skip("set K3_PERF_SUMS to a directory for the perf checkpoint with digests")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
-		if err := checkpoint.Synthesize(dir, "perf", 1); err != nil {
-			b.Fatal(err)
-		}
-		addChecksums(b, dir, 4)
-	}
+	dir := testkit.Checkpoint{
+		Env: "K3_PERF_SUMS", Geometry: "perf", Seed: 1, Synthesize: checkpoint.Synthesize,
+		After: func(tb testing.TB, dir string) { addChecksums(tb, dir, 4) },
+	}.Dir(b)
 	// The machine's bare SHA-256 speed, for the ratio.
 	b.Run("sha256", func(b *testing.B) {
 		buf := make([]byte, 64<<20)

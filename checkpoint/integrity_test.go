@@ -1,13 +1,11 @@
 package checkpoint_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,7 +67,7 @@ func shardPath(dir string, i int) string {
 // decode wrong tokens; it is refused naming the extra layer, or reported
 // when the caller asks for fewer layers on purpose.
 func TestExtraLayersRefused(t *testing.T) {
-	dir := synthTiny(t, 3)
+	dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 3)
 	editJSON(t, dir, func(tc map[string]any) {
 		tc["num_hidden_layers"] = 12
 		la := tc["linear_attn_config"].(map[string]any)
@@ -102,7 +100,7 @@ func TestAbsurdCountsOpen(t *testing.T) {
 		{"MaxExperts", "num_experts", config.MaxExperts, config.ErrTooFewTensors},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := synthTiny(t, 4)
+			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 4)
 			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
 			start := time.Now()
 			_, err := k3.Open(dir)
@@ -124,10 +122,10 @@ func TestAbsurdCountsOpen(t *testing.T) {
 // process: Open of each absurd config is refused under 100 ms and 50 MB of
 // peak RSS.
 func TestAbsurdCountsOpenRSS(t *testing.T) {
-	if dir := os.Getenv("K3_OPEN_CHILD"); dir != "" {
+	if dir, ok := testkit.ChildArg("K3_OPEN_CHILD"); ok {
 		start := time.Now()
 		_, err := k3.Open(dir)
-		fmt.Printf("REFUSED %v %v %d\n", time.Since(start).Seconds(), err != nil, peakRSS())
+		fmt.Printf("REFUSED %v %v %d\n", time.Since(start).Seconds(), err != nil, testkit.PeakRSS())
 		if err == nil {
 			os.Exit(3)
 		}
@@ -144,16 +142,13 @@ func TestAbsurdCountsOpenRSS(t *testing.T) {
 		val int
 	}{{"num_experts", 1 << 20}, {"num_hidden_layers", 1 << 24}, {"num_experts", config.MaxExperts}, {"num_hidden_layers", config.MaxLayers}} {
 		t.Run(fmt.Sprintf("%s=%d", tc.key, tc.val), func(t *testing.T) {
-			dir := synthTiny(t, 5)
+			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 5)
 			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
-			cmd := exec.Command(os.Args[0], "-test.run=^TestAbsurdCountsOpenRSS$")
-			cmd.Env = append(os.Environ(), "K3_OPEN_CHILD="+dir)
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
+			out := testkit.RunChild(t, "TestAbsurdCountsOpenRSS", "K3_OPEN_CHILD", dir)
 			var sec float64
 			var refused bool
 			var rss int64
-			_, err = fmt.Sscanf(string(out[bytes.Index(out, []byte("REFUSED")):]), "REFUSED %g %t %d", &sec, &refused, &rss)
+			_, err := fmt.Sscanf(testkit.ChildLine(t, out, "REFUSED"), "REFUSED %g %t %d", &sec, &refused, &rss)
 			require.NoError(t, err)
 			if rss < 0 {
 				t.Skip("no /proc/self/status on this system")
@@ -163,25 +158,6 @@ func TestAbsurdCountsOpenRSS(t *testing.T) {
 			assert.Less(t, rss, int64(50e6))
 		})
 	}
-}
-
-// peakRSS returns this process's peak resident set (VmHWM) in bytes, or
-// −1. The child reads it itself: a parent's rusage of a vfork'd child also
-// counts the parent's pages from before the exec.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			var kb int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err == nil {
-				return kb << 10
-			}
-		}
-	}
-	return -1
 }
 
 // All six bad-stamp kinds of §6.8 are refused by Open (they used to
@@ -198,7 +174,7 @@ func TestStampsOnModelPath(t *testing.T) {
 				return i, strings.ToLower(tt.DType.String())
 			}
 		}
-		t.Fatal("no embedding")
+		require.FailNow(t, "no embedding")
 		return 0, ""
 	}
 	many := func() string {
@@ -229,7 +205,7 @@ func TestStampsOnModelPath(t *testing.T) {
 		}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := synthTiny(t, 6)
+			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 6)
 			i, dtype := find(t, dir)
 			rewriteShard(t, shardPath(dir, i), func(_ []safetensors.WriteTensor, meta map[string]string) map[string]string {
 				meta[quant.StampKey] = tc.stamp(dtype)
@@ -268,7 +244,7 @@ func TestRelabelledDType(t *testing.T) {
 		{"honest F16", func(tt *safetensors.WriteTensor) { toF16(tt.Data); tt.DType = safetensors.F16 }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := synthTiny(t, 7)
+			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 7)
 			found := false
 			for i := 1; i <= 3 && !found; i++ {
 				ck, err := safetensors.Open(shardPath(dir, i))
@@ -345,32 +321,13 @@ func addChecksums(t testing.TB, dir string, shards int) {
 	}
 }
 
-func copyDir(t *testing.T, src string) string {
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	require.NoError(t, os.MkdirAll(dst, 0o755))
-	ents, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644))
-	}
-	return dst
-}
-
 // Acceptance: with verification on, a flipped bit in ANY tensor of the
 // models/tiny fixture is detected (one tensor at a time, the bit in the
 // middle of its data) and the error names the tensor; without it the same
 // model opens.
 func TestVerifyDetectsEveryFlippedBit(t *testing.T) {
-	src := filepath.Join(testkit.Dir(t), "models", "tiny")
-	if _, err := os.Stat(src); err != nil {
-		if testkit.InCI() {
-			t.Fatalf("fixture missing: %v", err)
-		}
-		t.Skip("models/tiny fixture not found")
-	}
-	dir := copyDir(t, src)
+	src := testkit.Path(t, "models/tiny")
+	dir := testkit.CopyDir(t, src)
 	addChecksums(t, dir, 3)
 	m, err := k3.Open(dir, k3.WithVerify())
 	require.NoError(t, err)
@@ -389,9 +346,9 @@ func TestVerifyDetectsEveryFlippedBit(t *testing.T) {
 			continue
 		}
 		at := tt.Offset + tt.Size/2
-		flip(t, tt.File, at)
+		testkit.FlipBits(t, tt.File, at, 0x10)
 		_, err := k3.Open(dir, k3.WithVerify())
-		flip(t, tt.File, at)
+		testkit.FlipBits(t, tt.File, at, 0x10)
 		if !assert.ErrorIs(t, err, safetensors.ErrChecksum, tt.Name) {
 			continue
 		}
@@ -403,23 +360,11 @@ func TestVerifyDetectsEveryFlippedBit(t *testing.T) {
 	m.Close()
 }
 
-func flip(t *testing.T, path string, at int64) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer f.Close()
-	b := []byte{0}
-	_, err = f.ReadAt(b, at)
-	require.NoError(t, err)
-	b[0] ^= 0x10
-	_, err = f.WriteAt(b, at)
-	require.NoError(t, err)
-}
-
 // Check on its own: a clean checkpoint passes, counts what a shorter run
 // leaves unbound, and reports (instead of refusing) layers beyond the
 // config only when asked.
 func TestCheckReport(t *testing.T) {
-	dir := synthTiny(t, 4)
+	dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 4)
 	cfg, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	ck, err := safetensors.Open(dir)

@@ -11,10 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 func TestManifest(t *testing.T) {
-	dir := synthTiny(t, 8)
+	dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 8)
 	var buf bytes.Buffer
 	var calls int
 	require.NoError(t, checkpoint.WriteManifest(dir, &buf, func(string, int64, int64) { calls++ }))
@@ -40,7 +41,7 @@ func TestManifest(t *testing.T) {
 	s1, s3 := shardPath(dir, 1), shardPath(dir, 3)
 	st1, err := os.Stat(s1)
 	require.NoError(t, err)
-	flip(t, s1, st1.Size()-100) // in tensor data: only the digest can tell
+	testkit.FlipBits(t, s1, st1.Size()-100, 0x10) // in tensor data: only the digest can tell
 	st, err := os.Stat(s3)
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(s3, st.Size()-1))
@@ -70,13 +71,7 @@ func FuzzReadManifest(f *testing.F) {
 			return
 		}
 		back, err := checkpoint.ReadManifest(bytes.NewReader(m.Marshal()))
-		if err != nil || len(back.Files) != len(m.Files) {
-			t.Fatalf("round trip: %v", err)
-		}
-		for i := range m.Files {
-			if back.Files[i] != m.Files[i] {
-				t.Fatalf("entry %d: %v vs %v", i, back.Files[i], m.Files[i])
-			}
-		}
+		require.NoError(t, err, "round trip")
+		require.Equal(t, m.Files, back.Files, "round trip")
 	})
 }

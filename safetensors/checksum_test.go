@@ -2,12 +2,10 @@ package safetensors
 
 import (
 	"encoding/hex"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/internal/testkit/faultfs"
 )
@@ -20,17 +18,27 @@ func TestVerifyTensor(t *testing.T) {
 	}
 	ts[0].Data[5<<20] = 9
 	sums, err := ChecksumMetadata(ts)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.safetensors")
-	require.NoError(t, WriteFile(path, ts, map[string]string{ChecksumKey: sums}))
+	if err := WriteFile(path, ts, map[string]string{ChecksumKey: sums}); err != nil {
+		t.Fatal(err)
+	}
 
 	ck, err := Open(path)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range ck.Tensors() {
 		checked, err := ck.VerifyTensor(tt)
-		assert.True(t, checked, tt.Name)
-		assert.NoError(t, err, tt.Name)
+		if !checked {
+			t.Errorf("%s: not checked", tt.Name)
+		}
+		if err != nil {
+			t.Errorf("%v: %v", tt.Name, err)
+		}
 	}
 	ck.Close()
 
@@ -44,28 +52,48 @@ func TestVerifyTensor(t *testing.T) {
 		tt, _ := ck.Tensor(tc.name)
 		x.Flip("m.safetensors", tt.Offset+tc.at, 6)
 		checked, err := ck.VerifyTensor(tt)
-		assert.True(t, checked)
-		require.ErrorIs(t, err, ErrChecksum)
-		assert.Contains(t, err.Error(), `"`+tc.name+`"`)
+		if !checked {
+			t.Error("not checked")
+		}
+		if !errors.Is(err, ErrChecksum) {
+			t.Fatalf("got %v, want %v", err, ErrChecksum)
+		}
+		if !strings.Contains(err.Error(), `"`+tc.name+`"`) {
+			t.Errorf("%q does not contain %q", err.Error(), `"`+tc.name+`"`)
+		}
 	}
 
 	// Without the key nothing is checked; a malformed key is refused.
-	require.NoError(t, WriteFile(path, ts, nil))
+	if err := WriteFile(path, ts, nil); err != nil {
+		t.Fatal(err)
+	}
 	ck, err = Open(path)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tt, _ := ck.Tensor("b")
 	checked, err := ck.VerifyTensor(tt)
-	assert.False(t, checked)
-	assert.NoError(t, err)
+	if checked {
+		t.Error("checked without a checksum")
+	}
+	if err != nil {
+		t.Error(err)
+	}
 	ck.Close()
 	for _, bad := range []string{`[]`, `{"b":"00"}`, `{"b":1}`, `{"b":"` + string(make([]byte, 64)) + `"}`,
 		`{"b":"ABCDEF0000000000000000000000000000000000000000000000000000000000"}`, `{"b":"x","b":"y"}`} {
-		require.NoError(t, WriteFile(path, ts, map[string]string{ChecksumKey: bad}))
+		if err := WriteFile(path, ts, map[string]string{ChecksumKey: bad}); err != nil {
+			t.Fatal(err)
+		}
 		ck, err = Open(path)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		tt, _ := ck.Tensor("b")
 		_, err = ck.VerifyTensor(tt)
-		assert.ErrorIs(t, err, ErrChecksumFormat, bad)
+		if !errors.Is(err, ErrChecksumFormat) {
+			t.Errorf("%s: got %v, want %v", bad, err, ErrChecksumFormat)
+		}
 		ck.Close()
 	}
 }

@@ -193,15 +193,11 @@ func TestIndex(t *testing.T) {
 	t.Run("valid", func(t *testing.T) {
 		dir := stCopy(t)
 		writeIndex(t, dir, total, func(map[string]string) {})
-		c, err := Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := mustOpen(t, dir)
 		if !c.HasIndex() || c.Len() != 13 || len(c.Warnings()) != 0 {
 			t.Fatalf("index %v, %d tensors, warnings %v", c.HasIndex(), c.Len(), c.Warnings())
 		}
-		_, err = c.Require("ghost")
+		_, err := c.Require("ghost")
 		var me *MissingTensorError
 		if !errors.As(err, &me) || me.State != NotReferenced {
 			t.Errorf("Require: %v", err)
@@ -253,11 +249,7 @@ func TestIndex(t *testing.T) {
 			}
 		})
 		var seen []string
-		c, err := Open(dir, WithWarnings(func(s string) { seen = append(seen, s) }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := mustOpen(t, dir, WithWarnings(func(s string) { seen = append(seen, s) }))
 		if c.Len() != 10 || len(c.Shards()) != 1 {
 			t.Errorf("%d tensors from %d shards", c.Len(), len(c.Shards()))
 		}
@@ -276,11 +268,7 @@ func TestIndex(t *testing.T) {
 			m["far.away"] = "model-00009-of-00009.safetensors"
 		})
 		expectErr(t, dir, ErrIndexShardMissing, IndexFileName, "")
-		c, err := Open(dir, WithIncomplete())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := mustOpen(t, dir, WithIncomplete())
 		if len(c.Warnings()) != 2 {
 			t.Errorf("warnings %v", c.Warnings())
 		}

@@ -70,8 +70,7 @@ func TestReadFullFaults(t *testing.T) {
 
 	// Direct mode through the seam: a window cut before the payload ends is
 	// an error; a window cut after it is success.
-	buf, _ := storage.AllocAligned(4 * storage.Alignment)
-	defer storage.FreeAligned(buf)
+	buf := directBuf(t)
 	d := storage.NewDirectReader(&faultReader{data: data, cut: 5000, maxChunk: 1000, eintr: 1}, nil)
 	if p, err := d.ReadAligned(buf, 4500, 500); err != nil || !bytes.Equal(p, data[4500:5000]) {
 		t.Errorf("payload ends at cut: %v", err)
@@ -114,11 +113,7 @@ func TestOpenerFaults(t *testing.T) {
 	opener := func(path string) (storage.File, error) {
 		return &faultFile{faultReader: &faultReader{data: data, cut: cut, maxChunk: 64, eintr: 2}, name: filepath.Base(path), size: int64(len(data))}, nil
 	}
-	c, err := Open(src, WithOpener(opener))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mustOpen(t, src, WithOpener(opener))
 	ok := mustTensor(t, c, "plain.f32.2d")
 	b, err := c.Bytes(ok)
 	ind := readIndep(t, src)
@@ -126,8 +121,7 @@ func TestOpenerFaults(t *testing.T) {
 		t.Errorf("Bytes through opener: %v", err)
 	}
 	bad := mustTensor(t, c, "rank3.f32") // ends 16 bytes before EOF, past the cut
-	buf, _ := storage.AllocAligned(4 * storage.Alignment)
-	defer storage.FreeAligned(buf)
+	buf := directBuf(t)
 	if _, err := c.Bytes(bad); !errors.Is(err, ErrShortRead) {
 		t.Errorf("Bytes: %v", err)
 	}
@@ -155,29 +149,11 @@ func fixturesST(t *testing.T) string { return testkit.Path(t, "st") }
 
 func TestCheckpointReadDirect(t *testing.T) {
 	dir := stCopy(t)
-	c, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	buf, _ := storage.AllocAligned(4 * storage.Alignment)
-	defer storage.FreeAligned(buf)
-	for _, tt := range c.Tensors() {
-		p, mode, err := c.ReadDirect(tt, buf)
-		want := readIndep(t, tt.File).data(tt.Name)
-		if err != nil || !bytes.Equal(p, want) {
-			t.Fatalf("%s: %v", tt.Name, err)
-		}
-		if mode != c.DirectMode(tt) {
-			t.Errorf("mode %v vs DirectMode %v", mode, c.DirectMode(tt))
-		}
-	}
+	c := mustOpen(t, dir)
+	buf := directBuf(t)
+	readDirectAll(t, c, buf, c.DirectMode)
 	t.Logf("mode in %s: %v; warnings %v", dir, c.DirectMode(c.Tensors()[0]), c.Warnings())
-	c2, err := Open(dir, WithoutDirectIO())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	c2 := mustOpen(t, dir, WithoutDirectIO())
 	tt := c2.Tensors()[3]
 	if p, mode, err := c2.ReadDirect(tt, buf); err != nil || mode != storage.ModeBuffered || !bytes.Equal(p, readIndep(t, tt.File).data(tt.Name)) {
 		t.Errorf("WithoutDirectIO: %v %v", mode, err)
@@ -210,21 +186,38 @@ func TestCheckpointDirectFallbackReported(t *testing.T) {
 			return storage.NewReader(f, filepath.Join(dir, "no-such-file"))
 		}
 	}
-	c, err := Open(dir, refuse, WithWarnings(func(s string) { warned = append(warned, s) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	buf, _ := storage.AllocAligned(4 * storage.Alignment)
-	defer storage.FreeAligned(buf)
-	for _, tt := range c.Tensors() {
-		p, mode, err := c.ReadDirect(tt, buf)
-		if err != nil || mode != storage.ModeBuffered || !bytes.Equal(p, readIndep(t, tt.File).data(tt.Name)) {
-			t.Fatalf("%s: %v %v", tt.Name, mode, err)
-		}
-	}
+	c := mustOpen(t, dir, refuse, WithWarnings(func(s string) { warned = append(warned, s) }))
+	readDirectAll(t, c, directBuf(t), func(*Tensor) storage.Mode { return storage.ModeBuffered })
 	// One warning per shard, naming it and the reason.
 	if len(warned) != 2 || !strings.Contains(warned[0], "model-0000") || !strings.Contains(warned[0], "no such file") {
 		t.Errorf("warnings %q", warned)
 	}
+}
+
+// readDirectAll reads every tensor of c into buf with ReadDirect, failing
+// the test unless it gets the bytes an independent parse of the shard finds,
+// in the mode wantMode gives for the tensor.
+func readDirectAll(t *testing.T, c *Checkpoint, buf []byte, wantMode func(*Tensor) storage.Mode) {
+	t.Helper()
+	for _, tt := range c.Tensors() {
+		p, mode, err := c.ReadDirect(tt, buf)
+		if err != nil || !bytes.Equal(p, readIndep(t, tt.File).data(tt.Name)) {
+			t.Fatalf("%s: %v", tt.Name, err)
+		}
+		if want := wantMode(tt); mode != want {
+			t.Errorf("%s: read in mode %v, want %v", tt.Name, mode, want)
+		}
+	}
+}
+
+// directBuf returns an aligned buffer of four alignment units, enough for
+// ReadDirect of any fixture tensor, freed when the test ends.
+func directBuf(t *testing.T) []byte {
+	t.Helper()
+	buf, err := storage.AllocAligned(4 * storage.Alignment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { storage.FreeAligned(buf) })
+	return buf
 }

@@ -1,16 +1,15 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/internal/testkit/faultfs"
 
@@ -37,7 +36,9 @@ func faultCkpt(t *testing.T) (string, map[string][]byte) {
 		}
 		shards = append(shards, ts)
 	}
-	require.NoError(t, WriteSharded(dir, shards, nil))
+	if err := WriteSharded(dir, shards, nil); err != nil {
+		t.Fatal(err)
+	}
 	return dir, want
 }
 
@@ -50,17 +51,19 @@ func openFaulty(t *testing.T, dir string, x *faultfs.FS) *Checkpoint {
 		}
 		return f, nil
 	}))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { ck.Close() })
 	return ck
 }
 
 func TestWriteShardedCreatesDir(t *testing.T) {
 	dir, want := faultCkpt(t)
-	ck, err := Open(dir)
-	require.NoError(t, err)
-	defer ck.Close()
-	assert.Equal(t, len(want), ck.Len())
+	ck := mustOpen(t, dir)
+	if ck.Len() != len(want) {
+		t.Errorf("Len %d, want %d", ck.Len(), len(want))
+	}
 }
 
 // Each injected fault ends in a named error that names the shard and the
@@ -74,20 +77,28 @@ func TestInjectedFaults(t *testing.T) {
 		check  func(t *testing.T, err error)
 	}{
 		{"EIO", func(x *faultfs.FS, d int64) { x.EIO(shard1, d+100, 1) }, func(t *testing.T, err error) {
-			assert.ErrorIs(t, err, syscall.EIO)
+			if !errors.Is(err, syscall.EIO) {
+				t.Errorf("got %v, want %v", err, syscall.EIO)
+			}
 		}},
 		{"short read", func(x *faultfs.FS, d int64) { x.Short(shard1, d+100) }, func(t *testing.T, err error) {
-			assert.ErrorIs(t, err, ErrShortRead)
+			if !errors.Is(err, ErrShortRead) {
+				t.Errorf("got %v, want %v", err, ErrShortRead)
+			}
 		}},
 		{"shrunk after open", func(x *faultfs.FS, d int64) { x.Shrink(shard1, d+100) }, func(t *testing.T, err error) {
-			assert.ErrorIs(t, err, ErrShortRead)
+			if !errors.Is(err, ErrShortRead) {
+				t.Errorf("got %v, want %v", err, ErrShortRead)
+			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := faultfs.New()
 			ck := openFaulty(t, dir, x)
 			tt, ok := ck.Tensor("ta0")
-			require.True(t, ok)
+			if !ok {
+				t.Fatal("no tensor ta0")
+			}
 			tc.inject(x, tt.Offset)
 			for _, read := range []struct {
 				name string
@@ -98,7 +109,9 @@ func TestInjectedFaults(t *testing.T) {
 				{"ReadF32", func() ([]byte, error) { _, err := ck.ReadF32(tt); return nil, err }},
 				{"ReadDirect", func() ([]byte, error) {
 					buf, err := storage.AllocAligned(int(storage.WindowLen(tt.Offset, tt.Size)))
-					require.NoError(t, err)
+					if err != nil {
+						t.Fatal(err)
+					}
 					defer storage.FreeAligned(buf)
 					p, _, err := ck.ReadDirect(tt, buf)
 					if err != nil {
@@ -108,30 +121,46 @@ func TestInjectedFaults(t *testing.T) {
 				}},
 			} {
 				got, err := read.fn()
-				require.Error(t, err, read.name)
-				assert.True(t, got == nil, "%s returned %d bytes with its error", read.name, len(got))
+				if err == nil {
+					t.Fatalf("%s: no error", read.name)
+				}
+				if got != nil {
+					t.Errorf("%s returned %d bytes with its error", read.name, len(got))
+				}
 				tc.check(t, err)
-				assert.Contains(t, err.Error(), shard1, read.name)
-				assert.Contains(t, err.Error(), `"ta0"`, read.name)
+				if !strings.Contains(err.Error(), shard1) {
+					t.Errorf("%s: %q does not contain %q", read.name, err.Error(), shard1)
+				}
+				if !strings.Contains(err.Error(), `"ta0"`) {
+					t.Errorf("%s: %q does not contain %q", read.name, err.Error(), `"ta0"`)
+				}
 			}
 			// Other shards are unaffected.
 			tb, _ := ck.Tensor("tb1")
 			got, err := ck.Read(tb)
-			require.NoError(t, err)
-			assert.Equal(t, want["tb1"], got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want["tb1"]) {
+				t.Error("tb1: bytes differ")
+			}
 		})
 	}
 	t.Run("shrunk before open", func(t *testing.T) {
 		x := faultfs.New()
 		x.Shrink(shard1, 1000)
 		_, err := Open(dir, WithOpener(func(p string) (storage.File, error) { return x.Open(p) }))
-		assert.ErrorIs(t, err, ErrDataBeyondFile)
+		if !errors.Is(err, ErrDataBeyondFile) {
+			t.Errorf("got %v, want %v", err, ErrDataBeyondFile)
+		}
 	})
 	t.Run("flipped header byte", func(t *testing.T) {
 		x := faultfs.New()
 		x.Flip(shard1, 8, 0) // '{' → 'z'
 		_, err := Open(dir, WithOpener(func(p string) (storage.File, error) { return x.Open(p) }))
-		assert.ErrorIs(t, err, ErrNotObject)
+		if !errors.Is(err, ErrNotObject) {
+			t.Errorf("got %v, want %v", err, ErrNotObject)
+		}
 	})
 }
 
@@ -140,15 +169,19 @@ func TestInjectedFaults(t *testing.T) {
 // fresh Bytes call report the shrink.
 func TestTruncatedWhileMapped(t *testing.T) {
 	dir, want := faultCkpt(t)
-	ck, err := Open(dir)
-	require.NoError(t, err)
-	defer ck.Close()
+	ck := mustOpen(t, dir)
 	tt, _ := ck.Tensor("ta2") // the shard's last tensor
 	view, err := ck.Bytes(tt)
-	require.NoError(t, err)
-	require.Equal(t, want["ta2"], view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(view, want["ta2"]) {
+		t.Fatal("ta2: view differs")
+	}
 	path := filepath.Join(dir, ShardFileName(1, 2))
-	require.NoError(t, os.Truncate(path, tt.Offset)) // whole pages of the view are gone
+	if err := os.Truncate(path, tt.Offset); err != nil { // whole pages of the view are gone
+		t.Fatal(err)
+	}
 
 	var sum int
 	err = ck.Guard(func() {
@@ -156,39 +189,68 @@ func TestTruncatedWhileMapped(t *testing.T) {
 			sum += int(b)
 		}
 	})
-	require.ErrorIs(t, err, ErrFault)
-	assert.Contains(t, err.Error(), path)
-	assert.Contains(t, err.Error(), "changed since open")
+	if !errors.Is(err, ErrFault) {
+		t.Fatalf("got %v, want %v", err, ErrFault)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("%q does not contain %q", err.Error(), path)
+	}
+	if !strings.Contains(err.Error(), "changed since open") {
+		t.Errorf("%q does not contain %q", err.Error(), "changed since open")
+	}
 
 	err = ck.CheckSizes()
-	assert.ErrorIs(t, err, ErrShortRead)
-	assert.Contains(t, err.Error(), path)
+	if !errors.Is(err, ErrShortRead) {
+		t.Errorf("got %v, want %v", err, ErrShortRead)
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("%q does not contain %q", err.Error(), path)
+	}
 
 	// Reads through pread see the short file.
 	_, err = ck.Read(tt)
-	assert.ErrorIs(t, err, ErrShortRead)
+	if !errors.Is(err, ErrShortRead) {
+		t.Errorf("got %v, want %v", err, ErrShortRead)
+	}
 
 	// Non-fault panics pass through Guard unchanged.
-	assert.PanicsWithValue(t, "boom", func() { _ = ck.Guard(func() { panic("boom") }) })
-	assert.NoError(t, ck.Guard(func() {}))
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("a panic that is no fault: recovered %v, want it passed through as \"boom\"", r)
+			}
+		}()
+		_ = ck.Guard(func() { panic("boom") })
+	}()
+	if err := ck.Guard(func() {}); err != nil {
+		t.Error(err)
+	}
 }
 
 // A shard that shrank by less than a page before its first mapping is
 // refused when mapped, instead of reading a zero-filled tail.
 func TestShrunkBeforeMapping(t *testing.T) {
 	dir, _ := faultCkpt(t)
-	ck, err := Open(dir)
-	require.NoError(t, err)
-	defer ck.Close()
+	ck := mustOpen(t, dir)
 	tt, _ := ck.Tensor("tb2")
 	path := filepath.Join(dir, ShardFileName(2, 2))
 	st, err := os.Stat(path)
-	require.NoError(t, err)
-	require.NoError(t, os.Truncate(path, st.Size()-10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, st.Size()-10); err != nil {
+		t.Fatal(err)
+	}
 	_, err = ck.Bytes(tt)
-	assert.ErrorIs(t, err, ErrShortRead)
-	assert.Contains(t, err.Error(), "shrank")
-	assert.ErrorIs(t, ck.CheckSizes(), ErrShortRead)
+	if !errors.Is(err, ErrShortRead) {
+		t.Errorf("got %v, want %v", err, ErrShortRead)
+	}
+	if !strings.Contains(err.Error(), "shrank") {
+		t.Errorf("%q does not contain %q", err.Error(), "shrank")
+	}
+	if !errors.Is(ck.CheckSizes(), ErrShortRead) {
+		t.Errorf("got %v, want %v", ck.CheckSizes(), ErrShortRead)
+	}
 }
 
 // A FIFO in place of a shard, a single file or the index used to block
@@ -202,9 +264,13 @@ func TestFIFORefused(t *testing.T) {
 			case "index":
 				target = filepath.Join(dir, IndexFileName)
 			case "shard":
-				require.NoError(t, os.Remove(filepath.Join(dir, IndexFileName)))
+				if err := os.Remove(filepath.Join(dir, IndexFileName)); err != nil {
+					t.Fatal(err)
+				}
 			}
-			require.NoError(t, os.Remove(target))
+			if err := os.Remove(target); err != nil {
+				t.Fatal(err)
+			}
 			if err := syscall.Mkfifo(target, 0o644); err != nil {
 				t.Skipf("mkfifo: %v", err)
 			}
@@ -222,8 +288,12 @@ func TestFIFORefused(t *testing.T) {
 			}()
 			select {
 			case err := <-done:
-				assert.ErrorIs(t, err, ErrNotRegular)
-				assert.Contains(t, err.Error(), filepath.Base(target))
+				if !errors.Is(err, ErrNotRegular) {
+					t.Errorf("got %v, want %v", err, ErrNotRegular)
+				}
+				if !strings.Contains(err.Error(), filepath.Base(target)) {
+					t.Errorf("%q does not contain %q", err.Error(), filepath.Base(target))
+				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("Open blocked on a FIFO")
 			}
@@ -238,20 +308,30 @@ func TestOpenDuplicateAndPadding(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "x.safetensors")
 		b := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
 		b = append(append(b, hdr...), data...)
-		require.NoError(t, os.WriteFile(p, b, 0o644))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		return p
 	}
 	e := `{"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}`
 	_, err := Open(write(t, `{"a": `+e+`, "a": `+e+`}`, []byte{1, 2}))
-	assert.ErrorIs(t, err, ErrDuplicateKey)
+	if !errors.Is(err, ErrDuplicateKey) {
+		t.Errorf("got %v, want %v", err, ErrDuplicateKey)
+	}
 	for _, pad := range []string{" ", "\t", "\n", "\r\n", " \t\r\n  "} {
 		ck, err := Open(write(t, `{"a": `+e+`}`+pad, []byte{1, 2}))
-		require.NoError(t, err, "%q", pad)
+		if err != nil {
+			t.Fatalf("%q: %v", pad, err)
+		}
 		ck.Close()
 	}
 	_, err = Open(write(t, `{"a": `+e+`}`+"\v", []byte{1, 2}))
-	assert.ErrorIs(t, err, ErrTrailingGarbage)
-	assert.False(t, strings.Contains(ErrTrailingGarbage.Error(), "non-space"))
+	if !errors.Is(err, ErrTrailingGarbage) {
+		t.Errorf("got %v, want %v", err, ErrTrailingGarbage)
+	}
+	if strings.Contains(ErrTrailingGarbage.Error(), "non-space") {
+		t.Error("want !strings.Contains(ErrTrailingGarbage.Error(), \"non-space\")")
+	}
 }
 
 // FuzzFaults: one injected fault (kind, offset, bit, length) on a small

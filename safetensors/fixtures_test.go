@@ -17,11 +17,7 @@ import (
 
 func TestFixtureST(t *testing.T) {
 	dir := testkit.Path(t, "st")
-	c, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mustOpen(t, dir)
 	if c.HasIndex() {
 		t.Error("st/ has no index file")
 	}
@@ -190,17 +186,13 @@ func TestFixtureST(t *testing.T) {
 	}
 
 	// A missing tensor without an index.
-	_, err = c.Require("nope")
+	_, err := c.Require("nope")
 	var me *MissingTensorError
 	if !errors.As(err, &me) || !errors.Is(err, ErrNotFound) || me.State != NoIndex || me.Name != "nope" {
 		t.Errorf("Require: %v", err)
 	}
 	// A tensor from another checkpoint is refused.
-	c2, err := Open(filepath.Join(dir, shards[1]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
+	c2 := mustOpen(t, filepath.Join(dir, shards[1]))
 	if c2.Len() != 3 {
 		t.Errorf("single file: %d tensors", c2.Len())
 	}
@@ -242,11 +234,7 @@ func TestFixtureModels(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		name := filepath.Base(dir)
 		t.Run(name, func(t *testing.T) {
-			c, err := Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := mustOpen(t, dir)
 			if w := c.Warnings(); len(w) != 0 {
 				t.Errorf("warnings: %v", w)
 			}

@@ -122,3 +122,15 @@ func sameFloat(got float32, want float64) bool {
 func asError(err error, target **Error) bool { return errors.As(err, target) }
 
 func mustSeed() maphash.Seed { return maphash.MakeSeed() }
+
+// mustOpen opens path with opts, failing the test on an error; the
+// checkpoint is closed when the test ends.
+func mustOpen(t testing.TB, path string, opts ...Option) *Checkpoint {
+	t.Helper()
+	c, err := Open(path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}

@@ -80,11 +80,7 @@ func TestWriteRoundTrip(t *testing.T) {
 	if len(ind.entries) != len(ts) || !maps(ind.meta, meta) {
 		t.Fatalf("independent view: %d entries, meta %v", len(ind.entries), ind.meta)
 	}
-	c, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mustOpen(t, p)
 	if !maps(c.Metadata()["x.safetensors"], meta) {
 		t.Errorf("metadata %v", c.Metadata())
 	}
@@ -191,11 +187,7 @@ func TestWriteSparse(t *testing.T) {
 	if st.Size() < 2*big || blocks > 1<<20 {
 		t.Errorf("apparent %d, allocated %d: not sparse", st.Size(), blocks)
 	}
-	c, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := mustOpen(t, p)
 	tail := mustTensor(t, c, "tail")
 	buf := make([]byte, 4096)
 	if err := c.ReadAt(tail, buf, big-4096); err != nil || !bytes.Equal(buf, make([]byte, 4096)) {

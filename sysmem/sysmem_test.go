@@ -21,45 +21,44 @@ func read(t *testing.T, tree string) Info {
 	return m
 }
 
-// TestCgroupV2: the tightest memory.max on the way to the root applies, with
-// its reclaimable page cache not counted as used.
-func TestCgroupV2(t *testing.T) {
+// TestCgroups reads the limit of each hierarchy:
+//   - v2: the tightest memory.max on the way to the root applies, with its
+//     reclaimable page cache not counted as used;
+//   - v1: in a container /proc names the host's path, which the mount lacks;
+//     the walk up finds the limit at the mount's root, and
+//     total_inactive_file (the hierarchical count) is the reclaimable part;
+//   - hybrid: with both hierarchies, the tighter limit wins.
+func TestCgroups(t *testing.T) {
+	for _, tc := range []struct {
+		tree, cgroup                 string
+		limit, used, usable, ceiling int64
+	}{
+		{"v2", "/user.slice", 20e9, 4e9, 16e9, 20e9},
+		{"v1", "/", 8e9, 2.5e9, 5.5e9, 8e9},
+		{"hybrid", "/box", 6e9, 1e9, 5e9, 6e9},
+	} {
+		t.Run(tc.tree, func(t *testing.T) {
+			m := read(t, tc.tree)
+			assert.Equal(t, tc.limit, m.Limit, "Limit")
+			assert.Equal(t, tc.cgroup, m.Cgroup, "Cgroup")
+			assert.Equal(t, tc.used, m.Used, "Used")
+			assert.Equal(t, tc.usable, m.Usable(), "Usable")
+			assert.Equal(t, tc.ceiling, m.Ceiling(), "Ceiling")
+		})
+	}
 	m := read(t, "v2")
-	assert.Equal(t, int64(20e9), m.Limit)
-	assert.Equal(t, "/user.slice", m.Cgroup)
-	assert.Equal(t, int64(4e9), m.Used)
-	assert.Equal(t, int64(16e9), m.Usable())
-	assert.Equal(t, int64(20e9), m.Ceiling())
 	assert.Contains(t, m.String(), "cgroup /user.slice memory limit 20.00 GB with 4.00 GB in use")
 }
 
-// TestCgroupV1: in a container /proc names the host's path, which the mount
-// lacks; the walk up finds the limit at the mount's root, and
-// total_inactive_file (the hierarchical count) is the reclaimable part.
-func TestCgroupV1(t *testing.T) {
-	m := read(t, "v1")
-	assert.Equal(t, int64(8e9), m.Limit)
-	assert.Equal(t, "/", m.Cgroup)
-	assert.Equal(t, int64(2.5e9), m.Used)
-	assert.Equal(t, int64(5.5e9), m.Usable())
-	assert.Equal(t, int64(8e9), m.Ceiling())
-
-	m = read(t, "v1-unlimited")
+// TestNoLimit: without a cgroup, or with v1's unlimited value, MemAvailable
+// is what is usable.
+func TestNoLimit(t *testing.T) {
+	m := read(t, "v1-unlimited")
 	assert.Zero(t, m.Limit, "v1's unlimited value is no limit")
 	assert.Equal(t, m.Available, m.Usable())
 	assert.Equal(t, m.Total, m.Ceiling())
-}
 
-// TestCgroupHybrid: with both hierarchies, the tighter limit wins.
-func TestCgroupHybrid(t *testing.T) {
-	m := read(t, "hybrid")
-	assert.Equal(t, int64(6e9), m.Limit)
-	assert.Equal(t, int64(1e9), m.Used)
-	assert.Equal(t, int64(5e9), m.Usable())
-}
-
-func TestNoCgroup(t *testing.T) {
-	m := read(t, "bare")
+	m = read(t, "bare")
 	assert.Zero(t, m.Limit)
 	assert.Equal(t, m.Available, m.Usable())
 	assert.Equal(t, "MemAvailable 51.20 GB of 67.11 GB", m.String())
@@ -119,8 +118,8 @@ func FuzzMeminfoField(f *testing.F) {
 	f.Add([]byte("MemAvailable:\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := meminfoField(b, "MemAvailable")
-		if err == nil && (v < 0 || v%1024 != 0) {
-			t.Fatalf("%q: %d", b, v)
+		if err == nil {
+			require.True(t, v >= 0 && v%1024 == 0, "%q: %d", b, v)
 		}
 	})
 }
@@ -130,9 +129,8 @@ func FuzzHierarchies(f *testing.F) {
 	f.Add([]byte("12:pids:/docker/abc\n4:memory:/docker/abc\n0::/a/../b\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, h := range hierarchies(b) {
-			if _, err := ReadFS(fstest.MapFS{"proc/meminfo": {Data: []byte(fakeMeminfo)}, "proc/self/cgroup": {Data: b}}); err != nil {
-				t.Fatalf("%q: %v (%+v)", b, err, h)
-			}
+			_, err := ReadFS(fstest.MapFS{"proc/meminfo": {Data: []byte(fakeMeminfo)}, "proc/self/cgroup": {Data: b}})
+			require.NoError(t, err, "%q (%+v)", b, h)
 		}
 	})
 }

@@ -48,3 +48,20 @@ func TestCheckpoint(t *testing.T) {
 		t.Fatal("without the variable the checkpoint did not skip")
 	}
 }
+
+func TestSynth(t *testing.T) {
+	calls := 0
+	dir := Synth(t, func(d, geometry string, seed int64) error {
+		calls++
+		if filepath.Base(d) != "tiny" || geometry != "tiny" || seed != 7 {
+			t.Errorf("synthesize(%s, %s, %d)", d, geometry, seed)
+		}
+		return os.Mkdir(d, 0o755)
+	}, "tiny", 7)
+	if calls != 1 {
+		t.Fatalf("%d calls of the synthesizer, want 1", calls)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Fatalf("%s: %v", dir, err)
+	}
+}

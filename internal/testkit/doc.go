@@ -3,10 +3,12 @@
 //
 //   - the oracle fixtures: [Dir], [Path], [Models] (every directory of
 //     fixtures/models/), [LoadReference] (a model's reference.json),
-//     [MXFP4] (the released MXFP4 sample), and [CopyDir] and [SparseFile]
-//     for the tests that damage a checkpoint or exceed a size limit;
+//     [MXFP4] (the released MXFP4 sample), and [CopyDir], [FlipBits],
+//     [HideHeaderKey] and [SparseFile] for the tests that damage a
+//     checkpoint or exceed a size limit;
 //   - the synthetic perf checkpoint of the benchmarks and floor tests,
-//     written on first use: [PerfDir], [Perf] and [Checkpoint];
+//     written on first use: [PerfDir], [Perf] and [Checkpoint]; and [Synth]
+//     for the small checkpoints a test writes for itself;
 //   - bit identity: [Digest], [SameBits], [RequireSameBits] and
 //     [RequireSameBitsOrNaN], with [RefF16] as the independent statement of
 //     binary16 and [Gaussian] and [RandomBytes] as the seeded inputs;

@@ -17,15 +17,9 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/safetensors"
 )
-
-func synthTiny(t testing.TB, seed int64) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "tiny")
-	require.NoError(t, checkpoint.Synthesize(dir, "tiny", seed))
-	return dir
-}
 
 // editConfig rewrites one text_config field of a synthetic (nested) config.json.
 func editConfig(t *testing.T, dir, key string, val any) {
@@ -43,14 +37,22 @@ func editConfig(t *testing.T, dir, key string, val any) {
 	require.NoError(t, os.WriteFile(p, b, 0o644))
 }
 
-// TestBindMismatch: a config whose dense width disagrees with the checkpoint names exactly the
-// three dense matrices, in one error.
-func TestBindMismatch(t *testing.T) {
+// bindError opens the tiny geometry with one text_config field changed to val and returns
+// the *BindError Open must fail with, and the error itself.
+func bindError(t *testing.T, key string, val any) (*k3.BindError, error) {
+	t.Helper()
 	dir := synthTiny(t, 1)
-	editConfig(t, dir, "intermediate_size", 64)
+	editConfig(t, dir, key, val)
 	_, err := k3.Open(dir)
 	be, ok := errors.AsType[*k3.BindError](err)
 	require.True(t, ok, "Open: %v, want *BindError", err)
+	return be, err
+}
+
+// TestBindMismatch: a config whose dense width disagrees with the checkpoint names exactly the
+// three dense matrices, in one error.
+func TestBindMismatch(t *testing.T) {
+	be, err := bindError(t, "intermediate_size", 64)
 	require.Empty(t, be.Missing)
 	require.Len(t, be.Mismatched, 3, "want the 3 dense matrices")
 	for _, n := range []string{"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"} {
@@ -66,11 +68,7 @@ func TestBindMismatch(t *testing.T) {
 // TestBindExpertGeometry: an MXFP4 width the experts do not have is refused per expert matrix
 // with the geometry problem spelled out.
 func TestBindExpertGeometry(t *testing.T) {
-	dir := synthTiny(t, 1)
-	editConfig(t, dir, "moe_intermediate_size", 32)
-	_, err := k3.Open(dir)
-	be, ok := errors.AsType[*k3.BindError](err)
-	require.True(t, ok, "Open: %v, want *BindError", err)
+	be, _ := bindError(t, "moe_intermediate_size", 32)
 	// 12 MoE layers × 8 experts × 3 matrices, plus 3 shared-expert matrices per MoE layer.
 	experts, shared := 0, 0
 	for _, m := range be.Mismatched {
@@ -145,7 +143,7 @@ func TestSynthDecodes(t *testing.T) {
 	for i := range a {
 		distinct[a[i]] = true
 		require.Equal(t, a[i], b[i], "step %d: full recompute and incremental picks", i)
-		require.True(t, sameBits(la[i], lb[i]), "step %d: full recompute and incremental logits", i)
+		require.True(t, testkit.SameBits(la[i], lb[i]), "step %d: full recompute and incremental logits", i)
 	}
 	assert.GreaterOrEqual(t, len(distinct), 3, "greedy continuation %v is degenerate", a)
 	info := m.Info()
@@ -160,9 +158,8 @@ func TestK3SparseBind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 96 sparse shards and binds 497,052 tensors")
 	}
-	dir := filepath.Join(t.TempDir(), "k3")
 	start := time.Now()
-	require.NoError(t, checkpoint.Synthesize(dir, "k3", 1))
+	dir := testkit.Synth(t, checkpoint.Synthesize, "k3", 1)
 	synth := time.Since(start)
 	start = time.Now()
 	m := openModel(t, dir, k3.WithThreads(2))
@@ -202,4 +199,45 @@ func TestStrayShardWarning(t *testing.T) {
 	m := openModel(t, dir)
 	w := m.Warnings()
 	assert.Contains(t, strings.Join(w, "\n"), "stray.safetensors", "warnings %q do not name the stray shard", w)
+}
+
+// TestWithLayers: a prefix of the layers runs, says so, and differs from the full model; the
+// full count is the full model.
+func TestWithLayers(t *testing.T) {
+	dir := testkit.Models(t)[0]
+	ref := testkit.LoadReference(t, dir)
+	full := openModel(t, dir)
+	want, err := full.Forward(context.Background(), ref.FullIDs)
+	require.NoError(t, err)
+	n := full.Config().NumLayers
+	same := openModel(t, dir, k3.WithLayers(n))
+	got, err := same.Forward(context.Background(), ref.FullIDs)
+	require.NoError(t, err)
+	assert.Equal(t, testkit.Digest(want...), testkit.Digest(got...))
+
+	part := openModel(t, dir, k3.WithLayers(3), k3.WithTrunkBudget(1<<30))
+	assert.Equal(t, 3, part.Layers())
+	assert.Equal(t, n, part.Config().NumLayers)
+	assert.Len(t, part.Plan().Trunk.Pinned, 3)
+	w := strings.Join(part.Warnings(), "\n")
+	assert.Contains(t, w, "running 3 of")
+	p, err := part.Forward(context.Background(), ref.FullIDs)
+	require.NoError(t, err)
+	assert.NotEqual(t, testkit.Digest(want...), testkit.Digest(p...))
+
+	_, err = k3.Open(dir, k3.WithLayers(n+1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the configuration has")
+}
+
+func TestWithConfigFile(t *testing.T) {
+	dir := testkit.Models(t)[0]
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	alt := filepath.Join(t.TempDir(), "other.json")
+	require.NoError(t, os.WriteFile(alt, b, 0o644))
+	m := openModel(t, dir, k3.WithConfigFile(alt))
+	assert.Equal(t, testkit.LoadReference(t, dir).Vocab, m.Config().Vocab)
+	_, err = k3.Open(dir, k3.WithConfigFile(filepath.Join(t.TempDir(), "missing.json")))
+	require.Error(t, err)
 }

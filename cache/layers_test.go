@@ -2,10 +2,11 @@ package cache_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/config"
@@ -14,7 +15,6 @@ import (
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
-	"github.com/stretchr/testify/require"
 )
 
 func matrix(t testing.TB, ck *safetensors.Checkpoint, name string, rows, cols int) quant.Matrix {
@@ -30,7 +30,7 @@ func matrix(t testing.TB, ck *safetensors.Checkpoint, name string, rows, cols in
 	case safetensors.F32:
 		m, err = quant.NewF32(rows, cols, b)
 	default:
-		t.Fatalf("%s: dtype %v", name, tn.DType)
+		require.FailNowf(t, "unexpected dtype", "%s: dtype %v", name, tn.DType)
 	}
 	require.NoError(t, err, name)
 	return m
@@ -49,6 +49,49 @@ func moeConfig(c *config.Config, l, workers int) moe.Config {
 	return moe.Config{Layer: l, Hidden: c.Hidden, Latent: c.Latent, Inter: c.MoEInter, TopK: c.TopK,
 		RoutedScale: float32(c.RoutedScale), Renorm: c.MoERenorm, LatentNorm: c.LatentNorm,
 		Beta1: float32(c.SiTUBeta), Beta2: float32(c.SiTULinearBeta), RMSEps: float32(c.RMSEps), Workers: workers}
+}
+
+// openModelDir loads the configuration of the model in dir and opens its
+// checkpoint, closed when the test ends.
+func openModelDir(t testing.TB, dir string) (*config.Config, *safetensors.Checkpoint) {
+	t.Helper()
+	c, err := config.Load(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	ck, err := safetensors.Open(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { ck.Close() })
+	return c, ck
+}
+
+// mappedModel opens the fixture model dir (closed when the test ends) and
+// returns its configuration, checkpoint, MoE layers, their weights and their
+// experts mapped from the checkpoint: the reference the Store's layers must
+// reproduce bit for bit.
+func mappedModel(t *testing.T, dir string) (*config.Config, *safetensors.Checkpoint, []int, map[int]moe.Weights, *moe.MemExperts) {
+	t.Helper()
+	c, ck := openModelDir(t, dir)
+	layers := moeLayers(c)
+	weights := map[int]moe.Weights{}
+	mem := map[int][]moe.Expert{}
+	for _, l := range layers {
+		weights[l] = moeWeights(t, ck, c, l)
+		mem[l] = mappedExperts(t, ck, c, l)
+	}
+	return c, ck, layers, weights, moe.NewMemExperts(mem)
+}
+
+// modelShapes returns the shapes of c's expert matrices.
+func modelShapes(c *config.Config) *cache.Shapes {
+	return &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}
+}
+
+// moeLayers lists c's MoE layers.
+func moeLayers(c *config.Config) []int {
+	var layers []int
+	for l := c.FirstDense; l < c.NumLayers; l++ {
+		layers = append(layers, l)
+	}
+	return layers
 }
 
 func moeWeights(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l int) moe.Weights {
@@ -100,23 +143,8 @@ func mappedExperts(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l
 func TestModelLayersBitIdentical(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			c, err := config.Load(filepath.Join(dir, "config.json"))
-			require.NoError(t, err)
-			ck, err := safetensors.Open(dir)
-			require.NoError(t, err)
-			defer ck.Close()
-			var layers []int
-			for l := c.FirstDense; l < c.NumLayers; l++ {
-				layers = append(layers, l)
-			}
-			weights := map[int]moe.Weights{}
-			mem := map[int][]moe.Expert{}
-			for _, l := range layers {
-				weights[l] = moeWeights(t, ck, c, l)
-				mem[l] = mappedExperts(t, ck, c, l)
-			}
-			memSrc := moe.NewMemExperts(mem)
-			shapes := &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}
+			c, ck, layers, weights, memSrc := mappedModel(t, dir)
+			shapes := modelShapes(c)
 			probe, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK, Shapes: shapes})
 			require.NoError(t, err)
 			slot := probe.SlotBytes()
@@ -175,12 +203,7 @@ func TestModelLayersBitIdentical(t *testing.T) {
 								}
 								out := make([]float32, len(x))
 								require.NoError(t, ms[l].ForwardRoutedWith(out, x, len(x)/c.Hidden, nil, ws), name)
-								w := want[[2]int{l, i}]
-								for j := range out {
-									if math.Float32bits(out[j]) != math.Float32bits(w[j]) {
-										t.Fatalf("%s layer %d input %d: out[%d] = %v, mapped experts give %v", name, l, i, j, out[j], w[j])
-									}
-								}
+								testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d, against the mapped experts", name, l, i), out, want[[2]int{l, i}])
 							}
 						}
 						st := s.Stats()
@@ -194,5 +217,41 @@ func TestModelLayersBitIdentical(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Chunk-union prefill through an uncached Store reads each expert once per
+// chunk of 64 positions; position by position it reads k experts per
+// position. The test logs both byte counts for a 256-position prefill of
+// every MoE layer and checks the union never reads more.
+func TestChunkUnionPrefillBytes(t *testing.T) {
+	for _, dir := range testkit.Models(t) {
+		c, ck := openModelDir(t, dir)
+		layers := moeLayers(c)
+		const T, chunk = 256, 64
+		r := rand.New(rand.NewPCG(11, 12))
+		x := make([]float32, T*c.Hidden)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		bytesFor := func(step int) int64 {
+			s, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK}, cache.WithoutDirectIO())
+			require.NoError(t, err)
+			defer s.Close()
+			ws := moe.NewWorkspace()
+			for _, l := range layers {
+				m, err := moe.New(moeConfig(c, l, 1), moeWeights(t, ck, c, l), s)
+				require.NoError(t, err)
+				for t0 := 0; t0 < T; t0 += step {
+					out := make([]float32, step*c.Hidden)
+					require.NoError(t, m.ForwardRoutedWith(out, x[t0*c.Hidden:(t0+step)*c.Hidden], step, nil, ws))
+				}
+			}
+			return s.Stats().Run.BytesRead
+		}
+		perToken, union := bytesFor(1), bytesFor(chunk)
+		t.Logf("%s: 256-position prefill over %d MoE layers reads %d expert bytes position by position, %d in chunks of 64 (%.2f×)",
+			filepath.Base(dir), len(layers), perToken, union, float64(perToken)/float64(union))
+		require.Less(t, union, perToken)
 	}
 }

@@ -1,0 +1,60 @@
+package k3_test
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/testkit"
+)
+
+// synthTiny writes the tiny geometry for seed into a fresh temporary directory.
+func synthTiny(t testing.TB, seed int64) string {
+	t.Helper()
+	return testkit.Synth(t, checkpoint.Synthesize, "tiny", seed)
+}
+
+// openModel opens dir with opts, failing the test on an error; the model is closed when the
+// test ends.
+func openModel(t testing.TB, dir string, opts ...k3.Option) *k3.Model {
+	t.Helper()
+	m, err := k3.Open(dir, opts...)
+	require.NoError(t, err, "open %s", dir)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// f32bits returns the bit patterns of v, for comparisons that must tell −0 from +0 and NaNs
+// apart.
+func f32bits(v []float32) []uint32 {
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = math.Float32bits(x)
+	}
+	return out
+}
+
+// forEachModel runs f on every fixture model (testkit.Models) with its reference, each as a
+// subtest named for the model.
+func forEachModel(t *testing.T, f func(t *testing.T, dir string, ref *testkit.Reference)) {
+	t.Helper()
+	for _, dir := range testkit.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) { f(t, dir, testkit.LoadReference(t, dir)) })
+	}
+}
+
+// prefilled returns a new session of m after prompt and a snapshot of it, for the tests and
+// benchmarks that restore it before each of several continuations.
+func prefilled(tb testing.TB, m *k3.Model, prompt []int) (*k3.Session, *k3.Snapshot) {
+	tb.Helper()
+	s := m.NewSession()
+	require.NoError(tb, s.Prefill(context.Background(), prompt))
+	snap, err := s.Snapshot()
+	require.NoError(tb, err)
+	return s, snap
+}
