@@ -34,7 +34,7 @@ func Example() {
 	}
 	defer m.Close()
 
-	enc, err := tokenizer.LoadKimi(filepath.Join(dir, "tiktoken.model"), filepath.Join(dir, "tokenizer_config.json"))
+	enc, err := tokenizer.LoadDir(dir)
 	if err != nil {
 		log.Fatal(err)
 	}
