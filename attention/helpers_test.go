@@ -81,27 +81,36 @@ func inChunks(t testing.TB, E int, x []float32, chunks []int, forward func(dst, 
 	return out
 }
 
+// layer is a bound attention layer that runs on a state S: KDA on its
+// recurrent state, MLA on its cache.
+type layer[S any] interface {
+	Forward(dst, x []float32, n int, s S) error
+}
+
+// runLayer binds a layer with bind, makes its state with state and runs it
+// over x (hidden values a position) in chunks, returning the outputs and the
+// state after them.
+func runLayer[L layer[S], S any](t *testing.T, bind func() (L, error), state func(L) S, hidden int, x []float32, chunks []int) ([]float32, S) {
+	t.Helper()
+	l, err := bind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := state(l)
+	return inChunks(t, hidden, x, chunks, func(dst, x []float32, n int) error { return l.Forward(dst, x, n, s) }), s
+}
+
 // runKDA binds a KDA layer of c on workers and runs it over x in chunks,
 // returning the outputs and the state after them.
 func runKDA(t *testing.T, c KDAConfig, w KDAWeights, workers int, x []float32, chunks []int) ([]float32, *KDAState) {
 	t.Helper()
 	c.Workers = workers
-	k, err := NewKDA(c, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := k.NewState()
-	return inChunks(t, c.Hidden, x, chunks, func(dst, x []float32, n int) error { return k.Forward(dst, x, n, st) }), st
+	return runLayer(t, func() (*KDA, error) { return NewKDA(c, w) }, (*KDA).NewState, c.Hidden, x, chunks)
 }
 
 // runMLA is runKDA for an MLA layer, returning its cache.
 func runMLA(t *testing.T, c MLAConfig, w MLAWeights, workers int, x []float32, chunks []int) ([]float32, *MLACache) {
 	t.Helper()
 	c.Workers = workers
-	m, err := NewMLA(c, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache := m.NewCache()
-	return inChunks(t, c.Hidden, x, chunks, func(dst, x []float32, n int) error { return m.Forward(dst, x, n, cache) }), cache
+	return runLayer(t, func() (*MLA, error) { return NewMLA(c, w) }, (*MLA).NewCache, c.Hidden, x, chunks)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
@@ -173,17 +174,7 @@ func TestSynthScalesMatter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ck.Close()
-	read := func(name string) []float32 {
-		tt, ok := ck.Tensor(name)
-		if !ok {
-			t.Fatalf("%s missing", name)
-		}
-		v, err := ck.ReadF32(tt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	read := func(name string) []float32 { return testkit.ReadNamed(t, ck, name, ck.ReadF32) }
 	xs := unitInputs(200, c.Hidden)
 	changed, rows := 0, 0
 	for l := c.FirstDense; l < c.NumLayers; l++ {
@@ -224,7 +215,7 @@ func TestSynthScalesMatter(t *testing.T) {
 	lat := unitInputs(200, c.Latent)
 	ep := layout.ExpertPrefix(1, 0)
 	w1 := make([]float32, c.MoEInter*c.Latent)
-	if err := mxfp4.Dequantize(w1, rawBytes(t, ck, ep+"w1.weight_packed"), rawBytes(t, ck, ep+"w1.weight_scale"), c.MoEInter, c.Latent); err != nil {
+	if err := mxfp4.Dequantize(w1, testkit.ReadNamed(t, ck, ep+"w1.weight_packed", ck.Read), testkit.ReadNamed(t, ck, ep+"w1.weight_scale", ck.Read), c.MoEInter, c.Latent); err != nil {
 		t.Fatal(err)
 	}
 	eg := share(w1, c.MoEInter, c.Latent, lat, c.SiTUBeta)
@@ -232,19 +223,6 @@ func TestSynthScalesMatter(t *testing.T) {
 	if dg < 0.3 || eg < 0.3 || du < 0.01 {
 		t.Errorf("caps rarely reached: dense gate %.2f, dense up %.3f, expert w1 %.2f", dg, du, eg)
 	}
-}
-
-func rawBytes(t *testing.T, ck *safetensors.Checkpoint, name string) []byte {
-	t.Helper()
-	tt, ok := ck.Tensor(name)
-	if !ok {
-		t.Fatalf("%s missing", name)
-	}
-	b, err := ck.Read(tt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestSynthK3Sparse writes the full-size k3 geometry: 96 shards whose apparent size is the real

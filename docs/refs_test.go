@@ -3,7 +3,6 @@
 package docs
 
 import (
-	"bufio"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // headingRE is a section heading of the design document: "## §4 Title", "### §4.5 Title",
@@ -149,12 +150,11 @@ func eachLine(fsys fs.FS, name string, fn func(n int, line string)) error {
 		return err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		fn(n, sc.Text())
-	}
-	if err := sc.Err(); err != nil {
+	err = testkit.Lines(f, func(n int, line []byte) error {
+		fn(n, string(line))
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil

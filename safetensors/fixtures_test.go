@@ -100,17 +100,7 @@ func TestFixtureST(t *testing.T) {
 	}
 
 	// The special values §13.3 lists.
-	f32 := func(name string) []float32 {
-		tt, ok := c.Tensor(name)
-		if !ok {
-			t.Fatalf("%q missing", name)
-		}
-		v, err := c.ReadF32(tt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	f32 := func(name string) []float32 { return testkit.ReadNamed(t, c, name, c.ReadF32) }
 	bits := func(v []float32, n int) []uint32 {
 		out := make([]uint32, n)
 		for i := range out {

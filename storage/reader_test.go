@@ -84,15 +84,24 @@ func boundaryReads(t *testing.T, d *storage.Reader, data []byte) {
 	}
 }
 
-func TestDirectReadFile(t *testing.T) {
-	p, data := testFile(t, t.TempDir(), 3*storage.Alignment+123)
+// checkedReader writes a test file of size bytes in dir, opens it with
+// OpenReader (closed when the test ends) and checks the boundary reads on it.
+func checkedReader(t *testing.T, dir string, size int) *storage.Reader {
+	t.Helper()
+	p, data := testFile(t, dir, size)
 	d, err := storage.OpenReader(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	t.Logf("mode on %s: %v (reason %v)", filepath.Dir(p), d.Mode(), d.FallbackReason())
+	t.Cleanup(func() { d.Close() })
 	boundaryReads(t, d, data)
+	return d
+}
+
+func TestDirectReadFile(t *testing.T) {
+	dir := t.TempDir()
+	d := checkedReader(t, dir, 3*storage.Alignment+123)
+	t.Logf("mode on %s: %v (reason %v)", dir, d.Mode(), d.FallbackReason())
 	if d.Mode() == storage.ModeDirect {
 		buf, _ := storage.AllocAligned(3 * storage.Alignment)
 		defer storage.FreeAligned(buf)
@@ -115,14 +124,8 @@ func TestDirectOnTmpfs(t *testing.T) {
 	if err != nil {
 		t.Skipf("cannot create a directory in /dev/shm: %v", err)
 	}
-	defer os.RemoveAll(dir)
-	p, data := testFile(t, dir, 2*storage.Alignment+7)
-	d, err := storage.OpenReader(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	boundaryReads(t, d, data)
+	t.Cleanup(func() { os.RemoveAll(dir) }) // after the reader is closed
+	d := checkedReader(t, dir, 2*storage.Alignment+7)
 	t.Logf("tmpfs: mode %v, reason %v", d.Mode(), d.FallbackReason())
 }
 

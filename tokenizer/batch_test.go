@@ -88,8 +88,8 @@ func TestEncodeBatchMatchesEncode(t *testing.T) {
 	fs := loadFixtures(t)
 	var texts []string
 	for _, c := range fs.cases {
-		if c.Category != "long" && len(c.text) < 4096 {
-			texts = append(texts, c.text)
+		if c.Category != "long" && len(c.Text) < 4096 {
+			texts = append(texts, c.Text)
 		}
 	}
 	texts = append(texts, repetitive(50_000), "", repetitive(3_000))

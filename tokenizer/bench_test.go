@@ -9,18 +9,9 @@ import (
 )
 
 // benchTexts returns the fixture case texts, optionally without the "long"
-// category (whose 30,000-byte pieces make quadratic merging dominate).
+// category, and their size.
 func benchTexts(b *testing.B, skipLong bool) ([]string, int64) {
-	var texts []string
-	var n int64
-	for _, c := range loadFixtures(b).cases {
-		if skipLong && c.Category == "long" {
-			continue
-		}
-		texts = append(texts, c.text)
-		n += int64(len(c.text))
-	}
-	return texts, n
+	return testkit.CorpusTexts(loadFixtures(b).cases, skipLong)
 }
 
 // BenchmarkEncode encodes the fixture corpus (every case, ordinary mode),

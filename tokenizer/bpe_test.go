@@ -57,7 +57,7 @@ func TestBPEAgreement(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	var corpus strings.Builder
 	for _, c := range loadFixtures(t).cases {
-		corpus.WriteString(c.text)
+		corpus.WriteString(c.Text)
 	}
 	text := corpus.String()
 	pieces := []string{strings.Repeat("a", 257), strings.Repeat("ab", 150), strings.Repeat(" ", 333), strings.Repeat("中", 120), strings.Repeat("\xff", 101)}

@@ -206,11 +206,11 @@ func TestStreamFixtures(t *testing.T) {
 	fe := fixtureByName(t, "kimi-o200k")
 	for _, c := range loadFixtures(t).cases {
 		got := streamDecode(t, fe.enc, fe.expectedRows[c.ID].Ordinary, func(s string, _ *StreamDecoder) {
-			if strings.ContainsRune(s, utf8.RuneError) && !strings.ContainsRune(c.text, utf8.RuneError) {
+			if strings.ContainsRune(s, utf8.RuneError) && !strings.ContainsRune(c.Text, utf8.RuneError) {
 				t.Fatalf("case %s: replacement emitted mid-stream", c.ID)
 			}
 		})
-		if got != c.text {
+		if got != c.Text {
 			t.Errorf("case %s: stream decode differs", c.ID)
 		}
 	}

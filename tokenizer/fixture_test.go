@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"os"
@@ -27,13 +26,8 @@ type fixtureEncoding struct {
 	splitRows    map[string]splitRow
 }
 
-type fixtureCase struct {
-	ID       string `json:"id"`
-	File     string `json:"file"`
-	Category string `json:"category"`
-	Bytes    int    `json:"bytes"`
-	text     string
-}
+// fixtureCase is one text of cases.json.
+type fixtureCase = testkit.TextCase
 
 type expectedRow struct {
 	ID          string `json:"id"`
@@ -82,19 +76,8 @@ func readFixtures(dir string) fixtureSet {
 	if err := json.Unmarshal(data, &encs); err != nil {
 		return fixtureSet{err: err}
 	}
-	data, err = os.ReadFile(filepath.Join(dir, "cases.json"))
-	if err != nil {
+	if fs.cases, err = testkit.ReadTextCases(dir); err != nil {
 		return fixtureSet{err: err}
-	}
-	if err := json.Unmarshal(data, &fs.cases); err != nil {
-		return fixtureSet{err: err}
-	}
-	for i := range fs.cases {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(fs.cases[i].File)))
-		if err != nil {
-			return fixtureSet{err: err}
-		}
-		fs.cases[i].text = string(b)
 	}
 	names := make([]string, 0, len(encs))
 	for name := range encs {
@@ -137,34 +120,11 @@ func readFixtures(dir string) fixtureSet {
 // rowsByID reads a JSON-lines file of rows, keyed by id.
 func rowsByID[T any](path string, id func(*T) string) (map[string]T, error) {
 	rows := map[string]T{}
-	err := readJSONL(path, func(dec []byte) error {
-		var row T
-		if err := json.Unmarshal(dec, &row); err != nil {
-			return err
-		}
+	err := testkit.JSONLines(path, func(row T) error {
 		rows[id(&row)] = row
 		return nil
 	})
 	return rows, err
-}
-
-func readJSONL(path string, fn func([]byte) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-	for sc.Scan() {
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		if err := fn(sc.Bytes()); err != nil {
-			return err
-		}
-	}
-	return sc.Err()
 }
 
 func sortStrings(s []string) {
@@ -222,7 +182,7 @@ func TestFixtureIDs(t *testing.T) {
 				mode Mode
 				want []int
 			}{{"ordinary", NoSpecial, row.Ordinary}, {"with_special", AllowSpecial, row.WithSpecial}} {
-				got, err := fe.enc.Encode(c.text, m.mode)
+				got, err := fe.enc.Encode(c.Text, m.mode)
 				if err != nil {
 					t.Errorf("%s case %s %s: %v", fe.name, c.ID, m.name, err)
 					good = false
@@ -234,7 +194,7 @@ func TestFixtureIDs(t *testing.T) {
 					good = false
 				}
 				back, err := fe.enc.DecodeBytes(m.want)
-				if err != nil || string(back) != c.text {
+				if err != nil || string(back) != c.Text {
 					t.Errorf("%s case %s %s: decode does not round-trip (err %v)", fe.name, c.ID, m.name, err)
 					good = false
 				}
@@ -251,7 +211,7 @@ func TestFixtureSplits(t *testing.T) {
 	fs := loadFixtures(t)
 	for _, fe := range fs.encs {
 		passed := eachCase(t, fs.cases, fe.splitRows, fe.name, fe.Splits, func(c fixtureCase, row splitRow) bool {
-			got, err := fe.enc.Split().Split(c.text)
+			got, err := fe.enc.Split().Split(c.Text)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +219,7 @@ func TestFixtureSplits(t *testing.T) {
 			// with_special: cut at special names, split each stretch alone.
 			var ws []string
 			var idx []int
-			s := c.text
+			s := c.Text
 			for len(s) > 0 {
 				at, k := fe.enc.specials.find(s, 0)
 				if at < 0 {
@@ -310,11 +270,11 @@ func TestFixtureRejectSpecial(t *testing.T) {
 		for _, c := range fs.cases {
 			first, name := -1, ""
 			for n := range fe.Specials {
-				if at := strings.Index(c.text, n); at >= 0 && (first < 0 || at < first) {
+				if at := strings.Index(c.Text, n); at >= 0 && (first < 0 || at < first) {
 					first, name = at, n
 				}
 			}
-			ids, err := fe.enc.Encode(c.text, RejectSpecial)
+			ids, err := fe.enc.Encode(c.Text, RejectSpecial)
 			if first < 0 {
 				if err != nil {
 					t.Errorf("%s case %s: %v", fe.name, c.ID, err)

@@ -93,11 +93,11 @@ func TestKimiCuts(t *testing.T) {
 	}
 	cutCases := 0
 	for _, c := range loadFixtures(t).cases {
-		if len(pyCuts(c.text)) > 1 {
+		if len(pyCuts(c.Text)) > 1 {
 			cutCases++
 		}
-		check("case "+c.ID, c.text, NoSpecial)
-		check("case "+c.ID+" specials", c.text, AllowSpecial)
+		check("case "+c.ID, c.Text, NoSpecial)
+		check("case "+c.ID+" specials", c.Text, AllowSpecial)
 	}
 	if cutCases == 0 {
 		t.Error("no fixture case exercises the 25,000 cut")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,4 +60,23 @@ func FuzzParseSizes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestExecDoctor: doctor measures a temporary file and prints the next command; on a model it
+// suggests a preset and estimates the I/O per token.
+func TestExecDoctor(t *testing.T) {
+	dir := testkit.Models(t)[0]
+	tmp := t.TempDir()
+	r := execK3(t, "", "", "doctor", dir, "--probe-mb", "64", "--seconds", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, s := range []string{"memory ", "O_DIRECT queue depth 1 ", "O_DIRECT queue depth 16 ", "buffered", "suggest  --preset", "estimate", "next     k3 run " + dir} {
+		assert.Contains(t, r.stdout, s)
+	}
+	r = execK3(t, "", "", "doctor", "--dir", tmp, "--probe-mb", "64", "--seconds", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "MB/s")
+	left, _ := filepath.Glob(filepath.Join(tmp, ".k3-doctor-*"))
+	assert.Empty(t, left, "the probe file is removed")
+	r = execK3(t, "", "", "doctor", dir, "--dir", tmp)
+	assert.Equal(t, exitUsage, r.code)
 }

@@ -22,34 +22,50 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
-var (
-	tinyOnce sync.Once
-	tinyDir  string
-	tinyErr  error
-)
+// shared is a directory the tests of this package make once and share; TestMain removes it.
+type shared struct {
+	once sync.Once
+	tmp  string // the temporary directory, removed when the tests end
+	path string
+	err  error
+}
+
+// sharedDirs are the directories that TestMain removes.
+var sharedDirs []*shared
+
+// get makes the directory on first use, as fill(a new temporary directory) gives it, and
+// returns it; a failure to make it fails every test that asks.
+func (s *shared) get(t *testing.T, fill func(tmp string) (string, error)) string {
+	t.Helper()
+	s.once.Do(func() {
+		s.tmp, s.err = os.MkdirTemp("", "k3-cli-test-*")
+		if s.err != nil {
+			return
+		}
+		sharedDirs = append(sharedDirs, s)
+		s.path, s.err = fill(s.tmp)
+	})
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	return s.path
+}
+
+var tiny shared
 
 // synthTiny writes one synthetic tiny model shared by the tests of this package.
 func synthTiny(t *testing.T) string {
 	t.Helper()
-	tinyOnce.Do(func() {
-		d, err := os.MkdirTemp("", "k3-cli-test-*")
-		if err != nil {
-			tinyErr = err
-			return
-		}
-		tinyDir = filepath.Join(d, "tiny")
-		tinyErr = checkpoint.Synthesize(tinyDir, "tiny", 3)
+	return tiny.get(t, func(tmp string) (string, error) {
+		dir := filepath.Join(tmp, "tiny")
+		return dir, checkpoint.Synthesize(dir, "tiny", 3)
 	})
-	if tinyErr != nil {
-		t.Fatal(tinyErr)
-	}
-	return tinyDir
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if tinyDir != "" {
-		os.RemoveAll(filepath.Dir(tinyDir))
+	for _, s := range sharedDirs {
+		os.RemoveAll(s.tmp)
 	}
 	os.Exit(code)
 }

@@ -12,6 +12,9 @@
 //   - bit identity: [Digest], [SameBits], [RequireSameBits] and
 //     [RequireSameBitsOrNaN], with [RefF16] as the independent statement of
 //     binary16 and [Gaussian] and [RandomBytes] as the seeded inputs;
+//   - reading one tensor of a checkpoint by name: [ReadNamed]; the texts of
+//     the tokenizer fixtures: [ReadTextCases] and [CorpusTexts]; a file line by
+//     line: [Lines] and [JSONLines];
 //   - allocation counts: [SkipAllocsUnderRace], [NoAllocs], [OnPools];
 //   - a fresh process: [RunChild], [ChildArg] and [ChildLine] re-run the
 //     test binary for one test, and [PeakRSS] is what the child reports;

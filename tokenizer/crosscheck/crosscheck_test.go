@@ -1,7 +1,6 @@
 package crosscheck
 
 import (
-	"bufio"
 	"encoding/json"
 	"maps"
 	"os"
@@ -29,17 +28,9 @@ type encoding struct {
 	ordinary map[string][]int // case id -> ids
 }
 
-// fixtureCase is one text of cases.json.
-type fixtureCase struct {
-	ID       string `json:"id"`
-	File     string `json:"file"`
-	Category string `json:"category"`
-	text     string
-}
-
 type fixtureSet struct {
 	encs  []*encoding
-	cases []fixtureCase
+	cases []testkit.TextCase
 }
 
 var (
@@ -65,15 +56,9 @@ func read(dir string) (fixtureSet, error) {
 	if err := readJSON(filepath.Join(dir, "encodings.json"), &encs); err != nil {
 		return fs, err
 	}
-	if err := readJSON(filepath.Join(dir, "cases.json"), &fs.cases); err != nil {
+	var err error
+	if fs.cases, err = testkit.ReadTextCases(dir); err != nil {
 		return fs, err
-	}
-	for i := range fs.cases {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(fs.cases[i].File)))
-		if err != nil {
-			return fs, err
-		}
-		fs.cases[i].text = string(b)
 	}
 	ranks := map[string]*tokenizer.Ranks{}
 	for _, name := range slices.Sorted(maps.Keys(encs)) {
@@ -113,42 +98,13 @@ func readJSON(path string, v any) error {
 
 // readRows reads the expected-ids JSON lines into rows.
 func readRows(path string, rows map[string][]int) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-	for sc.Scan() {
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		var row struct {
-			ID       string `json:"id"`
-			Ordinary []int  `json:"ordinary"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			return err
-		}
+	return testkit.JSONLines(path, func(row struct {
+		ID       string `json:"id"`
+		Ordinary []int  `json:"ordinary"`
+	}) error {
 		rows[row.ID] = row.Ordinary
-	}
-	return sc.Err()
-}
-
-// texts returns the fixture case texts, optionally without the "long"
-// category (whose 30,000-byte pieces make quadratic merging dominate).
-func (fs *fixtureSet) texts(skipLong bool) ([]string, int64) {
-	var texts []string
-	var n int64
-	for _, c := range fs.cases {
-		if skipLong && c.Category == "long" {
-			continue
-		}
-		texts = append(texts, c.text)
-		n += int64(len(c.text))
-	}
-	return texts, n
+		return nil
+	})
 }
 
 // BenchmarkVsTiktokenGo alternates package tokenizer and
@@ -160,7 +116,7 @@ func (fs *fixtureSet) texts(skipLong bool) ([]string, int64) {
 func BenchmarkVsTiktokenGo(b *testing.B) {
 	fs := load(b)
 	for _, set := range []string{"all", "nolong"} {
-		texts, size := fs.texts(set == "nolong")
+		texts, size := testkit.CorpusTexts(fs.cases, set == "nolong")
 		for _, e := range fs.encs {
 			b.Run(set+"/"+e.name, func(b *testing.B) {
 				tk := tiktokenGo(b, fs, e)
@@ -214,7 +170,7 @@ func tiktokenGo(b *testing.B, fs *fixtureSet, e *encoding) *tiktoken.Tiktoken {
 		if c.Category == "long" {
 			continue // quadratic there; checked ids would take minutes
 		}
-		if !slices.Equal(tk.EncodeOrdinary(c.text), e.ordinary[c.ID]) {
+		if !slices.Equal(tk.EncodeOrdinary(c.Text), e.ordinary[c.ID]) {
 			bad++
 		}
 	}
@@ -236,7 +192,7 @@ func TestOracleRows(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s: no expected row for %s", e.name, c.ID)
 			}
-			got, err := e.enc.EncodeOrdinary(c.text)
+			got, err := e.enc.EncodeOrdinary(c.Text)
 			if err != nil || !slices.Equal(got, want) {
 				t.Errorf("%s %s: ids differ from the oracle (%v)", e.name, c.ID, err)
 			}
