@@ -220,7 +220,7 @@ func plan(a *args, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, p.String())
 	if m, err := sysmem.Read(); err == nil {
 		// Session state, activations and the Go runtime come on top of the plan.
-		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", trunk.GB(p.Total()), trunk.GB(m.Usable()), m)
+		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", size(p.Total()), size(m.Usable()), m)
 	}
 	return exitOK
 }

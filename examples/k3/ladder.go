@@ -17,7 +17,6 @@ import (
 
 	"github.com/k3-project/k3/preset"
 	"github.com/k3-project/k3/readrate"
-	"github.com/k3-project/k3/trunk"
 )
 
 var ladderCmd = command{name: "ladder", npos: 1, what: "exactly one model directory", main: ladder,
@@ -222,8 +221,8 @@ func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
 		if r.RunError != "" {
 			ids = "ERROR: " + r.RunError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.0f\t%.0f%%\t%s\t\n", r.Budget, trunk.GB(r.PlanTotal), pinned, r.Slots,
-			trunk.GB(r.PeakRSS), trunk.GB(r.RSSFile), trunk.GB(r.overhead()), r.SecondsPerTok, trunk.GB(r.ReadPerToken), r.StreamMBs, 100*r.Overlap, ids)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.0f\t%.0f%%\t%s\t\n", r.Budget, size(r.PlanTotal), pinned, r.Slots,
+			size(r.PeakRSS), size(r.RSSFile), size(r.overhead()), r.SecondsPerTok, size(r.ReadPerToken), r.StreamMBs, 100*r.Overlap, ids)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "device O_DIRECT read bandwidth (8 MiB reads, 4 in flight, before/after the rungs): %.0f / %.0f MB/s\n", dev[0], dev[1])
@@ -245,7 +244,7 @@ func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
 			all = &rows[i]
 		}
 	}
-	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", trunk.GB(worst))
+	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", size(worst))
 	if floor != nil && all != nil && all.PeakRSS > 0 {
 		fmt.Fprintf(w, "floor peak RSS is %.1f%% of the all-resident rung's\n", 100*float64(floor.PeakRSS)/float64(all.PeakRSS))
 	}

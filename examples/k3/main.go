@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -109,7 +113,28 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "k3: %s: unknown flag or command (k3 --help for usage)\n", argv[0])
 		return exitUsage
 	}
+	if notCommand(argv[0]) {
+		names := slices.Collect(maps.Keys(commands))
+		if near := nearest(argv[0], names); near != "" {
+			fmt.Fprintf(stderr, "k3: unknown command %q (did you mean %s?)\n", argv[0], near)
+		} else {
+			fmt.Fprintf(stderr, "k3: %q is neither a command nor a model directory (k3 --help lists the commands)\n", argv[0])
+		}
+		return exitUsage
+	}
 	return runCmd.run(argv, stdout, stderr)
+}
+
+// notCommand reports whether the first word, which names no command, cannot be the model
+// directory of the "k3 <model_dir>" shorthand either: a bare word (no path separator) that
+// names nothing on disk. A typo of a command then gets a suggestion instead of a run over a
+// directory that does not exist.
+func notCommand(word string) bool {
+	if strings.HasPrefix(word, "-") || strings.ContainsRune(word, filepath.Separator) || word == "." || word == ".." {
+		return false
+	}
+	_, err := os.Stat(word)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // commands are the subcommands by name.
@@ -118,6 +143,7 @@ var commands = map[string]*command{
 	"tokenize": &tokenizeCmd, "verify": &verifyCmd, "pack-trunk": &packTrunkCmd,
 	"ladder": &ladderCmd, "plan": &planCmd, "doctor": &doctorCmd, "sim-cache": &simCacheCmd,
 	"compress-experts": &compressExpertsCmd, "verify-experts": &verifyExpertsCmd,
+	"chat": &chatCmd,
 }
 
 const usage = `usage:
