@@ -114,21 +114,18 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if notCommand(argv[0]) {
-		names := slices.Collect(maps.Keys(commands))
-		if near := nearest(argv[0], names); near != "" {
+		if near := nearest(argv[0], slices.Collect(maps.Keys(commands))); near != "" {
 			fmt.Fprintf(stderr, "k3: unknown command %q (did you mean %s?)\n", argv[0], near)
-		} else {
-			fmt.Fprintf(stderr, "k3: %q is neither a command nor a model directory (k3 --help lists the commands)\n", argv[0])
+			return exitUsage
 		}
-		return exitUsage
 	}
 	return runCmd.run(argv, stdout, stderr)
 }
 
 // notCommand reports whether the first word, which names no command, cannot be the model
 // directory of the "k3 <model_dir>" shorthand either: a bare word (no path separator) that
-// names nothing on disk. A typo of a command then gets a suggestion instead of a run over a
-// directory that does not exist.
+// names nothing on disk. When it is close to a command's name, the typo gets a suggestion
+// instead of a run over a directory that does not exist.
 func notCommand(word string) bool {
 	if strings.HasPrefix(word, "-") || strings.ContainsRune(word, filepath.Separator) || word == "." || word == ".." {
 		return false

@@ -97,7 +97,7 @@ func checkGeometry(name string) error {
 }
 
 var demoCmd = command{name: "demo", npos: 0, what: "no positional arguments", main: demo,
-	flags: flagSpec{"--gen": true, "--seed": true, "--keep": true, "--threads": true, "--prompt": true, "--json": false},
+	flags: flagSpec{"--gen": true, "--seed": true, "--keep": true, "--threads": true, "--prompt": true, "--json": false, "--quiet": false},
 	help: `usage: k3 demo [-p TEXT] [-n N] [--seed N] [--threads N] [--keep DIR] [--json]
 
 Synthesizes the tiny geometry (with its tokenizer) into a temporary directory, or into DIR with
@@ -113,6 +113,7 @@ random byte string.
   -t, --threads N    worker goroutines (default: GOMAXPROCS)
   --keep DIR         write the checkpoint to DIR (absent or empty) and keep it
   --json             the JSON run report on stdout instead of the text
+  -q, --quiet        no diagnostics on stderr
   -h, --help         this help
 `}
 
@@ -137,9 +138,11 @@ func demo(a *args, stdout, stderr io.Writer) int {
 	if err := checkpoint.Synthesize(dir, "tiny", int64(seed)); err != nil {
 		return synthFailed(stderr, err)
 	}
-	fmt.Fprintf(stderr, "k3: demo: synthesized geometry tiny (seed %d) in %s\n", seed, dir)
+	if !a.has("--quiet") {
+		fmt.Fprintf(stderr, "k3: demo: synthesized geometry tiny (seed %d) in %s\n", seed, dir)
+	}
 	o := &runOptions{modelDir: dir, promptText: cmp.Or(a.vals["--prompt"], "Hello"), promptFlag: "--prompt", tokDir: dir,
-		gen: gen, incremental: true, threads: threads, noStop: true, gf: genOptions{ctx: maxTotal}}
+		gen: gen, incremental: true, threads: threads, noStop: true, quiet: a.has("--quiet"), gf: genOptions{ctx: maxTotal}}
 	if a.has("--json") {
 		o.out = "-"
 	}
