@@ -340,7 +340,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		if enc, err = loadTokenizer(o.tokDir, stderr); err != nil {
 			return failed(stderr, exitRuntime, err)
 		}
-		if o.ids == nil {
+		if o.ids == nil && o.promptFlag != "" { // interactive mode may start without a prompt
 			if o.ids, err = encodePrompt(enc, o.promptFlag, o.promptText); err == nil {
 				err = o.checkLengths()
 			}
