@@ -185,7 +185,16 @@ func (c *conversation) encode(line string) ([]int, error) {
 		return nil, nil
 	}
 	if c.enc == nil {
-		return parseIDList("input", line, maxPrompt)
+		ids, err := parseIDList("input", line, maxPrompt)
+		if err != nil {
+			return nil, err
+		}
+		for i, id := range ids {
+			if v := c.m.Config().Vocab; id >= v {
+				return nil, usagef("input", "element %d: id %d is outside the vocabulary [0, %d)", i, id, v)
+			}
+		}
+		return ids, nil
 	}
 	if len(line) > maxPromptBytes {
 		return nil, errLineTooLong

@@ -234,3 +234,44 @@ func TestExecDemoText(t *testing.T) {
 	assert.Len(t, rep.Generated, 3)
 	assert.NotNil(t, rep.Text)
 }
+
+// TestExecCodedExpertsRun: a checkpoint written by compress-experts runs with no extra flag
+// (the expert cache its coded experts need is chosen by default, and the plan says so), and
+// its text equals the original's (the coding is lossless).
+func TestExecCodedExpertsRun(t *testing.T) {
+	dir := synthDir(t)
+	coded := filepath.Join(t.TempDir(), "coded")
+	r := execK3(t, "", "", "compress-experts", dir, coded)
+	require.Equal(t, 0, r.code, r.stderr)
+	orig := execK3(t, "", "", "run", dir, "-p", "hi", "-n", "6", "--no-stop")
+	require.Equal(t, 0, orig.code, orig.stderr)
+	got := execK3(t, "", "", "run", coded, "-p", "hi", "-n", "6", "--no-stop")
+	require.Equal(t, 0, got.code, got.stderr)
+	assert.Equal(t, orig.stdout, got.stdout)
+	assert.Contains(t, got.stderr, "are entropy-coded (k3-cfs1-manifest.json): expert cache")
+	plan := execK3(t, "", "", "plan", coded)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	assert.Contains(t, plan.stdout, "by default")
+	assert.Contains(t, plan.stdout, "expert cache")
+	// A flag that chooses the cache wins, and no default is announced.
+	flag := execK3(t, "", "", "run", coded, "-p", "hi", "-n", "6", "--no-stop", "--cache-gb", "0")
+	require.Equal(t, 0, flag.code, flag.stderr)
+	assert.Equal(t, orig.stdout, flag.stdout)
+	assert.NotContains(t, flag.stderr, "by default")
+}
+
+// TestExecLadderDefaults: without --ids the ladder's prompt fits the model's vocabulary, so
+// every rung runs, and each rung's output shows while it runs, prefixed with the rung.
+func TestExecLadderDefaults(t *testing.T) {
+	dir := testkit.Models(t)[0]
+	r := execK3(t, "", "", "ladder", dir, "--budgets", "floor,all", "-n", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "ladder: prompt ids 1,2,3,4,5 (the default for a vocabulary of 256")
+	assert.Contains(t, r.stdout, "VERDICT: all 2 rungs emitted identical ids")
+	for _, rung := range []string{"  rung 1/2: ", "  rung 2/2: "} {
+		assert.Contains(t, r.stderr, rung+"step    1 token", "the rung's tokens are shown as they come")
+		assert.Contains(t, r.stderr, rung+"k3: summary:")
+	}
+	assert.Equal(t, "1008,10484,318,15383,387", defaultLadderIDs(163840))
+	assert.Equal(t, "1,2,3,4,5", defaultLadderIDs(10484))
+}

@@ -374,6 +374,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if err := o.budget.resolve(o.modelDir); err != nil {
 		return failed(stderr, openExit(err), err)
 	}
+	if o.budget.codedNote != "" {
+		fmt.Fprintln(info, o.budget.codedNote)
+	}
 	opts := append(o.budget.options(), k3.WithThreads(o.threads))
 	if o.verify {
 		opts = append(opts, k3.WithVerify())
