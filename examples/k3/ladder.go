@@ -32,8 +32,8 @@ tokens, long forward passes) is shown on stderr while it runs, prefixed with the
   --budgets LIST       comma-separated decimal GB, or floor, all, mapped (required)
   --ids LIST           prompt ids (default 1008,10484,318,15383,387, a K3 prompt, when every one
                        lies in the model's vocabulary; otherwise 1,2,3,4,5)
-  --gen N              tokens per rung, 1..4096 (default 8)
-  --threads N          worker goroutines per rung
+  -n, --gen N          tokens per rung, 1..4096 (default 8)
+  -t, --threads N      worker goroutines per rung
   --trunk DIR          packed trunk (k3 pack-trunk)
   --trunk-slot-mb X    largest piece streamed per slot in MB
   --cache-gb X         the same expert cache on every rung (0: read every expert, keep none;

@@ -144,10 +144,12 @@ var commands = map[string]*command{
 }
 
 const usage = `usage:
-  k3 <model_dir> --ids 1,2,3 [flags]     greedy decoding (also: k3 run <model_dir> ...)
-  k3 <model_dir> --tok DIR --prompt TEXT [flags]
+  k3 run <model_dir> -p TEXT [-n N] [flags]
+                                          continue the text; the generated text goes to stdout
+                                          (also: k3 <model_dir> ..., --ids 1,2,3 for ids)
+  k3 chat <model_dir> [flags]             a conversation on one session (k3 run -i)
   k3 synth <geometry> <dir> [--seed N]    write a synthetic checkpoint and its tokenizer
-  k3 demo [--prompt TEXT] [--gen N]       synthesize the tiny geometry in a temp dir and decode from it
+  k3 demo [-p TEXT] [-n N] [--json]       synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
   k3 plan <model_dir> [--preset NAME | --trunk-gb X --cache-gb Y] [--json]
                                           the memory plan, itemised, without loading weights
