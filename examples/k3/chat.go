@@ -128,7 +128,10 @@ func converse(m *k3.Model, o *runOptions, enc *tokenizer.Encoding, stop []int, i
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	defer func() {
+		signal.Stop(sigs)
+		close(sigs) // ends the goroutine below
+	}()
 	go func() {
 		for s := range sigs {
 			if s == os.Interrupt && c.generating.Load() && !c.stopTurn.Swap(true) {
@@ -214,6 +217,14 @@ func (c *conversation) turn(ids []int, stdout io.Writer) error {
 	if n := c.s.Len() + len(feed); n >= c.o.gf.ctx {
 		return fmt.Errorf("the context is full (%d of %d positions with this line): /reset, or /load a shorter conversation", n, c.o.gf.ctx)
 	}
+	if len(feed) == 0 && c.s.Logits() == nil {
+		return errors.New("nothing to continue yet: type some text")
+	}
+	// A Ctrl-C from here on ends the turn at the next token boundary; one during the prefill
+	// lets it finish (the session stays whole) and skips the generation.
+	c.stopTurn.Store(false)
+	c.generating.Store(true)
+	defer c.generating.Store(false)
 	if len(feed) > 0 {
 		// Ids outside the vocabulary are refused before anything is computed: the session is
 		// unchanged and the pending id stays pending.
@@ -221,19 +232,17 @@ func (c *conversation) turn(ids []int, stdout io.Writer) error {
 			return c.broken(err)
 		}
 		c.pending = nil
-	} else if c.s.Logits() == nil {
-		return errors.New("nothing to continue yet: type some text")
 	}
 	out := &textOut{w: stdout}
 	gopts := k3.GenerateOptions{MaxTokens: c.o.gen, Stop: c.stop, Sampler: c.sampler, MaxContext: c.o.gf.ctx, Speculative: c.o.gf.spec}
 	if c.enc != nil {
 		gopts.Tokens, gopts.OnText, gopts.StopStrings = c.enc, out.write, c.o.gf.stops
 	}
-	c.stopTurn.Store(false)
-	c.generating.Store(true)
-	defer c.generating.Store(false)
 	start, last, n := time.Now(), -1, 0
 	var err error
+	if c.stopTurn.Load() {
+		gopts.MaxTokens = 0
+	}
 	for id, gerr := range c.s.Generate(ctx, gopts) {
 		if gerr != nil {
 			err = gerr

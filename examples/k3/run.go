@@ -326,7 +326,9 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	// the report; a second one kills the process. The forward pass itself is not cancelled, so no
 	// computed work is thrown away.
 	var gotSig atomic.Value
-	defer onSignal(sigs, func(s os.Signal) { gotSig.Store(s) })()
+	if !o.interactive { // the interactive mode handles every Ctrl-C itself (converse)
+		defer onSignal(sigs, func(s os.Signal) { gotSig.Store(s) })()
+	}
 	interrupted := func() os.Signal { s, _ := gotSig.Load().(os.Signal); return s }
 	ctx := context.Background()
 	info := stderr // diagnostics; -q discards them, errors and warnings still go to stderr

@@ -35,7 +35,7 @@ the K3 specials at ids N..N+255), so "k3 run <dir> --tok <dir> --prompt TEXT" wo
 are a pure function of (geometry, seed). Output is staged beside dir and renamed into place: an
 interrupted run leaves nothing in dir, and the rerun starts afresh.
 
-  --seed N     0..9223372036854775807 (default 1)
+  -s, --seed N 0..9223372036854775807 (default 1)
   -h, --help   this help
 `}
 
