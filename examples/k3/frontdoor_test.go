@@ -178,6 +178,8 @@ func TestExecDidYouMean(t *testing.T) {
 		want string
 	}{
 		{[]string{"rn", dir}, `k3: unknown command "rn" (did you mean run?)`},
+		{[]string{"rn"}, `k3: unknown command "rn" (did you mean run?)`},
+		{[]string{"chta", dir}, `(did you mean chat?)`},
 		{[]string{"doctr"}, `(did you mean doctor?)`},
 		{[]string{"sim-cach", "x"}, `(did you mean sim-cache?)`},
 		{[]string{"run", dir, "-p", "hi", "--tmp", "0.7"}, "k3 run: --tmp: unknown flag (did you mean --temp?)"},
