@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3/checkpoint"
 )
 
 // TestPassProgress: a pass that outlasts the quiet time is shown (on a pipe: a line when it
@@ -48,4 +52,22 @@ func TestSize(t *testing.T) {
 	} {
 		assert.Equal(t, want, size(n), "%d", n)
 	}
+}
+
+// TestRunShowsPasses: run hands its forward passes to the progress display (every pass shown
+// when the quiet time is zero), and -q silences it.
+func TestRunShowsPasses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	require.NoError(t, checkpoint.Synthesize(dir, "tiny", 3))
+	defer func(q time.Duration) { passQuiet = q }(passQuiet)
+	passQuiet = 0
+	var out, errb bytes.Buffer
+	code := run([]string{"run", dir, "--ids", "1,2,3", "-n", "2", "--no-stop"}, &out, &errb)
+	require.Equal(t, exitOK, code, errb.String())
+	// The prompt's pass and one step (the second token is not fed back).
+	assert.Equal(t, 2, strings.Count(errb.String(), "forward pass: 13 of 13 layers (100%)"), errb.String())
+	errb.Reset()
+	code = run([]string{"run", dir, "--ids", "1,2,3", "-n", "2", "--no-stop", "-q"}, &out, &errb)
+	require.Equal(t, exitOK, code, errb.String())
+	assert.Empty(t, errb.String())
 }
