@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/preset"
+	"github.com/k3-project/k3/quant/rans"
 	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/trunk"
 )
@@ -49,6 +51,10 @@ type budget struct {
 	// floor says the trunk budget is the model's floor (preset floor, not overridden by a
 	// later --trunk-gb), which resolve asks package preset for once the model is known.
 	floor bool
+	// cacheSet says a flag chose the expert cache (--cache-gb, or a preset's); codedNote is
+	// the line that says which default resolve chose for entropy-coded experts.
+	cacheSet  bool
+	codedNote string
 	// trunk are the options the trunk floor depends on (packed trunk, ring, slot) and the
 	// trunk budget; other the rest.
 	trunk, other []k3.Option
@@ -58,7 +64,7 @@ type budget struct {
 // budgets; a --trunk-gb or --cache-gb given after it on the command line wins (argv order), one
 // given before it is overridden.
 func parseBudget(a *args) budget {
-	b := budget{configPath: a.vals["--config"], layers: a.int("--layers", 0, 1, 1<<20)}
+	b := budget{configPath: a.vals["--config"], layers: a.int("--layers", 0, 1, 1<<20), cacheSet: a.has("--cache-gb")}
 	presetTrunk := a.last("--preset", "--trunk-gb") == "--preset"
 	presetCache := a.last("--preset", "--cache-gb") == "--preset"
 	if name, ok := a.vals["--preset"]; ok && a.err == nil {
@@ -76,6 +82,7 @@ func parseBudget(a *args) budget {
 			b.trunk = append(b.trunk, k3.WithTrunkBudget(t))
 		}
 		if presetCache {
+			b.cacheSet = true
 			b.other = append(b.other, k3.WithCacheBudget(c))
 		}
 	}
@@ -124,8 +131,27 @@ func parseBudget(a *args) budget {
 }
 
 // resolve replaces the floor preset by the model's trunk floor, which depends on the trunk's
-// shape (packed, ring, slot) but not on the cache.
+// shape (packed, ring, slot) but not on the cache, and gives entropy-coded experts (a checkpoint
+// written by compress-experts, whose stamps say so) the expert cache they need when no flag
+// chose one: the auto preset's (every expert read and none kept when the machine's memory
+// cannot be read). codedNote then says so, for the plan.
 func (b *budget) resolve(dir string) error {
+	if !b.cacheSet && b.codedNote == "" {
+		if _, err := os.Stat(filepath.Join(dir, rans.ManifestFileName)); err == nil {
+			var c int64
+			how := "the auto preset's"
+			m, err := sysmem.Read()
+			if err == nil {
+				_, c, err = preset.AutoBudgets(m)
+			}
+			if err != nil {
+				c, how = 0, fmt.Sprintf("none kept: %v", err)
+			}
+			b.other = append(b.other, k3.WithCacheBudget(c))
+			b.codedNote = fmt.Sprintf("k3: the experts of %s are entropy-coded (%s): expert cache %s by default (%s; --cache-gb to choose)",
+				dir, rans.ManifestFileName, size(c), how)
+		}
+	}
 	if !b.floor {
 		return nil
 	}
@@ -217,10 +243,13 @@ func plan(a *args, stdout, stderr io.Writer) int {
 	if b.preset != "" {
 		fmt.Fprintf(stdout, "preset %s\n", b.preset)
 	}
+	if b.codedNote != "" {
+		fmt.Fprintln(stdout, b.codedNote)
+	}
 	fmt.Fprintln(stdout, p.String())
 	if m, err := sysmem.Read(); err == nil {
 		// Session state, activations and the Go runtime come on top of the plan.
-		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", trunk.GB(p.Total()), trunk.GB(m.Usable()), m)
+		fmt.Fprintf(stdout, "planned      %s (trunk + expert cache); usable here %s (%s)\n", size(p.Total()), size(m.Usable()), m)
 	}
 	return exitOK
 }

@@ -9,8 +9,15 @@
 // --full-recompute recomputes the whole sequence every step (for checks), and --incremental is
 // accepted as a no-op.
 //
-// Text prompts need --tok DIR, a directory holding the Kimi tiktoken.model and
-// tokenizer_config.json (k3 synth writes one next to every synthetic checkpoint). The text is
+// run writes the generated text, and nothing else, to stdout as it is produced; the plan,
+// progress and summary go to stderr (-q silences them) and the JSON report is written only with
+// --out. llama.cpp's flag names are accepted beside the long ones (-p, -f, -n, --temp, -t, -s,
+// -c, -r, ...), and a mistyped command or flag is answered with the nearest known name. k3 chat
+// (run -i) keeps one session across lines, prefilling only each new line.
+//
+// Text prompts need a tokenizer: --tok DIR, or by default the model directory when it holds the
+// Kimi tiktoken.model and tokenizer_config.json (k3 synth writes both next to every synthetic
+// checkpoint). The text is
 // encoded as the reference tokenizer.encode does (special names become their ids, no chat
 // template, no BOS/EOS added); a rank file other than the released one is reported as a warning.
 // With a tokenizer, the JSON report's generated_text is the complete decoded output (invalid
@@ -27,9 +34,10 @@
 // the command line overrides the preset's figure, an earlier one is overridden by it. auto reads
 // this machine's memory through package sysmem (MemAvailable and cgroup v1/v2 limits).
 //
-// run prints the memory plan before allocating, one line per token (index, id, seconds, the true
-// resident hit rate of that token's expert requests, the bytes the trunk and the expert store
-// read for it, and its text with a tokenizer) and a closing summary (s/token, the run's true hit
+// run prints the memory plan before allocating, one line per token when stderr is not a terminal
+// or with -v (index, id, seconds, the true resident hit rate of that token's expert requests,
+// the bytes the trunk and the expert store read for it, and its text with a tokenizer), the
+// layers of any forward pass longer than 2 s, and a closing summary (s/token, the run's true hit
 // rate, the I/O share of the wall clock, trunk and expert bytes and rates, peak RSS from
 // getrusage). plan prints the same plan without loading weights; a budget below the floor is
 // refused with exit 2 by both. doctor measures memory and the model file system's read
@@ -41,7 +49,7 @@
 // a config.json that fails validation, a synth target that is not empty, an unreadable
 // --prompt-file or manifest); 1 runtime failure (open, bind, forward, tokenizer load or decode,
 // a verify check that fails); 4 a routed expert could not be loaded; 130/143 interrupted by
-// SIGINT/SIGTERM after writing the report for the tokens so far.
+// SIGINT/SIGTERM after writing the report (with --out) for the tokens so far.
 //
 // It imports only public packages of the module (its tests add internal/testkit), never the
 // internal or layer packages, so that it shows what a user of the library can do. It is a module

@@ -14,7 +14,6 @@ import (
 	"github.com/k3-project/k3/readrate"
 	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/tokenizer"
-	"github.com/k3-project/k3/trunk"
 )
 
 var doctorCmd = command{name: "doctor", npos: -1, main: doctor(sysmem.Read),
@@ -73,13 +72,13 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 			return failed(stderr, exitRuntime, fmt.Errorf("doctor: memory: %w", err))
 		}
 		fmt.Fprintf(stdout, "memory   %s\n", mem)
-		fmt.Fprintf(stdout, "         usable by k3: %.2f GB (ceiling %.2f GB)\n", float64(mem.Usable())/gb, float64(mem.Ceiling())/gb)
+		fmt.Fprintf(stdout, "         usable by k3: %s (ceiling %s)\n", size(mem.Usable()), size(mem.Ceiling()))
 		suggest := preset.Auto
 		if t, c, err := preset.AutoBudgets(mem); err != nil {
 			fmt.Fprintf(stdout, "         auto: %v\n", err)
 			suggest = ""
 		} else {
-			fmt.Fprintf(stdout, "         auto preset here: trunk %.2f GB, cache %.2f GB\n", float64(t)/gb, float64(c)/gb)
+			fmt.Fprintf(stdout, "         auto preset here: trunk %s, cache %s\n", size(t), size(c))
 		}
 		if p, ok := preset.Largest(mem); ok {
 			fmt.Fprintf(stdout, "         largest fixed preset that fits: %s\n", p.Name)
@@ -98,10 +97,10 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 				return failed(stderr, openExit(err), err)
 			}
 			fmt.Fprintf(stdout, "model    %s: %d layers, floor plan %s (trunk %s + expert scratch %s)\n",
-				model, cfg.NumLayers, trunk.GB(s.Floor.Total()), trunk.GB(s.Floor.Trunk.Total), trunk.GB(s.Floor.Cache.Total))
+				model, cfg.NumLayers, size(s.Floor.Total()), size(s.Floor.Trunk.Total), size(s.Floor.Cache.Total))
 			if s.Name == "" {
 				fmt.Fprintf(stdout, "verdict  this machine cannot run the model: %s usable, the floor needs %s\n",
-					trunk.GB(mem.Usable()), trunk.GB(s.Floor.Total()))
+					size(mem.Usable()), size(s.Floor.Total()))
 				return exitRuntime
 			}
 			suggest, plan = s.Name, s.Plan
@@ -125,7 +124,7 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 				fmt.Fprintf(stdout, "disk     %-22s failed: %v\n", r.Method, r.Err)
 				continue
 			}
-			fmt.Fprintf(stdout, "disk     %-22s %9.1f MB/s  (%.2f GB in %.2f s)\n", r.Method, r.MBs(), float64(r.Bytes)/gb, r.Seconds)
+			fmt.Fprintf(stdout, "disk     %-22s %9.1f MB/s  (%s in %.2f s)\n", r.Method, r.MBs(), size(r.Bytes), r.Seconds)
 			if r.Method != "buffered" {
 				best = math.Max(best, r.MBs())
 			}
@@ -136,7 +135,7 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 		}
 		t, e := preset.TokenReads(cfg, plan)
 		fmt.Fprintf(stdout, "estimate --preset %s reads %s per token (trunk %s, experts %s)\n",
-			suggest, trunk.GB(t+e), trunk.GB(t), trunk.GB(e))
+			suggest, size(t+e), size(t), size(e))
 		if best > 0 {
 			fmt.Fprintf(stdout, "estimate at %.1f MB/s (best direct rate): >= %.4f s/token from I/O alone\n", best, float64(t+e)/1e6/best)
 		}

@@ -273,7 +273,7 @@ func TestExecTextEndToEnd(t *testing.T) {
 	dec := execK3(t, "", tok.stdout, "tokenize", "--tok", dir, "--decode")
 	require.Equal(t, 0, dec.code, dec.stderr)
 	assert.Equal(t, "Hello, world", dec.stdout)
-	demo := execK3(t, "", "", "demo", "--prompt", "Hi there", "--gen", "2")
+	demo := execK3(t, "", "", "demo", "--prompt", "Hi there", "--gen", "2", "--json")
 	require.Equal(t, 0, demo.code, demo.stderr)
 	var drep map[string]any
 	require.NoError(t, json.Unmarshal([]byte(demo.stdout), &drep))

@@ -34,6 +34,67 @@ var errHelp = errors.New("help requested")
 // flagSpec says whether a flag takes a value.
 type flagSpec map[string]bool
 
+// aliases are llama.cpp's spellings of the same flags (and the short forms people type); a
+// command accepts an alias when it knows the flag it stands for, and records the value under
+// that flag, so every later check and message names one spelling.
+var aliases = map[string]string{
+	"-p": "--prompt", "-f": "--prompt-file", "--file": "--prompt-file", "-n": "--gen", "--n-predict": "--gen",
+	"--temp": "--temperature", "-t": "--threads", "-s": "--seed", "-c": "--ctx-size", "-r": "--stop",
+	"--reverse-prompt": "--stop", "-i": "--interactive", "-q": "--quiet", "-v": "--verbose",
+}
+
+// names are the spellings a command accepts: its flags and their aliases.
+func (s flagSpec) names() []string {
+	var out []string
+	for name := range s {
+		out = append(out, name)
+	}
+	for a, c := range aliases {
+		if _, ok := s[c]; ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// nearest returns the candidate closest to s by edit distance when it is close enough to be a
+// plausible typo (at most a third of the longer name, and at least one edit allowed), else "".
+// Ties go to the alphabetically first, so the suggestion does not depend on map order.
+func nearest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		d := editDistance(s, c)
+		if d > max(2, max(len(s), len(c))/3) {
+			continue
+		}
+		if bestD < 0 || d < bestD || (d == bestD && c < best) {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, over bytes (flag and command names
+// are ASCII).
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // merge returns the union of flag groups.
 func merge(groups ...flagSpec) flagSpec {
 	out := flagSpec{}
@@ -131,10 +192,15 @@ func parseArgs(argv []string, spec flagSpec) (*args, error) {
 			continue
 		}
 		name, val, hasVal := strings.Cut(a, "=")
+		if c, ok := aliases[name]; ok {
+			if _, ok := spec[c]; ok {
+				name = c
+			}
+		}
 		takes, known := spec[name]
 		if !known {
-			if _, ok := spec["-"+name]; ok && !strings.HasPrefix(name, "--") {
-				return nil, usagef(name, "unknown flag (did you mean -%s?)", name)
+			if near := nearest(name, spec.names()); near != "" {
+				return nil, usagef(name, "unknown flag (did you mean %s?)", near)
 			}
 			return nil, usagef(name, "unknown flag")
 		}

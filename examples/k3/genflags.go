@@ -21,18 +21,23 @@ import (
 
 // genFlags are the flags of this file; all take a value.
 var genFlags = flagSpec{"--temperature": true, "--top-k": true, "--top-p": true, "--min-p": true, "--repeat-penalty": true,
-	"--repeat-last-n": true, "--seed": true, "--stop": true, "--save-state": true, "--load-state": true, "--spec": true}
+	"--repeat-last-n": true, "--seed": true, "--stop": true, "--save-state": true, "--load-state": true, "--spec": true,
+	"--ctx-size": true}
 
-const genUsage = `sampling, stopping, state and speculation:
-  --temperature X    sample at temperature X >= 0 (default 0: greedy)
+const genUsage = `sampling, stopping, context, state and speculation:
+  --temp X, --temperature X
+                     sample at temperature X >= 0 (default 0: greedy)
   --top-k N          keep the N most likely tokens (0 = all)
   --top-p X          keep the most likely tokens up to probability X in [0, 1] (0 or 1 = all)
   --min-p X          drop tokens below X times the top probability, X in [0, 1) (0 = off)
   --repeat-penalty X penalise the last --repeat-last-n ids, X >= 1 (1 = off)
   --repeat-last-n N  ids the penalty looks at (default 64; 0 = the whole history)
-  --seed N           random stream, 0..2^64-1 (default 0); same seed, same tokens everywhere
-  --stop TEXT        stop when the decoded text contains TEXT (repeatable; needs --tok); the
-                     generated text ends before it
+  -s, --seed N       random stream, 0..2^64-1 (default 0); same seed, same tokens everywhere
+  -r, --reverse-prompt TEXT, --stop TEXT
+                     stop when the decoded text contains TEXT (repeatable; needs a tokenizer);
+                     the generated text ends before it
+  -c, --ctx-size N   the most positions the conversation may hold, 1..36864 (default 36864);
+                     generation stops when it is full
   --save-state PATH  write the conversation state (K3ST v2) after the run, every emitted token
                      processed, so the next turn continues exactly
   --load-state PATH  continue a saved conversation: the prompt is the next turn's ids (needs
@@ -49,6 +54,7 @@ type genOptions struct {
 	saveState string
 	loadState string
 	spec      int
+	ctx       int // --ctx-size
 }
 
 // parseFloat parses a finite decimal number in [lo, hi] (hiOpen: hi excluded).
@@ -84,6 +90,7 @@ func parseGenFlags(a *args, incremental bool, tokDir string) genOptions {
 		*f.dst = get(a, f.flag, 0, func(flag, s string) (float64, error) { return parseFloat(flag, s, f.lo, f.hi, f.hiOpen) })
 	}
 	g.sampler.TopK = a.int("--top-k", 0, 0, math.MaxInt32)
+	g.ctx = a.int("--ctx-size", maxTotal, 1, maxTotal)
 	g.sampler.PenaltyWindow = a.int("--repeat-last-n", 64, 0, math.MaxInt32)
 	if s, ok := a.vals["--seed"]; ok && a.err == nil {
 		var err error
@@ -97,7 +104,7 @@ func parseGenFlags(a *args, incremental bool, tokDir string) genOptions {
 		a.check(usagef("--spec", "conflicts with --full-recompute (speculation needs incremental decoding)"))
 	}
 	if g.stops = a.all["--stop"]; len(g.stops) > 0 && tokDir == "" {
-		a.check(usagef("--stop", "stop strings are matched on decoded text and need --tok DIR"))
+		a.check(usagef("--stop", "stop strings are matched on decoded text and need a tokenizer (--tok DIR)"))
 	}
 	g.saveState, g.loadState = a.vals["--save-state"], a.vals["--load-state"]
 	if g.loadState != "" && !incremental {
@@ -148,14 +155,9 @@ func (g *genOptions) start(ctx context.Context, m *k3.Model, prompt []int, gopts
 		gopts.StopStrings, gopts.Tokens = g.stops, enc
 	}
 	gopts.Speculative = g.spec
-	gopts.MaxContext = maxTotal
+	gopts.MaxContext = g.ctx
 	if g.loadState != "" {
-		f, err := os.Open(g.loadState)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--load-state: %w", err)
-		}
-		s, saved, err := k3.LoadSession(m, f)
-		f.Close()
+		s, saved, err := loadSession(m, g.loadState)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--load-state %s: %w", g.loadState, err)
 		}
@@ -225,22 +227,40 @@ func (r *genRun) finish(ctx context.Context, generated []int) error {
 			return fmt.Errorf("--save-state: %w", err)
 		}
 	}
-	tmp := r.g.saveState + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("--save-state: %w", err)
-	}
-	err = s.Save(f, r.sampler)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, r.g.saveState)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := saveSession(r.g.saveState, s, r.sampler); err != nil {
 		return fmt.Errorf("--save-state: %w", err)
 	}
 	r.rep.SavedState = &r.g.saveState
 	return nil
+}
+
+// saveSession writes s and its sampler to path as a K3ST file, through a temporary file renamed
+// into place, so an interrupted write never leaves a truncated state under the name.
+func saveSession(path string, s *k3.Session, sm *sample.Sampler) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = s.Save(f, sm)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// loadSession reads a K3ST file written by saveSession (or --save-state) for m.
+func loadSession(m *k3.Model, path string) (*k3.Session, *sample.Sampler, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	return k3.LoadSession(m, f)
 }

@@ -55,14 +55,12 @@ func info(a *args, stdout, stderr io.Writer) int {
 // printPlan writes the memory figures a run depends on, before decoding starts.
 func printPlan(w io.Writer, m *k3.Model, positions int) {
 	in, p := m.Info(), m.Plan()
-	gb := func(b int64) float64 { return float64(b) / 1e9 }
 	how := "under the memory plan above" // the plan says what is pinned, streamed or cached
 	if p.Mapped && p.Cache == nil {
 		how = "memory-mapped"
 	}
-	fmt.Fprintf(w, "k3: weights %.3f GB %s (trunk %.3f, experts %.3f, embed+head %.3f); %d parameters\n",
-		gb(in.Bytes), how, gb(in.Trunk.Bytes), gb(in.Experts.Bytes), gb(in.EmbedHead.Bytes), in.Params)
-	fmt.Fprintf(w, "k3: session state: KDA %.3f MB, MLA latent cache %d B/position (%.3f MB for %d positions)\n",
-		float64(p.KDAStateBytes)/1e6, p.MLABytesPerPosition,
-		float64(p.MLABytesPerPosition*int64(positions))/1e6, positions)
+	fmt.Fprintf(w, "k3: weights %s %s (trunk %s, experts %s, embed+head %s); %d parameters\n",
+		size(in.Bytes), how, size(in.Trunk.Bytes), size(in.Experts.Bytes), size(in.EmbedHead.Bytes), in.Params)
+	fmt.Fprintf(w, "k3: session state: KDA %s, MLA latent cache %s/position (%s for %d positions)\n",
+		size(p.KDAStateBytes), size(p.MLABytesPerPosition), size(p.MLABytesPerPosition*int64(positions)), positions)
 }

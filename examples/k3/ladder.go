@@ -1,7 +1,7 @@
 package main
 
 import (
-	"cmp"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,9 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/preset"
 	"github.com/k3-project/k3/readrate"
-	"github.com/k3-project/k3/trunk"
 )
 
 var ladderCmd = command{name: "ladder", npos: 1, what: "exactly one model directory", main: ladder,
@@ -26,12 +26,14 @@ var ladderCmd = command{name: "ladder", npos: 1, what: "exactly one model direct
 
 Runs "k3 run" once per trunk budget, each in its own process, and prints one row per budget:
 plan, pinned layers, ring slots, peak RSS, s/token, trunk bytes read per token, stream rate,
-overlap, and whether every rung generated identical ids.
+overlap, and whether every rung generated identical ids. Each rung's progress (its plan, its
+tokens, long forward passes) is shown on stderr while it runs, prefixed with the rung.
 
   --budgets LIST       comma-separated decimal GB, or floor, all, mapped (required)
-  --ids LIST           prompt ids (default 1008,10484,318,15383,387)
-  --gen N              tokens per rung, 1..4096 (default 8)
-  --threads N          worker goroutines per rung
+  --ids LIST           prompt ids (default 1008,10484,318,15383,387, a K3 prompt, when every one
+                       lies in the model's vocabulary; otherwise 1,2,3,4,5)
+  -n, --gen N          tokens per rung, 1..4096 (default 8)
+  -t, --threads N      worker goroutines per rung
   --trunk DIR          packed trunk (k3 pack-trunk)
   --trunk-slot-mb X    largest piece streamed per slot in MB
   --cache-gb X         the same expert cache on every rung (0: read every expert, keep none;
@@ -74,8 +76,8 @@ func ladder(a *args, stdout, stderr io.Writer) int {
 			_, a.err = parseGB("--budgets", b)
 		}
 	}
-	ids := cmp.Or(a.vals["--ids"], "1008,10484,318,15383,387")
-	if a.err == nil {
+	ids := a.vals["--ids"]
+	if a.err == nil && ids != "" {
 		_, a.err = parseIDList("--ids", ids, maxPrompt)
 	}
 	gen := strconv.Itoa(a.int("--gen", 8, 1, maxGen))
@@ -87,6 +89,14 @@ func ladder(a *args, stdout, stderr io.Writer) int {
 		return a.usage(stderr, a.err)
 	}
 	dir := a.pos[0]
+	if ids == "" {
+		cfg, err := config.Load(filepath.Join(dir, "config.json"))
+		if err != nil {
+			return failed(stderr, openExit(err), err)
+		}
+		ids = defaultLadderIDs(cfg.Vocab)
+		fmt.Fprintf(stderr, "ladder: prompt ids %s (the default for a vocabulary of %d; --ids to choose)\n", ids, cfg.Vocab)
+	}
 	var same []string // the flags every rung runs with
 	for _, f := range []string{"--trunk", "--cache-gb", "--trunk-slot-mb", "--threads"} {
 		if v, ok := a.vals[f]; ok {
@@ -131,7 +141,7 @@ func ladder(a *args, stdout, stderr io.Writer) int {
 		out := filepath.Join(tmp, fmt.Sprintf("rung%d.json", i))
 		args = append(append(args, same...), "--out", out)
 		fmt.Fprintf(stderr, "ladder: rung %d/%d: %s\n", i+1, len(budgets), strings.Join(args, " "))
-		r.run(self, args, out)
+		r.run(self, args, out, &prefixLines{w: stderr, prefix: fmt.Sprintf("  rung %d/%d: ", i+1, len(budgets))})
 		rows = append(rows, r)
 	}
 	dev := [2]float64{devBefore, deviceMBs(dir)}
@@ -166,11 +176,44 @@ func identical(rows []rung) bool {
 	return true
 }
 
-// run runs the rung's process and reads its report from out.
-func (r *rung) run(self string, args []string, out string) {
+// defaultLadderIDs is the ladder's prompt when --ids is not given: a prompt of the real K3 (so
+// the rungs of a K3 ladder are comparable with earlier ones) when it fits the vocabulary, and
+// the first ids otherwise, so that a smaller model's rungs run instead of each failing on an id
+// it does not have.
+func defaultLadderIDs(vocab int) string {
+	k3Prompt := []int{1008, 10484, 318, 15383, 387}
+	if slices.Max(k3Prompt) < vocab {
+		return "1008,10484,318,15383,387"
+	}
+	return "1,2,3,4,5"
+}
+
+// prefixLines copies a rung's stderr line by line, each prefixed, so that its progress shows
+// while it runs.
+type prefixLines struct {
+	w       io.Writer
+	prefix  string
+	partial []byte
+}
+
+func (p *prefixLines) Write(b []byte) (int, error) {
+	p.partial = append(p.partial, b...)
+	for {
+		i := bytes.IndexByte(p.partial, '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.partial[:i])
+		p.partial = p.partial[i+1:]
+	}
+	return len(b), nil
+}
+
+// run runs the rung's process, showing its stderr on progress, and reads its report from out.
+func (r *rung) run(self string, args []string, out string, progress io.Writer) {
 	cmd := exec.Command(self, args...)
 	var errOut strings.Builder
-	cmd.Stderr = &errOut
+	cmd.Stderr = io.MultiWriter(&errOut, progress)
 	t0 := time.Now()
 	err := cmd.Run()
 	r.WallSeconds = time.Since(t0).Seconds()
@@ -222,8 +265,8 @@ func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
 		if r.RunError != "" {
 			ids = "ERROR: " + r.RunError
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.0f\t%.0f%%\t%s\t\n", r.Budget, trunk.GB(r.PlanTotal), pinned, r.Slots,
-			trunk.GB(r.PeakRSS), trunk.GB(r.RSSFile), trunk.GB(r.overhead()), r.SecondsPerTok, trunk.GB(r.ReadPerToken), r.StreamMBs, 100*r.Overlap, ids)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.3f\t%s\t%.0f\t%.0f%%\t%s\t\n", r.Budget, size(r.PlanTotal), pinned, r.Slots,
+			size(r.PeakRSS), size(r.RSSFile), size(r.overhead()), r.SecondsPerTok, size(r.ReadPerToken), r.StreamMBs, 100*r.Overlap, ids)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "device O_DIRECT read bandwidth (8 MiB reads, 4 in flight, before/after the rungs): %.0f / %.0f MB/s\n", dev[0], dev[1])
@@ -245,7 +288,7 @@ func printLadder(w io.Writer, rows []rung, dev [2]float64, gen string) {
 			all = &rows[i]
 		}
 	}
-	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", trunk.GB(worst))
+	fmt.Fprintf(w, "overhead = peak RSS − plan total − mapped pages (session state, activations, Go runtime): at most %s on the budgeted rungs\n", size(worst))
 	if floor != nil && all != nil && all.PeakRSS > 0 {
 		fmt.Fprintf(w, "floor peak RSS is %.1f%% of the all-resident rung's\n", 100*float64(floor.PeakRSS)/float64(all.PeakRSS))
 	}

@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -109,7 +113,25 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "k3: %s: unknown flag or command (k3 --help for usage)\n", argv[0])
 		return exitUsage
 	}
+	if notCommand(argv[0]) {
+		if near := nearest(argv[0], slices.Collect(maps.Keys(commands))); near != "" {
+			fmt.Fprintf(stderr, "k3: unknown command %q (did you mean %s?)\n", argv[0], near)
+			return exitUsage
+		}
+	}
 	return runCmd.run(argv, stdout, stderr)
+}
+
+// notCommand reports whether the first word, which names no command, cannot be the model
+// directory of the "k3 <model_dir>" shorthand either: a bare word (no path separator) that
+// names nothing on disk. When it is close to a command's name, the typo gets a suggestion
+// instead of a run over a directory that does not exist.
+func notCommand(word string) bool {
+	if strings.HasPrefix(word, "-") || strings.ContainsRune(word, filepath.Separator) || word == "." || word == ".." {
+		return false
+	}
+	_, err := os.Stat(word)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // commands are the subcommands by name.
@@ -118,13 +140,16 @@ var commands = map[string]*command{
 	"tokenize": &tokenizeCmd, "verify": &verifyCmd, "pack-trunk": &packTrunkCmd,
 	"ladder": &ladderCmd, "plan": &planCmd, "doctor": &doctorCmd, "sim-cache": &simCacheCmd,
 	"compress-experts": &compressExpertsCmd, "verify-experts": &verifyExpertsCmd,
+	"chat": &chatCmd,
 }
 
 const usage = `usage:
-  k3 <model_dir> --ids 1,2,3 [flags]     greedy decoding (also: k3 run <model_dir> ...)
-  k3 <model_dir> --tok DIR --prompt TEXT [flags]
+  k3 run <model_dir> -p TEXT [-n N] [flags]
+                                          continue the text; the generated text goes to stdout
+                                          (also: k3 <model_dir> ..., --ids 1,2,3 for ids)
+  k3 chat <model_dir> [flags]             a conversation on one session (k3 run -i)
   k3 synth <geometry> <dir> [--seed N]    write a synthetic checkpoint and its tokenizer
-  k3 demo [--prompt TEXT] [--gen N]       synthesize the tiny geometry in a temp dir and decode from it
+  k3 demo [-p TEXT] [-n N] [--json]       synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
   k3 plan <model_dir> [--preset NAME | --trunk-gb X --cache-gb Y] [--json]
                                           the memory plan, itemised, without loading weights

@@ -266,7 +266,7 @@ func TestSignal(t *testing.T) {
 
 // TestDemo is the README's setup-free command.
 func TestDemo(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "demo", "--gen", "4")
+	code, stdout, stderr := runCLI(t, "demo", "--gen", "4", "--json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -143,13 +143,19 @@ func TestPromptText(t *testing.T) {
 	if full[0] != full[1] || full[0] != full[2] {
 		t.Errorf("the three prompt sources disagree: %v", full)
 	}
-	// Without --tok nothing is decoded.
+	// Without --tok the model directory's own tokenizer (k3 synth wrote one) decodes the output
+	// (issue 25: --tok defaults to the model directory when it holds a tokenizer).
 	out := filepath.Join(tmp, "plain.json")
 	if code, _, stderr := runCLI(t, dir, "--ids", idList, "--gen", "2", "--out", out); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if r := readReport(t, out); r["generated_text"] != nil {
-		t.Errorf("generated_text without --tok: %v", r["generated_text"])
+	own, err := tokenizer.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := readReport(t, out)
+	if want, err := own.Decode(ints(t, r["generated_ids"])); err != nil || r["generated_text"] != want {
+		t.Errorf("generated_text without --tok: %v, the model directory's tokenizer decodes %q (%v)", r["generated_text"], want, err)
 	}
 }
 

@@ -36,28 +36,40 @@ var runCmd = command{name: "run", npos: -1, main: runMain, flags: merge(budgetFl
 	"--ids": true, "--prompt": true, "--prompt-file": true, "--tok": true, "--gen": true,
 	"--incremental": false, "--full-recompute": false, "--threads": true, "--stop-ids": true,
 	"--no-stop": false, "--out": true, "--dump-logits": true, "--tf-check": false,
-	"--dump-cache-trace": true, "--verify": false,
+	"--dump-cache-trace": true, "--verify": false, "--quiet": false, "--verbose": false,
+	"--interactive": false,
 }), help: `usage: k3 run <model_dir> [flags]   (or k3 <model_dir> [flags])
 
-Greedy decoding on the CPU. Flags apply in argv order (later wins).
+Continues the prompt on the CPU and writes the generated text to stdout as it is produced
+(exactly the text: not the prompt, no newline added; a character split across tokens is
+written once it is whole). Without a tokenizer, stdout is the generated ids, comma separated.
+The plan, progress and summary go to stderr. Flags apply in argv order (later wins); llama.cpp's
+spellings are accepted where two are listed.
 
+  -p, --prompt TEXT  prompt text, encoded as the Kimi reference does (special names become their
+                     ids; no chat template, nothing added); at most 1 MiB
+  -f, --prompt-file PATH, --file PATH
+                     prompt text read from a UTF-8 file, "-" for standard input; at most 1 MiB
   --ids LIST         prompt token ids, comma separated, no spaces ("1,2,3")
-  --prompt TEXT      prompt text, encoded with --tok as the Kimi reference does (special names
-                     become their ids; no chat template, nothing added)
-  --prompt-file PATH prompt text read from a UTF-8 file
-                     (exactly one of --ids, --prompt, --prompt-file is required)
-  --tok DIR          Kimi tokenizer directory (tiktoken.model + tokenizer_config.json); needed by
-                     --prompt/--prompt-file, and with it generated_text holds the decoded output
-  --gen N            tokens to generate, 0..4096 (default 8)
+                     (exactly one of --prompt, --prompt-file, --ids is required, except with -i)
+  --tok DIR          Kimi tokenizer directory (tiktoken.model + tokenizer_config.json); default:
+                     the model directory when it holds both files
+  -n, --n-predict N, --gen N
+                     tokens to generate, 0..4096 (default 8)
+  -i, --interactive  a conversation on one session: each line typed continues it (k3 chat)
+  -q, --quiet        no diagnostics on stderr (errors and warnings still are)
+  -v, --verbose      one line per token on stderr (index, id, seconds, hit rate, bytes read,
+                     text) even on a terminal; written by default when stderr is not a terminal
   --full-recompute   recompute the whole sequence every step (slow; for checks). The default is
                      incremental decoding (KDA state, conv tails and the MLA latent cache carried);
                      --incremental is accepted and changes nothing
-  --threads N        worker goroutines, >= 1 (default: GOMAXPROCS)
+  -t, --threads N    worker goroutines, >= 1 (default: GOMAXPROCS)
   --stop-ids LIST    stop after emitting any of these ids, each in [0, vocab) (default: the
-                     tokenizer's [EOS] and <|end_of_msg|> when --tok is given, plus the config's
-                     eos_token_id; ids outside the vocabulary are left out of the default)
+                     tokenizer's [EOS] and <|end_of_msg|> when there is a tokenizer, plus the
+                     config's eos_token_id; ids outside the vocabulary are left out of the default)
   --no-stop          never stop early
-  --out FILE         JSON report path (default k3_run.json; "-" for stdout)
+  --out FILE         write the JSON report to FILE ("-": stdout, instead of the text); without
+                     --out no report is written
   --dump-logits FILE write the step-0 logits as little-endian float32 x vocab
   --tf-check         teacher-forced agreement over --ids instead of generating
   --verify           check every tensor against its colibri.sha256 digest at open (re-reads
@@ -91,6 +103,9 @@ type runOptions struct {
 	tfCheck     bool
 	verify      bool   // --verify
 	traceDir    string // --dump-cache-trace
+	quiet       bool   // -q: diagnostics discarded
+	verbose     bool   // -v: the per-token table even on a terminal
+	interactive bool   // -i or k3 chat
 	budget      budget
 	gf          genOptions // genflags.go
 }
@@ -99,23 +114,27 @@ func parseRun(a *args) (*runOptions, error) {
 	if len(a.pos) != 1 {
 		return nil, usagef("", "expected exactly one model directory, got %d positional arguments", len(a.pos))
 	}
-	o := &runOptions{modelDir: a.pos[0], out: "k3_run.json", verify: a.has("--verify"), traceDir: a.vals["--dump-cache-trace"]}
+	o := &runOptions{modelDir: a.pos[0], verify: a.has("--verify"), traceDir: a.vals["--dump-cache-trace"],
+		quiet: a.has("--quiet"), verbose: a.has("--verbose"), interactive: a.has("--interactive")}
 	if err := o.parsePrompt(a.vals); err != nil {
 		return nil, err
+	}
+	if o.interactive && a.has("--tf-check") {
+		a.check(usagef("--tf-check", "conflicts with interactive mode"))
 	}
 	o.budget = parseBudget(a)
 	o.gen = a.int("--gen", 8, 0, maxGen)
 	o.threads = a.int("--threads", runtime.GOMAXPROCS(0), 1, 4096)
 	o.incremental = a.last("--incremental", "--full-recompute") != "--full-recompute"
 	o.noStop, o.tfCheck = a.has("--no-stop"), a.has("--tf-check")
-	if o.ids != nil && a.err == nil {
-		a.check(o.checkLengths())
-	}
 	if o.stopGiven = a.has("--stop-ids"); o.stopGiven && o.noStop {
 		a.check(usagef("--stop-ids", "conflicts with --no-stop"))
 	}
 	o.stop = get(a, "--stop-ids", nil, func(flag, s string) ([]int, error) { return parseIDList(flag, s, 1024) })
 	o.gf = parseGenFlags(a, o.incremental, o.tokDir)
+	if o.ids != nil && a.err == nil {
+		a.check(o.checkLengths())
+	}
 	if s, ok := a.vals["--out"]; ok {
 		o.out = s
 	}
@@ -125,33 +144,47 @@ func parseRun(a *args) (*runOptions, error) {
 	return o, a.err
 }
 
-// parsePrompt takes exactly one prompt source. Text sources need --tok; --ids may come with it
-// (then the output is decoded and the tokenizer's stop ids apply).
+// parsePrompt takes exactly one prompt source (none in interactive mode is allowed: the first
+// line typed is the prompt). The tokenizer is --tok's, or the model directory's when it holds
+// one; text sources need one, and with one the output of --ids is decoded and the tokenizer's
+// stop ids apply.
 func (o *runOptions) parsePrompt(vals map[string]string) error {
+	o.tokDir = vals["--tok"]
+	if o.tokDir == "" && tokenizer.InDir(o.modelDir) {
+		o.tokDir = o.modelDir
+	}
 	given := slices.DeleteFunc([]string{"--ids", "--prompt", "--prompt-file"}, func(f string) bool { _, ok := vals[f]; return !ok })
 	switch len(given) {
 	case 0:
-		return usagef("--ids", "a prompt is required (one of --ids, --prompt, --prompt-file)")
+		if o.interactive {
+			return nil
+		}
+		return usagef("--prompt", "a prompt is required (one of -p/--prompt, -f/--prompt-file, --ids)")
 	case 1:
 	default:
-		return usagef(given[1], "conflicts with %s: give exactly one of --ids, --prompt, --prompt-file", given[0])
+		return usagef(given[1], "conflicts with %s: give exactly one of --prompt, --prompt-file, --ids", given[0])
 	}
 	o.promptFlag = given[0]
-	o.tokDir = vals["--tok"]
 	var err error
 	switch o.promptFlag {
 	case "--ids":
 		o.ids, err = parseIDList("--ids", vals["--ids"], maxPrompt)
 		return err
 	case "--prompt":
-		o.promptText = vals["--prompt"]
+		if o.promptText = vals["--prompt"]; len(o.promptText) > maxPromptBytes {
+			return usagef("--prompt", "%d bytes, at most %d", len(o.promptText), maxPromptBytes)
+		}
 	case "--prompt-file":
-		if o.promptText, err = readPromptFile(vals["--prompt-file"]); err != nil {
+		path := vals["--prompt-file"]
+		if path == "-" && o.interactive {
+			return usagef("--prompt-file", "standard input carries the conversation in interactive mode")
+		}
+		if o.promptText, err = readPromptFile(path); err != nil {
 			return err
 		}
 	}
 	if o.tokDir == "" {
-		return usagef(o.promptFlag, "a text prompt needs --tok DIR (the directory of %s and %s)", tokenizer.RanksFileName, tokenizer.ConfigFileName)
+		return usagef(o.promptFlag, "a text prompt needs --tok DIR (%s holds no %s and %s)", o.modelDir, tokenizer.RanksFileName, tokenizer.ConfigFileName)
 	}
 	return nil
 }
@@ -175,6 +208,9 @@ func (o *runOptions) checkVocab(vocab int) error {
 // checkOutputs makes sure the report and the logits dump can be written before anything is
 // loaded, so a long run never ends with its results lost.
 func (o *runOptions) checkOutputs() error {
+	if o.interactive && (o.out != "" || o.dumpLogits != "" || o.gf.saveState != "" || o.gf.loadState != "" || !o.incremental) {
+		return usagef("--interactive", "--out, --dump-logits, --save-state, --load-state and --full-recompute are for one run (use /save and /load)")
+	}
 	if err := writable("--out", o.out); err != nil {
 		return err
 	}
@@ -227,6 +263,9 @@ func openExit(err error) int {
 func (o *runOptions) checkLengths() error {
 	if len(o.ids)+o.gen+1 > maxTotal {
 		return usagef("--gen", "prompt (%d) + gen (%d) + 1 exceeds %d", len(o.ids), o.gen, maxTotal)
+	}
+	if len(o.ids) >= o.gf.ctx {
+		return usagef("--ctx-size", "the prompt's %d ids leave no room in a context of %d", len(o.ids), o.gf.ctx)
 	}
 	if o.tfCheck && len(o.ids) < 2 {
 		return usagef("--tf-check", "needs at least 2 ids")
@@ -287,9 +326,15 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	// the report; a second one kills the process. The forward pass itself is not cancelled, so no
 	// computed work is thrown away.
 	var gotSig atomic.Value
-	defer onSignal(sigs, func(s os.Signal) { gotSig.Store(s) })()
+	if !o.interactive { // the interactive mode handles every Ctrl-C itself (converse)
+		defer onSignal(sigs, func(s os.Signal) { gotSig.Store(s) })()
+	}
 	interrupted := func() os.Signal { s, _ := gotSig.Load().(os.Signal); return s }
 	ctx := context.Background()
+	info := stderr // diagnostics; -q discards them, errors and warnings still go to stderr
+	if o.quiet {
+		info = io.Discard
+	}
 
 	var enc *tokenizer.Encoding
 	if o.tokDir != "" {
@@ -297,14 +342,14 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		if enc, err = loadTokenizer(o.tokDir, stderr); err != nil {
 			return failed(stderr, exitRuntime, err)
 		}
-		if o.ids == nil {
+		if o.ids == nil && o.promptFlag != "" { // interactive mode may start without a prompt
 			if o.ids, err = encodePrompt(enc, o.promptFlag, o.promptText); err == nil {
 				err = o.checkLengths()
 			}
 			if err != nil {
 				return failed(stderr, exitUsage, err)
 			}
-			fmt.Fprintf(stderr, "k3: %s: %d prompt ids\n", o.promptFlag, len(o.ids))
+			fmt.Fprintf(info, "k3: %s: %d prompt ids\n", o.promptFlag, len(o.ids))
 		}
 	}
 
@@ -324,16 +369,25 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if !o.stopGiven && !o.noStop {
 		var dropped []int
 		if stop, dropped = k3.DefaultStop(enc, cfg); len(dropped) > 0 {
-			fmt.Fprintf(stderr, "k3: note: default stop ids %v are outside the vocabulary [0, %d) and cannot occur\n", dropped, cfg.Vocab)
+			fmt.Fprintf(info, "k3: note: default stop ids %v are outside the vocabulary [0, %d) and cannot occur\n", dropped, cfg.Vocab)
 		}
 	}
 
 	if err := o.budget.resolve(o.modelDir); err != nil {
 		return failed(stderr, openExit(err), err)
 	}
+	if o.budget.codedNote != "" {
+		fmt.Fprintln(info, o.budget.codedNote)
+	}
 	opts := append(o.budget.options(), k3.WithThreads(o.threads))
 	if o.verify {
 		opts = append(opts, k3.WithVerify())
+	}
+	// A forward pass longer than passQuiet shows its layers (the trace file, if any, hears the
+	// same events).
+	var tr tracers
+	if !o.quiet {
+		tr = append(tr, &passProgress{w: stderr, layers: cmp.Or(o.budget.layers, cfg.NumLayers), quiet: passQuiet})
 	}
 	if o.traceDir != "" {
 		err := os.MkdirAll(o.traceDir, 0o755)
@@ -344,19 +398,22 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		if err != nil {
 			return failed(stderr, exitUsage, fmt.Errorf("--dump-cache-trace: %w", err))
 		}
-		opts = append(opts, k3.WithTracer(tw))
+		tr = append(tr, tw)
 		defer func() {
 			if err := tw.Close(); err != nil {
 				fmt.Fprintf(stderr, "k3: --dump-cache-trace: %v\n", err)
 			}
 		}()
 	}
+	if len(tr) > 0 {
+		opts = append(opts, k3.WithTracer(tr))
+	}
 	// The plan is computed and printed before anything is allocated.
 	plan, err := k3.PlanFor(o.modelDir, opts...)
 	if err != nil {
 		return failed(stderr, openExit(err), err)
 	}
-	fmt.Fprintf(stderr, "k3: memory plan\n  %s\n", strings.ReplaceAll(plan.String(), "\n", "\n  "))
+	fmt.Fprintf(info, "k3: memory plan\n  %s\n", strings.ReplaceAll(plan.String(), "\n", "\n  "))
 	m, err := k3.Open(o.modelDir, opts...)
 	if err != nil {
 		return failed(stderr, openExit(err), err)
@@ -369,13 +426,16 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		return failed(stderr, exitRuntime, fmt.Errorf("%s: config.json changed while loading (vocab %d, then %d)", o.modelDir, cfg.Vocab, c.Vocab))
 	}
 	loadSec := time.Since(start).Seconds()
-	fmt.Fprintf(stderr, "k3: %s, %d layers, vocab %d; loaded in %.3f s; threads %d, %s\n",
+	fmt.Fprintf(info, "k3: %s, %d layers, vocab %d; loaded in %.3f s; threads %d, %s\n",
 		o.modelDir, cfg.NumLayers, cfg.Vocab, loadSec, o.threads, map[bool]string{true: "incremental", false: "full recompute"}[o.incremental])
 
 	if o.tfCheck {
 		return tfCheck(ctx, m, o, stdout, stderr)
 	}
-	printPlan(stderr, m, len(o.ids)+o.gen+1)
+	if o.interactive {
+		return converse(m, o, enc, stop, stdin, stdout, stderr, info)
+	}
+	printPlan(info, m, len(o.ids)+o.gen+1)
 	rep := report{
 		ModelDir: o.modelDir, PromptIDs: o.ids, GeneratedIDs: []int{}, Layers: cfg.NumLayers,
 		LayersRequested: m.Layers(), Incremental: o.incremental, Threads: o.threads,
@@ -406,8 +466,17 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 		dumpErr = writeLogits(o.dumpLogits, s.Logits())
 	}
+	// The text goes to stdout as it becomes final, unless the report does (--out -).
+	steps := o.verbose || !isTerminal(stderr)
+	var out textOut
+	if o.out != "-" {
+		out.w = stdout
+		if enc != nil {
+			gopts.Tokens, gopts.OnText = enc, out.write
+		}
+	}
 	var stream *tokenizer.StreamDecoder
-	if enc != nil {
+	if enc != nil && steps {
 		stream = enc.NewStreamDecoder()
 	}
 	var tok tokenCounters
@@ -437,9 +506,15 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 		now := time.Now()
 		hit, read := tok.step(m)
-		fmt.Fprintf(stderr, "step %4d token %7d %8.3f s  hit %s  read %7.1f MB%s\n", len(rep.GeneratedIDs), id,
-			now.Sub(last).Seconds(), hit, float64(read)/1e6, piece(stream, id))
+		if steps {
+			// One unit down the column, so that rows compare at a glance.
+			fmt.Fprintf(info, "step %4d token %7d %8.3f s  hit %s  read %7.1f MB%s\n", len(rep.GeneratedIDs), id,
+				now.Sub(last).Seconds(), hit, float64(read)/1e6, piece(stream, id))
+		}
 		last = now
+		if enc == nil {
+			out.id(id)
+		}
 		rep.GeneratedIDs = append(rep.GeneratedIDs, id)
 		if slices.Contains(stop, id) {
 			rep.StopReason = "stop_id"
@@ -466,7 +541,11 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.LayersCompleted = m.Layers()
 	}
 	if stream != nil && stream.Pending() > 0 {
-		fmt.Fprintf(stderr, "     end of output  %q\n", stream.Flush())
+		fmt.Fprintf(info, "     end of output  %q\n", stream.Flush())
+	}
+	out.end(enc == nil, stderr)
+	if out.err != nil {
+		runFailed(exitRuntime, fmt.Errorf("writing the output to stdout: %w", out.err))
 	}
 	if enc != nil {
 		// Decoded in one piece from the ids, not from the stream pieces, so the text is complete
@@ -478,7 +557,6 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 				text = t // ends before the stop string
 			}
 			rep.GeneratedText = &text
-			fmt.Fprintf(stderr, "k3: generated text: %q\n", text)
 		}
 	}
 	rep.FullIDs = append(append([]int{}, o.ids...), rep.GeneratedIDs...)
@@ -487,12 +565,14 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.SecondsPerToken = &spt
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
-	rep.stats(m, stderr)
-	if err := writeJSON(o.out, stdout, &rep); err != nil {
-		fmt.Fprintf(stderr, "k3: --out: %v\n", err)
-		code = cmp.Or(code, exitRuntime)
+	rep.stats(m, info)
+	if o.out != "" {
+		if err := writeJSON(o.out, stdout, &rep); err != nil {
+			fmt.Fprintf(stderr, "k3: --out: %v\n", err)
+			code = cmp.Or(code, exitRuntime)
+		}
 	}
-	printSummary(stderr, &rep, time.Since(genStart).Seconds())
+	printSummary(info, &rep, time.Since(genStart).Seconds())
 	return code
 }
 
@@ -560,9 +640,12 @@ func tfCheck(ctx context.Context, m *k3.Model, o *runOptions, stdout, stderr io.
 		Matches   int     `json:"tf_matches"`
 		Agreement float64 `json:"tf_agreement"`
 	}{n, matches, float64(matches) / float64(n)}
-	if err := writeJSON(o.out, stdout, rep); err != nil {
+	// The agreement is the command's output: on stdout unless --out names a file.
+	if err := writeJSON(cmp.Or(o.out, "-"), stdout, rep); err != nil {
 		return failed(stderr, exitRuntime, fmt.Errorf("--out: %w", err))
 	}
-	fmt.Fprintf(stderr, "k3: teacher forcing: %d of %d positions agree\n", matches, n)
+	if !o.quiet {
+		fmt.Fprintf(stderr, "k3: teacher forcing: %d of %d positions agree\n", matches, n)
+	}
 	return exitOK
 }

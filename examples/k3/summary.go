@@ -6,7 +6,6 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/sysmem"
-	"github.com/k3-project/k3/trunk"
 )
 
 // tokenCounters turns the stores' run counters into per-token figures.
@@ -16,18 +15,26 @@ type tokenCounters struct{ read int64 } // bytes read by the stores so far
 // counters; "-" without a cache) and the bytes read since the previous call (trunk pieces,
 // lm_head, embedding rows and experts).
 func (c *tokenCounters) step(m *k3.Model) (hit string, read int64) {
-	hit, total, st := "    -", int64(0), m.Stats()
-	if st.Trunk != nil {
-		total += st.Trunk.TotalBytes()
+	hit, st := "    -", m.Stats()
+	if st.Cache != nil && st.Cache.Step.Requests > 0 {
+		hit = fmt.Sprintf("%4.1f%%", 100*st.Cache.Step.TrueHitRate)
 	}
-	if st.Cache != nil {
-		total += st.Cache.Run.BytesRead
-		if st.Cache.Step.Requests > 0 {
-			hit = fmt.Sprintf("%4.1f%%", 100*st.Cache.Step.TrueHitRate)
-		}
-	}
+	total := bytesRead(st)
 	read, c.read = total-c.read, total
 	return hit, read
+}
+
+// bytesRead is what the stores have read since the model was opened: trunk pieces, lm_head,
+// embedding rows and experts (nothing when everything is memory-mapped).
+func bytesRead(st k3.Stats) int64 {
+	var n int64
+	if st.Trunk != nil {
+		n += st.Trunk.TotalBytes()
+	}
+	if st.Cache != nil {
+		n += st.Cache.Run.BytesRead
+	}
+	return n
 }
 
 // stats fills in the report's memory and traffic figures and prints the expert cache's and the
@@ -38,14 +45,14 @@ func (rep *report) stats(m *k3.Model, w io.Writer) {
 		r := st.Run
 		rep.ExpertBytesRead, rep.Cache = r.BytesRead, st
 		fmt.Fprintf(w, "k3: experts: %d requests, %d hits, %d misses, %d evictions, true resident hit rate %.1f%%, %s read in %.2f s; lookahead precision %.0f%% recall %.0f%%\n",
-			r.Requests, r.Hits, r.Misses, r.Evictions, 100*r.TrueHitRate, trunk.GB(rep.ExpertBytesRead), r.LoadSeconds,
+			r.Requests, r.Hits, r.Misses, r.Evictions, 100*r.TrueHitRate, size(rep.ExpertBytesRead), r.LoadSeconds,
 			100*r.PredictPrecision, 100*r.PredictRecall)
 	}
 	if st := m.Stats().Trunk; st != nil {
 		rep.TrunkBytesRead, rep.EmbedBytesRead, rep.HeadBytesRead = st.BytesRead, st.EmbedBytes, st.HeadBytes
 		rep.Trunk = st
 		fmt.Fprintf(w, "k3: trunk: %s streamed + %s lm_head + %s embedding rows read in %d reads (%s); device %.2f s, compute waited %.2f s (overlap %.0f%%)\n",
-			trunk.GB(st.BytesRead), trunk.GB(st.HeadBytes), trunk.GB(st.EmbedBytes), st.Reads, st.Mode,
+			size(st.BytesRead), size(st.HeadBytes), size(st.EmbedBytes), st.Reads, st.Mode,
 			st.DeviceSeconds, st.WaitSeconds, 100*st.Overlap())
 	}
 }
@@ -78,15 +85,15 @@ func printSummary(w io.Writer, rep *report, genSeconds float64) {
 			100*(trunkSec+expertSec)/genSeconds, trunkSec, expertSec, genSeconds)
 	}
 	trunkRead := rep.TrunkBytesRead + rep.HeadBytesRead + rep.EmbedBytesRead
-	fmt.Fprintf(w, "k3: summary: trunk %.3f GB read (%s), experts %.3f GB read (%s)\n",
-		float64(trunkRead)/gb, rate(trunkRead, trunkSec), float64(rep.ExpertBytesRead)/gb, rate(rep.ExpertBytesRead, expertSec))
-	fmt.Fprintf(w, "k3: summary: PEAK RSS %.3f GB (%d bytes, getrusage maxrss for the whole run)\n",
-		float64(rep.PeakRSSBytes)/gb, rep.PeakRSSBytes)
+	fmt.Fprintf(w, "k3: summary: trunk %s read (%s), experts %s read (%s)\n",
+		size(trunkRead), rate(trunkRead, trunkSec), size(rep.ExpertBytesRead), rate(rep.ExpertBytesRead, expertSec))
+	fmt.Fprintf(w, "k3: summary: PEAK RSS %s (%d bytes, getrusage maxrss for the whole run)\n",
+		size(rep.PeakRSSBytes), rep.PeakRSSBytes)
 }
 
 func rate(bytes int64, sec float64) string {
 	if sec <= 0 {
-		return "- MB/s"
+		return "- B/s"
 	}
-	return fmt.Sprintf("%.1f MB/s", float64(bytes)/1e6/sec)
+	return size(int64(float64(bytes)/sec)) + "/s"
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +35,7 @@ the K3 specials at ids N..N+255), so "k3 run <dir> --tok <dir> --prompt TEXT" wo
 are a pure function of (geometry, seed). Output is staged beside dir and renamed into place: an
 interrupted run leaves nothing in dir, and the rerun starts afresh.
 
-  --seed N     0..9223372036854775807 (default 1)
+  -s, --seed N 0..9223372036854775807 (default 1)
   -h, --help   this help
 `}
 
@@ -96,21 +97,24 @@ func checkGeometry(name string) error {
 }
 
 var demoCmd = command{name: "demo", npos: 0, what: "no positional arguments", main: demo,
-	flags: flagSpec{"--gen": true, "--seed": true, "--keep": true, "--threads": true, "--prompt": true},
-	help: `usage: k3 demo [--prompt TEXT] [--gen N] [--seed N] [--threads N] [--keep DIR]
+	flags: flagSpec{"--gen": true, "--seed": true, "--keep": true, "--threads": true, "--prompt": true, "--json": false, "--quiet": false},
+	help: `usage: k3 demo [-p TEXT] [-n N] [--seed N] [--threads N] [--keep DIR] [--json]
 
 Synthesizes the tiny geometry (with its tokenizer) into a temporary directory, or into DIR with
---keep, and decodes from it incrementally, printing the JSON report on stdout. With --prompt the
-text is encoded by the synthesized tokenizer and generated_text is filled; otherwise the prompt
-is the ids 1,2,3,4,5. The tiny vocabulary is 256 ids, all single bytes, so the generated text
-of these random weights is a random byte string.
+--keep, and continues a prompt from it, writing the generated text on stdout as k3 run does.
+The tiny vocabulary is 256 ids, all single bytes, and its weights are random, so the text is a
+random byte string.
 
-  --prompt TEXT  prompt text (special names such as [EOS] lie outside the tiny vocabulary)
-  --gen N        tokens to generate, 0..64 (default 8)
-  --seed N       synthesis seed (default 1)
-  --threads N    worker goroutines (default: GOMAXPROCS)
-  --keep DIR     write the checkpoint to DIR (absent or empty) and keep it
-  -h, --help     this help
+  -p, --prompt TEXT  prompt text (default "Hello"; special names such as [EOS] lie outside the
+                     tiny vocabulary)
+  -n, --n-predict N, --gen N
+                     tokens to generate, 0..64 (default 8)
+  -s, --seed N       synthesis seed (default 1)
+  -t, --threads N    worker goroutines (default: GOMAXPROCS)
+  --keep DIR         write the checkpoint to DIR (absent or empty) and keep it
+  --json             the JSON run report on stdout instead of the text
+  -q, --quiet        no diagnostics on stderr
+  -h, --help         this help
 `}
 
 // cmdDemo is the setup-free path of the README: synthesize the tiny geometry into a temporary
@@ -134,11 +138,13 @@ func demo(a *args, stdout, stderr io.Writer) int {
 	if err := checkpoint.Synthesize(dir, "tiny", int64(seed)); err != nil {
 		return synthFailed(stderr, err)
 	}
-	fmt.Fprintf(stderr, "k3: demo: synthesized geometry tiny (seed %d) in %s\n", seed, dir)
-	o := &runOptions{modelDir: dir, ids: []int{1, 2, 3, 4, 5}, promptFlag: "--ids", gen: gen, incremental: true,
-		threads: threads, noStop: true, out: "-"}
-	if s, ok := a.vals["--prompt"]; ok {
-		o.ids, o.promptText, o.promptFlag, o.tokDir = nil, s, "--prompt", dir
+	if !a.has("--quiet") {
+		fmt.Fprintf(stderr, "k3: demo: synthesized geometry tiny (seed %d) in %s\n", seed, dir)
+	}
+	o := &runOptions{modelDir: dir, promptText: cmp.Or(a.vals["--prompt"], "Hello"), promptFlag: "--prompt", tokDir: dir,
+		gen: gen, incremental: true, threads: threads, noStop: true, quiet: a.has("--quiet"), gf: genOptions{ctx: maxTotal}}
+	if a.has("--json") {
+		o.out = "-"
 	}
 	return decode(o, stdout, stderr, nil)
 }

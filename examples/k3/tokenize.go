@@ -145,19 +145,6 @@ func synthNote(path string) string {
 	return c.Note
 }
 
-// readPromptFile reads --prompt-file. An unreadable file is a bad argument (exit 2): nothing has
-// been started yet and the user has to fix the command line.
-func readPromptFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", usagef("--prompt-file", "%v", err)
-	}
-	if !utf8.Valid(b) {
-		return "", usagef("--prompt-file", "%s is not valid UTF-8", path)
-	}
-	return string(b), nil
-}
-
 // encodePrompt turns the prompt text into ids as the Kimi reference tokenizer does
 // (tokenization_kimi.py's encode: every special name is recognised, nothing is added, no chat
 // template). flag names the source in errors.

@@ -122,7 +122,7 @@ func hashProgress(stderr io.Writer, dir string) (*meter, checkpoint.Progress) {
 			}
 		}
 	}
-	m := newMeter(stderr, total, "k3 verify: sha256")
+	m := newMeter(stderr, total, "k3 verify: sha256", "")
 	var file string
 	var before int64 // the bytes of the files hashed before file
 	return m, func(f string, done, _ int64) {
