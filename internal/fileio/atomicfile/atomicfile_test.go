@@ -95,4 +95,3 @@ func TestCreateErrors(t *testing.T) {
 	require.Error(t, err)
 	require.ElementsMatch(t, []string{"d"}, entries(t, dir))
 }
-
