@@ -17,7 +17,6 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
-	"github.com/k3-project/k3/cache/trace"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/sample"
@@ -335,27 +334,21 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if o.verify {
 		opts = append(opts, k3.WithVerify())
 	}
+	var dump *traceDump
 	if o.traceDir != "" {
-		err := os.MkdirAll(o.traceDir, 0o755)
-		var tw *trace.FileWriter
-		if err == nil {
-			tw, err = trace.Create(o.traceDir, cfg.NumLayers, cfg.NumExperts)
+		var err error
+		if dump, err = startTraceDump(o.traceDir, cfg); err != nil {
+			return failed(stderr, exitUsage, err)
 		}
-		if err != nil {
-			return failed(stderr, exitUsage, fmt.Errorf("--dump-cache-trace: %w", err))
-		}
-		opts = append(opts, k3.WithTracer(tw))
-		defer func() {
-			if err := tw.Close(); err != nil {
-				fmt.Fprintf(stderr, "k3: --dump-cache-trace: %v\n", err)
-			}
-		}()
+		opts = append(opts, k3.WithTracer(dump.w))
+		defer dump.abort() // a run that ends early leaves no trace that looks complete
 	}
 	// The plan is computed and printed before anything is allocated.
 	plan, err := k3.PlanFor(o.modelDir, opts...)
 	if err != nil {
 		return failed(stderr, openExit(err), err)
 	}
+	dump.expertBytes(plan)
 	fmt.Fprintf(stderr, "k3: memory plan\n  %s\n", strings.ReplaceAll(plan.String(), "\n", "\n  "))
 	m, err := k3.Open(o.modelDir, opts...)
 	if err != nil {
@@ -373,7 +366,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		o.modelDir, cfg.NumLayers, cfg.Vocab, loadSec, o.threads, map[bool]string{true: "incremental", false: "full recompute"}[o.incremental])
 
 	if o.tfCheck {
-		return tfCheck(ctx, m, o, stdout, stderr)
+		return dump.finish(tfCheck(ctx, m, o, stdout, stderr), stderr)
 	}
 	printPlan(stderr, m, len(o.ids)+o.gen+1)
 	rep := report{
@@ -458,6 +451,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.StopReason = "signal"
 		code = cmp.Or(code, signalExit(s))
 	}
+	code = dump.finish(code, stderr)
 	if dumpErr != nil {
 		fmt.Fprintf(stderr, "k3: --dump-logits: %v\n", dumpErr)
 		code = cmp.Or(code, exitRuntime)

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"os"
 
+	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache/sim"
+	"github.com/k3-project/k3/cache/trace"
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/layout"
 )
 
 var simCacheCmd = command{name: "sim-cache", npos: 1, what: "one expert_trace.bin", main: simCache,
@@ -50,3 +56,47 @@ func simCache(a *args, stdout, stderr io.Writer) int {
 	}
 	return exitOK
 }
+
+// traceDump is run's --dump-cache-trace: the trace writer and what ends it.
+type traceDump struct {
+	w *trace.FileWriter
+}
+
+// startTraceDump creates dir and starts a trace there with the model's
+// geometry; it is checked before any weights load, so an unwritable
+// directory costs nothing.
+func startTraceDump(dir string, cfg *config.Config) (*traceDump, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--dump-cache-trace: %w", err)
+	}
+	w, err := trace.New(dir, trace.Geometry{Layers: cfg.NumLayers, Experts: cfg.NumExperts, TopK: cfg.TopK,
+		MoELayers: cfg.NumLayers - cfg.FirstDense, ExpertBytes: layout.ExpertBytes(cfg)})
+	if err != nil {
+		return nil, fmt.Errorf("--dump-cache-trace: %w", err)
+	}
+	return &traceDump{w: w}, nil
+}
+
+// expertBytes records the expert size the plan's cache uses (it is what
+// the store's slots hold, and what sim-cache must be given).
+func (d *traceDump) expertBytes(plan k3.Plan) {
+	if d != nil && plan.Cache != nil && plan.Cache.ExpertBytes > 0 {
+		d.w.SetExpertBytes(plan.Cache.ExpertBytes)
+	}
+}
+
+// finish completes the dump and returns code, or exitRuntime when code was
+// exitOK and the trace could not be written whole (it is then not left).
+func (d *traceDump) finish(code int, stderr io.Writer) int {
+	if d == nil {
+		return code
+	}
+	if err := d.w.Close(); err != nil {
+		fmt.Fprintf(stderr, "k3: --dump-cache-trace: %v\n", err)
+		return cmp.Or(code, exitRuntime)
+	}
+	return code
+}
+
+// abort drops an unfinished dump; after finish it does nothing.
+func (d *traceDump) abort() { d.w.Abort() }
