@@ -26,8 +26,8 @@ type Plan struct {
 	// through every MoE layer, 2 shared cores, experts in the page cache) on
 	// the wide fixture (top-k 8): 4 slots +24%, 1 slot +85% of the MoE
 	// layers' time per token; 7 slots +5%.
-	ScratchSlots int `json:"scratch_slots,omitempty"`
-	Waves        int `json:"waves,omitempty"`
+	ScratchSlots int   `json:"scratch_slots,omitempty"`
+	Waves        int   `json:"waves,omitempty"`
 	Prefetch     int   `json:"prefetch"`
 	Total        int64 `json:"total_bytes"`
 }
