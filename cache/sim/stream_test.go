@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -158,4 +159,38 @@ func TestMemoryIndependentOfLength(t *testing.T) {
 	t.Logf("allocated %d bytes for 2^17 requests, %d for 2^20", small, large)
 	require.Less(t, large, small+1<<20, "allocation grows with the trace's length")
 	require.Less(t, large, uint64(8<<20))
+}
+
+// TestPeakRSSLargeTrace: a 64 MB trace (2^23 requests) is replayed in a
+// child process whose peak resident set stays far below the trace's size
+// (the replay this replaced held about 13 times the trace).
+func TestPeakRSSLargeTrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and replays a 64 MB trace")
+	}
+	if dir, ok := testkit.ChildArg("SIM_LARGE"); ok {
+		g := trace.Geometry{Layers: 9, Experts: 64, TopK: 2, MoELayers: 8, ExpertBytes: 1000}
+		w, err := trace.New(dir, g)
+		require.NoError(t, err)
+		r := rand.New(rand.NewPCG(9, 9))
+		const n = 1 << 23
+		for i := range n {
+			w.ExpertRequest(1+i%8, int(r.ExpFloat64()*10)%64)
+		}
+		require.NoError(t, w.Close())
+		rep, err := RunFile(filepath.Join(dir, trace.TraceFile), Options{CapacitiesGB: []float64{50e-6}})
+		require.NoError(t, err)
+		require.Equal(t, n, rep.Requests)
+		fmt.Printf("PEAK %d %d\n", testkit.PeakRSS(), rep.Requests)
+		return
+	}
+	dir := t.TempDir()
+	line := testkit.ChildLine(t, testkit.RunChild(t, "TestPeakRSSLargeTrace", "SIM_LARGE", dir), "PEAK")
+	var peak, n int64
+	_, err := fmt.Sscanf(line, "PEAK %d %d", &peak, &n)
+	require.NoError(t, err, line)
+	st, err := os.Stat(filepath.Join(dir, trace.TraceFile))
+	require.NoError(t, err)
+	t.Logf("trace %d bytes, %d requests; peak RSS %d bytes", st.Size(), n, peak)
+	require.Less(t, peak, st.Size()/2, "the replay's peak resident set grows with the trace")
 }
