@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/k3-project/k3/cache/trace"
@@ -68,4 +70,47 @@ func TestExecTraceDumpFullDisk(t *testing.T) {
 	}
 	require.Empty(t, names, "nothing left in the dump directory")
 	require.False(t, strings.Contains(string(out), "panic"))
+}
+
+// TestTraceDumpSignal: SIGTERM stops generation; the trace of what ran is
+// still completed (exit 143), whole and readable.
+func TestTraceDumpSignal(t *testing.T) {
+	dir := synthTiny(t)
+	td := filepath.Join(t.TempDir(), "tr")
+	sigs := make(chan os.Signal, 1)
+	sigs <- syscall.SIGTERM
+	a, err := parseArgs([]string{dir, "--ids", "1,2", "--gen", "50", "--no-stop", "--cache-gb", "0.0001",
+		"--dump-cache-trace", td, "--out", filepath.Join(t.TempDir(), "r.json")}, runCmd.flags)
+	require.NoError(t, err)
+	o, err := parseRun(a)
+	require.NoError(t, err)
+	var so, se bytes.Buffer
+	require.Equal(t, 143, decode(o, &so, &se, sigs), se.String())
+	tr, err := trace.Open(filepath.Join(td, trace.TraceFile))
+	require.NoError(t, err)
+	defer tr.Close()
+	h, ok := tr.Header()
+	require.True(t, ok)
+	require.Positive(t, h.Records)
+	_, err = tr.Requests()
+	require.NoError(t, err)
+}
+
+// TestTraceDumpEarlyFailure: a run refused before it generates (a cache
+// budget below the floor) leaves no trace, not an empty one that a replay
+// would accept.
+func TestTraceDumpEarlyFailure(t *testing.T) {
+	dir := synthTiny(t)
+	td := filepath.Join(t.TempDir(), "tr")
+	a, err := parseArgs([]string{dir, "--ids", "1,2", "--gen", "4", "--cache-gb", "0.000001",
+		"--dump-cache-trace", td, "--out", filepath.Join(t.TempDir(), "r.json")}, runCmd.flags)
+	require.NoError(t, err)
+	o, err := parseRun(a)
+	require.NoError(t, err)
+	var so, se bytes.Buffer
+	require.Equal(t, exitUsage, decode(o, &so, &se, make(chan os.Signal)), se.String())
+	require.Contains(t, se.String(), "cache")
+	es, err := os.ReadDir(td)
+	require.NoError(t, err)
+	require.Empty(t, es)
 }
