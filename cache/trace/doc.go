@@ -11,7 +11,8 @@
 // {"n_layers":N,"n_experts":M,"counts":{"L,e":count,…}} holding the non-zero
 // counts.
 //
-// Start with Create (or New, with the whole geometry) for recording — the
+// Start with New for recording (the model's geometry goes into the header;
+// Create is for callers that know only its layers and experts) — the
 // FileWriter is a cache.Tracer — and Open for reading: a Trace reads its
 // records on demand, so a replay's memory does not grow with the trace.
 // Both files are written under temporary names and renamed only when

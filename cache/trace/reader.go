@@ -13,7 +13,7 @@ import (
 var (
 	// ErrSize reports a trace whose record bytes are not a multiple of 8,
 	// or that holds more bytes than its header counts.
-	ErrSize = errors.New("trace: size is not a multiple of 8 bytes")
+	ErrSize = errors.New("trace: size does not fit whole records")
 	// ErrRecord reports a record with a negative layer or an expert
 	// outside [0, 2^20) (the simulator packs keys as layer<<20 | expert),
 	// or, in a trace with a header, outside its geometry.
