@@ -23,9 +23,13 @@ type Plan struct {
 	// results are bit-identical; the cost is time, since each round's reads
 	// finish before its experts run and fewer reads are in flight at once.
 	// Measured with BenchmarkScratchWaves (budget 0, one decode token
-	// through every MoE layer, 2 shared cores, experts in the page cache) on
-	// the wide fixture (top-k 8): 4 slots +24%, 1 slot +85% of the MoE
-	// layers' time per token; 7 slots +5%.
+	// through every MoE layer, one worker; 2 cores shared with a load of 8
+	// to 10, experts in the page cache), against the TopK scratch: on the
+	// wide fixture (top-k 8, 1.6 KB experts) 7 slots +5%, 4 slots +24%,
+	// 1 slot +85%; on perf (top-k 8, 836 KB experts, 12 MoE layers) 1 slot
+	// 1.2–2.2× and 4 or 7 slots 0.7–1.4× over two runs — on that host the
+	// noise is as large as the effect of a few waves, and only one slot is
+	// clearly slower.
 	ScratchSlots int   `json:"scratch_slots,omitempty"`
 	Waves        int   `json:"waves,omitempty"`
 	Prefetch     int   `json:"prefetch"`
