@@ -233,7 +233,7 @@ func run(src source, o Options, next nextStore) (Report, error) {
 		// half of its slots), so larger ones replay as that: the work and memory of a row are
 		// bounded by the trace's distinct keys, not by a capacity that may be absurdly large for
 		// tiny experts.
-		slots := int(min(fslots, float64(math.MaxInt32)))
+		slots := int(min(fslots, 1<<62)) // nominal; the replay uses sim
 		sim := min(slots, 2*len(ranked)+2)
 		rep.Rows = append(rep.Rows, Row{GB: gb, Slots: slots})
 		rep.order = append(rep.order, true)
