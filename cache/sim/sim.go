@@ -420,9 +420,25 @@ func (r Report) Format(w io.Writer) error {
 	for _, h := range r.Hottest {
 		fmt.Fprintf(&b, "  L%d/e%d ×%d", h.Layer, h.Expert, h.Count)
 	}
-	fmt.Fprintf(&b, "\nreuse %.2f%%  compulsory-miss ceiling %.2f%%  every touched expert %.2f GB  whole pool %.2f GB\n",
-		r.ReusePct, r.ReusePct, r.NeededGB, r.PoolGB)
-	fmt.Fprintf(&b, "%6s %7s %7s %9s %8s %9s %12s %8s\n", "CACHE", "SLOTS", "LRU%", "S3-FIFO%", "BELADY%", "PIN+LRU%", "GB READ/TOK", "SEC/TOK")
+	fmt.Fprintf(&b, "\nreuse %.2f%%  compulsory-miss ceiling %.2f%%  every touched expert %s  whole pool %s\n",
+		r.ReusePct, r.ReusePct, amount(r.NeededGB), amount(r.PoolGB))
+	// The read and time columns take the unit of their largest value, so that a small model's
+	// rows do not all read 0.00.
+	var maxGB, maxSec float64
+	for _, row := range r.Rows {
+		maxGB, maxSec = max(maxGB, row.GBReadPerToken), max(maxSec, row.SecPerToken)
+	}
+	readScale, readUnit := unitOf(maxGB * 1e9)
+	readScale /= 1e9
+	secScale, secUnit := 1.0, "SEC"
+	for _, u := range []string{"MS", "µS"} {
+		if maxSec*secScale >= 0.01 || maxSec == 0 {
+			break
+		}
+		secScale, secUnit = secScale*1000, u
+	}
+	fmt.Fprintf(&b, "%6s %7s %7s %9s %8s %9s %12s %8s\n", "CACHE", "SLOTS", "LRU%", "S3-FIFO%", "BELADY%", "PIN+LRU%",
+		readUnit+" READ/TOK", secUnit+"/TOK")
 	order := r.order
 	if len(order) != len(r.Rows)+len(r.Unsimulated) { // a Report built by hand: simulated first
 		order = make([]bool, 0, len(r.Rows)+len(r.Unsimulated))
@@ -445,7 +461,7 @@ func (r Report) Format(w io.Writer) error {
 		ri++
 		fmt.Fprintf(&b, "%6s %7d %7.2f %9.2f %8.2f %9.2f %12.2f %8.2f\n", SizeString(row.GB), row.Slots,
 			row.LRU.HitRate(), row.S3FIFO.HitRate(), row.Belady.HitRate(), row.PinLRU.HitRate(),
-			row.GBReadPerToken, row.SecPerToken)
+			row.GBReadPerToken/readScale, row.SecPerToken*secScale)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -456,13 +472,8 @@ func (r Report) Format(w io.Writer) error {
 // without decimals and others to three significant digits: "26KB",
 // "1.67MB", "64GB", "1450GB".
 func SizeString(gb float64) string {
-	v, unit := gb*1e9, "B"
-	for _, u := range []string{"KB", "MB", "GB"} {
-		if v < 1000 {
-			break
-		}
-		v, unit = v/1000, u
-	}
+	scale, unit := unitOf(gb * 1e9)
+	v := gb * 1e9 / scale
 	if r := math.Round(v); math.Abs(v-r) <= 1e-9*math.Max(1, v) {
 		return strconv.FormatFloat(r, 'f', -1, 64) + unit
 	}
@@ -472,6 +483,26 @@ func SizeString(gb float64) string {
 		t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
 	}
 	return t + unit
+}
+
+// unitOf returns the divisor and name of the largest unit up to GB in
+// which n bytes are at least 1 (B for less than a kilobyte).
+func unitOf(n float64) (float64, string) {
+	scale, unit := 1.0, "B"
+	for _, u := range []string{"KB", "MB", "GB"} {
+		if n < scale*1000 {
+			break
+		}
+		scale, unit = scale*1000, u
+	}
+	return scale, unit
+}
+
+// amount renders gb decimal gigabytes with two decimals in the unit that
+// reads: "175.65 GB", "613.63 KB".
+func amount(gb float64) string {
+	scale, unit := unitOf(gb * 1e9)
+	return fmt.Sprintf("%.2f %s", gb*1e9/scale, unit)
 }
 
 // String is Format into a string.
