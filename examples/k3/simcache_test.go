@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,4 +138,22 @@ func TestSparseProgress(t *testing.T) {
 	now = now.Add(10 * time.Second)
 	p(100, 100)
 	assert.Equal(t, "k3: sim-cache: 25% of the replay after 6 s\n", b.String())
+}
+
+// TestExecSimCacheFIFO: a FIFO in place of the trace is refused at once
+// (exit 1, named), never opened in a way that blocks.
+func TestExecSimCacheFIFO(t *testing.T) {
+	cwd := t.TempDir()
+	p := filepath.Join(cwd, "fifo.bin")
+	require.NoError(t, syscall.Mkfifo(p, 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k3Binary(t), "sim-cache", p)
+	cmd.Dir = cwd
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, ctx.Err(), "sim-cache blocked on a FIFO")
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, "%v: %s", err, out)
+	assert.Equal(t, exitRuntime, ee.ExitCode())
+	assert.Contains(t, string(out), "not a regular file")
 }
