@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/stretchr/testify v1.12.1
-	golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
 	golang.org/x/sys v0.50.0
 	gonum.org/v1/gonum v0.17.0
 )

@@ -49,6 +49,14 @@ type Config struct {
 	// Shapes, when set, are checked against every expert (always set it
 	// when a model configuration is known).
 	Shapes *Shapes
+	// ScratchSlots, with Budget 0, is how many experts the read scratch
+	// holds (1 to TopK; 0 means TopK). Fewer than TopK lowers the memory
+	// floor by (TopK − ScratchSlots) slots: MaxBatch becomes ScratchSlots,
+	// so the MoE fetches a layer's picks in waves (moe.BatchLimiter) with
+	// bit-identical results, at the cost of reading a layer's experts in
+	// ⌈TopK / ScratchSlots⌉ rounds instead of one (Plan.Waves; the measured
+	// cost is in Plan's documentation). With a budget it must be 0.
+	ScratchSlots int
 }
 
 // Slot states (§9.2).
@@ -146,6 +154,9 @@ func New(ck *safetensors.Checkpoint, cfg Config, opts ...Option) (*Store, error)
 	if cfg.Budget < 0 {
 		return nil, fmt.Errorf("cache: negative budget %d", cfg.Budget)
 	}
+	if err := checkScratchSlots(cfg.ScratchSlots, cfg.TopK, cfg.Budget); err != nil {
+		return nil, err
+	}
 	if _, err := NewPolicy(o.policy, 1); err != nil {
 		return nil, err
 	}
@@ -185,6 +196,9 @@ func New(ck *safetensors.Checkpoint, cfg Config, opts ...Option) (*Store, error)
 			ErrBudgetTooSmall, cfg.Budget, s.nslots, s.slotBytes, cfg.TopK+1, min)
 	}
 	s.maxBatch = cfg.TopK
+	if cfg.ScratchSlots > 0 {
+		s.maxBatch = cfg.ScratchSlots
+	}
 	if s.nslots > 0 {
 		s.maxBatch = max(cfg.TopK, s.nslots/2)
 		if o.maxBatch > 0 {

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/k3-project/k3/cache"
@@ -18,8 +20,12 @@ const (
 	// RequestsPerToken is one token's demand requests on K3 (92 MoE
 	// layers × 16 experts): ntok = ⌊requests / 1472⌋, at least 1.
 	RequestsPerToken = 1472
-	// MinSlots: rows with fewer slots are skipped.
+	// MinSlots is K3's TopK + 1: a cache of fewer slots cannot serve
+	// one token's picks, so such a size is reported, not simulated.
 	MinSlots = 17
+	// defaultTopK and defaultMoELayers are K3's, whose product is
+	// RequestsPerToken.
+	defaultTopK, defaultMoELayers = 16, 92
 )
 
 // DefaultCapacitiesGB are the table's cache sizes.
@@ -121,54 +127,86 @@ func (r *replayer) step(k uint64) bool {
 // the incoming key's, the incoming key is not cached.
 func Belady(keys []uint64, capacity int) Outcome {
 	n := len(keys)
-	next := make([]int32, n)
-	last := make(map[uint64]int32, 1024)
+	next := make([]int64, n)
+	last := make(map[uint64]int64, 1024)
 	for i := n - 1; i >= 0; i-- {
 		if j, ok := last[keys[i]]; ok {
 			next[i] = j
 		} else {
-			next[i] = int32(n) // never again
+			next[i] = int64(n) // never again
 		}
-		last[keys[i]] = int32(i)
+		last[keys[i]] = int64(i)
 	}
-	var out Outcome
-	resident := make(map[uint64]int32, capacity) // key → its next use
-	h := &maxHeap{}
+	b := newBelady(capacity)
 	for i, k := range keys {
-		if _, ok := resident[k]; ok {
-			out.Hits++
-			resident[k] = next[i]
-			h.push(heapEntry{next[i], k})
-			continue
-		}
-		out.Misses++
-		if len(resident) < capacity {
-			resident[k] = next[i]
-			h.push(heapEntry{next[i], k})
-			continue
-		}
-		for { // drop stale entries
-			top := h.top()
-			if nu, ok := resident[top.key]; ok && nu == top.next {
-				break
-			}
-			h.pop()
-		}
-		v := h.top()
-		if v.next < next[i] {
-			continue // bypass: the victim is needed sooner than the newcomer
-		}
-		h.pop()
-		delete(resident, v.key)
-		out.Evictions++
-		resident[k] = next[i]
-		h.push(heapEntry{next[i], k})
+		b.step(k, next[i])
 	}
-	return out
+	return b.out
+}
+
+// belady is Belady's policy with bypass, fed one request and its next use
+// at a time.
+type belady struct {
+	capacity int
+	resident map[uint64]int64 // key → its next use
+	h        maxHeap          // resident keys by next use, with stale entries
+	out      Outcome
+}
+
+func newBelady(capacity int) *belady {
+	return &belady{capacity: capacity, resident: make(map[uint64]int64, capacity)}
+}
+
+func (b *belady) step(k uint64, next int64) {
+	if _, ok := b.resident[k]; ok {
+		b.out.Hits++
+		b.resident[k] = next
+		b.push(k, next)
+		return
+	}
+	b.out.Misses++
+	if len(b.resident) < b.capacity {
+		b.resident[k] = next
+		b.push(k, next)
+		return
+	}
+	for { // drop stale entries
+		top := b.h.top()
+		if nu, ok := b.resident[top.key]; ok && nu == top.next {
+			break
+		}
+		b.h.pop()
+	}
+	v := b.h.top()
+	if v.next < next {
+		return // bypass: the victim is needed sooner than the newcomer
+	}
+	b.h.pop()
+	delete(b.resident, v.key)
+	b.out.Evictions++
+	b.resident[k] = next
+	b.push(k, next)
+}
+
+// push adds an entry; every hit leaves a stale one behind, so when they
+// outnumber the live ones the heap is rebuilt from the resident keys, which
+// bounds it by the capacity instead of the trace's length. Only keys never
+// used again can tie on next use, and which of those goes first changes no
+// count.
+func (b *belady) push(k uint64, next int64) {
+	if len(b.h.e) > 2*len(b.resident)+1024 {
+		b.h.e = b.h.e[:0]
+		for rk, nu := range b.resident {
+			if rk != k {
+				b.h.push(heapEntry{nu, rk})
+			}
+		}
+	}
+	b.h.push(heapEntry{next, k})
 }
 
 type heapEntry struct {
-	next int32
+	next int64
 	key  uint64
 }
 
@@ -244,44 +282,68 @@ func counts(keys []uint64) []KeyCount {
 // other max(capacity − npin, 1) slots. A pinned key's first request is a
 // compulsory miss.
 func PinLRU(keys []uint64, capacity int) Outcome {
-	return pinLRU(keys, capacity, counts(keys))
+	p := newPinLRU(capacity, counts(keys))
+	for _, k := range keys {
+		p.step(k)
+	}
+	return p.outcome()
 }
 
-func pinLRU(keys []uint64, capacity int, ranked []KeyCount) Outcome {
+// pinLRU is PIN+LRU fed one request at a time.
+type pinLRU struct {
+	pinned map[uint64]bool // key → seen
+	hits   int64
+	misses int64
+	r      *replayer
+}
+
+func newPinLRU(capacity int, ranked []KeyCount) *pinLRU {
 	npin := min(capacity/2, capacity-1, len(ranked))
-	pinned := make(map[uint64]bool, npin)
+	pinned := make(map[uint64]bool, max(npin, 0))
 	for _, kc := range ranked[:max(npin, 0)] {
 		pinned[uint64(kc.Layer)<<20|uint64(kc.Expert)] = false
 	}
 	rest := max(capacity-npin, 1)
-	r := newReplayer(cache.NewLRU(rest), rest, false)
-	var out Outcome
-	for _, k := range keys {
-		if seen, ok := pinned[k]; ok {
-			if seen {
-				out.Hits++
-			} else {
-				out.Misses++
-				pinned[k] = true
-			}
-			continue
-		}
-		r.step(k)
-	}
-	out.Hits += r.out.Hits
-	out.Misses += r.out.Misses
-	out.Evictions = r.out.Evictions
-	return out
+	return &pinLRU{pinned: pinned, r: newReplayer(cache.NewLRU(rest), rest, false)}
 }
 
-// Options configure Run.
+func (p *pinLRU) step(k uint64) {
+	if seen, ok := p.pinned[k]; ok {
+		if seen {
+			p.hits++
+		} else {
+			p.misses++
+			p.pinned[k] = true
+		}
+		return
+	}
+	p.r.step(k)
+}
+
+func (p *pinLRU) outcome() Outcome {
+	return Outcome{Hits: p.hits + p.r.out.Hits, Misses: p.misses + p.r.out.Misses, Evictions: p.r.out.Evictions}
+}
+
+// Options configure Run and RunFile. Zero fields take the trace header's
+// value where RunFile has one, else K3's (reported in Report.Warnings).
 type Options struct {
 	ExpertBytes  int64     // default DefaultExpertBytes
 	DiskMBs      float64   // default DefaultDiskMBs
 	CapacitiesGB []float64 // default DefaultCapacitiesGB
+	// TopK and MoELayers are the model's experts per token and MoE layers:
+	// a token makes TopK·MoELayers requests (ntok) and a cache needs TopK+1
+	// slots (fewer is a row with that reason). Default 16 and 92, K3's.
+	TopK, MoELayers int
+	// Progress, when set, is called after each piece of the replay with
+	// the requests processed so far and the total (each request is visited
+	// twice, so total is twice the trace's length).
+	Progress func(done, total int64)
+	// TempDir holds RunFile's next-use file (4 bytes a request, unlinked
+	// while open). Default: the trace's directory, else os.TempDir().
+	TempDir string
 }
 
-// Row is one cache size's results.
+// Row is one simulated cache size's results.
 type Row struct {
 	GB                          float64
 	Slots                       int
@@ -289,6 +351,13 @@ type Row struct {
 	// GBReadPerToken is S3-FIFO misses · ExpertBytes / 1e9 / ntok (also
 	// for LRU); SecPerToken the S3-FIFO figure at DiskMBs (expert I/O only).
 	GBReadPerToken, LRUGBReadPerToken, SecPerToken float64
+}
+
+// Unsimulated is a requested cache size that could not be simulated, and why.
+type Unsimulated struct {
+	GB     float64
+	Slots  int
+	Reason string
 }
 
 // PolicyNames names the replayed policies, in the order of Row.Outcomes.
@@ -302,14 +371,23 @@ type Report struct {
 	Requests, Distinct, Tokens int
 	ExpertBytes                int64
 	DiskMBs                    float64
-	Hottest                    []KeyCount // the six most requested keys
+	// TopK and MoELayers are the geometry the report was computed with.
+	TopK, MoELayers int
+	Hottest         []KeyCount // the six most requested keys
 	// ReusePct = (Requests − Distinct)/Requests in percent: also the
 	// compulsory-miss ceiling of any policy's hit rate.
 	ReusePct float64
 	// NeededGB holds every touched expert; PoolGB every expert of the layers
 	// seen (layers × (max expert + 1)).
 	NeededGB, PoolGB float64
-	Rows             []Row
+	// Rows are the simulated sizes, Unsimulated the others; together they
+	// are every requested size, and Format prints them in the order asked.
+	Rows        []Row
+	Unsimulated []Unsimulated
+	// Warnings say what the numbers rest on that could not be checked
+	// (a headerless trace, a geometry assumed to be K3's).
+	Warnings []string
+	order    []bool // per requested size: simulated (next of Rows) or not (next of Unsimulated)
 }
 
 // Keys converts requests to simulator keys (layer<<20 | expert).
@@ -321,53 +399,14 @@ func Keys(reqs []trace.Request) []uint64 {
 	return keys
 }
 
-// Run simulates every policy at every capacity.
+// Run simulates every policy at every capacity over requests held in
+// memory. RunFile does the same for a trace file without holding it. Its
+// only failure, more than 2^32 − 2 requests (ErrTooLong), is a report with
+// no rows and the error in its Warnings.
 func Run(reqs []trace.Request, o Options) Report {
-	if o.ExpertBytes <= 0 {
-		o.ExpertBytes = DefaultExpertBytes
-	}
-	if o.DiskMBs <= 0 {
-		o.DiskMBs = DefaultDiskMBs
-	}
-	if o.CapacitiesGB == nil {
-		o.CapacitiesGB = DefaultCapacitiesGB
-	}
-	keys := Keys(reqs)
-	ranked := counts(keys)
-	rep := Report{Requests: len(keys), Distinct: len(ranked), Tokens: max(1, len(keys)/RequestsPerToken),
-		ExpertBytes: o.ExpertBytes, DiskMBs: o.DiskMBs}
-	rep.Hottest = ranked[:min(6, len(ranked))]
-	if len(keys) > 0 {
-		rep.ReusePct = 100 * float64(len(keys)-len(ranked)) / float64(len(keys))
-	}
-	rep.NeededGB = float64(len(ranked)) * float64(o.ExpertBytes) / 1e9
-	layers := map[int]bool{}
-	maxExpert := -1
-	for _, r := range reqs {
-		layers[int(r.Layer)] = true
-		maxExpert = max(maxExpert, int(r.Expert))
-	}
-	rep.PoolGB = float64(len(layers)) * float64(maxExpert+1) * float64(o.ExpertBytes) / 1e9
-	for _, gb := range o.CapacitiesGB {
-		slots := int(gb * 1e9 / float64(o.ExpertBytes))
-		if slots < MinSlots {
-			continue
-		}
-		// A cache of 2·distinct + 2 slots already holds every key under each policy (PIN+LRU pins
-		// half of its slots), so larger ones replay as that: the work and memory of a row are
-		// bounded by the trace, not by a capacity that may be absurdly large for tiny experts.
-		sim := min(slots, 2*len(ranked)+2)
-		row := Row{GB: gb, Slots: slots,
-			LRU:    Replay(keys, cache.NewLRU(sim), sim, ReplayOptions{}),
-			S3FIFO: Replay(keys, cache.NewS3FIFO(sim), sim, ReplayOptions{}),
-			Belady: Belady(keys, sim),
-			PinLRU: pinLRU(keys, sim, ranked),
-		}
-		perTok := float64(o.ExpertBytes) / 1e9 / float64(rep.Tokens)
-		row.GBReadPerToken = float64(row.S3FIFO.Misses) * perTok
-		row.LRUGBReadPerToken = float64(row.LRU.Misses) * perTok
-		row.SecPerToken = row.GBReadPerToken * 1000 / o.DiskMBs
-		rep.Rows = append(rep.Rows, row)
+	rep, err := run(memSource(reqs), o, &memNext{})
+	if err != nil {
+		return Report{Requests: len(reqs), Warnings: []string{err.Error()}}
 	}
 	return rep
 }
@@ -381,16 +420,89 @@ func (r Report) Format(w io.Writer) error {
 	for _, h := range r.Hottest {
 		fmt.Fprintf(&b, "  L%d/e%d ×%d", h.Layer, h.Expert, h.Count)
 	}
-	fmt.Fprintf(&b, "\nreuse %.2f%%  compulsory-miss ceiling %.2f%%  every touched expert %.2f GB  whole pool %.2f GB\n",
-		r.ReusePct, r.ReusePct, r.NeededGB, r.PoolGB)
-	fmt.Fprintf(&b, "%6s %7s %7s %9s %8s %9s %12s %8s\n", "CACHE", "SLOTS", "LRU%", "S3-FIFO%", "BELADY%", "PIN+LRU%", "GB READ/TOK", "SEC/TOK")
+	fmt.Fprintf(&b, "\nreuse %.2f%%  compulsory-miss ceiling %.2f%%  every touched expert %s  whole pool %s\n",
+		r.ReusePct, r.ReusePct, amount(r.NeededGB), amount(r.PoolGB))
+	// The read and time columns take the unit of their largest value, so that a small model's
+	// rows do not all read 0.00.
+	var maxGB, maxSec float64
 	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "%4.0fGB %7d %7.2f %9.2f %8.2f %9.2f %12.2f %8.2f\n", row.GB, row.Slots,
+		maxGB, maxSec = max(maxGB, row.GBReadPerToken), max(maxSec, row.SecPerToken)
+	}
+	readScale, readUnit := unitOf(maxGB * 1e9)
+	readScale /= 1e9
+	secScale, secUnit := 1.0, "SEC"
+	for _, u := range []string{"MS", "µS"} {
+		if maxSec*secScale >= 0.01 || maxSec == 0 {
+			break
+		}
+		secScale, secUnit = secScale*1000, u
+	}
+	fmt.Fprintf(&b, "%6s %7s %7s %9s %8s %9s %12s %8s\n", "CACHE", "SLOTS", "LRU%", "S3-FIFO%", "BELADY%", "PIN+LRU%",
+		readUnit+" READ/TOK", secUnit+"/TOK")
+	order := r.order
+	if len(order) != len(r.Rows)+len(r.Unsimulated) { // a Report built by hand: simulated first
+		order = make([]bool, 0, len(r.Rows)+len(r.Unsimulated))
+		for range r.Rows {
+			order = append(order, true)
+		}
+		for range r.Unsimulated {
+			order = append(order, false)
+		}
+	}
+	var ri, ui int
+	for _, simulated := range order {
+		if !simulated {
+			u := r.Unsimulated[ui]
+			ui++
+			fmt.Fprintf(&b, "%6s %7d  not simulated: %s\n", SizeString(u.GB), u.Slots, u.Reason)
+			continue
+		}
+		row := r.Rows[ri]
+		ri++
+		fmt.Fprintf(&b, "%6s %7d %7.2f %9.2f %8.2f %9.2f %12.2f %8.2f\n", SizeString(row.GB), row.Slots,
 			row.LRU.HitRate(), row.S3FIFO.HitRate(), row.Belady.HitRate(), row.PinLRU.HitRate(),
-			row.GBReadPerToken, row.SecPerToken)
+			row.GBReadPerToken/readScale, row.SecPerToken*secScale)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// SizeString renders a cache size of gb decimal gigabytes in the largest
+// unit up to GB in which it is at least 1 (B, KB, MB, GB), whole numbers
+// without decimals and others to three significant digits: "26KB",
+// "1.67MB", "64GB", "1450GB".
+func SizeString(gb float64) string {
+	scale, unit := unitOf(gb * 1e9)
+	v := gb * 1e9 / scale
+	if r := math.Round(v); math.Abs(v-r) <= 1e-9*math.Max(1, v) {
+		return strconv.FormatFloat(r, 'f', -1, 64) + unit
+	}
+	prec := max(0, 2-int(math.Floor(math.Log10(v))))
+	t := strconv.FormatFloat(v, 'f', prec, 64)
+	if strings.Contains(t, ".") {
+		t = strings.TrimRight(strings.TrimRight(t, "0"), ".")
+	}
+	return t + unit
+}
+
+// unitOf returns the divisor and name of the largest unit up to GB in
+// which n bytes are at least 1 (B for less than a kilobyte).
+func unitOf(n float64) (float64, string) {
+	scale, unit := 1.0, "B"
+	for _, u := range []string{"KB", "MB", "GB"} {
+		if n < scale*1000 {
+			break
+		}
+		scale, unit = scale*1000, u
+	}
+	return scale, unit
+}
+
+// amount renders gb decimal gigabytes with two decimals in the unit that
+// reads: "175.65 GB", "613.63 KB".
+func amount(gb float64) string {
+	scale, unit := unitOf(gb * 1e9)
+	return fmt.Sprintf("%.2f %s", gb*1e9/scale, unit)
 }
 
 // String is Format into a string.
@@ -398,20 +510,4 @@ func (r Report) String() string {
 	var b strings.Builder
 	r.Format(&b)
 	return b.String()
-}
-
-// RunFile reads the trace at path (mapped with golang.org/x/exp/mmap) and
-// simulates it: the `k3 sim-cache <expert_trace.bin>` command is
-// RunFile(path, Options{}) followed by Report.Format.
-func RunFile(path string, o Options) (Report, error) {
-	tr, err := trace.Open(path)
-	if err != nil {
-		return Report{}, fmt.Errorf("sim: %w", err)
-	}
-	defer tr.Close()
-	reqs, err := tr.Requests()
-	if err != nil {
-		return Report{}, fmt.Errorf("sim: %w", err)
-	}
-	return Run(reqs, o), nil
 }

@@ -26,7 +26,9 @@ func TestWriteReadRoundTrip(t *testing.T) {
 
 	raw, err := os.ReadFile(filepath.Join(dir, TraceFile))
 	require.NoError(t, err)
-	require.Len(t, raw, 8*len(reqs))
+	require.Len(t, raw, HeaderSize+8*len(reqs))
+	require.Equal(t, "K3XT", string(raw[:4]))
+	raw = raw[HeaderSize:]
 	require.Equal(t, []byte{1, 0, 0, 0, 5, 0, 0, 0, 92, 0, 0, 0, 0x7f, 3, 0, 0}, raw[:16])
 	require.Equal(t, Encode(reqs), raw)
 
@@ -59,8 +61,11 @@ func TestWriterRefusesOutOfRange(t *testing.T) {
 	w.ExpertRequest(1, 3) // dropped after the error
 	err = w.Close()
 	require.ErrorContains(t, err, "(4, 0) outside 4 layers × 8 experts")
-	raw, _ := os.ReadFile(filepath.Join(dir, TraceFile))
-	require.Len(t, raw, 8)
+	// A failed recording leaves nothing that a replay would accept.
+	require.NoFileExists(t, filepath.Join(dir, TraceFile))
+	require.NoFileExists(t, filepath.Join(dir, HistFile))
+	es, _ := os.ReadDir(dir)
+	require.Empty(t, es, "no temporary left behind")
 	_, err = Create(filepath.Join(dir, "missing"), 4, 8)
 	require.Error(t, err)
 	_, err = Create(dir, 0, 8)

@@ -2,8 +2,8 @@ package trace
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/k3-project/k3/internal/fileio/atomicfile"
 )
 
 // File names inside a trace directory.
@@ -24,31 +26,64 @@ const (
 // through its no-op TrunkRead and LayerDone, a tracer interface that also
 // receives trunk reads and layer timings. It is safe for concurrent use;
 // a write error is kept and returned by Close (later requests are dropped).
+//
+// Until Close the trace is written under a temporary name beside its
+// target; Close completes the header and renames it, then writes the
+// histogram the same way. A recording that failed (a write error, a request
+// outside the geometry) or was aborted leaves neither file behind.
 type FileWriter struct {
-	mu                sync.Mutex
-	dir               string
-	f                 *os.File
-	w                 *bufio.Writer
-	nLayers, nExperts int
-	counts            map[[2]int32]int64
-	n                 int64
-	err               error
-	closed            bool
+	mu     sync.Mutex
+	dir    string
+	f      *atomicfile.File
+	w      *bufio.Writer
+	geo    Geometry
+	counts map[[2]int32]int64
+	n      int64
+	err    error
+	closed bool
 }
 
-// Create creates (or truncates) the trace files in dir, which must exist.
-// nLayers and nExperts are the model's layer and expert counts recorded in
-// the histogram; requests outside them are refused (recorded as an error).
+// Create starts a trace in dir, which must exist, for a model of nLayers
+// layers and nExperts experts: New with only those known.
 func Create(dir string, nLayers, nExperts int) (*FileWriter, error) {
-	if nLayers < 1 || nExperts < 1 || nExperts > 1<<20 {
-		return nil, fmt.Errorf("trace: n_layers %d and n_experts %d: want ≥ 1 (experts ≤ 2^20)", nLayers, nExperts)
+	return New(dir, Geometry{Layers: nLayers, Experts: nExperts})
+}
+
+// New starts a trace in dir, which must exist, recording g in its header;
+// requests outside g's layers and experts are refused (recorded as an
+// error). A previous trace in dir is replaced only when Close succeeds.
+func New(dir string, g Geometry) (*FileWriter, error) {
+	if err := g.Check(); err != nil {
+		return nil, err
 	}
-	f, err := os.Create(filepath.Join(dir, TraceFile))
+	f, err := atomicfile.Create(filepath.Join(dir, TraceFile), 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
-	return &FileWriter{dir: dir, f: f, w: bufio.NewWriterSize(f, 1<<16), nLayers: nLayers, nExperts: nExperts,
-		counts: map[[2]int32]int64{}}, nil
+	w := &FileWriter{dir: dir, f: f, w: bufio.NewWriterSize(f, 1<<16), geo: g, counts: map[[2]int32]int64{}}
+	// The header's place; its content is known at Close.
+	if _, err := w.w.Write(make([]byte, HeaderSize)); err != nil {
+		f.Abort()
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	return w, nil
+}
+
+// SetExpertBytes records one expert's size in the header, for a caller that
+// learns it after recording started (zero: unknown).
+func (w *FileWriter) SetExpertBytes(n int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	g := w.geo
+	g.ExpertBytes = n
+	if err := g.Check(); err != nil {
+		w.err = cmp.Or(w.err, err)
+		return
+	}
+	w.geo = g
 }
 
 // ExpertRequest appends one (layer, expert) record.
@@ -58,8 +93,8 @@ func (w *FileWriter) ExpertRequest(layer, expert int) {
 	if w.err != nil || w.closed {
 		return
 	}
-	if layer < 0 || layer >= w.nLayers || expert < 0 || expert >= w.nExperts {
-		w.err = fmt.Errorf("trace: request (%d, %d) outside %d layers × %d experts", layer, expert, w.nLayers, w.nExperts)
+	if layer < 0 || layer >= w.geo.Layers || expert < 0 || expert >= w.geo.Experts {
+		w.err = fmt.Errorf("trace: request (%d, %d) outside %d layers × %d experts", layer, expert, w.geo.Layers, w.geo.Experts)
 		return
 	}
 	var b [8]byte
@@ -86,8 +121,10 @@ func (w *FileWriter) Requests() int64 {
 	return w.n
 }
 
-// Close flushes the trace and writes the histogram. It returns the first
-// error of the whole recording.
+// Close completes the trace (header with the record count, fsync, rename)
+// and writes the histogram. It returns the first error of the whole
+// recording; after an error nothing is left at either name except what was
+// there before.
 func (w *FileWriter) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -95,18 +132,47 @@ func (w *FileWriter) Close() error {
 		return w.err
 	}
 	w.closed = true
-	errs := []error{w.err}
-	if err := w.w.Flush(); err != nil {
-		errs = append(errs, fmt.Errorf("trace: %w", err))
+	if w.err == nil {
+		w.err = w.commit()
 	}
-	if err := w.f.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("trace: %w", err))
+	if w.err != nil {
+		w.f.Abort()
 	}
-	if err := os.WriteFile(filepath.Join(w.dir, HistFile), w.hist(), 0o644); err != nil {
-		errs = append(errs, fmt.Errorf("trace: %w", err))
-	}
-	w.err = errors.Join(errs...)
 	return w.err
+}
+
+// commit finishes the trace file, then the histogram.
+func (w *FileWriter) commit() error {
+	if err := w.w.Flush(); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	h, err := Header{Geometry: w.geo, Records: w.n}.AppendBinary(nil)
+	if err != nil {
+		return err
+	}
+	if _, err := w.f.WriteAt(h, 0); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	if err := w.f.Commit(); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(w.dir, HistFile), w.hist(), 0o644); err != nil {
+		// A trace without its histogram is half a dump: take it back.
+		os.Remove(w.f.Name())
+		return fmt.Errorf("trace: %w", err)
+	}
+	return nil
+}
+
+// Abort ends the recording without writing anything: the temporary trace
+// is removed and a previous trace in the directory is left as it was.
+func (w *FileWriter) Abort() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		w.f.Abort()
+	}
 }
 
 // hist renders expert_hist.json with keys in (layer, expert) order.
@@ -121,7 +187,7 @@ func (w *FileWriter) hist() []byte {
 		}
 		return int(a[1] - b[1])
 	})
-	b := []byte(`{"n_layers":` + strconv.Itoa(w.nLayers) + `,"n_experts":` + strconv.Itoa(w.nExperts) + `,"counts":{`)
+	b := []byte(`{"n_layers":` + strconv.Itoa(w.geo.Layers) + `,"n_experts":` + strconv.Itoa(w.geo.Experts) + `,"counts":{`)
 	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')

@@ -17,7 +17,6 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
-	"github.com/k3-project/k3/cache/trace"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/sample"
@@ -389,21 +388,14 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if !o.quiet {
 		tr = append(tr, &passProgress{w: stderr, layers: cmp.Or(o.budget.layers, cfg.NumLayers), quiet: passQuiet})
 	}
+	var dump *traceDump
 	if o.traceDir != "" {
-		err := os.MkdirAll(o.traceDir, 0o755)
-		var tw *trace.FileWriter
-		if err == nil {
-			tw, err = trace.Create(o.traceDir, cfg.NumLayers, cfg.NumExperts)
+		var err error
+		if dump, err = startTraceDump(o.traceDir, cfg); err != nil {
+			return failed(stderr, exitUsage, err)
 		}
-		if err != nil {
-			return failed(stderr, exitUsage, fmt.Errorf("--dump-cache-trace: %w", err))
-		}
-		tr = append(tr, tw)
-		defer func() {
-			if err := tw.Close(); err != nil {
-				fmt.Fprintf(stderr, "k3: --dump-cache-trace: %v\n", err)
-			}
-		}()
+		tr = append(tr, dump.w)
+		defer dump.abort() // a run that ends early leaves no trace that looks complete
 	}
 	if len(tr) > 0 {
 		opts = append(opts, k3.WithTracer(tr))
@@ -413,6 +405,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if err != nil {
 		return failed(stderr, openExit(err), err)
 	}
+	dump.expertBytes(plan)
 	fmt.Fprintf(info, "k3: memory plan\n  %s\n", strings.ReplaceAll(plan.String(), "\n", "\n  "))
 	m, err := k3.Open(o.modelDir, opts...)
 	if err != nil {
@@ -430,7 +423,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		o.modelDir, cfg.NumLayers, cfg.Vocab, loadSec, o.threads, map[bool]string{true: "incremental", false: "full recompute"}[o.incremental])
 
 	if o.tfCheck {
-		return tfCheck(ctx, m, o, stdout, stderr)
+		return dump.finish(tfCheck(ctx, m, o, stdout, stderr), stderr)
 	}
 	if o.interactive {
 		return converse(m, o, enc, stop, stdin, stdout, stderr, info)
@@ -533,6 +526,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		rep.StopReason = "signal"
 		code = cmp.Or(code, signalExit(s))
 	}
+	code = dump.finish(code, stderr)
 	if dumpErr != nil {
 		fmt.Fprintf(stderr, "k3: --dump-logits: %v\n", dumpErr)
 		code = cmp.Or(code, exitRuntime)

@@ -1,21 +1,167 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/k3-project/k3/cache/trace"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/k3-project/k3/internal/testkit"
 )
+
+// readmeTrace runs the README's first-hour dump on a synthesized tiny model
+// and returns the working directory and the trace's path.
+func readmeTrace(t *testing.T) (string, string) {
+	t.Helper()
+	m := synthDir(t)
+	cwd := t.TempDir()
+	r := execK3(t, cwd, "", "run", m, "--ids", "1,2,3", "--gen", "32", "--no-stop", "--cache-gb", "0.0004",
+		"--dump-cache-trace", "trace", "--out", "r.json")
+	require.Equal(t, 0, r.code, r.stderr)
+	return cwd, filepath.Join(cwd, "trace", trace.TraceFile)
+}
+
+// tableRows returns the table's lines after its column heading.
+func tableRows(t *testing.T, stdout string) []string {
+	t.Helper()
+	i := strings.Index(stdout, " CACHE ")
+	require.GreaterOrEqual(t, i, 0, stdout)
+	_, rows, ok := strings.Cut(stdout[i:], "/TOK\n")
+	require.True(t, ok, stdout)
+	return strings.Split(strings.TrimRight(rows, "\n"), "\n")
+}
+
+// TestExecSimCacheReadme: the README's command prints all seven rows (before
+// the geometry came from the trace, K3's 17-slot minimum dropped three), in
+// readable units, with the tokens of the run rather than 1.
+func TestExecSimCacheReadme(t *testing.T) {
+	cwd, tr := readmeTrace(t)
+	r := execK3(t, cwd, "", "sim-cache", tr, "--expert-bytes", "6528",
+		"--sizes-gb", "0.000026,0.000052,0.000104,0.000209,0.000418,0.000836,0.00167")
+	require.Equal(t, 0, r.code, r.stderr)
+	rows := tableRows(t, r.stdout)
+	require.Len(t, rows, 7, r.stdout)
+	for i, unit := range []string{"26KB", "52KB", "104KB", "209KB", "418KB", "836KB", "1.67MB"} {
+		assert.Equal(t, unit, strings.Fields(rows[i])[0])
+		assert.NotContains(t, rows[i], "not simulated")
+	}
+	f, err := trace.Open(tr)
+	require.NoError(t, err)
+	h, _ := f.Header()
+	f.Close()
+	tokens := h.Records / h.RequestsPerToken()
+	assert.GreaterOrEqual(t, tokens, int64(32), "32 decoded tokens each make top-k × MoE layers requests")
+	assert.Contains(t, r.stdout, "tokens "+strconv.FormatInt(tokens, 10)+" ")
+	assert.NotContains(t, r.stderr, "warning")
+	// A small model's reads per token and seconds per token are not all 0.00.
+	assert.Contains(t, r.stdout, "KB READ/TOK   MS/TOK\n")
+	assert.Regexp(t, `every touched expert \d+\.\d\d KB  whole pool \d+\.\d\d KB`, r.stdout)
+
+	// Without sizes: top-k + 1 slots doubling, every row simulated.
+	d := execK3(t, cwd, "", "sim-cache", tr)
+	require.Equal(t, 0, d.code, d.stderr)
+	rows = tableRows(t, d.stdout)
+	require.GreaterOrEqual(t, len(rows), 4)
+	assert.Equal(t, "3", strings.Fields(rows[0])[1], "the first default size holds top-k + 1 slots")
+}
+
+// TestExecSimCacheRefusals: a truncated trace, a contradicting expert size
+// and a table without a simulated row exit 2 with the cause named; a size
+// too small is a row, not a silent omission.
+func TestExecSimCacheRefusals(t *testing.T) {
+	cwd, tr := readmeTrace(t)
+	b, err := os.ReadFile(tr)
+	require.NoError(t, err)
+	cut := filepath.Join(cwd, "cut.bin")
+	require.NoError(t, os.WriteFile(cut, b[:len(b)-8], 0o644))
+	r := execK3(t, cwd, "", "sim-cache", cut)
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "trace: truncated")
+	assert.Empty(t, r.stdout)
+
+	r = execK3(t, cwd, "", "sim-cache", tr, "--expert-bytes", "17547264")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "expert size differs from the trace's: 17547264 bytes given, the trace was recorded with 6528")
+
+	r = execK3(t, cwd, "", "sim-cache", tr, "--sizes-gb", "0.00001,0.000015") // 1 and 2 slots
+	assert.Equal(t, exitUsage, r.code)
+	rows := tableRows(t, r.stdout)
+	require.Len(t, rows, 2)
+	assert.Contains(t, rows[0], "10KB       1  not simulated: fewer than 3 slots")
+	assert.Contains(t, r.stderr, "none of the 2 sizes could be simulated")
+
+	r = execK3(t, cwd, "", "sim-cache", tr, "--sizes-gb", "0.00001,0.0001")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Len(t, tableRows(t, r.stdout), 2, "the size too small is still a row")
+}
+
+// TestExecSimCacheHeaderless: the original form is replayed with a warning,
+// and --model supplies its geometry.
+func TestExecSimCacheHeaderless(t *testing.T) {
+	cwd, tr := readmeTrace(t)
+	b, err := os.ReadFile(tr)
+	require.NoError(t, err)
+	old := filepath.Join(cwd, "old.bin")
+	require.NoError(t, os.WriteFile(old, b[trace.HeaderSize:], 0o644))
+	r := execK3(t, cwd, "", "sim-cache", old, "--expert-bytes", "6528", "--sizes-gb", "0.001")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: "+old+" has no header")
+	assert.Contains(t, r.stderr, "K3's top-k 16 × 92 MoE layers assumed")
+
+	withModel := execK3(t, cwd, "", "sim-cache", old, "--model", synthDir(t), "--sizes-gb", "0.001")
+	require.Equal(t, 0, withModel.code, withModel.stderr)
+	assert.Contains(t, withModel.stderr, "has no header")
+	assert.NotContains(t, withModel.stderr, "assumed")
+	headed := execK3(t, cwd, "", "sim-cache", tr, "--sizes-gb", "0.001")
+	require.Equal(t, 0, headed.code, headed.stderr)
+	assert.Equal(t, headed.stdout, withModel.stdout, "--model gives a headerless trace the header's geometry")
+}
+
+// TestSparseProgress: a line at most every five seconds, none at the end.
+func TestSparseProgress(t *testing.T) {
+	var b strings.Builder
+	now := time.Unix(0, 0)
+	p := sparseProgress(&b, func() time.Time { return now })
+	p(10, 100)
+	assert.Empty(t, b.String(), "nothing within the first five seconds")
+	now = now.Add(6 * time.Second)
+	p(25, 100)
+	now = now.Add(time.Second)
+	p(30, 100)
+	now = now.Add(10 * time.Second)
+	p(100, 100)
+	assert.Equal(t, "k3: sim-cache: 25% of the replay after 6 s\n", b.String())
+}
+
+// TestExecSimCacheFIFO: a FIFO in place of the trace is refused at once
+// (exit 1, named), never opened in a way that blocks.
+func TestExecSimCacheFIFO(t *testing.T) {
+	cwd := t.TempDir()
+	p := filepath.Join(cwd, "fifo.bin")
+	require.NoError(t, syscall.Mkfifo(p, 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k3Binary(t), "sim-cache", p)
+	cmd.Dir = cwd
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, ctx.Err(), "sim-cache blocked on a FIFO")
+	ee, ok := err.(*exec.ExitError)
+	require.True(t, ok, "%v: %s", err, out)
+	assert.Equal(t, exitRuntime, ee.ExitCode())
+	assert.Contains(t, string(out), "not a regular file")
+}
 
 // TestExecCacheTraceSimCache: the trace a run dumps is read back by sim-cache (same request
 // count as the run's cache counters) and drawn as a valid SVG.
