@@ -118,6 +118,7 @@ var commands = map[string]*command{
 	"tokenize": &tokenizeCmd, "verify": &verifyCmd, "pack-trunk": &packTrunkCmd,
 	"ladder": &ladderCmd, "plan": &planCmd, "doctor": &doctorCmd, "sim-cache": &simCacheCmd,
 	"compress-experts": &compressExpertsCmd, "verify-experts": &verifyExpertsCmd,
+	"serve": &serveCmd,
 }
 
 const usage = `usage:
