@@ -140,6 +140,23 @@ func newSampler(q *completionRequest) (*sample.Sampler, *apiError) {
 	if !given {
 		return nil, nil
 	}
+	// The ranges of sample.Options, checked here so that the refusal names the field.
+	for _, c := range []struct {
+		name string
+		bad  bool
+		want string
+	}{
+		{"temperature", o.Temperature < 0, ">= 0"},
+		{"top_p", o.TopP < 0 || o.TopP > 1, "in [0, 1]"},
+		{"top_k", o.TopK < 0, ">= 0"},
+		{"min_p", o.MinP < 0 || o.MinP >= 1, "in [0, 1)"},
+		{"repeat_penalty", o.RepeatPenalty != 0 && o.RepeatPenalty < 1, ">= 1 (or 0: off)"},
+		{"repeat_last_n", o.PenaltyWindow < 0, ">= 0"},
+	} {
+		if c.bad {
+			return nil, badParam(c.name, "%s must be %s", c.name, c.want)
+		}
+	}
 	sm, err := sample.New(o)
 	if err != nil {
 		return nil, &apiError{status: http.StatusBadRequest, code: "invalid_value", msg: err.Error()}
