@@ -204,7 +204,7 @@ func serveModel(o *serveOptions, stderr io.Writer, sigs chan os.Signal, ready fu
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10, ErrorLog: log.New(stderr, "k3 serve: http: ", log.LstdFlags)}
 	addr := ln.Addr().String()
-	auth := "no API key (loopback only)"
+	auth := "no API key: loopback only"
 	if o.apiKey != "" {
 		auth = "API key required"
 	}
