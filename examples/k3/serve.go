@@ -201,6 +201,9 @@ func serveModel(o *serveOptions, stderr io.Writer, sigs chan os.Signal, ready fu
 	if err != nil {
 		return failed(stderr, exitRuntime, fmt.Errorf("serve: %w", err))
 	}
+	// No ReadTimeout or WriteTimeout: a completion may stream for many minutes on a budget, and a
+	// read deadline would also end the server's watch for a client that goes away. The header
+	// has its own timeout; the handler puts one on reading the body.
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10, ErrorLog: log.New(stderr, "k3 serve: http: ", log.LstdFlags)}
 	addr := ln.Addr().String()

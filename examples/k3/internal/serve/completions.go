@@ -167,7 +167,12 @@ func newSampler(q *completionRequest) (*sample.Sampler, *apiError) {
 // promptIDs reads the prompt: a string (encoded as the Kimi reference tokenizer does, special
 // names becoming their ids, nothing added), an array of token ids, or a one-element array of
 // either. Several prompts in one request are refused rather than answered in part.
-func (s *Server) promptIDs(raw json.RawMessage) ([]int, *apiError) {
+func (s *Server) promptIDs(raw json.RawMessage) ([]int, *apiError) { return s.promptIn(raw, true) }
+
+// promptIn is promptIDs; outer says whether raw may still be the one-element array around a
+// prompt (one level only, so deep nesting cannot make it recurse and copy the body again and
+// again).
+func (s *Server) promptIn(raw json.RawMessage, outer bool) ([]int, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, badParam("prompt", "prompt is required (a string or an array of token ids)")
@@ -191,10 +196,13 @@ func (s *Server) promptIDs(raw json.RawMessage) ([]int, *apiError) {
 			return nil, badParam("prompt", "prompt is an empty array")
 		}
 		if first := bytes.TrimSpace(items[0]); len(first) > 0 && (first[0] == '"' || first[0] == '[') {
-			if len(items) > 1 {
+			switch {
+			case !outer:
+				return nil, badParam("prompt", "prompt must be a string or an array of token ids")
+			case len(items) > 1:
 				return nil, badParam("prompt", "%d prompts in one request: k3 serves one prompt per request", len(items))
 			}
-			return s.promptIDs(first)
+			return s.promptIn(first, false)
 		}
 		if err := json.Unmarshal(raw, &ids); err != nil {
 			return nil, badParam("prompt", "prompt must be a string or an array of integer token ids")

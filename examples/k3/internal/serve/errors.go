@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -90,6 +92,10 @@ func readJSON(w http.ResponseWriter, r *http.Request, lim int64, timeout time.Du
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		e := &apiError{status: http.StatusBadRequest, code: "invalid_json", msg: "the request body is not valid JSON for this endpoint: " + err.Error()}
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			e.param, _ = strconv.Unquote(name)
+			e.msg = fmt.Sprintf("unknown field %s", name)
+		}
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			e.param = te.Field
 			e.msg = fmt.Sprintf("%s: a JSON %s cannot be a %s", te.Field, te.Value, te.Type)
