@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -248,4 +249,80 @@ func completionText(t *testing.T, url, body string) string {
 		t.Fatalf("%s: %d %s (%v)", body, resp.StatusCode, b, err)
 	}
 	return c.Choices[0].Text
+}
+
+// TestExecServe: the built binary, as a user starts it, on every fixture model: it prints the
+// address it listens on, answers the reference continuation through the OpenAI client, and
+// exits 0 with its counters on a real SIGTERM.
+func TestExecServe(t *testing.T) {
+	bin := k3Binary(t)
+	for _, dir := range testkit.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			ref := testkit.LoadReference(t, dir)
+			tk := servetest.Write(t, ref.FullIDs)
+			cmd := exec.Command(bin, "serve", dir, "--tok", tk.Dir, "--port", "0", "--threads", "1", "--preset", "floor")
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := false
+			defer func() {
+				if !exited {
+					cmd.Process.Kill()
+					cmd.Wait()
+				}
+			}()
+			lines := make(chan string, 64)
+			go func() {
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+				close(lines)
+			}()
+			var url string
+			var log []string
+			timeout := time.After(time.Minute)
+			for url == "" {
+				select {
+				case line, ok := <-lines:
+					if !ok {
+						t.Fatalf("k3 serve ended before listening: %s", strings.Join(log, "\n"))
+					}
+					log = append(log, line)
+					if _, rest, ok := strings.Cut(line, "listening on "); ok {
+						url, _, _ = strings.Cut(rest, " ")
+					}
+				case <-timeout:
+					t.Fatalf("k3 serve did not listen within a minute: %s", strings.Join(log, "\n"))
+				}
+			}
+			if !strings.HasPrefix(url, "http://127.0.0.1:") {
+				t.Fatalf("listening on %q, want the loopback default", url)
+			}
+			client := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+			cont := ref.FullIDs[len(ref.PromptIDs):]
+			c, err := client.Completions.New(context.Background(), openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(filepath.Base(dir)),
+				Prompt:    openai.CompletionNewParamsPromptUnion{OfString: openai.String(tk.Text(ref.PromptIDs))},
+				MaxTokens: openai.Int(int64(len(cont))), Temperature: openai.Float(0)})
+			if err != nil || len(c.Choices) != 1 || c.Choices[0].Text != tk.Text(cont) {
+				t.Errorf("greedy at the trunk floor: %+v %v, want %q", c, err, tk.Text(cont))
+			}
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			for line := range lines {
+				log = append(log, line)
+			}
+			err = cmd.Wait()
+			exited = true
+			all := strings.Join(log, "\n")
+			if err != nil || !strings.Contains(all, "drained; 1 completions served") {
+				t.Errorf("after SIGTERM: %v\n%s", err, all)
+			}
+		})
+	}
 }
