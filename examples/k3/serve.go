@@ -168,6 +168,9 @@ func serveModel(o *serveOptions, stderr io.Writer, sigs chan os.Signal, ready fu
 	if err != nil {
 		return failed(stderr, openExit(err), err)
 	}
+	if o.budget.layers > cfg.NumLayers {
+		return usageFail(stderr, "serve", usagef("--layers", "%d is more than the configuration's %d layers", o.budget.layers, cfg.NumLayers))
+	}
 	if err := o.budget.resolve(o.modelDir); err != nil {
 		return failed(stderr, openExit(err), err)
 	}
