@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -71,20 +72,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // readJSON decodes the request body into v strictly: one JSON object, no unknown fields, nothing
-// after it, at most lim bytes, read within timeout.
+// after it, at most lim bytes, read within timeout (the deadline ServeHTTP set).
 func readJSON(w http.ResponseWriter, r *http.Request, lim int64, timeout time.Duration, v any) *apiError {
-	rc := http.NewResponseController(w)
-	// A deadline for the body only: it is lifted before generation, whose response may take far
-	// longer. Errors mean the connection does not support deadlines (a test recorder); the body
-	// size limit still holds.
-	if rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
-		defer rc.SetReadDeadline(time.Time{})
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim))
 	if err != nil {
 		if mb, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return &apiError{status: http.StatusRequestEntityTooLarge, code: "request_too_large",
 				msg: fmt.Sprintf("the request body is larger than %d bytes", mb.Limit)}
+		}
+		// The rest of the body will not be read: close the connection after the reply rather
+		// than keep it for a client that stalled or broke the body.
+		w.Header().Set("Connection", "close")
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return &apiError{status: http.StatusRequestTimeout, code: "request_timeout",
+				msg: fmt.Sprintf("the request body did not arrive within %v", timeout)}
 		}
 		return &apiError{status: http.StatusBadRequest, code: "body_unreadable", msg: fmt.Sprintf("reading the request body: %v", err)}
 	}

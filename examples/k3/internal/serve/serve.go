@@ -169,7 +169,16 @@ func (s *Server) Stats() Stats {
 		Failed: s.failed.Load(), Busy: s.busy.Load(), CancelledTokens: s.cancelledTokens.Load()}
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP bounds the time the request body may take (Limits.BodyTimeout) and dispatches. The
+// deadline covers requests refused before their body is read too: the server drains an unread
+// body after the reply, and a stalled client would hold that drain. It does not cut a long
+// generation short: net/http lifts it once the body has been read to its end, when it starts
+// watching the connection for a disconnect. A connection that cannot take deadlines (a test
+// recorder) still has the body size limit.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.lim.BodyTimeout))
+	s.mux.ServeHTTP(w, r)
+}
 
 // handler is an endpoint that reports a refusal by returning it.
 type handler func(w http.ResponseWriter, r *http.Request) *apiError

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -643,5 +644,47 @@ func TestTokenizeEndpoints(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(bytes.TrimSpace(b), []byte(`{"status":"ok"}`)) {
 		t.Errorf("/health: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestSlowBody: a client that sends its body too slowly gets 408 with an error object once
+// Limits.BodyTimeout has passed, instead of holding the handler for ever.
+func TestSlowBody(t *testing.T) {
+	dir := testkit.Models(t)[0]
+	f := start(t, dir, serve.Limits{BodyTimeout: 300 * time.Millisecond}, "")
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(f.url, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// 100 bytes announced, 10 sent, the rest never.
+	if _, err := fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\":"); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Minute)) // the test's own bound, far above the server's
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no response to a stalled body: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("stalled body: %d %s", resp.StatusCode, b)
+	}
+	if e := errorObject(t, "stalled body", b); e["code"] != "request_timeout" {
+		t.Errorf("stalled body: %s", b)
+	}
+
+	// The deadline is the body's only: a stream that outlasts it runs to its end.
+	const n = 1000
+	begin := time.Now()
+	resp = postStream(t, context.Background(), f.url, fmt.Sprintf(`{"prompt": %s, "max_tokens": %d, "stream": true, "return_tokens": true}`, idsJSON(f.prompt()), n))
+	st := readStream(t, resp.Body)
+	resp.Body.Close()
+	if took := time.Since(begin); took < f.srv.Limits().BodyTimeout {
+		t.Fatalf("%d tokens took %v, less than the body timeout: the check proves nothing", n, took)
+	}
+	if len(st.tokens) != n || st.finish != "length" || !st.done {
+		t.Errorf("a stream longer than the body timeout: %d tokens, finish %q, [DONE] %v", len(st.tokens), st.finish, st.done)
 	}
 }
