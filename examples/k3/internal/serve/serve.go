@@ -16,7 +16,8 @@
 // Every refusal is an HTTP 4xx or 5xx with an OpenAI-style error object,
 // {"error":{"message","type","param","code"}}: malformed JSON, an unknown field, a value out of
 // range and an option k3 does not implement are 400 naming the parameter, a body over
-// Limits.MaxBodyBytes is 413, a missing or wrong API key 401, and a request that finds all
+// Limits.MaxBodyBytes is 413, a body that has not arrived within Limits.BodyTimeout is 408, a
+// missing or wrong API key 401, and a request that finds all
 // Limits.MaxConcurrent generation slots busy is 503 with Retry-After (it is not queued without
 // bound).
 //
