@@ -273,7 +273,7 @@ type choice struct {
 	Index        int       `json:"index"`
 	Logprobs     *struct{} `json:"logprobs"`
 	FinishReason *string   `json:"finish_reason"`
-	Tokens       []int     `json:"tokens,omitempty"` // return_tokens (llama-server's extension)
+	Tokens       []int     `json:"tokens,omitzero"` // return_tokens (llama-server's extension)
 }
 
 type usage struct {
@@ -304,11 +304,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) *apiError {
 	}
 	s.active.Add(1)
 	defer s.active.Add(-1)
-	return s.generate(w, r.Context(), j)
+	return s.generate(r.Context(), w, j)
 }
 
 // generate runs one completion and writes it, whole or as server-sent events.
-func (s *Server) generate(w http.ResponseWriter, ctx context.Context, j *job) *apiError {
+func (s *Server) generate(ctx context.Context, w http.ResponseWriter, j *job) *apiError {
 	start := time.Now()
 	c := completion{ID: "cmpl-" + strconv.FormatUint(s.nextID.Add(1), 10), Object: "text_completion",
 		Created: start.Unix(), Model: s.o.ModelID}
