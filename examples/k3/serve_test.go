@@ -165,7 +165,7 @@ func TestServeCommand(t *testing.T) {
 
 			// SIGTERM drains: the stream in flight runs to its end, then the command exits 0 and
 			// the port is closed.
-			const n = 200
+			const n = 600 // long enough to be in flight when the signal comes
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/completions",
 				strings.NewReader(fmt.Sprintf(`{"prompt": [%s], "max_tokens": %d, "stream": true, "return_tokens": true}`, ids, n)))
 			if err != nil {

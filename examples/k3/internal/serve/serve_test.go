@@ -460,7 +460,7 @@ func errorObject(t *testing.T, what string, b []byte) map[string]any {
 // TestRefusals: limits, malformed and unsupported requests get a 4xx (or 503) with an error
 // object naming the parameter, through raw HTTP and through the OpenAI client.
 func TestRefusals(t *testing.T) {
-	lim := serve.Limits{MaxBodyBytes: 4096, MaxTokens: 64, MaxPromptTokens: 32, MaxConcurrent: 1}
+	lim := serve.Limits{MaxBodyBytes: 4096, MaxTokens: 4000, MaxPromptTokens: 32, MaxConcurrent: 1}
 	eachModel(t, lim, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		ids := idsJSON(f.prompt())
@@ -471,7 +471,7 @@ func TestRefusals(t *testing.T) {
 			param, code      string
 		}{
 			{"body over the limit", "/v1/completions", `{"prompt": "` + strings.Repeat("a", 5000) + `"}`, 413, "", "request_too_large"},
-			{"max_tokens over the limit", "/v1/completions", `{"prompt": ` + ids + `, "max_tokens": 65}`, 400, "max_tokens", "max_tokens_out_of_range"},
+			{"max_tokens over the limit", "/v1/completions", `{"prompt": ` + ids + `, "max_tokens": 4001}`, 400, "max_tokens", "max_tokens_out_of_range"},
 			{"negative max_tokens", "/v1/completions", `{"prompt": ` + ids + `, "max_tokens": -1}`, 400, "max_tokens", "max_tokens_out_of_range"},
 			{"prompt over the limit", "/v1/completions", `{"prompt": ` + idsJSON(long) + `}`, 400, "prompt", "context_length_exceeded"},
 			{"truncated JSON", "/v1/completions", `{"prompt": "ab",`, 400, "", "invalid_json"},
@@ -479,7 +479,7 @@ func TestRefusals(t *testing.T) {
 			{"two values", "/v1/completions", `{"prompt": "ab"} {}`, 400, "", "invalid_json"},
 			{"unknown field", "/v1/completions", `{"prompt": "ab", "temprature": 1}`, 400, "temprature", "invalid_json"},
 			{"nested prompt", "/v1/completions", `{"prompt": [[[1]]]}`, 400, "prompt", "invalid_value"},
-			{"one prompt in an array", "/v1/completions", `{"prompt": [[1, 2]], "max_tokens": 65}`, 400, "max_tokens", "max_tokens_out_of_range"},
+			{"one prompt in an array", "/v1/completions", `{"prompt": [[1, 2]], "max_tokens": 4001}`, 400, "max_tokens", "max_tokens_out_of_range"},
 			{"wrong type", "/v1/completions", `{"prompt": "ab", "max_tokens": "8"}`, 400, "max_tokens", "invalid_json"},
 			{"fractional max_tokens", "/v1/completions", `{"prompt": "ab", "max_tokens": 1.5}`, 400, "max_tokens", "invalid_json"},
 			{"negative seed", "/v1/completions", `{"prompt": "ab", "seed": -1}`, 400, "seed", "invalid_json"},
@@ -529,16 +529,17 @@ func TestRefusals(t *testing.T) {
 
 		// The OpenAI client sees the refusal as an API error with the status and the parameter.
 		_, err = f.client.Completions.New(ctx, openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(f.name),
-			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("ab")}, MaxTokens: openai.Int(65)})
+			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("ab")}, MaxTokens: openai.Int(4001)})
 		var apiErr *openai.Error
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || apiErr.Param != "max_tokens" {
 			t.Errorf("OpenAI client, max_tokens over the limit: %v", err)
 		}
 
-		// Concurrency: with the one slot held by a stream, the next request is 503 at once.
+		// Concurrency: with the one slot held by a stream (of 4000 tokens, so it is still running
+		// when the next request comes), the next request is 503 at once.
 		sctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		resp = postStream(t, sctx, f.url, fmt.Sprintf(`{"prompt": %s, "max_tokens": 64, "stream": true, "return_tokens": true}`, ids))
+		resp = postStream(t, sctx, f.url, fmt.Sprintf(`{"prompt": %s, "max_tokens": 4000, "stream": true, "return_tokens": true}`, ids))
 		if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
 			t.Fatal(err)
 		}
@@ -651,7 +652,7 @@ func TestTokenizeEndpoints(t *testing.T) {
 // Limits.BodyTimeout has passed, instead of holding the handler for ever.
 func TestSlowBody(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	f := start(t, dir, serve.Limits{BodyTimeout: 300 * time.Millisecond}, "")
+	f := start(t, dir, serve.Limits{BodyTimeout: 100 * time.Millisecond}, "")
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(f.url, "http://"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
