@@ -60,6 +60,7 @@ type served struct {
 	sigs   chan os.Signal
 	exit   chan int
 	exited bool // the test has received from exit
+	log    *lockedBuffer
 	client openai.Client
 }
 
@@ -94,8 +95,9 @@ func startServe(t *testing.T, argv ...string) *served {
 	}
 	s := &served{sigs: make(chan os.Signal, 2), exit: make(chan int, 1)}
 	ready := make(chan string, 1)
-	var log lockedBuffer
-	go func() { s.exit <- serveModel(o, &log, s.sigs, func(addr string) { ready <- addr }) }()
+	log := &lockedBuffer{}
+	s.log = log
+	go func() { s.exit <- serveModel(o, log, s.sigs, func(addr string) { ready <- addr }) }()
 	select {
 	case addr := <-ready:
 		s.url = "http://" + addr
@@ -216,6 +218,9 @@ func TestServeCommand(t *testing.T) {
 				s.exited = true
 				if code != exitOK {
 					t.Errorf("k3 serve exited with %d after draining", code)
+				}
+				if !strings.Contains(s.log.String(), "draining 1 requests in flight") {
+					t.Errorf("the stream was not in flight when SIGTERM came: %s", s.log.String())
 				}
 			case <-time.After(time.Minute):
 				t.Fatal("k3 serve did not exit after draining")
