@@ -331,3 +331,41 @@ func TestExecServe(t *testing.T) {
 		})
 	}
 }
+
+// TestServeAPIKeyFile: --api-key-file reads the key from the file's first line; an empty or
+// missing file is a usage error; with the key set, requests need it.
+func TestServeAPIKeyFile(t *testing.T) {
+	dir := testkit.Models(t)[0]
+	tk := servetest.Write(t, testkit.LoadReference(t, dir).FullIDs)
+	tmp := t.TempDir()
+	empty, keyFile := filepath.Join(tmp, "empty"), filepath.Join(tmp, "key")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte("sk-file-key\nignored\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{empty, filepath.Join(tmp, "missing")} {
+		if code, _, stderr := runCLI(t, "serve", dir, "--tok", tk.Dir, "--api-key-file", f); code != exitUsage || !strings.Contains(stderr, "--api-key-file") {
+			t.Errorf("--api-key-file %s: exit %d: %s", f, code, stderr)
+		}
+	}
+	s := startServe(t, dir, "--tok", tk.Dir, "--port", "0", "--api-key-file", keyFile)
+	for key, want := range map[string]int{"": http.StatusUnauthorized, "sk-file-key\nignored": http.StatusUnauthorized, "sk-file-key": http.StatusOK} {
+		req, err := http.NewRequest(http.MethodGet, s.url+"/v1/models", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+strings.ReplaceAll(key, "\n", " "))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("key %q: %d, want %d", key, resp.StatusCode, want)
+		}
+	}
+}
