@@ -140,7 +140,8 @@ var commands = map[string]*command{
 	"tokenize": &tokenizeCmd, "verify": &verifyCmd, "pack-trunk": &packTrunkCmd,
 	"ladder": &ladderCmd, "plan": &planCmd, "doctor": &doctorCmd, "sim-cache": &simCacheCmd,
 	"compress-experts": &compressExpertsCmd, "verify-experts": &verifyExpertsCmd,
-	"chat": &chatCmd,
+	"chat":  &chatCmd,
+	"serve": &serveCmd,
 }
 
 const usage = `usage:
@@ -148,6 +149,8 @@ const usage = `usage:
                                           continue the text; the generated text goes to stdout
                                           (also: k3 <model_dir> ..., --ids 1,2,3 for ids)
   k3 chat <model_dir> [flags]             a conversation on one session (k3 run -i)
+  k3 serve <model_dir> [--host H] [--port P] [--api-key KEY]
+                                          an OpenAI-compatible server (/v1/completions)
   k3 synth <geometry> <dir> [--seed N]    write a synthetic checkpoint and its tokenizer
   k3 demo [-p TEXT] [-n N] [--json]       synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
