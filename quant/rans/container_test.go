@@ -343,3 +343,53 @@ func TestRepackForceAndModes(t *testing.T) {
 	_, err = Verify(out, VerifyOptions{Workers: 1})
 	require.NoError(t, err)
 }
+
+// TestRepackSymlinkedSource: a checkpoint whose files are relative symbolic
+// links into a blob store (the Hugging Face cache layout) repacks into a
+// complete output of real files — the configuration, the tokenizer directory
+// and the shard with nothing to code included, none of them a link left
+// dangling — and an output reached through a link into the source is refused.
+func TestRepackSymlinkedSource(t *testing.T) {
+	real := t.TempDir()
+	writeTestCheckpoint(t, real)
+	root := t.TempDir()
+	blobs, snap := filepath.Join(root, "blobs"), filepath.Join(root, "snapshots", "main")
+	require.NoError(t, os.MkdirAll(blobs, 0o755))
+	require.NoError(t, os.MkdirAll(snap, 0o755))
+	ents, err := os.ReadDir(real)
+	require.NoError(t, err)
+	for _, e := range ents {
+		blob := filepath.Join(blobs, e.Name()+".blob")
+		require.NoError(t, os.Rename(filepath.Join(real, e.Name()), blob))
+		// Relative, as the cache writes them: valid only from where they sit.
+		require.NoError(t, os.Symlink(filepath.Join("..", "..", "blobs", e.Name()+".blob"), filepath.Join(snap, e.Name())))
+	}
+
+	out := filepath.Join(t.TempDir(), "out")
+	_, err = Repack(snap, out, RepackOptions{Select: expertRule, Workers: 2})
+	require.NoError(t, err)
+	for _, name := range []string{"config.json", filepath.Join("tok", "tiktoken.model"), "model-00003-of-00003.safetensors"} {
+		fi, err := os.Lstat(filepath.Join(out, name))
+		require.NoError(t, err, "%s missing from the output", name)
+		require.True(t, fi.Mode().IsRegular(), "%s is %v, want a regular file", name, fi.Mode())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "config.json"))
+	require.NoError(t, err)
+	require.Equal(t, `{"x":1}`, string(b))
+	_, err = Verify(out, VerifyOptions{})
+	require.NoError(t, err)
+
+	// A link inside the source pointing at a new directory there: the
+	// output would be written into the source.
+	require.NoError(t, os.Symlink(blobs, filepath.Join(root, "into-blobs")))
+	_, err = Repack(snap, filepath.Join(root, "into-blobs", "coded"), RepackOptions{Select: expertRule})
+	require.NoError(t, err, "an output beside the source through a link is allowed")
+	require.NoError(t, os.Symlink(".", filepath.Join(snap, "self")))
+	_, err = Repack(snap, filepath.Join(t.TempDir(), "o"), RepackOptions{Select: expertRule})
+	require.ErrorContains(t, err, "cycle")
+	require.NoError(t, os.Remove(filepath.Join(snap, "self")))
+	link := filepath.Join(t.TempDir(), "to-source")
+	require.NoError(t, os.Symlink(snap, link))
+	_, err = Repack(snap, filepath.Join(link, "coded"), RepackOptions{Select: expertRule})
+	require.ErrorContains(t, err, "inside the source")
+}

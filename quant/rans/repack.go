@@ -425,39 +425,72 @@ func (r *repacker) index() error {
 }
 
 // copyOthers links or copies every file of src that is neither a shard nor
-// the index nor a manifest, keeping the directory layout.
+// the index nor a manifest, keeping the directory layout. Symbolic links are
+// followed, so a checkpoint in the Hugging Face cache layout (every file a
+// relative link into a blob store) gives a complete output; a link that
+// leads nowhere, or back into a directory already being walked, is an error,
+// not a file quietly left out.
 func (r *repacker) copyOthers(src string) error {
 	shards := map[string]bool{}
 	for _, p := range r.ck.Shards() {
 		shards[filepath.Clean(p)] = true
 	}
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("rans: repack: %w", err)
+	return r.copyDir(src, src, "", shards, nil)
+}
+
+// copyDir copies the directory dir (at rel inside the output) into the
+// output. visited holds the directories on the way down, by identity, so a
+// link cycle ends in an error instead of a walk without end.
+func (r *repacker) copyDir(src, dir, rel string, shards map[string]bool, visited []os.FileInfo) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("rans: repack: %w", err)
+	}
+	for _, v := range visited {
+		if os.SameFile(v, st) {
+			return fmt.Errorf("rans: repack: %s: symbolic links form a cycle", filepath.Join(src, rel))
 		}
-		rel, err := filepath.Rel(src, p)
+	}
+	visited = append(visited, st)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("rans: repack: %w", err)
+	}
+	for _, e := range ents {
+		p, r2 := filepath.Join(dir, e.Name()), filepath.Join(rel, e.Name())
+		if shards[filepath.Clean(filepath.Join(src, r2))] || r2 == safetensors.IndexFileName || r2 == ManifestFileName {
+			continue
+		}
+		fi, err := os.Stat(p) // follows a symbolic link to what it names
 		if err != nil {
-			return fmt.Errorf("rans: repack: %w", err)
+			return fmt.Errorf("rans: repack: %s: %w", filepath.Join(src, r2), err)
 		}
 		switch {
-		case rel == ".":
-			return nil
-		case d.IsDir():
-			if err := os.MkdirAll(filepath.Join(r.out, rel), 0o755); err != nil {
+		case fi.IsDir():
+			if err := os.MkdirAll(filepath.Join(r.out, r2), 0o755); err != nil {
 				return fmt.Errorf("rans: repack: %w", err)
 			}
-			return nil
-		case shards[filepath.Clean(p)], rel == safetensors.IndexFileName, rel == ManifestFileName:
-			return nil
-		case !d.Type().IsRegular():
-			return nil // sockets, devices and symlinks are not part of a checkpoint
+			if err := r.copyDir(src, p, r2, shards, visited); err != nil {
+				return err
+			}
+		case fi.Mode().IsRegular():
+			if err := r.link(p, filepath.Join(r.out, r2)); err != nil {
+				return err
+			}
 		}
-		return r.link(p, filepath.Join(r.out, rel))
-	})
+		// Sockets, devices and FIFOs are not part of a checkpoint.
+	}
+	return nil
 }
 
 // link hard-links src to dst, or copies it where linking is impossible.
 func (r *repacker) link(src, dst string) error {
+	// os.Link does not follow a symbolic link: linking one would copy the
+	// link, which dangles in the output when it is relative.
+	src, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return fmt.Errorf("rans: repack: %w", err)
+	}
 	if err := os.Link(src, dst); err == nil {
 		r.report("link", filepath.Base(dst), "")
 		return nil
@@ -498,13 +531,36 @@ func same(a, b string) bool {
 
 // inside reports whether path out lies under directory src.
 func inside(src, out string) bool {
-	a, err1 := filepath.Abs(src)
-	b, err2 := filepath.Abs(out)
+	a, err1 := resolve(src)
+	b, err2 := resolve(out)
 	if err1 != nil || err2 != nil {
 		return false
 	}
 	rel, err := filepath.Rel(a, b)
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// resolve returns the absolute path of p with every symbolic link of its
+// longest existing prefix resolved, so that an output reached through a link
+// into the source is recognised as inside it before it exists.
+func resolve(p string) (string, error) {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for {
+		r, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		parent := filepath.Dir(p)
+		if parent == p || !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }
 
 func prepareOut(out string, force bool) error {
