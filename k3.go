@@ -268,6 +268,7 @@ type Model struct {
 	integ   checkpoint.Report
 	mu      sync.RWMutex // guards closed against in-flight forwards
 	closed  bool
+	walker  walker // gathers concurrent decode steps into shared walks (§4.11)
 }
 
 // layer is one bound decoder layer: its AttnRes wiring, its mixer and its FFN.
@@ -461,11 +462,14 @@ type Stats struct {
 	Trunk *trunk.Stats
 	// Cache is the expert cache's, nil when the experts are mapped.
 	Cache *cache.Stats
+	// Walks counts the walks decode steps ran and WalkRows the rows they carried: concurrent
+	// steps share walks (§4.11), so WalkRows/Walks is the mean number of steps a walk served.
+	Walks, WalkRows int64
 }
 
 // Stats returns the model's counters.
 func (m *Model) Stats() Stats {
-	var s Stats
+	s := Stats{Walks: m.walker.walks.Load(), WalkRows: m.walker.rows.Load()}
 	if m.store != nil {
 		st := m.store.Stats()
 		s.Trunk = &st

@@ -1,0 +1,267 @@
+package k3_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/internal/testkit"
+)
+
+// sharedPrompts returns n prompts of different lengths (2, 3, …) and contents for a model of
+// vocabulary v, so that the sessions of a walk sit at different positions.
+func sharedPrompts(n, v int) [][]int {
+	ps := make([][]int, n)
+	for i := range ps {
+		for j := range 2 + i {
+			ps[i] = append(ps[i], (j*31+i*17+5)%v)
+		}
+	}
+	return ps
+}
+
+// trace is what a session produced: the id it fed at each step and the logits after it.
+type trace struct {
+	ids    []int
+	logits [][]float32
+}
+
+// soloTraces runs each prompt alone, one session at a time: prefill, then steps greedy steps
+// (each feeding the previous pick).
+func soloTraces(t *testing.T, m *k3.Model, prompts [][]int, steps int) []trace {
+	t.Helper()
+	ctx := context.Background()
+	out := make([]trace, len(prompts))
+	for i, p := range prompts {
+		s := m.NewSession()
+		require.NoError(t, s.Prefill(ctx, p))
+		for range steps {
+			id, err := s.Next()
+			require.NoError(t, err)
+			require.NoError(t, s.Step(ctx, id))
+			out[i].ids = append(out[i].ids, id)
+			out[i].logits = append(out[i].logits, s.Logits())
+		}
+	}
+	return out
+}
+
+// requireTraces checks every session's ids and logits bits against its solo run.
+func requireTraces(t *testing.T, got, want []trace) {
+	t.Helper()
+	for i := range want {
+		require.Equal(t, want[i].ids, got[i].ids, "session %d: ids", i)
+		require.Len(t, got[i].logits, len(want[i].logits), "session %d: steps", i)
+		for k := range want[i].logits {
+			testkit.RequireSameBits(t, fmt.Sprintf("session %d step %d logits", i, k), got[i].logits[k], want[i].logits[k])
+		}
+	}
+}
+
+// sharedConfigs are the storage configurations the shared-walk tests run: mapped, the trunk at
+// its floor (pieces smaller than a tensor), and the expert cache holding nothing.
+func sharedConfigs(t *testing.T, dir string) []struct {
+	name string
+	opts []k3.Option
+} {
+	fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+	return []struct {
+		name string
+		opts []k3.Option
+	}{
+		{"mapped", nil},
+		{"floor", []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}},
+		{"cache0", []k3.Option{k3.WithCacheBudget(0)}},
+	}
+}
+
+// TestSharedWalksAsAlone is the shared-walk acceptance on every fixture model: sessions with
+// different prompts and lengths stepping from goroutines are gathered into walks of 2 to 8
+// steps (held so that each round is exactly one walk, with sessions joining and leaving between
+// rounds), and every session's ids and logits are bit-identical to its solo run — mapped, at
+// the trunk floor and with an empty expert cache, on 1 and 2 threads.
+func TestSharedWalksAsAlone(t *testing.T) {
+	const sessions, steps = 8, 4
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		for _, c := range sharedConfigs(t, dir) {
+			for _, threads := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
+					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
+					prompts := sharedPrompts(sessions, m.Config().Vocab)
+					want := soloTraces(t, m, prompts, steps)
+					before := m.Stats()
+
+					ctx := context.Background()
+					ss := make([]*k3.Session, sessions)
+					for i, p := range prompts {
+						ss[i] = m.NewSession()
+						require.NoError(t, ss[i].Prefill(ctx, p))
+					}
+					got := make([]trace, sessions)
+					walks, rows := 0, 0
+					for round := 0; ; round++ {
+						// Session i sits out every round where (i + round) % 4 == 3 until it has
+						// fallen two steps behind, and leaves when done: walks of 2 to 8 rows.
+						var in []int
+						for i := range ss {
+							if k := len(got[i].ids); k < steps && ((i+round)%4 != 3 || k < round-1) {
+								in = append(in, i)
+							}
+						}
+						if len(in) == 0 {
+							break
+						}
+						release := k3.HoldWalks(m)
+						var wg sync.WaitGroup
+						errs := make([]error, sessions)
+						for _, i := range in {
+							wg.Go(func() {
+								s := ss[i]
+								id, err := s.Next()
+								if err == nil {
+									err = s.Step(ctx, id)
+								}
+								if errs[i] = err; err == nil {
+									got[i].ids = append(got[i].ids, id)
+									got[i].logits = append(got[i].logits, s.Logits())
+								}
+							})
+						}
+						release(len(in))
+						wg.Wait()
+						for _, i := range in {
+							require.NoError(t, errs[i], "round %d session %d", round, i)
+						}
+						walks++
+						rows += len(in)
+					}
+					requireTraces(t, got, want)
+					st := m.Stats()
+					assert.Equal(t, int64(walks), st.Walks-before.Walks, "walks: one per round")
+					assert.Equal(t, int64(rows), st.WalkRows-before.WalkRows, "rows: one per step")
+					assert.Greater(t, rows, 2*walks, "the rounds shared their walks")
+				})
+			}
+		}
+	})
+}
+
+// TestSharedWalksFreeRunning: sessions stepping from goroutines without any holding — the
+// gathering is whatever the timing makes it — still get their solo bits, and the counters
+// account for every step.
+func TestSharedWalksFreeRunning(t *testing.T) {
+	const sessions, steps = 5, 6
+	dir := testkit.Models(t)[0]
+	for _, c := range sharedConfigs(t, dir) {
+		t.Run(c.name, func(t *testing.T) {
+			m := openModel(t, dir, append(c.opts, k3.WithThreads(2))...)
+			prompts := sharedPrompts(sessions, m.Config().Vocab)
+			want := soloTraces(t, m, prompts, steps)
+			before := m.Stats()
+			got := make([]trace, sessions)
+			var wg sync.WaitGroup
+			errs := make([]error, sessions)
+			for i, p := range prompts {
+				wg.Go(func() {
+					ctx := context.Background()
+					s := m.NewSession()
+					if errs[i] = s.Prefill(ctx, p); errs[i] != nil {
+						return
+					}
+					for range steps {
+						id, err := s.Next()
+						if err == nil {
+							err = s.Step(ctx, id)
+						}
+						if err != nil {
+							errs[i] = err
+							return
+						}
+						got[i].ids = append(got[i].ids, id)
+						got[i].logits = append(got[i].logits, s.Logits())
+					}
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				require.NoError(t, err, "session %d", i)
+			}
+			requireTraces(t, got, want)
+			st := m.Stats()
+			assert.Equal(t, int64(sessions*steps), st.WalkRows-before.WalkRows, "every step is one row of a walk")
+			assert.LessOrEqual(t, st.Walks-before.Walks, int64(sessions*steps))
+		})
+	}
+}
+
+// TestSharedWalkCancel: in one walk of four sessions, one session's context is cancelled
+// between layers (it fails at that layer, broken, as alone) and another's while it waits in
+// the queue (it leaves untouched); the other two get their solo bits, and the one that left
+// continues with its solo bits afterwards. A step with a bad id is refused without joining.
+func TestSharedWalkCancel(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		for _, c := range sharedConfigs(t, dir) {
+			t.Run(c.name, func(t *testing.T) {
+				m := openModel(t, dir, c.opts...)
+				prompts := sharedPrompts(4, m.Config().Vocab)
+				want := soloTraces(t, m, prompts, 2)
+				bg := context.Background()
+				ss := make([]*k3.Session, 4)
+				for i, p := range prompts {
+					ss[i] = m.NewSession()
+					require.NoError(t, ss[i].Prefill(bg, p))
+				}
+				var tokErr *k3.TokenError
+				require.ErrorAs(t, ss[0].Step(bg, m.Config().Vocab), &tokErr, "bad id")
+
+				queued, cancelQueued := context.WithCancel(bg)
+				ctxs := []context.Context{bg, &cancelAfter{Context: bg, n: 3}, bg, queued}
+				release := k3.HoldWalks(m)
+				errs := make([]error, 4)
+				var wg sync.WaitGroup
+				for i, s := range ss {
+					wg.Go(func() {
+						id, err := s.Next()
+						if err == nil {
+							err = s.Step(ctxs[i], id)
+						}
+						errs[i] = err
+					})
+				}
+				for k3.QueuedSteps(m) != 4 {
+					time.Sleep(50 * time.Microsecond)
+				}
+				cancelQueued()
+				release(3)
+				wg.Wait()
+
+				require.NoError(t, errs[0])
+				require.NoError(t, errs[2])
+				fe, ok := errors.AsType[*k3.ForwardError](errs[1])
+				require.True(t, ok, "cancelled in the walk: %v, want a *ForwardError", errs[1])
+				assert.Equal(t, 2, fe.Layer, "the layer the cancel was seen at")
+				assert.ErrorIs(t, errs[1], context.Canceled)
+				assert.ErrorIs(t, ss[1].Step(bg, 1), k3.ErrBroken, "the session cancelled in the walk is broken")
+				assert.Equal(t, context.Canceled, errs[3], "cancelled while queued")
+				assert.Equal(t, len(prompts[3]), ss[3].Len(), "the session that left the queue kept its state")
+
+				for _, i := range []int{0, 2} {
+					testkit.RequireSameBits(t, fmt.Sprintf("session %d", i), ss[i].Logits(), want[i].logits[0])
+				}
+				// The session that left steps again, alone now, and gets its solo bits.
+				id, err := ss[3].Next()
+				require.NoError(t, err)
+				require.Equal(t, want[3].ids[0], id)
+				require.NoError(t, ss[3].Step(bg, id))
+				testkit.RequireSameBits(t, "session 3 after leaving", ss[3].Logits(), want[3].logits[0])
+			})
+		}
+	})
+}
