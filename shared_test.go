@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +16,10 @@ import (
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/faultfs"
+	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
+	"github.com/k3-project/k3/trunk"
 )
 
 // sharedPrompts returns n prompts of different lengths (2, 3, …) and contents for a model of
@@ -263,5 +270,82 @@ func TestSharedWalkCancel(t *testing.T) {
 				testkit.RequireSameBits(t, "session 3 after leaving", ss[3].Logits(), want[3].logits[0])
 			})
 		}
+	})
+}
+
+// TestSharedWalkReadFault: a read that fails in a walk of three sessions (an EIO under one
+// layer's streamed attention weights, injected through the storage seam) fails exactly those
+// three, each with a *ForwardError naming the layer and a *trunk.ReadError naming the tensor (the same for all),
+// and none keeps a token; a session outside that walk, stepping once the storage is healthy
+// again, gets its solo bits.
+func TestSharedWalkReadFault(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		ck, err := safetensors.Open(dir)
+		require.NoError(t, err)
+		var victim *safetensors.Tensor
+		for _, tt := range ck.Tensors() {
+			if victim == nil && strings.HasSuffix(tt.Name, "layers.1.self_attn.o_proj.weight") {
+				victim = tt
+			}
+		}
+		ck.Close()
+		require.NotNil(t, victim, "layer 1's o_proj")
+		ffs := faultfs.New()
+		open := func(path string) (storage.File, error) {
+			f, err := ffs.Open(path)
+			if err != nil {
+				return nil, err
+			}
+			return f, nil
+		}
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithOpener(open))
+		prompts := sharedPrompts(4, m.Config().Vocab)
+		want := soloTraces(t, m, prompts, 1)
+		bg := context.Background()
+		ss := make([]*k3.Session, 4)
+		for i, p := range prompts {
+			ss[i] = m.NewSession()
+			require.NoError(t, ss[i].Prefill(bg, p))
+		}
+
+		ffs.EIO(filepath.Base(victim.File), victim.Offset, victim.Size)
+		release := k3.HoldWalks(m)
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				id, err := ss[i].Next()
+				if err == nil {
+					err = ss[i].Step(bg, id)
+				}
+				errs[i] = err
+			})
+		}
+		release(3)
+		wg.Wait()
+		for i, err := range errs {
+			var fe *k3.ForwardError
+			require.ErrorAs(t, err, &fe, "session %d", i)
+			assert.Equal(t, 1, fe.Layer, "session %d: the layer", i)
+			var re *trunk.ReadError
+			require.ErrorAs(t, err, &re, "session %d", i)
+			assert.ErrorIs(t, err, syscall.EIO)
+			// The read that meets the bad span is of one of layer 1's tensors (a read window
+			// may start in a neighbour of the victim); the error names it.
+			assert.Equal(t, 1, re.Item, "session %d: the read's layer", i)
+			assert.Contains(t, re.Tensor, "layers.1.", "session %d: the tensor", i)
+			assert.Contains(t, err.Error(), re.Tensor, "session %d: the message names the tensor", i)
+			assert.Equal(t, errs[0].Error(), err.Error(), "session %d: one failure for the walk", i)
+			_, err = ss[i].Next()
+			assert.ErrorIs(t, err, k3.ErrBroken, "session %d emits no token", i)
+		}
+
+		ffs.Reset()
+		id, err := ss[3].Next()
+		require.NoError(t, err)
+		require.Equal(t, want[3].ids[0], id)
+		require.NoError(t, ss[3].Step(bg, id))
+		testkit.RequireSameBits(t, "the session outside the failed walk", ss[3].Logits(), want[3].logits[0])
 	})
 }
