@@ -72,16 +72,17 @@ func (s *Session) Len() int { return s.pos }
 // bit-identical logits and state (§4.10).
 //
 // Long inputs are processed in chunks of at most MaxChunk positions, which bounds activation
-// memory without changing a bit.
+// memory without changing a bit. Chunks of sessions of one Model that run at the same time
+// share walks with each other and with decode steps (§4.11), each bit-identical to alone.
 func (s *Session) Prefill(ctx context.Context, ids []int) error {
 	for len(ids) > MaxChunk {
-		if _, err := s.forward(ctx, ids[:MaxChunk], logitsNone); err != nil {
+		if err := s.m.gather(ctx, s, ids[:MaxChunk], logitsNone); err != nil {
 			return err
 		}
 		s.ids = append(s.ids, ids[:MaxChunk]...)
 		ids = ids[MaxChunk:]
 	}
-	if _, err := s.forward(ctx, ids, logitsLast); err != nil {
+	if err := s.m.gather(ctx, s, ids, logitsLast); err != nil {
 		return err
 	}
 	s.ids = append(s.ids, ids...)

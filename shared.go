@@ -14,12 +14,13 @@ import (
 	"github.com/k3-project/k3/quant"
 )
 
-// A Model's decode steps share walks over the weights (§4.11): a step that finds a walk
-// running waits in the walker's queue, and when the walk ends the oldest waiting step leads
-// the next one, taking every step that waits (group commit). Each streamed piece of the trunk
-// and each fetched expert is then used by every row before it is dropped.
+// A Model's decode steps and prefill chunks share walks over the weights (§4.11): a forward
+// that finds a walk running waits in the walker's queue, and when the walk ends the oldest
+// waiting forward leads the next one, taking every forward that waits (group commit). Each
+// streamed piece of the trunk and each fetched expert is then used by every row before it is
+// dropped.
 
-// walker gathers the decode steps of a Model's sessions into shared walks.
+// walker gathers the forwards of a Model's sessions into shared walks.
 type walker struct {
 	mu    sync.Mutex
 	queue []*walkReq // waiting steps, oldest first
@@ -43,12 +44,14 @@ type walker struct {
 	walks, rows atomic.Int64 // counters: walks run and the rows they carried
 }
 
-// walkReq is one session's step waiting for, or carried by, a walk. A Session owns one and
+// walkReq is one session's forward (a decode step or a prefill chunk) waiting for, or carried
+// by, a walk. A Session owns one and
 // reuses it, so a step allocates nothing to wait.
 type walkReq struct {
 	s    *Session
 	ctx  context.Context
 	ids  []int
+	mode logitsMode    // logitsLast or logitsNone (an inner prefill chunk)
 	id   [1]int        // backing of ids for a decode step
 	wake chan struct{} // one signal per wait: the result is in, or the lead is handed over
 	// Guarded by walker.mu.
@@ -59,18 +62,25 @@ type walkReq struct {
 	at  int // the layer where its cancellation was seen, −1: none
 }
 
-// maxWalkRows bounds the rows of one shared walk unless the plan says otherwise.
-const maxWalkRows = 64
+// maxWalkRows bounds the rows of one shared walk unless the plan says otherwise: as many as one
+// prefill chunk, so a walk never needs more activation memory than a lone prefill does.
+const maxWalkRows = MaxChunk
 
 // step runs one decode position of s through a shared walk and returns its error; on success
 // the session has the new position and its logits.
 func (m *Model) step(ctx context.Context, s *Session, id int) error {
-	if err := s.check([]int{id}); err != nil {
+	s.req.id[0] = id
+	return m.gather(ctx, s, s.req.id[:], logitsLast)
+}
+
+// gather runs ids (at most MaxChunk) as new positions of s through a shared walk, computing the
+// last position's logits or none (mode), and returns its error.
+func (m *Model) gather(ctx context.Context, s *Session, ids []int, mode logitsMode) error {
+	if err := s.check(ids); err != nil {
 		return err
 	}
 	r := &s.req
-	r.id[0] = id
-	r.ctx, r.ids, r.err, r.at = ctx, r.id[:], nil, -1
+	r.ctx, r.ids, r.mode, r.err, r.at = ctx, ids, mode, nil, -1
 	w := &m.walker
 	w.mu.Lock()
 	if !w.busy {
@@ -90,7 +100,7 @@ func (m *Model) step(ctx context.Context, s *Session, id int) error {
 				w.queue = slices.Delete(w.queue, i, i+1)
 			}
 			w.mu.Unlock()
-			r.ctx = nil
+			r.ctx, r.ids = nil, nil
 			return ctx.Err()
 		}
 		w.mu.Unlock()
@@ -103,7 +113,7 @@ func (m *Model) step(ctx context.Context, s *Session, id int) error {
 	if lead {
 		return m.lead(r)
 	}
-	r.ctx = nil
+	r.ctx, r.ids = nil, nil
 	return r.err
 }
 
@@ -138,7 +148,7 @@ func (m *Model) lead(r *walkReq) error {
 
 	if len(batch) == 1 {
 		// A walk of one step is the session's own forward pass.
-		_, r.err = r.s.forward(r.ctx, r.ids, logitsLast)
+		_, r.err = r.s.forward(r.ctx, r.ids, r.mode)
 	} else {
 		m.sharedWalk(batch)
 	}
@@ -149,7 +159,14 @@ func (m *Model) lead(r *walkReq) error {
 	for _, q := range batch {
 		q.taken = false
 	}
+	w.mu.Unlock()
+	for _, q := range batch[1:] {
+		q.wake <- struct{}{}
+	}
+	clear(batch) // hold no sessions between walks
+	// The lead passes on only now: w.batch is the leader's until then.
 	var next *walkReq
+	w.mu.Lock()
 	if len(w.queue) > 0 {
 		next = w.queue[0]
 		next.lead = true
@@ -157,14 +174,10 @@ func (m *Model) lead(r *walkReq) error {
 		w.busy = false
 	}
 	w.mu.Unlock()
-	for _, q := range batch[1:] {
-		q.wake <- struct{}{}
-	}
-	clear(batch) // hold no sessions between walks
 	if next != nil {
 		next.wake <- struct{}{}
 	}
-	r.ctx = nil
+	r.ctx, r.ids = nil, nil
 	return r.err
 }
 
@@ -314,17 +327,23 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 		fail(-1, err)
 		return
 	}
-	// Each session's last row, packed in batch order.
-	last, t := all[:0], 0
+	// The last row of each forward that asks for logits, packed in batch order (an inner
+	// prefill chunk asks for none).
+	last, t, nh := all[:0], 0, 0
 	for _, r := range live {
 		t += len(r.ids)
-		last = append(last, all[(t-1)*E:t*E]...) // never overtakes the rows it reads: t−1 ≥ len(last)/E
+		if r.mode != logitsNone {
+			last = append(last, all[(t-1)*E:t*E]...) // never overtakes the rows it reads: t−1 ≥ len(last)/E
+			nh++
+		}
 	}
-	nn.RMSNormRows(last, last, m.norm, m.eps)
-	logits := reuse(&w.logits, N*V)
-	if err := wt.guard(func() error { quant.MatMulParallel(m.lmHead, logits, V, last, N, m.threads); return nil }); err != nil {
-		fail(-1, err)
-		return
+	logits := reuse(&w.logits, nh*V)
+	if nh > 0 {
+		nn.RMSNormRows(last, last, m.norm, m.eps)
+		if err := wt.guard(func() error { quant.MatMulParallel(m.lmHead, logits, V, last, nh, m.threads); return nil }); err != nil {
+			fail(-1, err)
+			return
+		}
 	}
 	// Nothing computed from weights that failed a read or shrank under their mapping is reported.
 	if err := wt.settle(); err != nil {
@@ -334,20 +353,30 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 		fail(-1, err)
 		return
 	}
-	for i, r := range live {
+	i := 0
+	for _, r := range live {
 		s := r.s
+		var row []float32
+		if r.mode != logitsNone {
+			row = logits[i*V : (i+1)*V]
+			i++
+		}
 		if r.at >= 0 {
 			err := &ForwardError{Layer: r.at, Err: r.ctx.Err()}
 			r.err = err
 			s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 			continue
 		}
+		s.pos += len(r.ids)
+		if r.mode == logitsNone {
+			s.logits = nil
+			continue
+		}
 		if cap(s.logbuf) < V {
 			s.logbuf = make([]float32, V)
 		}
 		s.logits = s.logbuf[:V]
-		copy(s.logits, logits[i*V:(i+1)*V])
-		s.pos += len(r.ids)
+		copy(s.logits, row)
 	}
 }
 

@@ -103,7 +103,6 @@ func TestSharedWalksAsAlone(t *testing.T) {
 					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
 					prompts := sharedPrompts(sessions, m.Config().Vocab)
 					want := soloTraces(t, m, prompts, steps)
-					before := m.Stats()
 
 					ctx := context.Background()
 					ss := make([]*k3.Session, sessions)
@@ -111,6 +110,7 @@ func TestSharedWalksAsAlone(t *testing.T) {
 						ss[i] = m.NewSession()
 						require.NoError(t, ss[i].Prefill(ctx, p))
 					}
+					before := m.Stats()
 					got := make([]trace, sessions)
 					walks, rows := 0, 0
 					for round := 0; ; round++ {
@@ -160,9 +160,9 @@ func TestSharedWalksAsAlone(t *testing.T) {
 	})
 }
 
-// TestSharedWalksFreeRunning: sessions stepping from goroutines without any holding — the
-// gathering is whatever the timing makes it — still get their solo bits, and the counters
-// account for every step.
+// TestSharedWalksFreeRunning: sessions prefilling and stepping from goroutines without any
+// holding — the gathering is whatever the timing makes it — still get their solo bits, and
+// the counters account for every row.
 func TestSharedWalksFreeRunning(t *testing.T) {
 	const sessions, steps = 5, 6
 	dir := testkit.Models(t)[0]
@@ -202,7 +202,11 @@ func TestSharedWalksFreeRunning(t *testing.T) {
 			}
 			requireTraces(t, got, want)
 			st := m.Stats()
-			assert.Equal(t, int64(sessions*steps), st.WalkRows-before.WalkRows, "every step is one row of a walk")
+			rows := sessions * steps
+			for _, p := range prompts {
+				rows += len(p)
+			}
+			assert.Equal(t, int64(rows), st.WalkRows-before.WalkRows, "every prompt position and step is one row of a walk")
 			assert.LessOrEqual(t, st.Walks-before.Walks, int64(sessions*steps))
 		})
 	}
@@ -347,5 +351,81 @@ func TestSharedWalkReadFault(t *testing.T) {
 		require.Equal(t, want[3].ids[0], id)
 		require.NoError(t, ss[3].Step(bg, id))
 		testkit.RequireSameBits(t, "the session outside the failed walk", ss[3].Logits(), want[3].logits[0])
+	})
+}
+
+// TestSharedWalkPrefillRides: prefills ride in the same walk as decode steps — one walk holds
+// two sessions' steps and two fresh sessions' whole prompts (rows at positions 0…n−1 beside
+// rows at later positions) — and the next walk steps all four: every logit is bit-identical to
+// the sessions run alone, on 1 and 2 threads, mapped and at the floor.
+func TestSharedWalkPrefillRides(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		for _, c := range sharedConfigs(t, dir) {
+			for _, threads := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
+					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
+					prompts := sharedPrompts(4, m.Config().Vocab)
+					prompts[3] = append(prompts[3], prompts[2]...) // a longer prompt
+					want := soloTraces(t, m, prompts, 2)
+					bg := context.Background()
+					wantPrefill := make([][]float32, 4)
+					for i, p := range prompts {
+						s := m.NewSession()
+						require.NoError(t, s.Prefill(bg, p))
+						wantPrefill[i] = s.Logits()
+					}
+					ss := make([]*k3.Session, 4)
+					for i := range ss {
+						ss[i] = m.NewSession()
+					}
+					for i := range 2 {
+						require.NoError(t, ss[i].Prefill(bg, prompts[i]))
+					}
+					before := m.Stats()
+					walk := func(run func(i int) error) {
+						release := k3.HoldWalks(m)
+						errs := make([]error, 4)
+						var wg sync.WaitGroup
+						for i := range ss {
+							wg.Go(func() { errs[i] = run(i) })
+						}
+						release(4)
+						wg.Wait()
+						for i, err := range errs {
+							require.NoError(t, err, "session %d", i)
+						}
+					}
+					step := func(i int) error {
+						id, err := ss[i].Next()
+						if err == nil {
+							err = ss[i].Step(bg, id)
+						}
+						return err
+					}
+					walk(func(i int) error {
+						if i < 2 {
+							return step(i)
+						}
+						return ss[i].Prefill(bg, prompts[i])
+					})
+					for i := range 2 {
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d step", i), ss[i].Logits(), want[i].logits[0])
+					}
+					for i := 2; i < 4; i++ {
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d prefill", i), ss[i].Logits(), wantPrefill[i])
+					}
+					walk(step)
+					for i := range 2 {
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d second step", i), ss[i].Logits(), want[i].logits[1])
+					}
+					for i := 2; i < 4; i++ {
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d first step", i), ss[i].Logits(), want[i].logits[0])
+					}
+					st := m.Stats()
+					assert.Equal(t, int64(2), st.Walks-before.Walks, "two walks")
+					assert.Equal(t, int64(2+len(prompts[2])+len(prompts[3])+4), st.WalkRows-before.WalkRows, "their rows")
+				})
+			}
+		}
 	})
 }
