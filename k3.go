@@ -462,8 +462,9 @@ type Stats struct {
 	Trunk *trunk.Stats
 	// Cache is the expert cache's, nil when the experts are mapped.
 	Cache *cache.Stats
-	// Walks counts the walks decode steps ran and WalkRows the rows they carried: concurrent
-	// steps share walks (§4.11), so WalkRows/Walks is the mean number of steps a walk served.
+	// Walks counts the walks that decode steps and prefill chunks ran and WalkRows the rows
+	// (positions) they carried: concurrent sessions share walks (§4.11), so WalkRows/Walks is
+	// the mean rows a walk served.
 	Walks, WalkRows int64
 }
 
