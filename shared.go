@@ -3,6 +3,7 @@ package k3
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,10 @@ type walker struct {
 	queue []*walkReq // waiting steps, oldest first
 	busy  bool       // a walk is running or about to (its leader holds the lead)
 	batch []*walkReq // the leader's walk, reused
+	// gen counts finished walks; returning is how many forwards of the last one have not come
+	// back with their next forward yet (see lead).
+	gen       int64
+	returning int
 
 	// The shared walk's scratch, used by the leader only (one walk runs at a time).
 	nnWS   *nn.Workspace
@@ -55,8 +60,9 @@ type walkReq struct {
 	id   [1]int        // backing of ids for a decode step
 	wake chan struct{} // one signal per wait: the result is in, or the lead is handed over
 	// Guarded by walker.mu.
-	taken bool // in a walk: it can no longer leave the queue
-	lead  bool // woken to lead the next walk
+	taken bool  // in a walk: it can no longer leave the queue
+	lead  bool  // woken to lead the next walk
+	gen   int64 // the walk that last carried it
 	// Written by the walk's leader before the wake.
 	err error
 	at  int // the layer where its cancellation was seen, −1: none
@@ -83,6 +89,9 @@ func (m *Model) gather(ctx context.Context, s *Session, ids []int, mode logitsMo
 	r.ctx, r.ids, r.mode, r.err, r.at = ctx, ids, mode, nil, -1
 	w := &m.walker
 	w.mu.Lock()
+	if r.gen == w.gen && w.returning > 0 {
+		w.returning-- // back from the last walk
+	}
 	if !w.busy {
 		w.busy = true
 		w.mu.Unlock()
@@ -125,7 +134,17 @@ func (m *Model) lead(r *walkReq) error {
 	if bound < 1 {
 		bound = maxWalkRows
 	}
+	// Sessions stepping in a loop come back a moment after their walk ends. Taking the batch
+	// at once would leave them to the walk after, and the sessions would settle into groups
+	// that alternate walks, each reading the weights for part of them. So the leader first
+	// lets them run, as many scheduler turns as the last walk had forwards (no timer: a
+	// session that does not come back costs a few yields, and nothing waits on a clock).
 	w.mu.Lock()
+	for turns := w.returning; turns > 0 && w.returning > 0; turns-- {
+		w.mu.Unlock()
+		runtime.Gosched()
+		w.mu.Lock()
+	}
 	if i := slices.Index(w.queue, r); i >= 0 {
 		w.queue = slices.Delete(w.queue, i, i+1)
 	}
@@ -156,9 +175,12 @@ func (m *Model) lead(r *walkReq) error {
 	w.rows.Add(int64(rows))
 
 	w.mu.Lock()
+	w.gen++
 	for _, q := range batch {
 		q.taken = false
+		q.gen = w.gen
 	}
+	w.returning = len(batch)
 	w.mu.Unlock()
 	for _, q := range batch[1:] {
 		q.wake <- struct{}{}
