@@ -30,9 +30,10 @@ type Plan struct {
 	// WalkRows bounds the rows one shared walk carries (§4.11): concurrent decode steps
 	// beyond it wait for the next walk.
 	WalkRows int `json:"walk_rows"`
-	// WalkRowBytes is the activation memory one row of a walk needs at its widest point: the
-	// residual stream and its block snapshots, the widest layer's scratch (the expert union's
-	// included) and the row's logits. A walk of N rows needs N times this.
+	// WalkRowBytes estimates the activation memory one row of a walk needs: the residual
+	// stream and its block snapshots, the widest layer's scratch (the expert union's
+	// included), the kernels' widened inputs and the row's logits. A walk of N rows needs
+	// about N times this on top of what one row needs.
 	WalkRowBytes int64 `json:"walk_row_bytes"`
 }
 
@@ -50,8 +51,8 @@ func (p *Plan) fillSession(c *config.Config, layers int) {
 }
 
 // walkRowBytes is Plan.WalkRowBytes: what each row of a walk adds to the scratch the layers
-// take (attention and moe workspaces, nn's residual wiring), counted in the float32 buffers
-// they size by rows.
+// take (attention and moe workspaces, nn's residual wiring, the kernels' widened inputs),
+// counted in the buffers they size by rows.
 func walkRowBytes(c *config.Config, layers int) int64 {
 	E := int64(c.Hidden)
 	blocks := int64(1)
@@ -66,8 +67,12 @@ func walkRowBytes(c *config.Config, layers int) int64 {
 	k, ne, l, ni := int64(c.TopK), int64(c.NumExperts), int64(c.Latent), int64(c.MoEInter)
 	// Router scores, picks, z, the picks' outputs, the union's inputs and outputs, the
 	// aggregate, the routed and shared outputs; the dense FFN's two activations.
-	ffn := max(k+ne+l+k*l+2*k*l+2*k*ni+l+2*E+2*ni, 2*int64(c.DenseInter)+E)
-	return 4 * (stream + max(kda, mla) + ffn + int64(c.Vocab))
+	si := int64(max(c.NumShared, 1)) * ni
+	ffn := max(k+ne+l+k*l+2*k*l+2*k*ni+l+2*E+2*si, 2*int64(c.DenseInter)+E)
+	// The mat-muls widen their input rows to float64 once per call (the widest input
+	// counts), and MLA keeps a float64 accumulator row per query.
+	widest := max(E, P, hm*dv, int64(c.QLoRA), int64(c.KVLoRA), l, ni, si, int64(c.DenseInter))
+	return 4*(stream+max(kda, mla)+ffn+int64(c.Vocab)) + 8*(widest+int64(c.KVLoRA))
 }
 
 // Total is the memory the plan allocates: the trunk's arena and ring and the

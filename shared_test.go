@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -427,5 +429,60 @@ func TestSharedWalkPrefillRides(t *testing.T) {
 				})
 			}
 		}
+	})
+}
+
+// walkHeap returns the bytes the heap grew by over the first shared walk of n decode steps on a
+// fresh model (every buffer the walk sizes by rows is allocated then, to its size).
+func walkHeap(t *testing.T, dir string, n int) uint64 {
+	m := openModel(t, dir, k3.WithThreads(1))
+	bg := context.Background()
+	ss := make([]*k3.Session, n)
+	for i, p := range sharedPrompts(n, m.Config().Vocab) {
+		ss[i] = m.NewSession()
+		require.NoError(t, ss[i].Prefill(bg, p))
+		// A step alone first grows what the session itself keeps (its MLA caches double, its
+		// buffers), so that the walk's growth is the walk's.
+		require.NoError(t, ss[i].Step(bg, 1))
+	}
+	release := k3.HoldWalks(m)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	var before, after runtime.MemStats
+	// Two collections empty the kernels' scratch pools (and their victim caches), and none
+	// runs during the walk: every scratch buffer the walk uses is allocated in it, to its size.
+	runtime.GC()
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.ReadMemStats(&before)
+	for i, s := range ss {
+		wg.Go(func() { errs[i] = s.Step(bg, 1) })
+	}
+	release(n)
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestWalkRowBytes: the plan's memory per walk row is the size of what a row adds to a walk —
+// measured as the growth of the bytes allocated between first walks of 2 and 18 rows on fresh
+// models — within a factor of two either way (the measure also counts a session's MLA cache
+// growing in the walk and scratch regrown as wider calls come, the estimate the widened inputs
+// of calls that reuse one pool buffer); the plan prints the walk bound with it.
+func TestWalkRowBytes(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		p, err := k3.PlanFor(dir)
+		require.NoError(t, err)
+		require.Equal(t, k3.MaxChunk, p.WalkRows)
+		assert.Contains(t, p.String(), fmt.Sprintf("shared walks   up to %d rows", p.WalkRows))
+		small, large := walkHeap(t, dir, 2), walkHeap(t, dir, 18)
+		require.Greater(t, large, small)
+		perRow := float64(large-small) / 16
+		t.Logf("measured %.0f B a row, planned %d", perRow, p.WalkRowBytes)
+		assert.LessOrEqual(t, perRow, 2*float64(p.WalkRowBytes), "a row needs more than twice the plan's estimate")
+		assert.GreaterOrEqual(t, 2*perRow, float64(p.WalkRowBytes), "the plan's estimate is more than twice a row's need")
 	})
 }
