@@ -69,7 +69,7 @@ type walkReq struct {
 }
 
 // maxWalkRows bounds the rows of one shared walk unless the plan says otherwise: as many as one
-// prefill chunk, so a walk never needs more activation memory than a lone prefill does.
+// prefill chunk, so a walk's activations are a chunk's plus one logits row per session.
 const maxWalkRows = MaxChunk
 
 // step runs one decode position of s through a shared walk and returns its error; on success
