@@ -74,32 +74,44 @@ func requireTraces(t *testing.T, got, want []trace) {
 	}
 }
 
-// sharedConfigs are the storage configurations the shared-walk tests run: mapped, the trunk at
-// its floor (pieces smaller than a tensor), and the expert cache holding nothing.
-func sharedConfigs(t *testing.T, dir string) []struct {
+type sharedConfig struct {
 	name string
 	opts []k3.Option
-} {
+}
+
+// sharedConfigs are the storage configurations the shared-walk tests run: mapped, the trunk at
+// its floor (pieces smaller than a tensor), and the expert cache holding nothing; with all,
+// also the floor with cache 0, a trunk half pinned, the cache at half the experts, and router
+// lookahead.
+func sharedConfigs(t *testing.T, dir string, all bool) []sharedConfig {
 	fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
-	return []struct {
-		name string
-		opts []k3.Option
-	}{
+	floor := []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}
+	cs := []sharedConfig{
 		{"mapped", nil},
-		{"floor", []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}},
+		{"floor", floor},
 		{"cache0", []k3.Option{k3.WithCacheBudget(0)}},
 	}
+	if all {
+		half := cacheBudgets(t, dir)["half"]
+		cs = append(cs,
+			sharedConfig{"floor+cache0", append(floor, k3.WithCacheBudget(0))},
+			sharedConfig{"mixed", []k3.Option{k3.WithTrunkBudget((fl.Total + fl.EmbedBytes) / 2)}},
+			sharedConfig{"cache-half", []k3.Option{k3.WithCacheBudget(half)}},
+			sharedConfig{"lookahead", []k3.Option{k3.WithCacheBudget(half), k3.WithExpertPrefetch(2)}})
+	}
+	return cs
 }
 
 // TestSharedWalksAsAlone is the shared-walk acceptance on every fixture model: sessions with
 // different prompts and lengths stepping from goroutines are gathered into walks of 2 to 8
 // steps (held so that each round is exactly one walk, with sessions joining and leaving between
 // rounds), and every session's ids and logits are bit-identical to its solo run — mapped, at
-// the trunk floor and with an empty expert cache, on 1 and 2 threads.
+// the trunk floor, with an empty expert cache, both, a half-pinned trunk, a cache of half the
+// experts and router lookahead, on 1 and 2 threads.
 func TestSharedWalksAsAlone(t *testing.T) {
 	const sessions, steps = 8, 4
 	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
-		for _, c := range sharedConfigs(t, dir) {
+		for _, c := range sharedConfigs(t, dir, true) {
 			for _, threads := range []int{1, 2} {
 				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
 					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
@@ -168,7 +180,7 @@ func TestSharedWalksAsAlone(t *testing.T) {
 func TestSharedWalksFreeRunning(t *testing.T) {
 	const sessions, steps = 5, 6
 	dir := testkit.Models(t)[0]
-	for _, c := range sharedConfigs(t, dir) {
+	for _, c := range sharedConfigs(t, dir, false) {
 		t.Run(c.name, func(t *testing.T) {
 			m := openModel(t, dir, append(c.opts, k3.WithThreads(2))...)
 			prompts := sharedPrompts(sessions, m.Config().Vocab)
@@ -220,7 +232,7 @@ func TestSharedWalksFreeRunning(t *testing.T) {
 // continues with its solo bits afterwards. A step with a bad id is refused without joining.
 func TestSharedWalkCancel(t *testing.T) {
 	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
-		for _, c := range sharedConfigs(t, dir) {
+		for _, c := range sharedConfigs(t, dir, false) {
 			t.Run(c.name, func(t *testing.T) {
 				m := openModel(t, dir, c.opts...)
 				prompts := sharedPrompts(4, m.Config().Vocab)
@@ -362,7 +374,7 @@ func TestSharedWalkReadFault(t *testing.T) {
 // the sessions run alone, on 1 and 2 threads, mapped and at the floor.
 func TestSharedWalkPrefillRides(t *testing.T) {
 	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
-		for _, c := range sharedConfigs(t, dir) {
+		for _, c := range sharedConfigs(t, dir, false) {
 			for _, threads := range []int{1, 2} {
 				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
 					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
