@@ -165,12 +165,7 @@ func (m *Model) lead(r *walkReq) error {
 	w.batch = batch
 	w.mu.Unlock()
 
-	if len(batch) == 1 {
-		// A walk of one step is the session's own forward pass.
-		_, r.err = r.s.forward(r.ctx, r.ids, r.mode)
-	} else {
-		m.sharedWalk(batch)
-	}
+	crash := m.runWalk(batch)
 	w.walks.Add(1)
 	w.rows.Add(int64(rows))
 
@@ -200,7 +195,33 @@ func (m *Model) lead(r *walkReq) error {
 		next.wake <- struct{}{}
 	}
 	r.ctx, r.ids = nil, nil
+	if crash != nil {
+		panic(crash) // on the leader's goroutine, once the others are released
+	}
 	return r.err
+}
+
+// runWalk runs the walk of batch. A panic in it (a bug, never a read failure: those are errors)
+// fails every forward of the walk and is returned, so that the leader can wake the others and
+// pass the lead on before re-raising it, instead of leaving them waiting forever.
+func (m *Model) runWalk(batch []*walkReq) (crash any) {
+	defer func() {
+		if p := recover(); p != nil {
+			crash = p
+			err := fmt.Errorf("k3: shared walk: panic: %v", p)
+			for _, q := range batch {
+				q.err = err
+				q.s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
+			}
+		}
+	}()
+	if r := batch[0]; len(batch) == 1 {
+		// A walk of one forward is the session's own forward pass.
+		_, r.err = r.s.forward(r.ctx, r.ids, r.mode)
+	} else {
+		m.sharedWalk(batch)
+	}
+	return nil
 }
 
 // check refuses what a forward pass over ids would refuse before touching anything: a closed
