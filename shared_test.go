@@ -498,3 +498,47 @@ func TestWalkRowBytes(t *testing.T) {
 		assert.GreaterOrEqual(t, 2*perRow, float64(p.WalkRowBytes), "the plan's estimate is more than twice a row's need")
 	})
 }
+
+// TestSharedGenerate: generations running from goroutines (Generate prefills and steps through
+// the shared walks) emit the tokens and logits they emit alone, at the floor on 2 threads.
+func TestSharedGenerate(t *testing.T) {
+	const n, tokens = 4, 5
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithThreads(2))
+		prompts := sharedPrompts(n, m.Config().Vocab)
+		generate := func(p []int) (trace, error) {
+			var tr trace
+			o := k3.GenerateOptions{MaxTokens: tokens, OnLogits: func(_ int, l []float32) {
+				tr.logits = append(tr.logits, append([]float32(nil), l...))
+			}}
+			for id, err := range m.Generate(context.Background(), p, o) {
+				if err != nil {
+					return tr, err
+				}
+				tr.ids = append(tr.ids, id)
+			}
+			return tr, nil
+		}
+		want := make([]trace, n)
+		for i, p := range prompts {
+			var err error
+			want[i], err = generate(p)
+			require.NoError(t, err)
+		}
+		before := m.Stats()
+		got := make([]trace, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, p := range prompts {
+			wg.Go(func() { got[i], errs[i] = generate(p) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "generation %d", i)
+		}
+		requireTraces(t, got, want)
+		st := m.Stats()
+		t.Logf("%d walks carried %d rows", st.Walks-before.Walks, st.WalkRows-before.WalkRows)
+	})
+}
