@@ -485,6 +485,7 @@ func walkHeap(t *testing.T, dir string, n int) uint64 {
 // growing in the walk and scratch regrown as wider calls come, the estimate the widened inputs
 // of calls that reuse one pool buffer); the plan prints the walk bound with it.
 func TestWalkRowBytes(t *testing.T) {
+	testkit.SkipAllocsUnderRace(t) // the race detector's pools drop buffers at random
 	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
 		p, err := k3.PlanFor(dir)
 		require.NoError(t, err)
