@@ -241,7 +241,10 @@ type Tracer interface {
 // Model is an opened, bound checkpoint. Without a trunk budget its weights are read through
 // memory-mapped shards (no copy: the page cache, not the Go heap, holds them) and a Model is safe
 // for concurrent use by many Sessions. Under a trunk budget the dense weights stream through one
-// ring, so forward passes of different sessions take turns. Close must not race with forwards.
+// ring, so forward passes of different sessions take turns. Either way, the decode steps and
+// prefill chunks of sessions running at the same time are gathered into shared walks over the
+// weights (§4.11), each session's result bit-identical to running alone. Close must not race
+// with forwards.
 type Model struct {
 	dir     string
 	cfg     config.Config
