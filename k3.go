@@ -271,7 +271,7 @@ type Model struct {
 	integ   checkpoint.Report
 	mu      sync.RWMutex // guards closed against in-flight forwards
 	closed  bool
-	walker  walker // gathers concurrent decode steps into shared walks (§4.11)
+	walker  walker // gathers concurrent forwards into shared walks (§4.11)
 }
 
 // layer is one bound decoder layer: its AttnRes wiring, its mixer and its FFN.

@@ -27,13 +27,13 @@ type Plan struct {
 	KDAStateBytes int64 `json:"kda_state_bytes_per_session"`
 	// MLABytesPerPosition is what one session's MLA latent caches grow by per position.
 	MLABytesPerPosition int64 `json:"mla_cache_bytes_per_position"`
-	// WalkRows bounds the rows one shared walk carries (§4.11): concurrent decode steps
-	// beyond it wait for the next walk.
+	// WalkRows bounds the rows one shared walk carries (§4.11): concurrent forwards beyond
+	// it wait for the next walk.
 	WalkRows int `json:"walk_rows"`
 	// WalkRowBytes estimates the activation memory one row of a walk needs: the residual
 	// stream and its block snapshots, the widest layer's scratch (the expert union's
 	// included), the kernels' widened inputs and the row's logits. A walk of N rows needs
-	// about N times this on top of what one row needs.
+	// about N times this.
 	WalkRowBytes int64 `json:"walk_row_bytes"`
 }
 

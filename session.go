@@ -37,7 +37,7 @@ type Session struct {
 	attn              []nn.Mixer // by layer
 	ffn               []nn.Mixer // by layer
 
-	req walkReq // its decode step's place in a shared walk (§4.11)
+	req walkReq // its forward's place in a shared walk (§4.11)
 }
 
 // NewSession returns a session with no positions.
