@@ -241,7 +241,10 @@ type Tracer interface {
 // Model is an opened, bound checkpoint. Without a trunk budget its weights are read through
 // memory-mapped shards (no copy: the page cache, not the Go heap, holds them) and a Model is safe
 // for concurrent use by many Sessions. Under a trunk budget the dense weights stream through one
-// ring, so forward passes of different sessions take turns. Close must not race with forwards.
+// ring, so forward passes of different sessions take turns. Either way, the decode steps and
+// prefill chunks of sessions running at the same time are gathered into shared walks over the
+// weights (§4.11), each session's result bit-identical to running alone. Close must not race
+// with forwards.
 type Model struct {
 	dir     string
 	cfg     config.Config
@@ -268,6 +271,7 @@ type Model struct {
 	integ   checkpoint.Report
 	mu      sync.RWMutex // guards closed against in-flight forwards
 	closed  bool
+	walker  walker // gathers concurrent forwards into shared walks (§4.11)
 }
 
 // layer is one bound decoder layer: its AttnRes wiring, its mixer and its FFN.
@@ -461,11 +465,15 @@ type Stats struct {
 	Trunk *trunk.Stats
 	// Cache is the expert cache's, nil when the experts are mapped.
 	Cache *cache.Stats
+	// Walks counts the walks that decode steps and prefill chunks ran and WalkRows the rows
+	// (positions) they carried: concurrent sessions share walks (§4.11), so WalkRows/Walks is
+	// the mean rows a walk served.
+	Walks, WalkRows int64
 }
 
 // Stats returns the model's counters.
 func (m *Model) Stats() Stats {
-	var s Stats
+	s := Stats{Walks: m.walker.walks.Load(), WalkRows: m.walker.rows.Load()}
 	if m.store != nil {
 		st := m.store.Stats()
 		s.Trunk = &st

@@ -36,6 +36,8 @@ type Session struct {
 	moeWS             *moe.Workspace
 	attn              []nn.Mixer // by layer
 	ffn               []nn.Mixer // by layer
+
+	req walkReq // its forward's place in a shared walk (§4.11)
 }
 
 // NewSession returns a session with no positions.
@@ -44,6 +46,7 @@ func (m *Model) NewSession() *Session {
 	s := &Session{m: m, kda: make([]*attention.KDAState, n), mla: make([]*attention.MLACache, n),
 		nnWS: nn.NewWorkspace(), attnWS: attention.NewWorkspace(), moeWS: moe.NewWorkspace(),
 		attn: make([]nn.Mixer, n), ffn: make([]nn.Mixer, n)}
+	s.req = walkReq{s: s, wake: make(chan struct{}, 1), at: -1}
 	for l := range m.layers {
 		lay := &m.layers[l]
 		if k := lay.kda; k != nil {
@@ -69,16 +72,17 @@ func (s *Session) Len() int { return s.pos }
 // bit-identical logits and state (§4.10).
 //
 // Long inputs are processed in chunks of at most MaxChunk positions, which bounds activation
-// memory without changing a bit.
+// memory without changing a bit. Chunks of sessions of one Model that run at the same time
+// share walks with each other and with decode steps (§4.11), each bit-identical to alone.
 func (s *Session) Prefill(ctx context.Context, ids []int) error {
 	for len(ids) > MaxChunk {
-		if _, err := s.forward(ctx, ids[:MaxChunk], logitsNone); err != nil {
+		if err := s.m.gather(ctx, s, ids[:MaxChunk], logitsNone); err != nil {
 			return err
 		}
 		s.ids = append(s.ids, ids[:MaxChunk]...)
 		ids = ids[MaxChunk:]
 	}
-	if _, err := s.forward(ctx, ids, logitsLast); err != nil {
+	if err := s.m.gather(ctx, s, ids, logitsLast); err != nil {
 		return err
 	}
 	s.ids = append(s.ids, ids...)
@@ -108,9 +112,11 @@ func (s *Session) PrefillAll(ctx context.Context, ids []int) ([][]float32, error
 	return splitRows(flat, len(ids), s.m.cfg.Vocab), nil
 }
 
-// Step processes one new position (Prefill with T = 1).
+// Step processes one new position (Prefill with T = 1). Steps of sessions of one Model that
+// run at the same time share walks over the weights (§4.11), each session's result
+// bit-identical to its step alone; a step's cancelled context fails that step only.
 func (s *Session) Step(ctx context.Context, id int) error {
-	if _, err := s.forward(ctx, []int{id}, logitsLast); err != nil {
+	if err := s.m.step(ctx, s, id); err != nil {
 		return err
 	}
 	s.ids = append(s.ids, id)

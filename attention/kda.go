@@ -209,19 +209,67 @@ func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) 
 	if ws == nil {
 		return k.Forward(dst, x, T, st)
 	}
+	if err := k.checkState(st); err != nil {
+		return err
+	}
+	ws.kdaOne[0] = kdaSeg{n: T, st: st}
+	err := k.forward(dst, x, T, ws.kdaOne[:], ws)
+	ws.kdaOne[0] = kdaSeg{}
+	return err
+}
+
+// ForwardBatch runs the new positions of several sequences through the layer in one call:
+// sequence i owns lens[i] ≥ 1 consecutive rows of x and dst (in order) and advances states[i].
+// The projections run as one mat-mul over all rows and the convolutions and recurrences per
+// sequence, so every sequence's outputs and state are bit-identical to its own ForwardWith
+// call (§4.11). ws is as for ForwardWith (nil borrows one).
+func (k *KDA) ForwardBatch(dst, x []float32, lens []int, states []*KDAState, ws *Workspace) error {
+	if len(lens) == 0 || len(lens) != len(states) {
+		return fmt.Errorf("attention: kda: batch of %d lengths and %d states", len(lens), len(states))
+	}
+	if ws == nil {
+		ws, _ = k.pool.Get().(*Workspace)
+		if ws == nil {
+			ws = new(Workspace)
+		}
+		defer k.pool.Put(ws)
+	}
+	segs := ws.kdaSegs[:0]
+	T := 0
+	for i, n := range lens {
+		if n < 1 {
+			return fmt.Errorf("attention: kda: batch sequence %d has %d positions", i, n)
+		}
+		if err := k.checkState(states[i]); err != nil {
+			return fmt.Errorf("attention: kda: batch sequence %d: %w", i, err)
+		}
+		segs = append(segs, kdaSeg{n: n, st: states[i]})
+		T += n
+	}
+	ws.kdaSegs = segs
+	err := k.forward(dst, x, T, segs, ws)
+	clear(segs) // hold no references to the caller's states
+	return err
+}
+
+// kdaSeg is one sequence of a call: its number of rows and its state.
+type kdaSeg struct {
+	n  int
+	st *KDAState
+}
+
+// forward runs T rows, split into the sequences segs, through the layer.
+func (k *KDA) forward(dst, x []float32, T int, segs []kdaSeg, ws *Workspace) error {
 	c := k.cfg
 	e, h, d := c.Hidden, c.Heads, c.HeadDim
 	p := h * d
 	if T < 1 || len(x) != T*e || len(dst) != T*e {
 		return fmt.Errorf("attention: kda: len(x)=%d len(dst)=%d, want T·E = %d·%d", len(x), len(dst), T, e)
 	}
-	if err := k.checkState(st); err != nil {
-		return err
-	}
 	wk := c.Pool.Limit(c.Workers)
 	ws.f32.Reset(6*T*p + T*d + T*h + 2*h*d)
 	kc := &ws.kda
-	*kc = kdaCall{k: k, st: st, T: T,
+	*kc = kdaCall{k: k, T: T,
 		q: ws.f32.Take(T * p), kk: ws.f32.Take(T * p), v: ws.f32.Take(T * p), g: ws.f32.Take(T * p),
 		z: ws.f32.Take(T * p), o: ws.f32.Take(T * p), fa: ws.f32.Take(T * d), b: ws.f32.Take(T * h),
 		u: ws.f32.Take(h * d), e: ws.f32.Take(h * d)}
@@ -233,23 +281,38 @@ func (k *KDA) ForwardWith(dst, x []float32, T int, st *KDAState, ws *Workspace) 
 	quant.MatMulParallel(k.w.FB, kc.z, p, kc.fa, T, wk)
 	quant.MatMulParallel(k.w.B, kc.b, h, x, T, wk)
 
-	// Shapes were checked above, so the convolutions cannot fail.
-	_ = k.convQ.ForwardPool(kc.q, kc.q, st.ConvQ, T, wk, c.Pool, &ws.conv)
-	_ = k.convK.ForwardPool(kc.kk, kc.kk, st.ConvK, T, wk, c.Pool, &ws.conv)
-	_ = k.convV.ForwardPool(kc.v, kc.v, st.ConvV, T, wk, c.Pool, &ws.conv)
+	// The convolutions carry each sequence's tails, so they run sequence by sequence. Shapes
+	// were checked by the callers, so they cannot fail.
+	off := 0
+	for _, sg := range segs {
+		q, kk, v := kc.q[off*p:(off+sg.n)*p], kc.kk[off*p:(off+sg.n)*p], kc.v[off*p:(off+sg.n)*p]
+		_ = k.convQ.ForwardPool(q, q, sg.st.ConvQ, sg.n, wk, c.Pool, &ws.conv)
+		_ = k.convK.ForwardPool(kk, kk, sg.st.ConvK, sg.n, wk, c.Pool, &ws.conv)
+		_ = k.convV.ForwardPool(v, v, sg.st.ConvV, sg.n, wk, c.Pool, &ws.conv)
+		off += sg.n
+	}
 
 	// The splits below only take chunks worth a goroutine, so the small
 	// fixture models run inline. A (position, head) pair of prepare or gate
 	// costs a few dozen operations per channel (an exp or a sigmoid each); a
 	// head of the recurrence about 4·D² multiply-adds per position.
 	pairGrain := max(4, parallel.GrainFor(32*d, k.minWork))
-	headGrain := parallel.GrainFor(4*d*d*T, k.minWork)
 
 	// Per position and head (independent): normalise q and k, scale q, β,
 	// and the decay α (written over z).
 	c.Pool.Run(T*h, wk, pairGrain, (*kdaPrepare)(kc))
-	// The recurrence is sequential in t and independent across heads.
-	c.Pool.Run(h, wk, headGrain, (*kdaRecur)(kc))
+	// The recurrence is sequential in t and independent across heads and sequences: each
+	// sequence's rows run through its own state, the call's arrays cut to them.
+	all := *kc
+	off = 0
+	for _, sg := range segs {
+		kc.st, kc.T = sg.st, sg.n
+		kc.q, kc.kk, kc.v, kc.z, kc.o = all.q[off*p:], all.kk[off*p:], all.v[off*p:], all.z[off*p:], all.o[off*p:]
+		kc.b = all.b[off*h:]
+		c.Pool.Run(h, wk, parallel.GrainFor(4*d*d*sg.n, k.minWork), (*kdaRecur)(kc))
+		off += sg.n
+	}
+	*kc = all
 	// Head-wise RMSNorm (eps = RMSEps), then the sigmoid gate, then o_proj.
 	c.Pool.Run(T*h, wk, pairGrain, (*kdaGate)(kc))
 	quant.MatMulParallel(k.w.O, dst, e, kc.o, T, wk)

@@ -237,30 +237,113 @@ func (m *MLA) ForwardWith(dst, x []float32, T int, c *MLACache, ws *Workspace) e
 // rows it computes are ForwardWith's bit for bit. ws must not be nil.
 func (m *MLA) ForwardFrom(dst, x []float32, T int, c *MLACache, ws *Workspace, from int) error {
 	cfg := m.cfg
-	e, hm, rq, rkv, dn, dr, dv := cfg.Hidden, cfg.Heads, cfg.QLoRA, cfg.KVLoRA, cfg.NoPE, cfg.Rope, cfg.VHead
-	dq := dn + dr
-	if T < 1 || len(x) != T*e || len(dst) != T*e {
-		return fmt.Errorf("attention: mla: len(x)=%d len(dst)=%d, want T·E = %d·%d", len(x), len(dst), T, e)
+	if T < 1 || len(x) != T*cfg.Hidden || len(dst) != T*cfg.Hidden {
+		return fmt.Errorf("attention: mla: len(x)=%d len(dst)=%d, want T·E = %d·%d", len(x), len(dst), T, cfg.Hidden)
 	}
 	if from < 0 || from >= T {
 		return fmt.Errorf("attention: mla: outputs from position %d of %d", from, T)
 	}
+	if err := m.checkCache(c); err != nil {
+		return err
+	}
+	ws.mlaOne[0] = mlaSeg{c: c, n: T}
+	err := m.forward(dst, x, T, from, ws.mlaOne[:], ws)
+	ws.mlaOne[0] = mlaSeg{}
+	return err
+}
+
+// ForwardBatch runs the new positions of several sequences through the layer in one call:
+// sequence i owns lens[i] ≥ 1 consecutive rows of x and dst (in order), appends them to
+// caches[i] and attends to that cache alone, at its own position. The projections run as one
+// mat-mul over all rows and each head's absorbed key rows are decoded once for all sequences,
+// so every sequence's outputs and cache are bit-identical to its own ForwardWith call (§4.11).
+// ws must not be nil.
+func (m *MLA) ForwardBatch(dst, x []float32, lens []int, caches []*MLACache, ws *Workspace) error {
+	if len(lens) == 0 || len(lens) != len(caches) {
+		return fmt.Errorf("attention: mla: batch of %d lengths and %d caches", len(lens), len(caches))
+	}
+	segs := ws.mlaSegs[:0]
+	T := 0
+	for i, n := range lens {
+		if n < 1 {
+			return fmt.Errorf("attention: mla: batch sequence %d has %d positions", i, n)
+		}
+		if err := m.checkCache(caches[i]); err != nil {
+			return fmt.Errorf("attention: mla: batch sequence %d: %w", i, err)
+		}
+		for _, o := range caches[:i] {
+			if o == caches[i] {
+				return fmt.Errorf("attention: mla: batch sequence %d shares its cache with an earlier one", i)
+			}
+		}
+		segs = append(segs, mlaSeg{c: caches[i], n: n})
+		T += n
+	}
+	ws.mlaSegs = segs
+	e := m.cfg.Hidden
+	if len(x) != T*e || len(dst) != T*e {
+		return fmt.Errorf("attention: mla: len(x)=%d len(dst)=%d, want T·E = %d·%d", len(x), len(dst), T, e)
+	}
+	err := m.forward(dst, x, T, 0, segs, ws)
+	clear(segs) // hold no references to the caller's caches
+	return err
+}
+
+func (m *MLA) checkCache(c *MLACache) error {
+	rkv, dr := m.cfg.KVLoRA, m.cfg.Rope
 	if c == nil || c.KVLoRA != rkv || c.Rope != dr || len(c.KV)%(rkv+dr) != 0 {
 		return fmt.Errorf("attention: mla: cache does not match the layer (kv_lora=%d rope=%d)", rkv, dr)
 	}
+	return nil
+}
+
+// mlaSeg is one sequence of a call: its cache, its number of new positions and, while the
+// heads run, where its rows are.
+type mlaSeg struct {
+	c  *MLACache
+	n  int
+	kv []float32 // the cache rows, the new positions included
+	// T queries (the first at position p0) in rows [row, row+T) of the call's q and a.
+	T, p0, row int
+}
+
+// forward runs T rows, split into the sequences segs, through the layer; outputs are computed
+// for rows [from, T), where from > 0 only with one sequence.
+func (m *MLA) forward(dst, x []float32, T, from int, segs []mlaSeg, ws *Workspace) error {
+	cfg := m.cfg
+	e, hm, rq, rkv, dn, dr, dv := cfg.Hidden, cfg.Heads, cfg.QLoRA, cfg.KVLoRA, cfg.NoPE, cfg.Rope, cfg.VHead
+	dq := dn + dr
 	wk := cfg.Pool.Limit(cfg.Workers)
-	p0 := c.Len()
 	kw := rkv + dr
-	n := p0 + T
 	tq, xq := T-from, x[from*e:] // the positions whose outputs are computed
+	// The new positions' latents and rope keys go straight into the caches, each sequence's
+	// after its cached rows; then the queries know where they sit.
+	row, maxT, maxN, scoreWork := 0, 0, 0, 0
+	for i := range segs {
+		g := &segs[i]
+		c := g.c
+		p0 := c.Len()
+		c.KV = slices.Grow(c.KV, g.n*kw)
+		c.KV = c.KV[:(p0+g.n)*kw]
+		g.kv = c.KV
+		g.T, g.p0, g.row = g.n-from, p0+from, row // from > 0 only with one sequence
+		row += g.T
+		maxT, maxN = max(maxT, g.T), max(maxN, p0+g.n)
+		scoreWork += g.T * (p0 + g.n) * (kw + rkv)
+	}
 	// A head costs about dn·Rkv·(1+T) multiply-adds to decode and absorb
 	// W_uk, T·n·(kw+Rkv) for the scores and the mix and T·dv·Rkv for W_uv:
 	// split the heads only into chunks worth a goroutine.
-	grain := parallel.GrainFor(dn*rkv*(1+tq)+tq*n*(kw+rkv)+tq*dv*rkv, m.minWork)
+	grain := parallel.GrainFor(dn*rkv*(1+tq)+scoreWork+tq*dv*rkv, m.minWork)
 	chunks := parallel.Chunks(hm, wk, grain)
-	perChunk32 := dn*rkv + tq*kw + tq*rkv + n
-	perChunk64 := tq*rkv + max(3*dn, 3*n, 4)
-	ws.f32.Reset(tq*rq + tq*hm*dq + 2*tq*hm*dv + chunks*perChunk32)
+	perChunk32 := dn*rkv + maxT*kw + maxT*rkv + maxN
+	perChunk64 := maxT*rkv + max(3*dn, 3*maxN, 4)
+	batched := len(segs) > 1
+	kvRows := 0
+	if batched {
+		kvRows = T * kw
+	}
+	ws.f32.Reset(tq*rq + tq*hm*dq + 2*tq*hm*dv + chunks*perChunk32 + kvRows)
 	ws.f64.Reset(chunks * perChunk64)
 
 	cq := ws.f32.Take(tq * rq)
@@ -269,14 +352,23 @@ func (m *MLA) ForwardFrom(dst, x []float32, T int, c *MLACache, ws *Workspace, f
 	q := ws.f32.Take(tq * hm * dq)
 	quant.MatMulParallel(m.w.QB, q, hm*dq, cq, tq, wk)
 
-	// The new positions' latents and rope keys go straight into the cache.
-	c.KV = slices.Grow(c.KV, T*kw)
-	kv := c.KV[p0*kw : n*kw]
-	c.KV = c.KV[:n*kw]
+	// One sequence's rows are written in place; several are computed together and copied
+	// into their caches.
+	kv := segs[0].kv[segs[0].p0*kw-from*kw:]
+	if batched {
+		kv = ws.f32.Take(kvRows)
+	}
 	quant.MatMulParallel(m.w.KVA, kv, kw, x, T, wk)
 	for t := range T {
 		row := kv[t*kw : (t+1)*kw]
 		nn.RMSNorm(row[:rkv], row[:rkv], m.w.KVANorm, cfg.RMSEps)
+	}
+	if batched {
+		off := 0
+		for _, g := range segs {
+			copy(g.kv[g.p0*kw:], kv[off*kw:(off+g.n)*kw])
+			off += g.n
+		}
 	}
 
 	a := ws.f32.Take(tq * hm * dv)
@@ -288,14 +380,17 @@ func (m *MLA) ForwardFrom(dst, x []float32, T int, c *MLACache, ws *Workspace, f
 	sc = sc[:chunks]
 	for i := range sc {
 		s := &sc[i]
-		s.wuk, s.qc, s.mix, s.prob = ws.f32.Take(dn*rkv), ws.f32.Take(tq*kw), ws.f32.Take(tq*rkv), ws.f32.Take(n)
-		s.acc, s.coef = ws.f64.Take(tq*rkv), ws.f64.Take(max(3*dn, 3*n, 4))
+		s.wuk, s.qc, s.mix, s.prob = ws.f32.Take(dn*rkv), ws.f32.Take(maxT*kw), ws.f32.Take(maxT*rkv), ws.f32.Take(maxN)
+		s.acc, s.coef = ws.f64.Take(maxT*rkv), ws.f64.Take(max(3*dn, 3*maxN, 4))
 	}
-	// Query t of the call sits at position p0+from+t and attends to the n
-	// positions before and at it, as in a call over all T.
-	*k = mlaCall{m: m, kv: c.KV, T: tq, p0: p0 + from, q: q, a: a, sc: sc}
+	// Query t of a sequence sits at position p0+t and attends to the positions before and at
+	// it, as in a call over all of the sequence's positions.
+	*k = mlaCall{m: m, segs: segs, q: q, a: a, sc: sc}
 	cfg.Pool.Run(hm, wk, grain, (*mlaHeads)(k))
 	*k = mlaCall{sc: sc} // drop references to the caller's data
+	for i := range segs {
+		segs[i].kv = nil
+	}
 
 	if cfg.OutGate {
 		g := ws.f32.Take(tq * hm * dv)
@@ -306,13 +401,12 @@ func (m *MLA) ForwardFrom(dst, x []float32, T int, c *MLACache, ws *Workspace, f
 	return nil
 }
 
-// mlaCall is the state of one ForwardWith call shared by the head workers.
+// mlaCall is the state of one call shared by the head workers.
 type mlaCall struct {
-	m     *MLA
-	kv    []float32 // the cache rows, the new positions included
-	T, p0 int
-	q, a  []float32
-	sc    []mlaScratch // one per head chunk
+	m    *MLA
+	segs []mlaSeg
+	q, a []float32
+	sc   []mlaScratch // one per head chunk
 }
 
 // mlaScratch is one head worker's scratch.
@@ -331,14 +425,14 @@ type mlaHeads mlaCall
 
 func (t *mlaHeads) Run(lo, hi int) { (*mlaCall)(t).heads(lo, hi) }
 
-// heads runs heads [lo, hi) (see Forward for the evaluation order).
+// heads runs heads [lo, hi) (see Forward for the evaluation order), each head's key rows
+// decoded once for every sequence of the call.
 func (k *mlaCall) heads(lo, hi int) {
 	cfg := k.m.cfg
-	hm, rkv, dn, dr, dv := cfg.Heads, cfg.KVLoRA, cfg.NoPE, cfg.Rope, cfg.VHead
-	dq, kw, T, p0 := dn+dr, rkv+dr, k.T, k.p0
+	rkv, dn := cfg.KVLoRA, cfg.NoPE
 	s := &k.sc[0]
 	for i := range k.sc {
-		if l, _ := parallel.Bounds(hm, len(k.sc), i); l == lo {
+		if l, _ := parallel.Bounds(cfg.Heads, len(k.sc), i); l == lo {
 			s = &k.sc[i]
 		}
 	}
@@ -351,6 +445,19 @@ func (k *mlaCall) heads(lo, hi int) {
 		for j := range rows {
 			rows[j] = wuk[j*rkv : (j+1)*rkv : (j+1)*rkv]
 		}
+		for i := range k.segs {
+			k.head(h, s, wuk, rows, &k.segs[i])
+		}
+	}
+}
+
+// head runs head h for the queries of sequence g.
+func (k *mlaCall) head(h int, s *mlaScratch, wuk []float32, rows [][]float32, g *mlaSeg) {
+	cfg := k.m.cfg
+	hm, rkv, dn, dr, dv := cfg.Heads, cfg.KVLoRA, cfg.NoPE, cfg.Rope, cfg.VHead
+	dq, kw, T, p0 := dn+dr, rkv+dr, g.T, g.p0
+	qs, kv := k.q[g.row*hm*dq:], g.kv
+	{
 		// q'_h[r] = f32(RS_j f64(q_nope_h[j])·f64(W_uk,h[j][r])), j ascending:
 		// three positions at a time over the head's rows where the block
 		// kernel applies, the rest one position at a time.
@@ -360,7 +467,7 @@ func (k *mlaCall) heads(lo, hi int) {
 		for ; block && t3+3 <= T; t3 += 3 {
 			coef := s.coef[:3*dn]
 			for tt := range 3 {
-				qt := k.q[(t3+tt)*hm*dq+h*dq:]
+				qt := qs[(t3+tt)*hm*dq+h*dq:]
 				for j, v := range qt[:dn] {
 					coef[tt*dn+j] = float64(v)
 				}
@@ -368,7 +475,7 @@ func (k *mlaCall) heads(lo, hi int) {
 			axpyBlock3(s.acc[t3*rkv:], rkv, coef, dn, wuk, rkv, dn, rkv)
 		}
 		for t := range T {
-			qt := k.q[t*hm*dq+h*dq : t*hm*dq+(h+1)*dq]
+			qt := qs[t*hm*dq+h*dq : t*hm*dq+(h+1)*dq]
 			acc := s.acc[t*rkv : (t+1)*rkv]
 			if t >= t3 {
 				coef := s.coef[:dn]
@@ -392,34 +499,34 @@ func (k *mlaCall) heads(lo, hi int) {
 		t3 = 0
 		for ; block && t3+3 <= T; t3 += 3 {
 			for tt := range 3 {
-				sc := k.probs(s, t3+tt)
+				sc := k.probs(s, g, t3+tt)
 				coef := s.coef[tt*n : tt*n+len(sc)]
 				for j, v := range sc {
 					coef[j] = float64(v)
 				}
 			}
 			ns := p0 + t3 + 1
-			axpyBlock3(s.acc[t3*rkv:], rkv, s.coef, n, k.kv, kw, ns, rkv)
+			axpyBlock3(s.acc[t3*rkv:], rkv, s.coef, n, kv, kw, ns, rkv)
 			for tt := 1; tt < 3; tt++ {
 				acc := s.acc[(t3+tt)*rkv : (t3+tt+1)*rkv]
 				for j := ns; j < ns+tt; j++ {
-					axpy1(acc, s.coef[tt*n+j], k.kv[j*kw:j*kw+rkv])
+					axpy1(acc, s.coef[tt*n+j], kv[j*kw:j*kw+rkv])
 				}
 			}
 		}
 		for t := t3; t < T; t++ {
-			sc := k.probs(s, t)
+			sc := k.probs(s, g, t)
 			ns := len(sc)
 			acc := s.acc[t*rkv : (t+1)*rkv]
 			coef := s.coef[:4]
 			j := 0
 			for ; j+4 <= ns; j += 4 {
 				coef[0], coef[1], coef[2], coef[3] = float64(sc[j]), float64(sc[j+1]), float64(sc[j+2]), float64(sc[j+3])
-				axpy4(acc, coef, k.kv[j*kw:j*kw+rkv], k.kv[(j+1)*kw:(j+1)*kw+rkv],
-					k.kv[(j+2)*kw:(j+2)*kw+rkv], k.kv[(j+3)*kw:(j+3)*kw+rkv])
+				axpy4(acc, coef, kv[j*kw:j*kw+rkv], kv[(j+1)*kw:(j+1)*kw+rkv],
+					kv[(j+2)*kw:(j+2)*kw+rkv], kv[(j+3)*kw:(j+3)*kw+rkv])
 			}
 			for ; j < ns; j++ {
-				axpy1(acc, float64(sc[j]), k.kv[j*kw:j*kw+rkv])
+				axpy1(acc, float64(sc[j]), kv[j*kw:j*kw+rkv])
 			}
 		}
 		for t := range T {
@@ -428,18 +535,18 @@ func (k *mlaCall) heads(lo, hi int) {
 				mt[r] = float32(v)
 			}
 		}
-		k.m.uv[h].MatMul(k.a[h*dv:], hm*dv, s.mix, T)
+		k.m.uv[h].MatMul(k.a[g.row*hm*dv+h*dv:], hm*dv, s.mix[:T*rkv], T)
 	}
 }
 
 // probs returns query t's attention probabilities over the p0+t+1
 // positions it sees, from the current head's queries in s.qc (in s.prob,
 // valid until the next call).
-func (k *mlaCall) probs(s *mlaScratch, t int) []float32 {
+func (k *mlaCall) probs(s *mlaScratch, g *mlaSeg, t int) []float32 {
 	kw := k.m.cfg.KVLoRA + k.m.cfg.Rope
-	ns := k.p0 + t + 1
+	ns := g.p0 + t + 1
 	sc := s.prob[:ns]
-	scoreRows(sc, k.kv[:ns*kw], s.qc[t*kw:(t+1)*kw])
+	scoreRows(sc, g.kv[:ns*kw], s.qc[t*kw:(t+1)*kw])
 	for i, v := range sc {
 		sc[i] = v * k.m.scale
 	}

@@ -15,11 +15,17 @@ import (
 // that a later call reads. Layers themselves stay immutable; Forward without
 // a workspace borrows one from a pool owned by the layer.
 type Workspace struct {
-	f32  arena.Arena[float32]
-	f64  arena.Arena[float64]
-	mla  mlaCall
-	kda  kdaCall
-	conv nn.ConvCall
+	f32 arena.Arena[float32]
+	f64 arena.Arena[float64]
+	mla mlaCall
+	// The sequences of an MLA call: one for ForwardWith, kept for ForwardBatch.
+	mlaOne  [1]mlaSeg
+	mlaSegs []mlaSeg
+	kda     kdaCall
+	// The sequences of a KDA call: one for ForwardWith, kept for ForwardBatch.
+	kdaOne  [1]kdaSeg
+	kdaSegs []kdaSeg
+	conv    nn.ConvCall
 }
 
 // NewWorkspace returns an empty workspace.

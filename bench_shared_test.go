@@ -1,0 +1,138 @@
+package k3_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/testkit"
+)
+
+// sharedRun is one measurement of n concurrent sessions.
+type sharedRun struct {
+	n          int
+	tokens     int
+	wall       float64 // seconds for all sessions' steps
+	bytes      int64   // weight bytes read from storage (trunk and expert cache), -1 when mapped
+	walks      int64
+	rowsInWalk int64
+}
+
+func (r sharedRun) tokensPerSecond() float64 { return float64(r.tokens) / r.wall }
+
+// measureShared prefills n sessions with different prompts, one after the other, then times
+// steps greedy steps of each, all sessions stepping from their own goroutines.
+func measureShared(b *testing.B, m *k3.Model, n, steps int) sharedRun {
+	b.Helper()
+	ctx := context.Background()
+	ss := make([]*k3.Session, n)
+	for i, p := range sharedPrompts(n, m.Config().Vocab) {
+		ss[i] = m.NewSession()
+		if err := ss[i].Prefill(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	before := m.Stats()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i, s := range ss {
+		wg.Go(func() {
+			for range steps {
+				id, err := s.Next()
+				if err == nil {
+					err = s.Step(ctx, id)
+				}
+				if err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(t0).Seconds()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	after := m.Stats()
+	r := sharedRun{n: n, tokens: n * steps, wall: wall, bytes: -1,
+		walks: after.Walks - before.Walks, rowsInWalk: after.WalkRows - before.WalkRows}
+	if after.Trunk != nil {
+		r.bytes = after.Trunk.TotalBytes() - before.Trunk.TotalBytes()
+		if after.Cache != nil {
+			r.bytes += after.Cache.Run.BytesRead - before.Cache.Run.BytesRead
+		}
+	}
+	return r
+}
+
+// sharedTable prints the runs of one configuration and returns the aggregate speedup of the
+// last run (the most sessions) over the first (one).
+func sharedTable(name string, runs []sharedRun) float64 {
+	fmt.Printf("%s:\n  sessions  tokens/s  speedup  rows/walk  s/token/session  bytes/token\n", name)
+	for _, r := range runs {
+		bpt := "n/a (mapped)"
+		if r.bytes >= 0 {
+			bpt = fmt.Sprintf("%.3g", float64(r.bytes)/float64(r.tokens))
+		}
+		fmt.Printf("  %8d  %8.2f  %6.2f×  %9.2f  %15.3f  %s\n", r.n, r.tokensPerSecond(),
+			r.tokensPerSecond()/runs[0].tokensPerSecond(), float64(r.rowsInWalk)/float64(max(1, r.walks)),
+			r.wall/float64(r.tokens/r.n), bpt)
+	}
+	return runs[len(runs)-1].tokensPerSecond() / runs[0].tokensPerSecond()
+}
+
+// BenchmarkShared measures, in one run on the synthetic perf checkpoint, what shared walks
+// (§4.11) give concurrent sessions: for 1, 2, 4 and 8 sessions with different prompts stepping
+// from their own goroutines, at the trunk's floor budget with expert cache 0 and with mapped
+// weights, the aggregate tokens/s, the rows per walk, each session's s/token and the weight
+// bytes read per generated token:
+//
+//	K3_PERF_DIR=<dir> go test -run '^$' -bench Shared -benchtime 1x .
+//
+// The last line reads SHARED floor_8x=<aggregate speedup of 8 sessions over 1 at the floor>
+// mapped_8x=<the same, mapped>. The checkpoint is synthesized into K3_PERF_DIR on first use.
+func BenchmarkShared(b *testing.B) {
+	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	benchShared(b, dir, 4)
+}
+
+// benchShared runs BenchmarkShared's table on dir with steps decode steps per session.
+func benchShared(b *testing.B, dir string, steps int) {
+	p, err := k3.PlanFor(dir, k3.WithTrunkBudget(1<<40))
+	if err != nil {
+		b.Fatal(err)
+	}
+	configs := []struct {
+		name string
+		opts []k3.Option
+	}{
+		{"floor (trunk at its floor, expert cache 0)", []k3.Option{k3.WithTrunkBudget(p.Trunk.Floor), k3.WithCacheBudget(0)}},
+		{"mapped", nil},
+	}
+	for b.Loop() {
+		var speedup [2]float64
+		for i, c := range configs {
+			m, err := k3.Open(dir, append(c.opts, k3.WithThreads(2))...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var runs []sharedRun
+			for _, n := range []int{1, 2, 4, 8} {
+				runs = append(runs, measureShared(b, m, n, steps))
+			}
+			m.Close()
+			speedup[i] = sharedTable(c.name, runs)
+		}
+		fmt.Printf("SHARED floor_8x=%.2f mapped_8x=%.2f\n", speedup[0], speedup[1])
+		b.ReportMetric(speedup[0], "floor_8x")
+		b.ReportMetric(speedup[1], "mapped_8x")
+	}
+}

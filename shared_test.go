@@ -1,0 +1,545 @@
+package k3_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/internal/testkit/faultfs"
+	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
+	"github.com/k3-project/k3/trunk"
+)
+
+// sharedPrompts returns n prompts of different lengths (2, 3, …) and contents for a model of
+// vocabulary v, so that the sessions of a walk sit at different positions.
+func sharedPrompts(n, v int) [][]int {
+	ps := make([][]int, n)
+	for i := range ps {
+		for j := range 2 + i {
+			ps[i] = append(ps[i], (j*31+i*17+5)%v)
+		}
+	}
+	return ps
+}
+
+// trace is what a session produced: the id it fed at each step and the logits after it.
+type trace struct {
+	ids    []int
+	logits [][]float32
+}
+
+// soloTraces runs each prompt alone, one session at a time: prefill, then steps greedy steps
+// (each feeding the previous pick).
+func soloTraces(t *testing.T, m *k3.Model, prompts [][]int, steps int) []trace {
+	t.Helper()
+	ctx := context.Background()
+	out := make([]trace, len(prompts))
+	for i, p := range prompts {
+		s := m.NewSession()
+		require.NoError(t, s.Prefill(ctx, p))
+		for range steps {
+			id, err := s.Next()
+			require.NoError(t, err)
+			require.NoError(t, s.Step(ctx, id))
+			out[i].ids = append(out[i].ids, id)
+			out[i].logits = append(out[i].logits, s.Logits())
+		}
+	}
+	return out
+}
+
+// requireTraces checks every session's ids and logits bits against its solo run.
+func requireTraces(t *testing.T, got, want []trace) {
+	t.Helper()
+	for i := range want {
+		require.Equal(t, want[i].ids, got[i].ids, "session %d: ids", i)
+		require.Len(t, got[i].logits, len(want[i].logits), "session %d: steps", i)
+		for k := range want[i].logits {
+			testkit.RequireSameBits(t, fmt.Sprintf("session %d step %d logits", i, k), got[i].logits[k], want[i].logits[k])
+		}
+	}
+}
+
+type sharedConfig struct {
+	name string
+	opts []k3.Option
+}
+
+// sharedConfigs are the storage configurations the shared-walk tests run: mapped, the trunk at
+// its floor (pieces smaller than a tensor), and the expert cache holding nothing; with all,
+// also the floor with cache 0, a trunk half pinned, the cache at half the experts, and router
+// lookahead.
+func sharedConfigs(t *testing.T, dir string, all bool) []sharedConfig {
+	fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+	floor := []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}
+	cs := []sharedConfig{
+		{"mapped", nil},
+		{"floor", floor},
+		{"cache0", []k3.Option{k3.WithCacheBudget(0)}},
+	}
+	if all {
+		half := cacheBudgets(t, dir)["half"]
+		cs = append(cs,
+			sharedConfig{"floor+cache0", append(floor, k3.WithCacheBudget(0))},
+			sharedConfig{"mixed", []k3.Option{k3.WithTrunkBudget((fl.Total + fl.EmbedBytes) / 2)}},
+			sharedConfig{"cache-half", []k3.Option{k3.WithCacheBudget(half)}},
+			sharedConfig{"lookahead", []k3.Option{k3.WithCacheBudget(half), k3.WithExpertPrefetch(2)}})
+	}
+	return cs
+}
+
+// TestSharedWalksAsAlone is the shared-walk acceptance on every fixture model: sessions with
+// different prompts and lengths stepping from goroutines are gathered into walks of 2 to 8
+// steps (held so that each round is exactly one walk, with sessions joining and leaving between
+// rounds), and every session's ids and logits are bit-identical to its solo run — mapped, at
+// the trunk floor, with an empty expert cache, both, a half-pinned trunk, a cache of half the
+// experts and router lookahead, on 1 and 2 threads.
+func TestSharedWalksAsAlone(t *testing.T) {
+	const sessions, steps = 8, 4
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		for _, c := range sharedConfigs(t, dir, true) {
+			for _, threads := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
+					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
+					prompts := sharedPrompts(sessions, m.Config().Vocab)
+					want := soloTraces(t, m, prompts, steps)
+
+					ctx := context.Background()
+					ss := make([]*k3.Session, sessions)
+					for i, p := range prompts {
+						ss[i] = m.NewSession()
+						require.NoError(t, ss[i].Prefill(ctx, p))
+					}
+					before := m.Stats()
+					got := make([]trace, sessions)
+					walks, rows := 0, 0
+					for round := 0; ; round++ {
+						// Session i sits out every round where (i + round) % 4 == 3 until it has
+						// fallen two steps behind, and leaves when done: walks of 2 to 8 rows.
+						var in []int
+						for i := range ss {
+							if k := len(got[i].ids); k < steps && ((i+round)%4 != 3 || k < round-1) {
+								in = append(in, i)
+							}
+						}
+						if len(in) == 0 {
+							break
+						}
+						release := k3.HoldWalks(m)
+						var wg sync.WaitGroup
+						errs := make([]error, sessions)
+						for _, i := range in {
+							wg.Go(func() {
+								s := ss[i]
+								id, err := s.Next()
+								if err == nil {
+									err = s.Step(ctx, id)
+								}
+								if errs[i] = err; err == nil {
+									got[i].ids = append(got[i].ids, id)
+									got[i].logits = append(got[i].logits, s.Logits())
+								}
+							})
+						}
+						release(len(in))
+						wg.Wait()
+						for _, i := range in {
+							require.NoError(t, errs[i], "round %d session %d", round, i)
+						}
+						walks++
+						rows += len(in)
+					}
+					requireTraces(t, got, want)
+					st := m.Stats()
+					assert.Equal(t, int64(walks), st.Walks-before.Walks, "walks: one per round")
+					assert.Equal(t, int64(rows), st.WalkRows-before.WalkRows, "rows: one per step")
+					assert.Greater(t, rows, 2*walks, "the rounds shared their walks")
+				})
+			}
+		}
+	})
+}
+
+// TestSharedWalksFreeRunning: sessions prefilling and stepping from goroutines without any
+// holding — the gathering is whatever the timing makes it — still get their solo bits, and
+// the counters account for every row.
+func TestSharedWalksFreeRunning(t *testing.T) {
+	const sessions, steps = 5, 6
+	dir := testkit.Models(t)[0]
+	for _, c := range sharedConfigs(t, dir, false) {
+		t.Run(c.name, func(t *testing.T) {
+			m := openModel(t, dir, append(c.opts, k3.WithThreads(2))...)
+			prompts := sharedPrompts(sessions, m.Config().Vocab)
+			want := soloTraces(t, m, prompts, steps)
+			before := m.Stats()
+			got := make([]trace, sessions)
+			var wg sync.WaitGroup
+			errs := make([]error, sessions)
+			for i, p := range prompts {
+				wg.Go(func() {
+					ctx := context.Background()
+					s := m.NewSession()
+					if errs[i] = s.Prefill(ctx, p); errs[i] != nil {
+						return
+					}
+					for range steps {
+						id, err := s.Next()
+						if err == nil {
+							err = s.Step(ctx, id)
+						}
+						if err != nil {
+							errs[i] = err
+							return
+						}
+						got[i].ids = append(got[i].ids, id)
+						got[i].logits = append(got[i].logits, s.Logits())
+					}
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				require.NoError(t, err, "session %d", i)
+			}
+			requireTraces(t, got, want)
+			st := m.Stats()
+			rows := sessions * steps
+			for _, p := range prompts {
+				rows += len(p)
+			}
+			assert.Equal(t, int64(rows), st.WalkRows-before.WalkRows, "every prompt position and step is one row of a walk")
+			assert.LessOrEqual(t, st.Walks-before.Walks, int64(sessions*steps))
+		})
+	}
+}
+
+// TestSharedWalkCancel: in one walk of four sessions, one session's context is cancelled
+// between layers (it fails at that layer, broken, as alone) and another's while it waits in
+// the queue (it leaves untouched); the other two get their solo bits, and the one that left
+// continues with its solo bits afterwards. A step with a bad id is refused without joining.
+func TestSharedWalkCancel(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		for _, c := range sharedConfigs(t, dir, false) {
+			t.Run(c.name, func(t *testing.T) {
+				m := openModel(t, dir, c.opts...)
+				prompts := sharedPrompts(4, m.Config().Vocab)
+				want := soloTraces(t, m, prompts, 2)
+				bg := context.Background()
+				ss := make([]*k3.Session, 4)
+				for i, p := range prompts {
+					ss[i] = m.NewSession()
+					require.NoError(t, ss[i].Prefill(bg, p))
+				}
+				var tokErr *k3.TokenError
+				require.ErrorAs(t, ss[0].Step(bg, m.Config().Vocab), &tokErr, "bad id")
+
+				queued, cancelQueued := context.WithCancel(bg)
+				ctxs := []context.Context{bg, &cancelAfter{Context: bg, n: 3}, bg, queued}
+				release := k3.HoldWalks(m)
+				errs := make([]error, 4)
+				var wg sync.WaitGroup
+				for i, s := range ss {
+					wg.Go(func() {
+						id, err := s.Next()
+						if err == nil {
+							err = s.Step(ctxs[i], id)
+						}
+						errs[i] = err
+					})
+				}
+				for k3.QueuedSteps(m) != 4 {
+					time.Sleep(50 * time.Microsecond)
+				}
+				cancelQueued()
+				release(3)
+				wg.Wait()
+
+				require.NoError(t, errs[0])
+				require.NoError(t, errs[2])
+				fe, ok := errors.AsType[*k3.ForwardError](errs[1])
+				require.True(t, ok, "cancelled in the walk: %v, want a *ForwardError", errs[1])
+				assert.Equal(t, 2, fe.Layer, "the layer the cancel was seen at")
+				assert.ErrorIs(t, errs[1], context.Canceled)
+				assert.ErrorIs(t, ss[1].Step(bg, 1), k3.ErrBroken, "the session cancelled in the walk is broken")
+				assert.Equal(t, context.Canceled, errs[3], "cancelled while queued")
+				assert.Equal(t, len(prompts[3]), ss[3].Len(), "the session that left the queue kept its state")
+
+				for _, i := range []int{0, 2} {
+					testkit.RequireSameBits(t, fmt.Sprintf("session %d", i), ss[i].Logits(), want[i].logits[0])
+				}
+				// The session that left steps again, alone now, and gets its solo bits.
+				id, err := ss[3].Next()
+				require.NoError(t, err)
+				require.Equal(t, want[3].ids[0], id)
+				require.NoError(t, ss[3].Step(bg, id))
+				testkit.RequireSameBits(t, "session 3 after leaving", ss[3].Logits(), want[3].logits[0])
+			})
+		}
+	})
+}
+
+// TestSharedWalkReadFault: a read that fails in a walk of three sessions (an EIO under one
+// layer's streamed attention weights, injected through the storage seam) fails exactly those
+// three, each with a *ForwardError naming the layer and a *trunk.ReadError naming the tensor (the same for all),
+// and none keeps a token; a session outside that walk, stepping once the storage is healthy
+// again, gets its solo bits.
+func TestSharedWalkReadFault(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		ck, err := safetensors.Open(dir)
+		require.NoError(t, err)
+		var victim *safetensors.Tensor
+		for _, tt := range ck.Tensors() {
+			if victim == nil && strings.HasSuffix(tt.Name, "layers.1.self_attn.o_proj.weight") {
+				victim = tt
+			}
+		}
+		ck.Close()
+		require.NotNil(t, victim, "layer 1's o_proj")
+		ffs := faultfs.New()
+		open := func(path string) (storage.File, error) {
+			f, err := ffs.Open(path)
+			if err != nil {
+				return nil, err
+			}
+			return f, nil
+		}
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithOpener(open))
+		prompts := sharedPrompts(4, m.Config().Vocab)
+		want := soloTraces(t, m, prompts, 1)
+		bg := context.Background()
+		ss := make([]*k3.Session, 4)
+		for i, p := range prompts {
+			ss[i] = m.NewSession()
+			require.NoError(t, ss[i].Prefill(bg, p))
+		}
+
+		ffs.EIO(filepath.Base(victim.File), victim.Offset, victim.Size)
+		release := k3.HoldWalks(m)
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				id, err := ss[i].Next()
+				if err == nil {
+					err = ss[i].Step(bg, id)
+				}
+				errs[i] = err
+			})
+		}
+		release(3)
+		wg.Wait()
+		for i, err := range errs {
+			var fe *k3.ForwardError
+			require.ErrorAs(t, err, &fe, "session %d", i)
+			assert.Equal(t, 1, fe.Layer, "session %d: the layer", i)
+			var re *trunk.ReadError
+			require.ErrorAs(t, err, &re, "session %d", i)
+			assert.ErrorIs(t, err, syscall.EIO)
+			// The read that meets the bad span is of one of layer 1's tensors (a read window
+			// may start in a neighbour of the victim); the error names it.
+			assert.Equal(t, 1, re.Item, "session %d: the read's layer", i)
+			assert.Contains(t, re.Tensor, "layers.1.", "session %d: the tensor", i)
+			assert.Contains(t, err.Error(), re.Tensor, "session %d: the message names the tensor", i)
+			assert.Equal(t, errs[0].Error(), err.Error(), "session %d: one failure for the walk", i)
+			_, err = ss[i].Next()
+			assert.ErrorIs(t, err, k3.ErrBroken, "session %d emits no token", i)
+		}
+
+		ffs.Reset()
+		id, err := ss[3].Next()
+		require.NoError(t, err)
+		require.Equal(t, want[3].ids[0], id)
+		require.NoError(t, ss[3].Step(bg, id))
+		testkit.RequireSameBits(t, "the session outside the failed walk", ss[3].Logits(), want[3].logits[0])
+	})
+}
+
+// TestSharedWalkPrefillRides: prefills ride in the same walk as decode steps — one walk holds
+// two sessions' steps and two fresh sessions' whole prompts (rows at positions 0…n−1 beside
+// rows at later positions) — and the next walk steps all four: every logit is bit-identical to
+// the sessions run alone, on 1 and 2 threads, mapped and at the floor.
+func TestSharedWalkPrefillRides(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		for _, c := range sharedConfigs(t, dir, false) {
+			for _, threads := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
+					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
+					prompts := sharedPrompts(4, m.Config().Vocab)
+					prompts[3] = append(prompts[3], prompts[2]...) // a longer prompt
+					want := soloTraces(t, m, prompts, 2)
+					bg := context.Background()
+					wantPrefill := make([][]float32, 4)
+					for i, p := range prompts {
+						s := m.NewSession()
+						require.NoError(t, s.Prefill(bg, p))
+						wantPrefill[i] = s.Logits()
+					}
+					ss := make([]*k3.Session, 4)
+					for i := range ss {
+						ss[i] = m.NewSession()
+					}
+					for i := range 2 {
+						require.NoError(t, ss[i].Prefill(bg, prompts[i]))
+					}
+					before := m.Stats()
+					walk := func(run func(i int) error) {
+						release := k3.HoldWalks(m)
+						errs := make([]error, 4)
+						var wg sync.WaitGroup
+						for i := range ss {
+							wg.Go(func() { errs[i] = run(i) })
+						}
+						release(4)
+						wg.Wait()
+						for i, err := range errs {
+							require.NoError(t, err, "session %d", i)
+						}
+					}
+					step := func(i int) error {
+						id, err := ss[i].Next()
+						if err == nil {
+							err = ss[i].Step(bg, id)
+						}
+						return err
+					}
+					walk(func(i int) error {
+						if i < 2 {
+							return step(i)
+						}
+						return ss[i].Prefill(bg, prompts[i])
+					})
+					for i := range 2 {
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d step", i), ss[i].Logits(), want[i].logits[0])
+					}
+					for i := 2; i < 4; i++ {
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d prefill", i), ss[i].Logits(), wantPrefill[i])
+					}
+					walk(step)
+					for i := range 2 {
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d second step", i), ss[i].Logits(), want[i].logits[1])
+					}
+					for i := 2; i < 4; i++ {
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d first step", i), ss[i].Logits(), want[i].logits[0])
+					}
+					st := m.Stats()
+					assert.Equal(t, int64(2), st.Walks-before.Walks, "two walks")
+					assert.Equal(t, int64(2+len(prompts[2])+len(prompts[3])+4), st.WalkRows-before.WalkRows, "their rows")
+				})
+			}
+		}
+	})
+}
+
+// walkHeap returns the bytes the heap grew by over the first shared walk of n decode steps on a
+// fresh model (every buffer the walk sizes by rows is allocated then, to its size).
+func walkHeap(t *testing.T, dir string, n int) uint64 {
+	m := openModel(t, dir, k3.WithThreads(1))
+	bg := context.Background()
+	ss := make([]*k3.Session, n)
+	for i, p := range sharedPrompts(n, m.Config().Vocab) {
+		ss[i] = m.NewSession()
+		require.NoError(t, ss[i].Prefill(bg, p))
+		// A step alone first grows what the session itself keeps (its MLA caches double, its
+		// buffers), so that the walk's growth is the walk's.
+		require.NoError(t, ss[i].Step(bg, 1))
+	}
+	release := k3.HoldWalks(m)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	var before, after runtime.MemStats
+	// Two collections empty the kernels' scratch pools (and their victim caches), and none
+	// runs during the walk: every scratch buffer the walk uses is allocated in it, to its size.
+	runtime.GC()
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.ReadMemStats(&before)
+	for i, s := range ss {
+		wg.Go(func() { errs[i] = s.Step(bg, 1) })
+	}
+	release(n)
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestWalkRowBytes: the plan's memory per walk row is the size of what a row adds to a walk —
+// measured as the growth of the bytes allocated between first walks of 2 and 18 rows on fresh
+// models — within a factor of two either way (the measure also counts a session's MLA cache
+// growing in the walk and scratch regrown as wider calls come, the estimate the widened inputs
+// of calls that reuse one pool buffer); the plan prints the walk bound with it.
+func TestWalkRowBytes(t *testing.T) {
+	testkit.SkipAllocsUnderRace(t) // the race detector's pools drop buffers at random
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		p, err := k3.PlanFor(dir)
+		require.NoError(t, err)
+		require.Equal(t, k3.MaxChunk, p.WalkRows)
+		assert.Contains(t, p.String(), fmt.Sprintf("shared walks   up to %d rows", p.WalkRows))
+		small, large := walkHeap(t, dir, 2), walkHeap(t, dir, 18)
+		require.Greater(t, large, small)
+		perRow := float64(large-small) / 16
+		t.Logf("measured %.0f B a row, planned %d", perRow, p.WalkRowBytes)
+		assert.LessOrEqual(t, perRow, 2*float64(p.WalkRowBytes), "a row needs more than twice the plan's estimate")
+		assert.GreaterOrEqual(t, 2*perRow, float64(p.WalkRowBytes), "the plan's estimate is more than twice a row's need")
+	})
+}
+
+// TestSharedGenerate: generations running from goroutines (Generate prefills and steps through
+// the shared walks) emit the tokens and logits they emit alone, at the floor on 2 threads.
+func TestSharedGenerate(t *testing.T) {
+	const n, tokens = 4, 5
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		m := openModel(t, dir, k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithThreads(2))
+		prompts := sharedPrompts(n, m.Config().Vocab)
+		generate := func(p []int) (trace, error) {
+			var tr trace
+			o := k3.GenerateOptions{MaxTokens: tokens, OnLogits: func(_ int, l []float32) {
+				tr.logits = append(tr.logits, append([]float32(nil), l...))
+			}}
+			for id, err := range m.Generate(context.Background(), p, o) {
+				if err != nil {
+					return tr, err
+				}
+				tr.ids = append(tr.ids, id)
+			}
+			return tr, nil
+		}
+		want := make([]trace, n)
+		for i, p := range prompts {
+			var err error
+			want[i], err = generate(p)
+			require.NoError(t, err)
+		}
+		before := m.Stats()
+		got := make([]trace, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i, p := range prompts {
+			wg.Go(func() { got[i], errs[i] = generate(p) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "generation %d", i)
+		}
+		requireTraces(t, got, want)
+		st := m.Stats()
+		t.Logf("%d walks carried %d rows", st.Walks-before.Walks, st.WalkRows-before.WalkRows)
+	})
+}
