@@ -1,0 +1,149 @@
+package lossless12
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Matrix is an encoded [Rows, Cols] matrix that Open has accepted. It
+// retains the bytes given to Open; it is safe for concurrent use.
+type Matrix struct {
+	h    Header
+	rb   int    // bytes per row
+	rows []byte // the rows, after the header
+}
+
+// Open checks every byte of an encoded matrix and returns it: the header,
+// each block's window base (the canonical one for its weights), each escape
+// (below its window, inside the row's area) and the zero padding. Any
+// fault is a *MalformedError naming the row and block. data is retained,
+// not copied.
+func Open(data []byte) (*Matrix, error) {
+	h, err := ParseHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)]}
+	for r := range h.Rows {
+		if err := m.checkRow(r); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Header returns the matrix's header.
+func (m *Matrix) Header() Header { return m.h }
+
+// Rows returns the number of rows.
+func (m *Matrix) Rows() int { return m.h.Rows }
+
+// Cols returns the number of columns.
+func (m *Matrix) Cols() int { return m.h.Cols }
+
+// Slice returns rows [lo, hi) as a Matrix sharing m's bytes. It panics when
+// the range is out of bounds.
+func (m *Matrix) Slice(lo, hi int) *Matrix {
+	if lo < 0 || hi < lo || hi > m.h.Rows {
+		panic(fmt.Sprintf("lossless12.Slice(%d, %d): out of range for %d rows", lo, hi, m.h.Rows))
+	}
+	h := m.h
+	h.Rows = hi - lo
+	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb]}
+}
+
+// parts splits row r into its four areas.
+func (m *Matrix) parts(r int) (bases, sm, nib, esc []byte) {
+	cols := m.h.Cols
+	nb := int(blocks(int64(cols)))
+	row := m.rows[r*m.rb : (r+1)*m.rb]
+	return row[:nb], row[nb : nb+cols], row[nb+cols : nb+cols+(cols+1)/2], row[nb+cols+(cols+1)/2:]
+}
+
+func (m *Matrix) checkRow(r int) error {
+	bases, _, nib, esc := m.parts(r)
+	cols := m.h.Cols
+	ne := 0
+	for k, bb := range bases {
+		b := int(bb)
+		if b > MaxBase {
+			return &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d above %d", b, MaxBase)}
+		}
+		emax := 0
+		for c := k * BlockSize; c < min((k+1)*BlockSize, cols); c++ {
+			idx := int(nib[c/2]>>(4*(c&1))) & 0xF
+			e := b + idx
+			if idx == EscapeIndex {
+				if ne == len(esc) {
+					return &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes beyond the row's %d escape bytes", c, len(esc))}
+				}
+				e = int(esc[ne])
+				ne++
+				if e >= b {
+					return &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes exponent %d, not below the window base %d", c, e, b)}
+				}
+			}
+			emax = max(emax, e)
+		}
+		if want := canonicalBase(emax); b != want {
+			return &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d, the weights' largest exponent %d gives %d", b, emax, want)}
+		}
+	}
+	if cols%2 == 1 && nib[len(nib)-1]>>4 != 0 {
+		return &MalformedError{Row: r, Block: -1, Reason: "padding nibble after the last column is not zero"}
+	}
+	for i := ne; i < len(esc); i++ {
+		if esc[i] != 0 {
+			return &MalformedError{Row: r, Block: -1, Reason: fmt.Sprintf("escape byte %d is unused but not zero", i)}
+		}
+	}
+	return nil
+}
+
+// DecodeRowBF16 writes row r as little-endian bf16 bytes into dst
+// (len(dst) = 2·Cols): exactly the bytes Encode was given.
+func (m *Matrix) DecodeRowBF16(dst []byte, r int) {
+	if r < 0 || r >= m.h.Rows || len(dst) != 2*m.h.Cols {
+		panic(fmt.Sprintf("lossless12.DecodeRowBF16: row %d of %d, len(dst)=%d want %d", r, m.h.Rows, len(dst), 2*m.h.Cols))
+	}
+	m.decodeRow(dst, r)
+}
+
+// DecodeRow writes row r widened to float32 into dst (len(dst) = Cols),
+// the value §5.1 gives each bf16 code.
+func (m *Matrix) DecodeRow(dst []float32, r int) {
+	if r < 0 || r >= m.h.Rows || len(dst) != m.h.Cols {
+		panic(fmt.Sprintf("lossless12.DecodeRow: row %d of %d, len(dst)=%d want %d", r, m.h.Rows, len(dst), m.h.Cols))
+	}
+	buf := make([]byte, 2*m.h.Cols)
+	m.decodeRow(buf, r)
+	for i := range dst {
+		dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16)
+	}
+}
+
+// decodeRow is the decoder every kernel runs: Open has checked the row, so
+// every index names an exponent inside the byte and every escape has its
+// byte.
+func (m *Matrix) decodeRow(dst []byte, r int) {
+	bases, sm, nib, esc := m.parts(r)
+	cols := m.h.Cols
+	ne := 0
+	for k, bb := range bases {
+		b := uint16(bb)
+		lo, hi := k*BlockSize, min((k+1)*BlockSize, cols)
+		s := sm[lo:hi]
+		d := dst[2*lo : 2*hi]
+		for j, v := range s {
+			c := lo + j
+			idx := uint16(nib[c/2]>>(4*(c&1))) & 0xF
+			e := b + idx
+			if idx == EscapeIndex {
+				e = uint16(esc[ne])
+				ne++
+			}
+			binary.LittleEndian.PutUint16(d[2*j:], uint16(v&0x80)<<8|e<<7|uint16(v&0x7F))
+		}
+	}
+}
