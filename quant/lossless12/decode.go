@@ -16,7 +16,8 @@ type Matrix struct {
 
 // Open checks every byte of an encoded matrix and returns it: the header,
 // each block's window base (the canonical one for its weights), each escape
-// (below its window, inside the row's area) and the zero padding. Any
+// (below its window, inside the row's area), the zero padding, and that the
+// escape area is exactly as wide as the row with the most escapes needs. Any
 // fault is a *MalformedError naming the row and block. data is retained,
 // not copied.
 func Open(data []byte) (*Matrix, error) {
@@ -25,10 +26,21 @@ func Open(data []byte) (*Matrix, error) {
 		return nil, err
 	}
 	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)]}
+	most := 0
 	for r := range h.Rows {
-		if err := m.checkRow(r); err != nil {
+		if h.Cols == 0 {
+			break // empty rows: nothing to check, however many the header claims
+		}
+		n, err := m.checkRow(r)
+		if err != nil {
 			return nil, err
 		}
+		most = max(most, n)
+	}
+	if most != h.Escapes {
+		// A wider area than any row needs decodes fine, but it is not the
+		// encoding of these weights, and it wastes bytes on every row.
+		return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d escape bytes per row, the rows use at most %d", h.Escapes, most)}
 	}
 	return m, nil
 }
@@ -61,14 +73,15 @@ func (m *Matrix) parts(r int) (bases, sm, nib, esc []byte) {
 	return row[:nb], row[nb : nb+cols], row[nb+cols : nb+cols+(cols+1)/2], row[nb+cols+(cols+1)/2:]
 }
 
-func (m *Matrix) checkRow(r int) error {
+// checkRow checks row r and returns how many escapes it uses.
+func (m *Matrix) checkRow(r int) (int, error) {
 	bases, _, nib, esc := m.parts(r)
 	cols := m.h.Cols
 	ne := 0
 	for k, bb := range bases {
 		b := int(bb)
 		if b > MaxBase {
-			return &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d above %d", b, MaxBase)}
+			return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d above %d", b, MaxBase)}
 		}
 		emax := 0
 		for c := k * BlockSize; c < min((k+1)*BlockSize, cols); c++ {
@@ -76,29 +89,29 @@ func (m *Matrix) checkRow(r int) error {
 			e := b + idx
 			if idx == EscapeIndex {
 				if ne == len(esc) {
-					return &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes beyond the row's %d escape bytes", c, len(esc))}
+					return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes beyond the row's %d escape bytes", c, len(esc))}
 				}
 				e = int(esc[ne])
 				ne++
 				if e >= b {
-					return &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes exponent %d, not below the window base %d", c, e, b)}
+					return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes exponent %d, not below the window base %d", c, e, b)}
 				}
 			}
 			emax = max(emax, e)
 		}
 		if want := canonicalBase(emax); b != want {
-			return &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d, the weights' largest exponent %d gives %d", b, emax, want)}
+			return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d, the weights' largest exponent %d gives %d", b, emax, want)}
 		}
 	}
 	if cols%2 == 1 && nib[len(nib)-1]>>4 != 0 {
-		return &MalformedError{Row: r, Block: -1, Reason: "padding nibble after the last column is not zero"}
+		return 0, &MalformedError{Row: r, Block: -1, Reason: "padding nibble after the last column is not zero"}
 	}
 	for i := ne; i < len(esc); i++ {
 		if esc[i] != 0 {
-			return &MalformedError{Row: r, Block: -1, Reason: fmt.Sprintf("escape byte %d is unused but not zero", i)}
+			return 0, &MalformedError{Row: r, Block: -1, Reason: fmt.Sprintf("escape byte %d is unused but not zero", i)}
 		}
 	}
-	return nil
+	return ne, nil
 }
 
 // DecodeRowBF16 writes row r as little-endian bf16 bytes into dst
