@@ -111,6 +111,9 @@ func TestKernelsMatchBF16(t *testing.T) {
 						part := make([]float32, hi-lo)
 						m.Slice(lo, hi).MatVec(part, x)
 						testkit.RequireSameBits(t, fmt.Sprintf("%s Slice(%d,%d)", name, lo, hi), part, want[lo:hi])
+						clear(part)
+						m.MatVecRows(part, x, lo, hi)
+						testkit.RequireSameBits(t, fmt.Sprintf("%s MatVecRows(%d,%d)", name, lo, hi), part, want[lo:hi])
 					}
 				}
 				for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 31, 32, 33} {
@@ -124,6 +127,13 @@ func TestKernelsMatchBF16(t *testing.T) {
 					dot.MatMulBF16(wantN, stride, w, xs, n)
 					m.MatMul(gotN, stride, xs, n)
 					testkit.RequireSameBits(t, fmt.Sprintf("%s MatMul n=%d", name, n), gotN, wantN)
+					lo, hi := rows/3, rows-rows/4
+					part := make([]float32, n*stride)
+					m.MatMulRows(part, stride, xs, n, lo, hi)
+					for ti := range n {
+						testkit.RequireSameBits(t, fmt.Sprintf("%s MatMulRows(%d,%d) n=%d", name, lo, hi, n),
+							part[ti*stride:ti*stride+hi-lo], gotN[ti*stride+lo:ti*stride+hi])
+					}
 					for ti := range n {
 						one := make([]float32, rows)
 						m.MatVec(one, xs[ti*cols:(ti+1)*cols])

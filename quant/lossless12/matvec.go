@@ -32,23 +32,31 @@ func getScratch(n int) *[]byte {
 // len(dst) = Rows, len(x) = Cols. Each row is decoded to its bf16 bytes and
 // reduced by the bf16 kernel, so the result is bit-identical to
 // dot.MatVecBF16 on the weights Encode was given.
-func (m *Matrix) MatVec(dst, x []float32) {
-	if len(dst) != m.h.Rows || len(x) != m.h.Cols {
-		panic(fmt.Sprintf("lossless12.MatVec: len(dst)=%d len(x)=%d, want %d and %d", len(dst), len(x), m.h.Rows, m.h.Cols))
+func (m *Matrix) MatVec(dst, x []float32) { m.MatVecRows(dst, x, 0, m.h.Rows) }
+
+// MatVecRows is Slice(lo, hi).MatVec(dst, x) without building the view:
+// len(dst) = hi − lo.
+func (m *Matrix) MatVecRows(dst, x []float32, lo, hi int) {
+	if lo < 0 || hi < lo || hi > m.h.Rows || len(dst) != hi-lo || len(x) != m.h.Cols {
+		panic(fmt.Sprintf("lossless12.MatVec: rows [%d, %d) of %d, len(dst)=%d len(x)=%d, want %d and %d",
+			lo, hi, m.h.Rows, len(dst), len(x), hi-lo, m.h.Cols))
 	}
 	if m.h.Cols == 0 {
 		clear(dst)
 		return
 	}
+	if lo == hi {
+		return
+	}
 	cr, rb := m.chunkRows(), 2*m.h.Cols
-	p := getScratch(min(cr, m.h.Rows) * rb)
-	for r0 := 0; r0 < m.h.Rows; r0 += cr {
-		r1 := min(r0+cr, m.h.Rows)
+	p := getScratch(min(cr, hi-lo) * rb)
+	for r0 := lo; r0 < hi; r0 += cr {
+		r1 := min(r0+cr, hi)
 		buf := (*p)[:(r1-r0)*rb]
 		for r := r0; r < r1; r++ {
 			m.decodeRow(buf[(r-r0)*rb:(r-r0+1)*rb], r)
 		}
-		dot.MatVecBF16(dst[r0:r1], buf, x)
+		dot.MatVecBF16(dst[r0-lo:r1-lo], buf, x)
 	}
 	scratch.Put(p)
 }
@@ -57,9 +65,17 @@ func (m *Matrix) MatVec(dst, x []float32) {
 // dst[t·stride + r] = row r · x[t], bit-identical to MatVec for each t
 // (and to dot.MatMulBF16 on the original weights). stride ≥ Rows.
 func (m *Matrix) MatMul(dst []float32, stride int, x []float32, n int) {
-	rows, cols := m.h.Rows, m.h.Cols
-	if n < 0 || stride < rows || len(x) != n*cols || (n > 0 && rows > 0 && len(dst) < (n-1)*stride+rows) {
-		panic(fmt.Sprintf("lossless12.MatMul: n=%d stride=%d len(x)=%d len(dst)=%d for [%d, %d]", n, stride, len(x), len(dst), rows, cols))
+	m.MatMulRows(dst, stride, x, n, 0, m.h.Rows)
+}
+
+// MatMulRows is Slice(lo, hi).MatMul(dst, stride, x, n) without building
+// the view: dst[t·stride + r − lo] = row r · x[t] for r in [lo, hi).
+func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi int) {
+	rows, cols := hi-lo, m.h.Cols
+	if lo < 0 || hi < lo || hi > m.h.Rows || n < 0 || stride < rows || len(x) != n*cols ||
+		(n > 0 && rows > 0 && len(dst) < (n-1)*stride+rows) {
+		panic(fmt.Sprintf("lossless12.MatMul: rows [%d, %d) of %d, n=%d stride=%d len(x)=%d len(dst)=%d, cols %d",
+			lo, hi, m.h.Rows, n, stride, len(x), len(dst), cols))
 	}
 	if rows == 0 || n == 0 {
 		return
@@ -72,13 +88,13 @@ func (m *Matrix) MatMul(dst []float32, stride int, x []float32, n int) {
 	}
 	cr, rb := m.chunkRows(), 2*cols
 	p := getScratch(min(cr, rows) * rb)
-	for r0 := 0; r0 < rows; r0 += cr {
-		r1 := min(r0+cr, rows)
+	for r0 := lo; r0 < hi; r0 += cr {
+		r1 := min(r0+cr, hi)
 		buf := (*p)[:(r1-r0)*rb]
 		for r := r0; r < r1; r++ {
 			m.decodeRow(buf[(r-r0)*rb:(r-r0+1)*rb], r)
 		}
-		dot.MatMulBF16(dst[r0:], stride, buf, x, n)
+		dot.MatMulBF16(dst[r0-lo:], stride, buf, x, n)
 	}
 	scratch.Put(p)
 }
