@@ -174,3 +174,34 @@ func TestEscapesForSize(t *testing.T) {
 		t.Error("more escape bytes than columns accepted")
 	}
 }
+
+// TestMeterPieces: rows added in pieces measure as the whole matrix, and
+// pieces that are not whole rows are refused.
+func TestMeterPieces(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	w := gaussianBF16(r, 40, 150, 0.02)
+	binary.LittleEndian.PutUint16(w[20:], 0)
+	whole, err := Measure(40, 150, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, err := NewMeter(150)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range []int{1, 7, 0, 32} {
+		if err := mt.Add(w[:2*150*rows]); err != nil {
+			t.Fatal(err)
+		}
+		w = w[2*150*rows:]
+	}
+	if got := mt.Stats(); got != whole {
+		t.Fatalf("in pieces %v, whole %v", got, whole)
+	}
+	if err := mt.Add(make([]byte, 299)); !errors.Is(err, ErrShape) {
+		t.Fatalf("a part row: %v", err)
+	}
+	if whole.Escapes == 0 || whole.Bytes <= HeaderSize {
+		t.Fatalf("%v: the sample should escape", whole)
+	}
+}

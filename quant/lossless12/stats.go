@@ -55,8 +55,7 @@ func (s Stats) String() string {
 }
 
 // Measure returns the statistics of the [rows, cols] matrix of
-// little-endian bf16 weights w without encoding it: one pass, no
-// allocation proportional to the matrix.
+// little-endian bf16 weights w without encoding it.
 func Measure(rows, cols int, w []byte) (Stats, error) {
 	if rows < 0 || rows >= MaxDim || cols < 0 || cols >= MaxDim {
 		return Stats{}, fmt.Errorf("%w: [%d, %d] outside [0, 2^31)", ErrShape, rows, cols)
@@ -64,26 +63,75 @@ func Measure(rows, cols int, w []byte) (Stats, error) {
 	if int64(len(w)) != 2*int64(rows)*int64(cols) {
 		return Stats{}, fmt.Errorf("%w: [%d, %d] bf16 needs %d bytes, got %d", ErrShape, rows, cols, 2*int64(rows)*int64(cols), len(w))
 	}
-	s := Stats{Rows: rows, Cols: cols, BF16Bytes: int64(len(w))}
-	var hist [256]int64
-	rb := 2 * cols
-	for r := range rows {
-		row := w[r*rb : (r+1)*rb]
+	mt, err := NewMeter(cols)
+	if err != nil {
+		return Stats{}, err
+	}
+	if err := mt.Add(w); err != nil {
+		return Stats{}, err
+	}
+	return mt.Stats(), nil
+}
+
+// Meter accumulates the statistics of a matrix whose bf16 rows arrive in
+// pieces (a tensor read a few megabytes at a time), so that measuring a
+// matrix never needs it whole in memory. The zero Meter is not usable; call
+// NewMeter.
+type Meter struct {
+	cols int
+	s    Stats
+	hist [256]int64
+}
+
+// NewMeter returns a Meter for rows of cols weights.
+func NewMeter(cols int) (*Meter, error) {
+	if cols < 0 || cols >= MaxDim {
+		return nil, fmt.Errorf("%w: %d columns outside [0, 2^31)", ErrShape, cols)
+	}
+	return &Meter{cols: cols, s: Stats{Cols: cols}}, nil
+}
+
+// Add takes whole rows of little-endian bf16 weights (len(w) a multiple of
+// 2·cols).
+func (mt *Meter) Add(w []byte) error {
+	rb := 2 * mt.cols
+	if rb == 0 {
+		if len(w) != 0 {
+			return fmt.Errorf("%w: %d bytes for rows of 0 columns", ErrShape, len(w))
+		}
+		return nil
+	}
+	if len(w)%rb != 0 {
+		return fmt.Errorf("%w: %d bytes is not a whole number of %d-byte rows", ErrShape, len(w), rb)
+	}
+	if mt.s.Rows+len(w)/rb >= MaxDim {
+		return fmt.Errorf("%w: more than 2^31 rows", ErrShape)
+	}
+	for lo := 0; lo < len(w); lo += rb {
+		row := w[lo : lo+rb]
 		e := rowEscapes(row)
-		s.Escapes += int64(e)
-		s.MaxRowEscapes = max(s.MaxRowEscapes, e)
+		mt.s.Escapes += int64(e)
+		mt.s.MaxRowEscapes = max(mt.s.MaxRowEscapes, e)
 		for i := 0; i < len(row); i += 2 {
-			hist[exponent(binary.LittleEndian.Uint16(row[i:]))]++
+			mt.hist[exponent(binary.LittleEndian.Uint16(row[i:]))]++
 		}
 	}
-	s.Bytes = Header{Rows: rows, Cols: cols, Escapes: s.MaxRowEscapes}.Size()
+	mt.s.Rows += len(w) / rb
+	return nil
+}
+
+// Stats returns the statistics of the rows added so far.
+func (mt *Meter) Stats() Stats {
+	s := mt.s
+	s.BF16Bytes = 2 * s.Weights()
+	s.Bytes = Header{Rows: s.Rows, Cols: s.Cols, Escapes: s.MaxRowEscapes}.Size()
 	if n := float64(s.Weights()); n > 0 {
-		for _, c := range hist {
+		for _, c := range mt.hist {
 			if c > 0 {
 				p := float64(c) / n
 				s.ExponentEntropy -= p * math.Log2(p)
 			}
 		}
 	}
-	return s, nil
+	return s
 }
