@@ -12,6 +12,9 @@ type Matrix struct {
 	h    Header
 	rb   int    // bytes per row
 	rows []byte // the rows, after the header
+	// simd selects the assembly decoder for blocks without escapes (set at
+	// Open from the CPU; tests clear it to run the pure-Go twin).
+	simd bool
 }
 
 // Open checks every byte of an encoded matrix and returns it: the header,
@@ -25,7 +28,7 @@ func Open(data []byte) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)]}
+	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2}
 	most := 0
 	for r := range h.Rows {
 		if h.Cols == 0 {
@@ -62,7 +65,7 @@ func (m *Matrix) Slice(lo, hi int) *Matrix {
 	}
 	h := m.h
 	h.Rows = hi - lo
-	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb]}
+	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd}
 }
 
 // parts splits row r into its four areas.
@@ -138,15 +141,25 @@ func (m *Matrix) DecodeRow(dst []float32, r int) {
 
 // decodeRow is the decoder every kernel runs: Open has checked the row, so
 // every index names an exponent inside the byte and every escape has its
-// byte. A whole block without escapes (nearly all of them) takes the fast
-// path: its 15 exponents are looked up in a table, two weights per index
-// byte; the rest go weight by weight.
+// byte. A whole block without escapes (nearly all of them) takes a fast
+// path: the assembly decoder where the CPU has one, else its pure-Go twin,
+// which looks the 15 exponents up in a table, two weights per index byte;
+// the rest go weight by weight. Every path writes the same bytes.
 func (m *Matrix) decodeRow(dst []byte, r int) {
 	bases, sm, nib, esc := m.parts(r)
 	cols := m.h.Cols
 	ne := 0
 	var tab [16]uint16
-	for k, bb := range bases {
+	full := cols / BlockSize
+	for k := 0; k < len(bases); k++ {
+		if m.simd && k < full {
+			// The assembly decodes the whole blocks up to the next escape.
+			k += decodeBlocks(dst[2*k*BlockSize:], sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], full-k)
+			if k == len(bases) {
+				break
+			}
+		}
+		bb := bases[k]
 		lo, hi := k*BlockSize, min((k+1)*BlockSize, cols)
 		if hi-lo == BlockSize {
 			nb := nib[lo/2 : lo/2+BlockSize/2 : lo/2+BlockSize/2]

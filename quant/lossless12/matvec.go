@@ -8,10 +8,11 @@ import (
 )
 
 // chunkBytes bounds the bf16 scratch a kernel decodes into before handing
-// the rows to the bf16 kernel: small enough to stay in L1/L2 next to the
-// activations, large enough that the per-call cost of the bf16 kernel
-// (widening x) is spread over many rows.
-const chunkBytes = 32 << 10
+// the rows to the bf16 kernel: small enough to stay in L2, large enough that
+// the per-call cost of the bf16 kernel (widening x to float64) is spread
+// over many rows (18 of K3's 7168-wide rows; at 32 KiB, two rows a call,
+// the widening cost as much as the dot products).
+const chunkBytes = 256 << 10
 
 // scratch recycles the decode buffers; it holds nothing a caller can
 // observe.
