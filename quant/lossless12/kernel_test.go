@@ -151,7 +151,7 @@ func TestKernelsMatchBF16(t *testing.T) {
 // kernels cross chunk boundaries inside a call.
 func TestKernelsChunked(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
-	rows, cols := 70, 1000 // 16 rows per 32 KiB chunk
+	rows, cols := 300, 1000 // 131 rows per 256 KiB chunk
 	w, x := cancelling(r, rows, cols, 3)
 	enc, _ := Encode(rows, cols, w)
 	m, err := Open(enc)
