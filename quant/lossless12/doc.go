@@ -23,10 +23,20 @@
 //
 // # Errors
 //
-// Open and Parse refuse malformed bytes with a *MalformedError (matching
+// Open and ParseHeader refuse malformed bytes with a *MalformedError (matching
 // ErrMalformed) naming the row and block; Encode refuses inputs whose length
 // does not match the shape with ErrShape. No byte of a matrix that Open did
 // not accept is ever decoded into a weight.
+//
+// # Kernels
+//
+// MatVec and MatMul decode a chunk of rows (at most 256 KiB) into their bf16
+// bytes and reduce them with the bf16 kernels of internal/kernels/dot, the
+// R16 reduction of §5.2, so every output equals the bf16 matrix's at every
+// SIMD level. Blocks without escapes are decoded by AVX2 assembly where the
+// CPU has it and by a pure-Go twin otherwise (the purego build tag,
+// GODEBUG=cpu.avx2=off, other architectures); both write the same bytes,
+// which the tests check on every matrix they decode.
 //
 // It is a leaf package: it imports nothing model-specific and nothing from
 // the rest of quant.
