@@ -12,9 +12,10 @@ type Matrix struct {
 	h    Header
 	rb   int    // bytes per row
 	rows []byte // the rows, after the header
-	// simd selects the assembly decoder for blocks without escapes (set at
-	// Open from the CPU; tests clear it to run the pure-Go twin).
-	simd bool
+	// simd selects the assembly decoder for blocks without escapes, fused
+	// the mat-vec that decodes in registers (set at Open from the CPU;
+	// tests clear them to run the pure-Go twin).
+	simd, fused bool
 }
 
 // Open checks every byte of an encoded matrix and returns it: the header,
@@ -28,7 +29,7 @@ func Open(data []byte) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2}
+	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2, fused: haveFused}
 	most := 0
 	for r := range h.Rows {
 		if h.Cols == 0 {
@@ -65,7 +66,7 @@ func (m *Matrix) Slice(lo, hi int) *Matrix {
 	}
 	h := m.h
 	h.Rows = hi - lo
-	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd}
+	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd, fused: m.fused}
 }
 
 // parts splits row r into its four areas.
@@ -178,18 +179,27 @@ func (m *Matrix) decodeRow(dst []byte, r int) {
 				continue
 			}
 		}
-		b := uint16(bb)
-		for c := lo; c < hi; c++ {
-			v := sm[c]
-			idx := uint16(nib[c/2]>>(4*(c&1))) & 0xF
-			e := b + idx
-			if idx == EscapeIndex {
-				e = uint16(esc[ne])
-				ne++
-			}
-			binary.LittleEndian.PutUint16(dst[2*c:], uint16(v&0x80)<<8|e<<7|uint16(v&0x7F))
-		}
+		ne = decodeSlow(dst[2*lo:2*hi], sm[lo:hi], nib, lo, esc, bb, ne)
 	}
+}
+
+// decodeSlow decodes columns lo … lo+len(s)−1 of a row weight by weight
+// into dst (2 bytes each), given the row's index bytes nib and escape area
+// esc, of which ne bytes are used by earlier columns; it returns the new
+// count.
+func decodeSlow(dst, s, nib []byte, lo int, esc []byte, base byte, ne int) int {
+	b := uint16(base)
+	for j, v := range s {
+		c := lo + j
+		idx := uint16(nib[c/2]>>(4*(c&1))) & 0xF
+		e := b + idx
+		if idx == EscapeIndex {
+			e = uint16(esc[ne])
+			ne++
+		}
+		binary.LittleEndian.PutUint16(dst[2*j:], uint16(v&0x80)<<8|e<<7|uint16(v&0x7F))
+	}
+	return ne
 }
 
 // anyEscape reports whether any of the 64 index nibbles in nb (32 bytes) is

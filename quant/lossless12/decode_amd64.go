@@ -27,3 +27,24 @@ func decodeBlocks(dst, sm, nib, bases []byte, n int) int {
 	_ = bases[n-1]
 	return decodeBlocksAVX2(&dst[0], &sm[0], &nib[0], &bases[0], n)
 }
+
+// haveFused gates the fused kernel, which also needs FMA.
+var haveFused = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// dotBlocksAVX2 adds to the R16 lanes in acc the products of up to n whole
+// blocks of a row with x (float64), decoding in registers, and returns how
+// many blocks it took: it stops before the first block with an escape.
+//
+//go:noescape
+func dotBlocksAVX2(sm, nib, bases *byte, x *float64, n int, acc *[16]float64) int
+
+func dotBlocks(sm, nib, bases []byte, x []float64, n int, acc *[16]float64) int {
+	if !haveFused || n == 0 {
+		return 0
+	}
+	_ = sm[BlockSize*n-1]
+	_ = nib[BlockSize/2*n-1]
+	_ = bases[n-1]
+	_ = x[BlockSize*n-1]
+	return dotBlocksAVX2(&sm[0], &nib[0], &bases[0], &x[0], n, acc)
+}

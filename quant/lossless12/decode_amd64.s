@@ -125,3 +125,110 @@ done:
 	VZEROUPPER
 	MOVQ AX, ret+40(FP)
 	RET
+
+// FMA16 widens the 16 bf16 codes in W (XW its low half) to float64 and
+// adds their products with the next 16 activations at DX to the R16 lanes:
+// Y0 holds lanes 0–3, Y1 4–7, Y2 8–11, Y3 12–15. A bf16·float32 product is
+// exact in float64, so the fused multiply-add rounds only the sum.
+#define FMA16(W, XW) \
+	VPMOVZXWD XW, Y8; \
+	VPSLLD $16, Y8, Y8; \
+	VEXTRACTI128 $1, W, X9; \
+	VPMOVZXWD X9, Y9; \
+	VPSLLD $16, Y9, Y9; \
+	VCVTPS2PD X8, Y10; \
+	VFMADD231PD (DX), Y10, Y0; \
+	VEXTRACTF128 $1, Y8, X8; \
+	VCVTPS2PD X8, Y10; \
+	VFMADD231PD 32(DX), Y10, Y1; \
+	VCVTPS2PD X9, Y10; \
+	VFMADD231PD 64(DX), Y10, Y2; \
+	VEXTRACTF128 $1, Y9, X9; \
+	VCVTPS2PD X9, Y10; \
+	VFMADD231PD 96(DX), Y10, Y3; \
+	ADDQ $128, DX
+
+// WORDS32 rebuilds the bf16 codes of 32 columns from their exponents E
+// (column order) and the sign-and-mantissa bytes at SRC: columns 0–15 in
+// Y4, 16–31 in Y5 (as in decodeBlocksAVX2).
+#define WORDS32(E, SRC) \
+	VMOVDQU SRC, Y8; \
+	VPAND Y13, Y8, Y9; \
+	VPAND Y12, Y8, Y10; \
+	VPSRLW $1, E, Y8; \
+	VPAND Y12, Y8, Y8; \
+	VPOR Y8, Y9, Y9; \
+	VPSLLW $7, E, Y8; \
+	VPAND Y13, Y8, Y8; \
+	VPOR Y8, Y10, Y10; \
+	VPERMQ $0xD8, Y9, Y9; \
+	VPERMQ $0xD8, Y10, Y10; \
+	VPUNPCKLBW Y9, Y10, Y4; \
+	VPUNPCKHBW Y9, Y10, Y5
+
+// func dotBlocksAVX2(sm, nib, bases *byte, x *float64, n int, acc *[16]float64) int
+//
+// Adds to the R16 lanes in acc the products of up to n whole blocks of a
+// row with the activations x (float64), decoding each weight in registers,
+// and returns how many blocks it took: it stops before the first block with
+// an escape, which the caller adds in Go before calling again.
+TEXT ·dotBlocksAVX2(SB), NOSPLIT, $0-56
+	MOVQ sm+0(FP), SI
+	MOVQ nib+8(FP), R8
+	MOVQ bases+16(FP), R9
+	MOVQ x+24(FP), DX
+	MOVQ n+32(FP), CX
+	MOVQ acc+40(FP), DI
+	XORQ BX, BX
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVDQU l12nib<>(SB), Y15
+	VMOVDQU l12iota<>(SB), Y14
+	VMOVDQU l12x80<>(SB), Y13
+	VMOVDQU l12x7f<>(SB), Y12
+	VPCMPEQB Y11, Y11, Y11
+	VPSRLW $4, Y11, Y11
+	VPAND Y15, Y11, Y11
+
+block:
+	CMPQ BX, CX
+	JGE end
+	VPERMQ $0xD8, (R8), Y5
+	VPAND Y15, Y5, Y4
+	VPSRLW $4, Y5, Y5
+	VPAND Y15, Y5, Y5
+	VPCMPEQB Y11, Y4, Y6
+	VPCMPEQB Y11, Y5, Y7
+	VPOR Y6, Y7, Y6
+	VPMOVMSKB Y6, AX
+	TESTL AX, AX
+	JNZ end
+	MOVBLZX (R9)(BX*1), AX
+	VMOVD AX, X6
+	VPBROADCASTB X6, Y6
+	VPADDB Y14, Y6, Y6
+	VPSHUFB Y4, Y6, Y4
+	VPSHUFB Y5, Y6, Y5
+	VPUNPCKLBW Y5, Y4, Y6
+	VPUNPCKHBW Y5, Y4, Y7
+	WORDS32(Y6, (SI))
+	FMA16(Y4, X4)
+	FMA16(Y5, X5)
+	WORDS32(Y7, 32(SI))
+	FMA16(Y4, X4)
+	FMA16(Y5, X5)
+	ADDQ $64, SI
+	ADDQ $32, R8
+	INCQ BX
+	JMP block
+
+end:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VZEROUPPER
+	MOVQ BX, ret+48(FP)
+	RET

@@ -1,10 +1,14 @@
 package lossless12
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/k3-project/k3/internal/kernels/dot"
+	"github.com/k3-project/k3/internal/kernels/f64pool"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
 )
 
 // chunkBytes bounds the bf16 scratch a kernel decodes into before handing
@@ -47,6 +51,10 @@ func (m *Matrix) MatVecRows(dst, x []float32, lo, hi int) {
 		return
 	}
 	if lo == hi {
+		return
+	}
+	if m.fused {
+		m.matVecFused(dst, x, lo, hi)
 		return
 	}
 	cr, rb := m.chunkRows(), 2*m.h.Cols
@@ -98,4 +106,66 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 		dot.MatMulBF16(dst[r0-lo:], stride, buf, x, n)
 	}
 	scratch.Put(p)
+}
+
+// matVecFused computes rows [lo, hi) with the kernel that decodes in
+// registers: x is widened once; the assembly runs over each row's whole
+// blocks and hands back the rare block with an escape, whose products Go
+// adds to the same lanes before the assembly resumes.
+func (m *Matrix) matVecFused(dst, x []float32, lo, hi int) {
+	sp := f64pool.Get(len(x))
+	xw := floatbits.Widen64(*sp, x)
+	var buf [2 * BlockSize]byte
+	for r := lo; r < hi; r++ {
+		dst[r-lo] = m.dotRow(r, xw, &buf)
+	}
+	f64pool.Put(sp)
+}
+
+// dotRow returns the R16 dot product (§5.2) of row r with xw: lane i mod 16
+// takes the products of columns i < 16·⌊Cols/16⌋ in ascending order (the
+// assembly for blocks without escapes, Go for the others and for the last,
+// short block), then the lane tree, then the tail in order.
+func (m *Matrix) dotRow(r int, xw []float64, buf *[2 * BlockSize]byte) float32 {
+	bases, sm, nib, esc := m.parts(r)
+	cols := m.h.Cols
+	full, mid := cols/BlockSize, cols&^15
+	var a [16]float64
+	var acc float64
+	ne := 0
+	for k := 0; k < len(bases); k++ {
+		if k < full {
+			k += dotBlocks(sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], xw[k*BlockSize:], full-k, &a)
+			if k == len(bases) {
+				break
+			}
+		}
+		lo, hi := k*BlockSize, min((k+1)*BlockSize, cols)
+		d := buf[:2*(hi-lo)]
+		ne = decodeSlow(d, sm[lo:hi], nib, lo, esc, bases[k], ne)
+		for i := lo; i < hi; i++ {
+			w := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*(i-lo):])) << 16))
+			if i < mid {
+				a[i&15] += w * xw[i]
+				continue
+			}
+			if i == mid {
+				acc = r16Tree(&a)
+			}
+			acc += w * xw[i]
+		}
+	}
+	if mid == cols {
+		acc = r16Tree(&a)
+	}
+	return float32(acc)
+}
+
+// r16Tree combines the sixteen lanes as §5.2 says.
+func r16Tree(a *[16]float64) float64 {
+	var c [4]float64
+	for l := range 4 {
+		c[l] = (a[l] + a[l+4]) + (a[l+8] + a[l+12])
+	}
+	return (c[0] + c[1]) + (c[2] + c[3])
 }
