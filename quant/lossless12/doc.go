@@ -30,13 +30,15 @@
 //
 // # Kernels
 //
-// MatVec and MatMul decode a chunk of rows (at most 256 KiB) into their bf16
-// bytes and reduce them with the bf16 kernels of internal/kernels/dot, the
-// R16 reduction of §5.2, so every output equals the bf16 matrix's at every
-// SIMD level. Blocks without escapes are decoded by AVX2 assembly where the
-// CPU has it and by a pure-Go twin otherwise (the purego build tag,
-// GODEBUG=cpu.avx2=off, other architectures); both write the same bytes,
-// which the tests check on every matrix they decode.
+// MatVec decodes in registers where the CPU has AVX2 and FMA: the window's
+// exponents are looked up with VPSHUFB, each bf16 code is rebuilt, widened
+// and multiplied into the sixteen lanes of the R16 reduction of §5.2; a
+// block with an escape is added by Go, in its place. MatMul decodes a chunk
+// of rows (at most 256 KiB) into bf16 bytes and reduces them with the bf16
+// kernels of internal/kernels/dot. Every output equals the bf16 matrix's at
+// every SIMD level. Each assembly path has a pure-Go twin (the purego build
+// tag, GODEBUG=cpu.avx2=off, other architectures) that gives the same bits,
+// which the tests check on every matrix they use.
 //
 // It is a leaf package: it imports nothing model-specific and nothing from
 // the rest of quant.
