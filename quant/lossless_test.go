@@ -188,3 +188,27 @@ func TestLossless12Refusals(t *testing.T) {
 		t.Errorf("Stamps.Resolve = %v, %d, %v", f, gs, err)
 	}
 }
+
+// TestLossless12NoAlloc: once the pools are warm, the kernels, their
+// parallel helpers and DecodeRow allocate nothing.
+func TestLossless12NoAlloc(t *testing.T) {
+	testkit.SkipAllocsUnderRace(t)
+	r := rand.New(rand.NewPCG(27, 4))
+	const rows, cols, n = 300, 1000, 3
+	w, x := cancellingBF16(r, rows, cols, n)
+	m, _ := encodeLossless(t, rows, cols, w)
+	p := parallel.NewPool(2)
+	defer p.Close()
+	dst := make([]float32, n*rows)
+	row := make([]float32, cols)
+	for name, f := range map[string]func(){
+		"MatVec":         func() { m.MatVec(dst[:rows], x[:cols]) },
+		"MatMul":         func() { m.MatMul(dst, rows, x, n) },
+		"MatVecParallel": func() { quant.MatVecParallel(m, dst[:rows], x[:cols], 1) },
+		"MatVecOn":       func() { quant.MatVecOn(p, m, dst[:rows], x[:cols], 2) },
+		"MatMulOn":       func() { quant.MatMulOn(p, m, dst, rows, x, n, 2) },
+		"DecodeRow":      func() { m.(quant.RowDecoder).DecodeRow(row, rows-1) },
+	} {
+		testkit.NoAllocs(t, "lossless12 "+name, 50, f)
+	}
+}

@@ -133,11 +133,13 @@ func (m *Matrix) DecodeRow(dst []float32, r int) {
 	if r < 0 || r >= m.h.Rows || len(dst) != m.h.Cols {
 		panic(fmt.Sprintf("lossless12.DecodeRow: row %d of %d, len(dst)=%d want %d", r, m.h.Rows, len(dst), m.h.Cols))
 	}
-	buf := make([]byte, 2*m.h.Cols)
+	p := getScratch(2 * m.h.Cols)
+	buf := *p
 	m.decodeRow(buf, r)
 	for i := range dst {
 		dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16)
 	}
+	scratch.Put(p)
 }
 
 // decodeRow is the decoder every kernel runs: Open has checked the row, so
