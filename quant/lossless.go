@@ -35,6 +35,24 @@ func NewLossless12(rows, cols int, data []byte) (Matrix, error) {
 	return &ll12{m: m}, nil
 }
 
+// NewLossless12Rows checks and wraps rows of a lossless12 matrix without its
+// header (lossless12.OpenRows): data holds whole rows of cols columns with
+// escapes escape bytes each, as a streamed piece of a matrix does. The
+// caller has checked the header of the whole matrix.
+func NewLossless12Rows(rows, cols, escapes int, data []byte) (Matrix, error) {
+	if err := checkDims(rows, cols); err != nil {
+		return nil, err
+	}
+	m, err := lossless12.OpenRows(cols, escapes, data)
+	if err != nil {
+		return nil, fmt.Errorf("quant: lossless12 rows [%d, %d]: %w", rows, cols, err)
+	}
+	if m.Rows() != rows {
+		return nil, fmt.Errorf("%w: lossless12 rows: %d bytes hold %d rows, want %d", ErrShape, len(data), m.Rows(), rows)
+	}
+	return &ll12{m: m}, nil
+}
+
 func (m *ll12) Format() Format { return Lossless12 }
 func (m *ll12) Rows() int      { return m.m.Rows() }
 func (m *ll12) Cols() int      { return m.m.Cols() }

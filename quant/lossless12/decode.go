@@ -49,6 +49,37 @@ func Open(data []byte) (*Matrix, error) {
 	return m, nil
 }
 
+// OpenRows checks and wraps a range of rows of an encoded matrix without
+// its header: data holds whole rows of cols columns and escapes escape
+// bytes each (the header's numbers, which the caller has checked against
+// the whole matrix). It is how a streamed piece of a matrix is opened:
+// every block is checked as Open checks it, except that the rows of a
+// range may need fewer escape bytes than the area holds.
+func OpenRows(cols, escapes int, data []byte) (*Matrix, error) {
+	h := Header{Cols: cols, Escapes: escapes}
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	rb := h.RowBytes()
+	if rb == 0 {
+		if len(data) != 0 {
+			return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes of rows of 0 bytes", len(data))}
+		}
+		return &Matrix{h: h, simd: haveAVX2, fused: haveFused}, nil
+	}
+	if int64(len(data))%rb != 0 || int64(len(data))/rb >= MaxDim {
+		return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes is not a whole number of %d-byte rows", len(data), rb)}
+	}
+	h.Rows = int(int64(len(data)) / rb)
+	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2, fused: haveFused}
+	for r := range h.Rows {
+		if _, err := m.checkRow(r); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
 // Header returns the matrix's header.
 func (m *Matrix) Header() Header { return m.h }
 

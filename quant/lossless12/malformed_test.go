@@ -121,3 +121,46 @@ func decodeAll(m *Matrix) []byte {
 	}
 	return out
 }
+
+// TestOpenRows opens row ranges of an encoded matrix without its header:
+// every range decodes as the whole matrix does, and a malformed block or a
+// part row is refused.
+func TestOpenRows(t *testing.T) {
+	enc := sample(t)
+	h, _ := ParseHeader(enc)
+	whole, err := Open(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := int(h.RowBytes())
+	for lo := 0; lo <= h.Rows; lo++ {
+		for hi := lo; hi <= h.Rows; hi++ {
+			m, err := OpenRows(h.Cols, h.Escapes, enc[HeaderSize+lo*rb:HeaderSize+hi*rb])
+			if err != nil {
+				t.Fatalf("rows [%d, %d): %v", lo, hi, err)
+			}
+			if m.Rows() != hi-lo {
+				t.Fatalf("rows [%d, %d): %d rows", lo, hi, m.Rows())
+			}
+			a, b := make([]byte, 2*h.Cols), make([]byte, 2*h.Cols)
+			for r := lo; r < hi; r++ {
+				m.DecodeRowBF16(a, r-lo)
+				whole.DecodeRowBF16(b, r)
+				if !bytes.Equal(a, b) {
+					t.Fatalf("rows [%d, %d): row %d differs", lo, hi, r)
+				}
+			}
+		}
+	}
+	if _, err := OpenRows(h.Cols, h.Escapes, enc[HeaderSize:HeaderSize+rb+1]); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a part row: %v", err)
+	}
+	bad := append([]byte(nil), enc...)
+	bad[row1+100] = 9
+	if _, err := OpenRows(h.Cols, h.Escapes, bad[row1:]); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a malformed row: %v", err)
+	}
+	if _, err := OpenRows(h.Cols, h.Cols+1, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("an escape area wider than the row: %v", err)
+	}
+}
