@@ -8,11 +8,25 @@ import (
 
 // FuzzOpen feeds arbitrary bytes to Open. Whatever it accepts must be the
 // one encoding of the weights it decodes to, and the kernels must run on it;
-// whatever it refuses must be refused with a *MalformedError. The seeds in
+// whatever it refuses must be refused with a *MalformedError. The rows after
+// a well-formed header also go to OpenRows, which must accept them when Open
+// did and may accept more (a row range needs no more than its own escapes). The seeds in
 // testdata/fuzz/FuzzOpen are encodings of small matrices (every special
 // code, escapes, short blocks) and corruptions of them.
 func FuzzOpen(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if h, err := ParseHeader(data); err == nil && h.Cols > 0 && h.Rows > 0 {
+			rm, rerr := OpenRows(h.Cols, h.Escapes, data[HeaderSize:])
+			if _, err := Open(data); err == nil && rerr != nil {
+				t.Fatalf("Open accepts, OpenRows refuses: %v", rerr)
+			}
+			if rerr == nil && rm.Rows() != h.Rows {
+				t.Fatalf("OpenRows: %d rows, header %d", rm.Rows(), h.Rows)
+			}
+			if rerr != nil && !errors.Is(rerr, ErrMalformed) {
+				t.Fatalf("OpenRows refused with %v", rerr)
+			}
+		}
 		m, err := Open(data)
 		if err != nil {
 			var me *MalformedError
