@@ -126,52 +126,58 @@ done:
 	MOVQ AX, ret+40(FP)
 	RET
 
-// FMA16 widens the 16 bf16 codes in W (XW its low half) to float64 and
-// adds their products with the next 16 activations at DX to the R16 lanes:
-// Y0 holds lanes 0–3, Y1 4–7, Y2 8–11, Y3 12–15. A bf16·float32 product is
-// exact in float64, so the fused multiply-add rounds only the sum.
-#define FMA16(W, XW) \
-	VPMOVZXWD XW, Y8; \
-	VPSLLD $16, Y8, Y8; \
-	VEXTRACTI128 $1, W, X9; \
-	VPMOVZXWD X9, Y9; \
-	VPSLLD $16, Y9, Y9; \
-	VCVTPS2PD X8, Y10; \
-	VFMADD231PD (DX), Y10, Y0; \
-	VEXTRACTF128 $1, Y8, X8; \
-	VCVTPS2PD X8, Y10; \
-	VFMADD231PD 32(DX), Y10, Y1; \
-	VCVTPS2PD X9, Y10; \
-	VFMADD231PD 64(DX), Y10, Y2; \
-	VEXTRACTF128 $1, Y9, X9; \
-	VCVTPS2PD X9, Y10; \
-	VFMADD231PD 96(DX), Y10, Y3; \
-	ADDQ $128, DX
+// 0xffff0000 in every dword: keeps the odd column of each pair of bf16.
+DATA l12hi16<>+0(SB)/8, $0xffff0000ffff0000
+DATA l12hi16<>+8(SB)/8, $0xffff0000ffff0000
+GLOBL l12hi16<>(SB), RODATA|NOPTR, $16
 
-// WORDS32 rebuilds the bf16 codes of 32 columns from their exponents E
-// (column order) and the sign-and-mantissa bytes at SRC: columns 0–15 in
-// Y4, 16–31 in Y5 (as in decodeBlocksAVX2).
-#define WORDS32(E, SRC) \
-	VMOVDQU SRC, Y8; \
-	VPAND Y13, Y8, Y9; \
-	VPAND Y12, Y8, Y10; \
-	VPSRLW $1, E, Y8; \
-	VPAND Y12, Y8, Y8; \
-	VPOR Y8, Y9, Y9; \
-	VPSLLW $7, E, Y8; \
-	VPAND Y13, Y8, Y8; \
-	VPOR Y8, Y10, Y10; \
-	VPERMQ $0xD8, Y9, Y9; \
-	VPERMQ $0xD8, Y10, Y10; \
-	VPUNPCKLBW Y9, Y10, Y4; \
-	VPUNPCKHBW Y9, Y10, Y5
+// HALF multiplies the eight bf16 codes of columns 8k … 8k+7 in X (as the
+// pairs of a row in memory) into the lanes: the even columns, widened by a
+// shift, go to AE with the activations at off(DX), the odd ones, masked,
+// to AO with those at off+32(DX) (the caller stores each run of eight
+// activations as columns 0, 2, 4, 6, 1, 3, 5, 7). Products of a bf16 and
+// a float32 are exact in float64, so the fused multiply-add rounds only
+// the sum.
+#define HALF(X, AE, AO, off) \
+	VPSLLD $16, X, X13; \
+	VPAND l12hi16<>(SB), X, X14; \
+	VCVTPS2PD X13, Y13; \
+	VCVTPS2PD X14, Y14; \
+	VFMADD231PD off(DX), Y13, AE; \
+	VFMADD231PD off+32(DX), Y14, AO
+
+// WORDS rebuilds bf16 codes from their exponents E and sign-and-mantissa
+// bytes S (the same columns in the same byte positions): the high byte is
+// (s & 0x80) | e>>1, the low byte (e & 1)<<7 | (s & 0x7f). Within each
+// 128-bit lane OL gets the codes of the first eight columns, OH the next
+// eight.
+#define WORDS(E, S, OL, OH) \
+	VPAND l12x80<>(SB), S, Y13; \
+	VPAND l12x7f<>(SB), S, Y14; \
+	VPSRLW $1, E, Y4; \
+	VPAND l12x7f<>(SB), Y4, Y4; \
+	VPOR Y4, Y13, Y13; \
+	VPSLLW $7, E, Y4; \
+	VPAND l12x80<>(SB), Y4, Y4; \
+	VPOR Y4, Y14, Y14; \
+	VPUNPCKLBW Y13, Y14, OL; \
+	VPUNPCKHBW Y13, Y14, OH
 
 // func dotBlocksAVX2(sm, nib, bases *byte, x *float64, n int, acc *[16]float64) int
 //
 // Adds to the R16 lanes in acc the products of up to n whole blocks of a
-// row with the activations x (float64), decoding each weight in registers,
-// and returns how many blocks it took: it stops before the first block with
-// an escape, which the caller adds in Go before calling again.
+// row with the activations x (float64, each run of eight stored as columns
+// 0, 2, 4, 6, 1, 3, 5, 7), decoding each weight in registers, and returns
+// how many blocks it took: it stops before the first block with an escape,
+// which the caller adds in Go before calling again. acc holds the lanes in
+// the order of the registers: 0, 2, 4, 6 | 1, 3, 5, 7 | 8, 10, 12, 14 |
+// 9, 11, 13, 15.
+//
+// Nothing crosses a 128-bit lane: the index bytes unpack into exponents of
+// columns [0–15 | 32–47] and [16–31 | 48–63], the sign-and-mantissa bytes
+// are loaded in the same arrangement, and the codes come out as runs of
+// eight columns, which are multiplied in column order (0–7, 8–15, …), so
+// each lane still adds its columns in ascending order.
 TEXT ·dotBlocksAVX2(SB), NOSPLIT, $0-56
 	MOVQ sm+0(FP), SI
 	MOVQ nib+8(FP), R8
@@ -185,22 +191,16 @@ TEXT ·dotBlocksAVX2(SB), NOSPLIT, $0-56
 	VMOVUPD 64(DI), Y2
 	VMOVUPD 96(DI), Y3
 	VMOVDQU l12nib<>(SB), Y15
-	VMOVDQU l12iota<>(SB), Y14
-	VMOVDQU l12x80<>(SB), Y13
-	VMOVDQU l12x7f<>(SB), Y12
-	VPCMPEQB Y11, Y11, Y11
-	VPSRLW $4, Y11, Y11
-	VPAND Y15, Y11, Y11
 
 block:
 	CMPQ BX, CX
 	JGE end
-	VPERMQ $0xD8, (R8), Y5
+	VMOVDQU (R8), Y5
 	VPAND Y15, Y5, Y4
 	VPSRLW $4, Y5, Y5
 	VPAND Y15, Y5, Y5
-	VPCMPEQB Y11, Y4, Y6
-	VPCMPEQB Y11, Y5, Y7
+	VPCMPEQB Y15, Y4, Y6
+	VPCMPEQB Y15, Y5, Y7
 	VPOR Y6, Y7, Y6
 	VPMOVMSKB Y6, AX
 	TESTL AX, AX
@@ -208,17 +208,30 @@ block:
 	MOVBLZX (R9)(BX*1), AX
 	VMOVD AX, X6
 	VPBROADCASTB X6, Y6
-	VPADDB Y14, Y6, Y6
+	VPADDB l12iota<>(SB), Y6, Y6
 	VPSHUFB Y4, Y6, Y4
 	VPSHUFB Y5, Y6, Y5
-	VPUNPCKLBW Y5, Y4, Y6
-	VPUNPCKHBW Y5, Y4, Y7
-	WORDS32(Y6, (SI))
-	FMA16(Y4, X4)
-	FMA16(Y5, X5)
-	WORDS32(Y7, 32(SI))
-	FMA16(Y4, X4)
-	FMA16(Y5, X5)
+	VPUNPCKLBW Y5, Y4, Y6 // exponents of columns [0–15 | 32–47]
+	VPUNPCKHBW Y5, Y4, Y7 // [16–31 | 48–63]
+	VMOVDQU (SI), X8
+	VINSERTI128 $1, 32(SI), Y8, Y8
+	WORDS(Y6, Y8, Y9, Y10) // codes of [0–7 | 32–39], [8–15 | 40–47]
+	VMOVDQU 16(SI), X8
+	VINSERTI128 $1, 48(SI), Y8, Y8
+	WORDS(Y7, Y8, Y11, Y12) // [16–23 | 48–55], [24–31 | 56–63]
+	HALF(X9, Y0, Y1, 0)
+	HALF(X10, Y2, Y3, 64)
+	HALF(X11, Y0, Y1, 128)
+	HALF(X12, Y2, Y3, 192)
+	VEXTRACTI128 $1, Y9, X9
+	HALF(X9, Y0, Y1, 256)
+	VEXTRACTI128 $1, Y10, X10
+	HALF(X10, Y2, Y3, 320)
+	VEXTRACTI128 $1, Y11, X11
+	HALF(X11, Y0, Y1, 384)
+	VEXTRACTI128 $1, Y12, X12
+	HALF(X12, Y2, Y3, 448)
+	ADDQ $512, DX
 	ADDQ $64, SI
 	ADDQ $32, R8
 	INCQ BX

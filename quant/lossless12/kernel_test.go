@@ -81,13 +81,52 @@ func cancelling(r *rand.Rand, rows, cols, n int) ([]byte, []float32) {
 	return bf16Bytes(codes), x
 }
 
+// cancellingX draws a [rows, cols] bf16 matrix of Gaussian weights, whose
+// blocks rarely escape, and n activation rows that make the R16 result
+// depend on the lane map and the tree through the activations instead:
+// every third 16-column stripe has one activation of 2^30 (random sign)
+// across it and its sixteen weights in eight pairs (w, −w) over random
+// lanes, so huge lane sums cancel only in the tree and the small terms of
+// the other stripes survive or not depending on the order.
+func cancellingX(r *rand.Rand, rows, cols, n int) ([]byte, []float32) {
+	m := cols &^ 15
+	codes := make([]uint16, rows*cols)
+	for i := range codes {
+		codes[i] = uint16(math.Float32bits(float32(r.NormFloat64()*0.02)) >> 16)
+	}
+	for row := range rows {
+		w := codes[row*cols : (row+1)*cols]
+		for s := 0; s < m; s += 48 {
+			p := r.Perm(16)
+			for k := 0; k < 16; k += 2 {
+				w[s+p[k+1]] = w[s+p[k]] ^ 0x8000
+			}
+		}
+	}
+	x := make([]float32, n*cols)
+	for t := range n {
+		xt := x[t*cols : (t+1)*cols]
+		for i := range xt {
+			switch {
+			case i < m && i%48 == 0:
+				xt[i] = float32(math.Ldexp(1, 30)) * float32(1-2*r.IntN(2))
+			case i < m && i%48 < 16:
+				xt[i] = xt[i-1]
+			default:
+				xt[i] = float32(r.NormFloat64())
+			}
+		}
+	}
+	return bf16Bytes(codes), x
+}
+
 func TestKernelsMatchBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, cols := range []int{1, 15, 16, 17, 64, 100, 333, 1000} {
 		for _, rows := range []int{1, 5, 37} {
-			{
-				w, x := cancelling(r, rows, cols, 1)
-				name := fmt.Sprintf("[%d,%d]", rows, cols)
+			for gi, gen := range []func(*rand.Rand, int, int, int) ([]byte, []float32){cancelling, cancellingX} {
+				w, x := gen(r, rows, cols, 1)
+				name := fmt.Sprintf("[%d,%d]/%d", rows, cols, gi)
 				enc, err := Encode(rows, cols, w)
 				if err != nil {
 					t.Fatal(err)
@@ -119,7 +158,7 @@ func TestKernelsMatchBF16(t *testing.T) {
 					}
 				}
 				for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 31, 32, 33} {
-					_, xs := cancelling(r, 0, cols, n)
+					_, xs := gen(r, 0, cols, n)
 					stride := rows + 3
 					wantN := make([]float32, n*stride)
 					gotN := make([]float32, n*stride)

@@ -109,33 +109,53 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 }
 
 // matVecFused computes rows [lo, hi) with the kernel that decodes in
-// registers: x is widened once; the assembly runs over each row's whole
-// blocks and hands back the rare block with an escape, whose products Go
-// adds to the same lanes before the assembly resumes.
+// registers: x is widened once in column order, for Go, and once in the
+// assembly's order (each run of eight as columns 0, 2, 4, 6, 1, 3, 5, 7)
+// over the whole blocks; the assembly runs over each row's whole blocks and
+// hands back the rare block with an escape, whose products Go adds to the
+// same lanes before the assembly resumes.
 func (m *Matrix) matVecFused(dst, x []float32, lo, hi int) {
 	sp := f64pool.Get(len(x))
 	xw := floatbits.Widen64(*sp, x)
+	full := m.h.Cols / BlockSize * BlockSize
+	pp := f64pool.Get(full)
+	xp := (*pp)[:full]
+	for c := 0; c < full; c += 8 {
+		for j, k := range asmOrder {
+			xp[c+j] = xw[c+k]
+		}
+	}
 	var buf [2 * BlockSize]byte
 	for r := lo; r < hi; r++ {
-		dst[r-lo] = m.dotRow(r, xw, &buf)
+		dst[r-lo] = m.dotRow(r, xw, xp, &buf)
 	}
+	f64pool.Put(pp)
 	f64pool.Put(sp)
 }
 
-// dotRow returns the R16 dot product (§5.2) of row r with xw: lane i mod 16
+// asmOrder is the order in which the assembly takes each run of eight
+// columns (the even ones, then the odd ones).
+var asmOrder = [8]int{0, 2, 4, 6, 1, 3, 5, 7}
+
+// slotOf[l] is where the assembly keeps R16 lane l in its accumulators
+// (lanes 0, 2, 4, 6 | 1, 3, 5, 7 | 8, 10, 12, 14 | 9, 11, 13, 15).
+var slotOf = [16]int{0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15}
+
+// dotRow returns the R16 dot product (§5.2) of row r with x (xw in column
+// order, xp in the assembly's order over the whole blocks): lane i mod 16
 // takes the products of columns i < 16·⌊Cols/16⌋ in ascending order (the
 // assembly for blocks without escapes, Go for the others and for the last,
 // short block), then the lane tree, then the tail in order.
-func (m *Matrix) dotRow(r int, xw []float64, buf *[2 * BlockSize]byte) float32 {
+func (m *Matrix) dotRow(r int, xw, xp []float64, buf *[2 * BlockSize]byte) float32 {
 	bases, sm, nib, esc := m.parts(r)
 	cols := m.h.Cols
 	full, mid := cols/BlockSize, cols&^15
-	var a [16]float64
+	var a [16]float64 // in the assembly's slots
 	var acc float64
 	ne := 0
 	for k := 0; k < len(bases); k++ {
 		if k < full {
-			k += dotBlocks(sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], xw[k*BlockSize:], full-k, &a)
+			k += dotBlocks(sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], xp[k*BlockSize:], full-k, &a)
 			if k == len(bases) {
 				break
 			}
@@ -146,7 +166,7 @@ func (m *Matrix) dotRow(r int, xw []float64, buf *[2 * BlockSize]byte) float32 {
 		for i := lo; i < hi; i++ {
 			w := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*(i-lo):])) << 16))
 			if i < mid {
-				a[i&15] += w * xw[i]
+				a[slotOf[i&15]] += w * xw[i]
 				continue
 			}
 			if i == mid {
@@ -161,11 +181,13 @@ func (m *Matrix) dotRow(r int, xw []float64, buf *[2 * BlockSize]byte) float32 {
 	return float32(acc)
 }
 
-// r16Tree combines the sixteen lanes as §5.2 says.
+// r16Tree combines the sixteen lanes, kept in the assembly's slots, as
+// §5.2 says.
 func r16Tree(a *[16]float64) float64 {
+	lane := func(l int) float64 { return a[slotOf[l]] }
 	var c [4]float64
 	for l := range 4 {
-		c[l] = (a[l] + a[l+4]) + (a[l+8] + a[l+12])
+		c[l] = (lane(l) + lane(l+4)) + (lane(l+8) + lane(l+12))
 	}
 	return (c[0] + c[1]) + (c[2] + c[3])
 }
