@@ -34,9 +34,10 @@ func getScratch(n int) *[]byte {
 }
 
 // MatVec sets dst[r] to the R16 dot product (§5.2) of row r with x;
-// len(dst) = Rows, len(x) = Cols. Each row is decoded to its bf16 bytes and
-// reduced by the bf16 kernel, so the result is bit-identical to
-// dot.MatVecBF16 on the weights Encode was given.
+// len(dst) = Rows, len(x) = Cols: bit-identical to dot.MatVecBF16 on the
+// weights Encode was given. With AVX2 and FMA the weights are decoded in
+// registers; otherwise each chunk of rows is decoded to its bf16 bytes and
+// reduced by the bf16 kernel.
 func (m *Matrix) MatVec(dst, x []float32) { m.MatVecRows(dst, x, 0, m.h.Rows) }
 
 // MatVecRows is Slice(lo, hi).MatVec(dst, x) without building the view:
