@@ -21,9 +21,10 @@ import (
 // lossless12Source writes the same layers twice, once in bf16 and once as
 // lossless12 rows (§6.11), and returns both descriptions and the bf16
 // matrices. The weights are Gaussian with a few zeros and subnormals, which
-// escape their windows; with cancel, they also cancel under R16 (huge
-// weights with their negations in other lanes of each 16-column stripe,
-// for x constant over a stripe), which makes most small weights escape.
+// escape their windows; with cancel, a one in fifty, and every third
+// 16-column stripe of a row holds eight pairs (w, −w) over random lanes,
+// which cancel under R16 against an activation of 2^30 across the stripe
+// (cancellingInput), so the result depends on the lane map and the tree.
 func lossless12Source(t *testing.T, nl, rows, cols int, cancel bool) (bf, l12 []Tensor, ref map[string]quant.Matrix) {
 	t.Helper()
 	dir := t.TempDir()
@@ -42,12 +43,11 @@ func lossless12Source(t *testing.T, nl, rows, cols int, cancel bool) (bf, l12 []
 			binary.LittleEndian.PutUint16(w[2*i:], c)
 		}
 		for row := range rows {
-			for s := 0; cancel && s+16 <= cols; s += 16 {
-				i, j := row*cols+s+r.IntN(16), row*cols+s+r.IntN(16)
-				if i != j {
-					c := uint16(r.IntN(2))<<15 | uint16(157+r.IntN(11))<<7 | uint16(r.IntN(128))
-					binary.LittleEndian.PutUint16(w[2*i:], c)
-					binary.LittleEndian.PutUint16(w[2*j:], c^0x8000)
+			for s := 0; cancel && s+16 <= cols; s += 48 {
+				p := r.Perm(16)
+				for k := 0; k < 16; k += 2 {
+					i, j := row*cols+s+p[k], row*cols+s+p[k+1]
+					binary.LittleEndian.PutUint16(w[2*j:], binary.LittleEndian.Uint16(w[2*i:])^0x8000)
 				}
 			}
 		}
@@ -85,14 +85,7 @@ func TestLossless12Trunk(t *testing.T) {
 	const nl, rows, cols = 4, 96, 320
 	bf, l12, ref := lossless12Source(t, nl, rows, cols, true)
 	r := rand.New(rand.NewPCG(27, 6))
-	x := make([]float32, cols)
-	for i := range x {
-		if i%16 == 0 {
-			x[i] = float32(r.NormFloat64())
-		} else {
-			x[i] = x[i-1]
-		}
-	}
+	x := cancellingInput(r, cols)
 	want := map[string][]float32{}
 	for name, m := range ref {
 		want[name] = make([]float32, m.Rows())
@@ -159,6 +152,24 @@ func TestLossless12Trunk(t *testing.T) {
 			})
 		}
 	}
+}
+
+// cancellingInput is the activation lossless12Source's cancelling weights
+// are built for: ±2^30 across every third 16-column stripe, Gaussian
+// elsewhere.
+func cancellingInput(r *rand.Rand, cols int) []float32 {
+	x := make([]float32, cols)
+	for i := range x {
+		switch {
+		case i+16-i%16 <= cols && i%48 == 0:
+			x[i] = float32(math.Ldexp(1, 30)) * float32(1-2*r.IntN(2))
+		case i+16-i%16 <= cols && i%48 < 16:
+			x[i] = x[i-1]
+		default:
+			x[i] = float32(r.NormFloat64())
+		}
+	}
+	return x
 }
 
 func floorOf(t *testing.T, ts []Tensor, nl int) int64 {
