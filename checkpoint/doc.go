@@ -8,7 +8,9 @@
 // returns a Report. BuildManifest, WriteManifest, ReadManifest and
 // VerifyManifest check a download once, completely, against a
 // sha256sum-format list. PackTrunk copies the dense per-layer weights into
-// trunk.bin and trunk.json for k3.WithPackedTrunk. Synthesize writes a
+// trunk.bin and trunk.json for k3.WithPackedTrunk; MeasureLossless12 tells
+// what the lossless12 format (§6.11) would save on that trunk, tensor by
+// tensor. Synthesize writes a
 // random checkpoint of one of the Geometries with a tokenizer sized to its
 // vocabulary, for tests, benchmarks and demos.
 //

@@ -1,6 +1,6 @@
 // Package quant multiplies weight matrices kept in their on-disk encodings
-// (f32, bf16, f16, int8-row, int4-row, int4-grouped, fp8-e4m3-b128, mxfp4)
-// straight from the packed bytes, and decides from byte arithmetic and
+// (f32, bf16, f16, int8-row, int4-row, int4-grouped, fp8-e4m3-b128, mxfp4,
+// and lossless12, bf16 weights in about 12 bits) straight from the packed bytes, and decides from byte arithmetic and
 // metadata stamps which encoding an untrusted tensor holds.
 //
 // It is model-agnostic: it must never import config, attention, moe,
@@ -18,8 +18,9 @@
 //
 // # Implementations
 //
-// f32, bf16 and f16 use internal/kernels/dot and mxfp4 uses quant/mxfp4; both have
-// AVX2 assembly with pure-Go twins. int8-row, int4-row, int4-grouped and
+// f32, bf16 and f16 use internal/kernels/dot, mxfp4 uses quant/mxfp4 and
+// lossless12 uses quant/lossless12 (which reduces with dot's R16, so its
+// results are the bf16 matrix's); all have AVX2 assembly with pure-Go twins. int8-row, int4-row, int4-grouped and
 // fp8-e4m3-b128 have AVX2+FMA assembly here (kernels_amd64.s), selected at
 // start-up from the CPU flags and disabled by the purego build tag; the
 // pure-Go twins (kernels_go.go) give bit-identical results, which the tests

@@ -25,6 +25,7 @@ const (
 	FP8E4M3B128     Format = 8  // "fp8-e4m3-b128": E4M3 bytes with F32 scales per 128×128 block.
 	BF16            Format = 16 // "bf16": little-endian bfloat16 [O, I], no scales.
 	F16             Format = 17 // "f16": little-endian IEEE binary16 [O, I], no scales.
+	Lossless12      Format = 18 // "lossless12": bf16 weights, losslessly in about 12.1 bits (quant/lossless12), no scales.
 	MXFP4CFS1       Format = 32 // "mxfp4-cfs1": mxfp4 weights in a CFS1 record.
 	Int4RowCFS1     Format = 33 // "int4-row-cfs1": int4-row weights in a CFS1 record.
 	Int4GroupedCFS1 Format = 34 // "int4-grouped-cfs1": int4-grouped weights in a CFS1 record.
@@ -81,6 +82,7 @@ var registry = [...]formatInfo{
 	FP8E4M3B128:     {"fp8-e4m3-b128", StatusImplemented, FP8E4M3B128},
 	BF16:            {"bf16", StatusImplemented, BF16},
 	F16:             {"f16", StatusImplemented, F16},
+	Lossless12:      {"lossless12", StatusImplemented, Lossless12},
 	MXFP4CFS1:       {"mxfp4-cfs1", StatusImplemented, MXFP4},
 	Int4RowCFS1:     {"int4-row-cfs1", StatusImplemented, Int4Row},
 	Int4GroupedCFS1: {"int4-grouped-cfs1", StatusImplemented, Int4Grouped},

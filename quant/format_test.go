@@ -14,7 +14,7 @@ var specRegistry = []struct {
 	{0, "f32", StatusImplemented}, {1, "int8-row", StatusImplemented}, {2, "int4-row", StatusImplemented},
 	{3, "int2-row", StatusReserved}, {4, "int4-grouped", StatusImplemented}, {5, "int3-g64", StatusReserved},
 	{6, "e8-iq3-lattice", StatusReserved}, {7, "mxfp4", StatusImplemented}, {8, "fp8-e4m3-b128", StatusImplemented},
-	{16, "bf16", StatusImplemented}, {17, "f16", StatusImplemented}, {32, "mxfp4-cfs1", StatusImplemented},
+	{16, "bf16", StatusImplemented}, {17, "f16", StatusImplemented}, {18, "lossless12", StatusImplemented}, {32, "mxfp4-cfs1", StatusImplemented},
 	{33, "int4-row-cfs1", StatusImplemented}, {34, "int4-grouped-cfs1", StatusImplemented},
 	{35, "int4-rans256-g0", StatusUnsupported}, {36, "mxfp4-scale-cfs1", StatusImplemented},
 }

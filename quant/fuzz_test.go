@@ -80,8 +80,9 @@ func FuzzResolve(f *testing.F) {
 		if err1 != nil || err2 != nil || wb != nb || sb != gotS {
 			t.Fatalf("%v [%d,%d] gs=%d: expected (%d, %d) observed (%d, %d) %v %v", fm, O, I, gs, wb, sb, nb, gotS, err1, err2)
 		}
-		// Small results must construct a matrix.
-		if nb+gotS < 1<<16 {
+		// Small results must construct a matrix (lossless12 bytes are
+		// checked block by block when built, so zeros are refused).
+		if nb+gotS < 1<<16 && fm != Lossless12 {
 			if _, err := New(fm, int(O), int(I), gs, make([]byte, nb), make([]byte, gotS)); err != nil {
 				t.Fatalf("New(%v, %d, %d, %d): %v", fm, O, I, gs, err)
 			}

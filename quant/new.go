@@ -4,8 +4,9 @@ import "fmt"
 
 // New wraps packed weight and scale bytes of a logical [rows, cols] matrix in
 // format f (typically the result of Resolve). gs is the int4-grouped group
-// size and is ignored by the other formats; scale must be nil or empty for
-// f32, bf16 and f16. Formats this build does not implement are refused with
+// size, for lossless12 the escape bytes per row (as Resolve returns them),
+// and is ignored by the other formats; scale must be nil or empty for
+// f32, bf16, f16 and lossless12. Formats this build does not implement are refused with
 // an error matching ErrNotImplemented.
 func New(f Format, rows, cols, gs int, weight, scale []byte) (Matrix, error) {
 	switch f {
@@ -14,6 +15,18 @@ func New(f Format, rows, cols, gs int, weight, scale []byte) (Matrix, error) {
 			return nil, fmt.Errorf("%w: %s takes no scales, got %d bytes", ErrScaleSize, f, len(scale))
 		}
 		return newPlain(f, rows, cols, weight)
+	case Lossless12:
+		if len(scale) != 0 {
+			return nil, fmt.Errorf("%w: %s takes no scales, got %d bytes", ErrScaleSize, f, len(scale))
+		}
+		want, err := WeightBytes(f, rows, cols, gs)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkLen("weight", f, rows, cols, len(weight), want, ErrWeightSize); err != nil {
+			return nil, err
+		}
+		return NewLossless12(rows, cols, weight)
 	case Int8Row:
 		return NewInt8Row(rows, cols, weight, scale)
 	case Int4Row:

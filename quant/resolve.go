@@ -3,6 +3,8 @@ package quant
 import (
 	"fmt"
 	"strings"
+
+	"github.com/k3-project/k3/quant/lossless12"
 )
 
 // TensorDesc is what Resolve needs of a stored tensor: its dtype as the
@@ -48,7 +50,11 @@ func (in inference) names() string {
 //     first, which needs its bytes, so Resolve returns a *CodedError and the
 //     caller uses ResolveCoded (or DecodeScaleRecord for a scale tensor);
 //     int4-rans256-g0, whose optional decoder this build lacks, is refused
-//     with a NotImplementedError.
+//     with a NotImplementedError. A stamp naming lossless12 (§6.11) is
+//     settled here too: a U8 weight without a scale tensor whose byte count
+//     is a lossless12 layout of [O, I] resolves, with its escape bytes per
+//     row as the second result; other bytes are *ErrStampMismatch (and an
+//     unstamped lossless12 tensor fails step 2).
 //  2. Without a scale tensor: F32 with 4·O·I bytes is f32, BF16 / F16 with
 //     2·O·I bytes are bf16 / f16.
 //  3. Weight dtype gate: F8_E4M3 admits only fp8-e4m3-b128; I8/U8 admit every
@@ -89,6 +95,8 @@ func Resolve(name string, O, I int, weight TensorDesc, scale *TensorDesc, stamp 
 			// Step 1 needs the record itself (ResolveCoded,
 			// DecodeScaleRecord); byte counts cannot resolve it.
 			return 0, 0, &CodedError{Tensor: name, Format: stamp}
+		case sf == Lossless12:
+			return resolveLossless12(name, O, I, weight, scale, stamp)
 		}
 	}
 	in, err := infer(name, O, I, weight, scale)
@@ -113,6 +121,28 @@ func Resolve(name string, O, I int, weight TensorDesc, scale *TensorDesc, stamp 
 		return sf, in.gs, nil
 	}
 	return 0, 0, &ErrStampMismatch{Tensor: name, Stamped: stamp, Inferred: in.names()}
+}
+
+// resolveLossless12 checks a tensor stamped lossless12 (§6.11): a U8 weight
+// without a scale tensor whose length is the header plus O rows of one
+// exact width, which gives the escape bytes per row (returned in the gs
+// position, as WeightBytes takes them). Bytes of another size or dtype
+// disagree with the stamp. The header and every block are checked when the
+// matrix is built (New).
+func resolveLossless12(name string, O, I int, w TensorDesc, s *TensorDesc, stamp string) (Format, int, error) {
+	if O <= 0 || I <= 0 || O >= lossless12.MaxDim || I >= lossless12.MaxDim {
+		return 0, 0, fmt.Errorf("%w: tensor %q: logical shape [%d, %d]", ErrShape, name, O, I)
+	}
+	if s == nil && w.DType == "U8" {
+		if e, ok := lossless12.EscapesForSize(O, I, w.NBytes); ok {
+			return Lossless12, e, nil
+		}
+	}
+	inferred := inferredNames(name, O, I, w, s)
+	if inferred == "" {
+		inferred = fmt.Sprintf("no lossless12 layout for [%d,%d] (%s, %d bytes)", O, I, w.DType, w.NBytes)
+	}
+	return 0, 0, &ErrStampMismatch{Tensor: name, Stamped: stamp, Inferred: inferred}
 }
 
 // inferredNames is what byte arithmetic alone says, for error messages: the

@@ -1,6 +1,10 @@
 package quant
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/k3-project/k3/quant/lossless12"
+)
 
 // FP8Block is the edge of the square block that shares one fp8-e4m3-b128
 // scale. Changing it is a format change.
@@ -26,7 +30,8 @@ func ValidGroupSize(gs int) bool {
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // WeightBytes returns the exact weight byte count of a [rows, cols] matrix in
-// format f (gs is used by int4-grouped only and must be valid there). Every
+// format f (gs is used by int4-grouped only and must be valid there; for
+// lossless12 it is the escape bytes per row, which Resolve returns). Every
 // format has its own branch; reserved formats report their registered layout
 // so that byte arithmetic can recognise them. Coded formats have no fixed size
 // and return an ErrNotImplemented error.
@@ -42,6 +47,14 @@ func WeightBytes(f Format, rows, cols, gs int) (int64, error) {
 		return 2 * o * i, nil
 	case F16:
 		return 2 * o * i, nil
+	case Lossless12:
+		if gs < 0 || gs > cols {
+			return 0, fmt.Errorf("%w: lossless12 [%d, %d] with %d escape bytes per row, want 0 to %d", ErrShape, rows, cols, gs, cols)
+		}
+		if rows >= lossless12.MaxDim || cols >= lossless12.MaxDim {
+			return 0, fmt.Errorf("%w: lossless12 [%d, %d] outside [0, 2^31)", ErrShape, rows, cols)
+		}
+		return lossless12.Header{Rows: rows, Cols: cols, Escapes: gs}.Size(), nil
 	case Int8Row:
 		return o * i, nil
 	case Int4Row:
@@ -83,6 +96,8 @@ func ScaleBytes(f Format, rows, cols, gs int) (int64, error) {
 	case BF16:
 		return 0, nil
 	case F16:
+		return 0, nil
+	case Lossless12:
 		return 0, nil
 	case Int8Row:
 		return 4 * o, nil

@@ -40,6 +40,8 @@ func (m *Matrix) Format() quant.Format {
 		return quant.BF16
 	case safetensors.F16:
 		return quant.F16
+	case safetensors.U8:
+		return m.t.Format // checked at Open: quant.Lossless12
 	}
 	return quant.F32
 }

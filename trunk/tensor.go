@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/quant/lossless12"
 	"github.com/k3-project/k3/safetensors"
 )
 
@@ -25,6 +26,11 @@ type Tensor struct {
 	DType  safetensors.DType
 	Rows   int
 	Cols   int
+	// Format is the encoding of a U8 tensor: quant.Lossless12 (§6.11), whose Escapes escape
+	// bytes per row fix its row length. Offset and Size then cover its rows, after the header,
+	// which the caller has checked against the shape. It is ignored for BF16, F16 and F32.
+	Format  quant.Format
+	Escapes int
 	// Whole asks for the matrix to be streamed as one piece: the layer reads its rows in an
 	// order of its own (MLA's kv_b_proj is read row by row by every head), so it must be resident
 	// as a whole while the layer uses it.
@@ -43,16 +49,31 @@ func (t *Tensor) ctor() (func(rows, cols int, b []byte) (quant.Matrix, error), e
 		return quant.NewF16, nil
 	case safetensors.F32:
 		return quant.NewF32, nil
+	case safetensors.U8:
+		if t.Format == quant.Lossless12 {
+			e := t.Escapes
+			return func(rows, cols int, b []byte) (quant.Matrix, error) {
+				return quant.NewLossless12Rows(rows, cols, e, b)
+			}, nil
+		}
 	}
-	return nil, fmt.Errorf("%w: %s is %v (want BF16, F16 or F32)", ErrTensor, t.Name, t.DType)
+	return nil, fmt.Errorf("%w: %s is %v (want BF16, F16, F32 or U8 in lossless12)", ErrTensor, t.Name, t.DType)
 }
 
 func (t *Tensor) check() error {
 	if t.Rows <= 0 || t.Cols <= 0 {
 		return fmt.Errorf("%w: %s has shape [%d, %d]", ErrTensor, t.Name, t.Rows, t.Cols)
 	}
-	bits := t.DType.Bits()
-	if bits%8 != 0 || int64(t.Rows)*int64(t.Cols)*int64(bits/8) != t.Size {
+	if t.DType == safetensors.U8 && t.Format == quant.Lossless12 {
+		want, err := quant.WeightBytes(quant.Lossless12, t.Rows, t.Cols, t.Escapes)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrTensor, t.Name, err)
+		}
+		if want -= lossless12.HeaderSize; t.Size != want {
+			return fmt.Errorf("%w: %s: %d bytes of lossless12 rows for [%d, %d] with %d escape bytes, want %d",
+				ErrTensor, t.Name, t.Size, t.Rows, t.Cols, t.Escapes, want)
+		}
+	} else if bits := t.DType.Bits(); bits%8 != 0 || int64(t.Rows)*int64(t.Cols)*int64(bits/8) != t.Size {
 		return fmt.Errorf("%w: %s: %d bytes for %v [%d, %d]", ErrTensor, t.Name, t.Size, t.DType, t.Rows, t.Cols)
 	}
 	if t.Offset < 0 {

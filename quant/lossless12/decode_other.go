@@ -1,0 +1,15 @@
+//go:build !amd64 || purego
+
+package lossless12
+
+// haveAVX2 is false: this build has no assembly.
+const haveAVX2 = false
+
+// decodeBlocks decodes nothing: the Go decoder does every block.
+func decodeBlocks(dst, sm, nib, bases []byte, n int) int { return 0 }
+
+// haveFused is false: this build has no assembly.
+const haveFused = false
+
+// dotBlocks does nothing here: the kernels decode into a scratch buffer.
+func dotBlocks(sm, nib, bases []byte, x []float64, n int, acc *[16]float64) int { return 0 }

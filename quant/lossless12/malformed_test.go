@@ -1,0 +1,166 @@
+package lossless12
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// sample is a [2, 65] matrix whose layout the mutations below address:
+// row 0 is 1.0 everywhere but column 3, 2^−40, which escapes; row 1 is all
+// 1.0 and leaves its one escape byte unused. Rows are 101 bytes: bases at
+// 0–1, sign-and-mantissa at 2–66, nibbles at 67–99, the escape at 100.
+func sample(t *testing.T) []byte {
+	t.Helper()
+	codes := make([]uint16, 2*65)
+	for i := range codes {
+		codes[i] = 0x3F80
+	}
+	codes[3] = 0x2B80 // 2^−40: exponent 87, below the window [113, 127]
+	enc, err := Encode(2, 65, bf16Bytes(codes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := ParseHeader(enc); h.Escapes != 1 || h.RowBytes() != 101 {
+		t.Fatalf("sample header %+v, row %d bytes: the mutations below assume 1 escape and 101", h, h.RowBytes())
+	}
+	return enc
+}
+
+const row0, row1 = HeaderSize, HeaderSize + 101
+
+// widen gives every row of the sample a second, unused escape byte.
+func widen(b []byte) []byte {
+	out := append([]byte(nil), b[:HeaderSize]...)
+	binary.LittleEndian.PutUint32(out[12:], 2)
+	out = append(append(out, b[row0:row1]...), 0)
+	return append(append(out, b[row1:]...), 0)
+}
+
+func TestOpenRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		mutate     func([]byte) []byte
+		row, block int
+		reason     string
+	}{
+		{"short", func(b []byte) []byte { return b[:HeaderSize-1] }, -1, -1, "shorter than"},
+		{"magic", func(b []byte) []byte { b[0] = 'X'; return b }, -1, -1, "magic"},
+		{"trailing byte", func(b []byte) []byte { return append(b, 0) }, -1, -1, "needs"},
+		{"truncated row", func(b []byte) []byte { return b[:len(b)-1] }, -1, -1, "needs"},
+		{"escape area wider than any row needs", widen, -1, -1, "use at most 1"},
+		{"escape area wider than the row", func(b []byte) []byte { binary.LittleEndian.PutUint32(b[12:], 66); return b }, -1, -1, "escape bytes per row"},
+		{"huge shape", func(b []byte) []byte { binary.LittleEndian.PutUint32(b[4:], 1<<31); return b }, -1, -1, "outside"},
+		{"base above 241", func(b []byte) []byte { b[row0] = 242; return b }, 0, 0, "above 241"},
+		// The same weight (2^0) as base 114 + index 13 instead of 113 + 14.
+		{"base not canonical", func(b []byte) []byte { b[row1+1] = 114; b[row1+99] = b[row1+99]&0xF0 | 13; return b }, 1, 1, "largest exponent"},
+		{"escape beyond the area", func(b []byte) []byte { b[row0+67+2] |= 0xF0; return b }, 0, 0, "beyond the row's 1 escape bytes"},
+		{"escape inside the window", func(b []byte) []byte { b[row0+100] = 113; return b }, 0, 0, "not below the window base"},
+		{"escape above the window", func(b []byte) []byte { b[row0+100] = 200; return b }, 0, 0, "not below the window base"},
+		{"padding nibble", func(b []byte) []byte { b[row1+99] |= 0x10; return b }, 1, -1, "padding nibble"},
+		{"unused escape byte", func(b []byte) []byte { b[row1+100] = 5; return b }, 1, -1, "unused but not zero"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			enc := tc.mutate(sample(t))
+			_, err := Open(enc)
+			var me *MalformedError
+			if !errors.Is(err, ErrMalformed) || !errors.As(err, &me) {
+				t.Fatalf("Open = %v, want a *MalformedError", err)
+			}
+			if me.Row != tc.row || me.Block != tc.block || !strings.Contains(me.Reason, tc.reason) {
+				t.Fatalf("Open = %v (row %d block %d), want row %d block %d and %q", err, me.Row, me.Block, tc.row, tc.block, tc.reason)
+			}
+		})
+	}
+	if _, err := Open(sample(t)); err != nil {
+		t.Fatalf("the unmutated sample: %v", err)
+	}
+}
+
+// TestBitFlips flips every bit of an encoded matrix: each flip is either
+// refused or, since every matrix has exactly one encoding, decodes to
+// different weights — never to the same weights from other bytes.
+func TestBitFlips(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	w := gaussianBF16(r, 3, 130, 0.02)
+	binary.LittleEndian.PutUint16(w[10:], 0)       // a zero, which escapes
+	binary.LittleEndian.PutUint16(w[300:], 0x7FC0) // a NaN, which widens its window to the top
+	enc, err := Encode(3, 130, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for i := HeaderSize; i < len(enc); i++ {
+		for bit := range 8 {
+			enc[i] ^= 1 << bit
+			m, err := Open(enc)
+			if err != nil {
+				refused++
+			} else {
+				again, err := Encode(3, 130, decodeAll(m))
+				if err != nil || !bytes.Equal(again, enc) {
+					t.Fatalf("byte %d bit %d: accepted bytes that are not the encoding of what they decode to", i, bit)
+				}
+			}
+			enc[i] ^= 1 << bit
+		}
+	}
+	t.Logf("%d of %d body bit flips refused", refused, 8*(len(enc)-HeaderSize))
+	if refused == 0 {
+		t.Fatal("no flip refused")
+	}
+}
+
+func decodeAll(m *Matrix) []byte {
+	out := make([]byte, 2*m.Rows()*m.Cols())
+	for r := range m.Rows() {
+		m.DecodeRowBF16(out[2*r*m.Cols():2*(r+1)*m.Cols()], r)
+	}
+	return out
+}
+
+// TestOpenRows opens row ranges of an encoded matrix without its header:
+// every range decodes as the whole matrix does, and a malformed block or a
+// part row is refused.
+func TestOpenRows(t *testing.T) {
+	enc := sample(t)
+	h, _ := ParseHeader(enc)
+	whole, err := Open(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := int(h.RowBytes())
+	for lo := 0; lo <= h.Rows; lo++ {
+		for hi := lo; hi <= h.Rows; hi++ {
+			m, err := OpenRows(h.Cols, h.Escapes, enc[HeaderSize+lo*rb:HeaderSize+hi*rb])
+			if err != nil {
+				t.Fatalf("rows [%d, %d): %v", lo, hi, err)
+			}
+			if m.Rows() != hi-lo {
+				t.Fatalf("rows [%d, %d): %d rows", lo, hi, m.Rows())
+			}
+			a, b := make([]byte, 2*h.Cols), make([]byte, 2*h.Cols)
+			for r := lo; r < hi; r++ {
+				m.DecodeRowBF16(a, r-lo)
+				whole.DecodeRowBF16(b, r)
+				if !bytes.Equal(a, b) {
+					t.Fatalf("rows [%d, %d): row %d differs", lo, hi, r)
+				}
+			}
+		}
+	}
+	if _, err := OpenRows(h.Cols, h.Escapes, enc[HeaderSize:HeaderSize+rb+1]); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a part row: %v", err)
+	}
+	bad := append([]byte(nil), enc...)
+	bad[row1+100] = 9
+	if _, err := OpenRows(h.Cols, h.Escapes, bad[row1:]); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a malformed row: %v", err)
+	}
+	if _, err := OpenRows(h.Cols, h.Cols+1, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("an escape area wider than the row: %v", err)
+	}
+}

@@ -1,0 +1,194 @@
+package lossless12
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/k3-project/k3/internal/kernels/dot"
+	"github.com/k3-project/k3/internal/kernels/f64pool"
+	"github.com/k3-project/k3/internal/kernels/floatbits"
+)
+
+// chunkBytes bounds the bf16 scratch a kernel decodes into before handing
+// the rows to the bf16 kernel: small enough to stay in L2, large enough that
+// the per-call cost of the bf16 kernel (widening x to float64) is spread
+// over many rows (18 of K3's 7168-wide rows; at 32 KiB, two rows a call,
+// the widening cost as much as the dot products).
+const chunkBytes = 256 << 10
+
+// scratch recycles the decode buffers; it holds nothing a caller can
+// observe.
+var scratch = sync.Pool{New: func() any { return new([]byte) }}
+
+func (m *Matrix) chunkRows() int { return max(1, chunkBytes/max(1, 2*m.h.Cols)) }
+
+func getScratch(n int) *[]byte {
+	p := scratch.Get().(*[]byte)
+	if cap(*p) < n {
+		*p = make([]byte, n)
+	}
+	*p = (*p)[:n]
+	return p
+}
+
+// MatVec sets dst[r] to the R16 dot product (§5.2) of row r with x;
+// len(dst) = Rows, len(x) = Cols: bit-identical to dot.MatVecBF16 on the
+// weights Encode was given. With AVX2 and FMA the weights are decoded in
+// registers; otherwise each chunk of rows is decoded to its bf16 bytes and
+// reduced by the bf16 kernel.
+func (m *Matrix) MatVec(dst, x []float32) { m.MatVecRows(dst, x, 0, m.h.Rows) }
+
+// MatVecRows is Slice(lo, hi).MatVec(dst, x) without building the view:
+// len(dst) = hi − lo.
+func (m *Matrix) MatVecRows(dst, x []float32, lo, hi int) {
+	if lo < 0 || hi < lo || hi > m.h.Rows || len(dst) != hi-lo || len(x) != m.h.Cols {
+		panic(fmt.Sprintf("lossless12.MatVec: rows [%d, %d) of %d, len(dst)=%d len(x)=%d, want %d and %d",
+			lo, hi, m.h.Rows, len(dst), len(x), hi-lo, m.h.Cols))
+	}
+	if m.h.Cols == 0 {
+		clear(dst)
+		return
+	}
+	if lo == hi {
+		return
+	}
+	if m.fused {
+		m.matVecFused(dst, x, lo, hi)
+		return
+	}
+	cr, rb := m.chunkRows(), 2*m.h.Cols
+	p := getScratch(min(cr, hi-lo) * rb)
+	for r0 := lo; r0 < hi; r0 += cr {
+		r1 := min(r0+cr, hi)
+		buf := (*p)[:(r1-r0)*rb]
+		for r := r0; r < r1; r++ {
+			m.decodeRow(buf[(r-r0)*rb:(r-r0+1)*rb], r)
+		}
+		dot.MatVecBF16(dst[r0-lo:r1-lo], buf, x)
+	}
+	scratch.Put(p)
+}
+
+// MatMul multiplies n activation rows packed in x (len(x) = n·Cols):
+// dst[t·stride + r] = row r · x[t], bit-identical to MatVec for each t
+// (and to dot.MatMulBF16 on the original weights). stride ≥ Rows.
+func (m *Matrix) MatMul(dst []float32, stride int, x []float32, n int) {
+	m.MatMulRows(dst, stride, x, n, 0, m.h.Rows)
+}
+
+// MatMulRows is Slice(lo, hi).MatMul(dst, stride, x, n) without building
+// the view: dst[t·stride + r − lo] = row r · x[t] for r in [lo, hi).
+func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi int) {
+	rows, cols := hi-lo, m.h.Cols
+	if lo < 0 || hi < lo || hi > m.h.Rows || n < 0 || stride < rows || len(x) != n*cols ||
+		(n > 0 && rows > 0 && len(dst) < (n-1)*stride+rows) {
+		panic(fmt.Sprintf("lossless12.MatMul: rows [%d, %d) of %d, n=%d stride=%d len(x)=%d len(dst)=%d, cols %d",
+			lo, hi, m.h.Rows, n, stride, len(x), len(dst), cols))
+	}
+	if rows == 0 || n == 0 {
+		return
+	}
+	if cols == 0 {
+		for t := range n {
+			clear(dst[t*stride : t*stride+rows])
+		}
+		return
+	}
+	cr, rb := m.chunkRows(), 2*cols
+	p := getScratch(min(cr, rows) * rb)
+	for r0 := lo; r0 < hi; r0 += cr {
+		r1 := min(r0+cr, hi)
+		buf := (*p)[:(r1-r0)*rb]
+		for r := r0; r < r1; r++ {
+			m.decodeRow(buf[(r-r0)*rb:(r-r0+1)*rb], r)
+		}
+		dot.MatMulBF16(dst[r0-lo:], stride, buf, x, n)
+	}
+	scratch.Put(p)
+}
+
+// matVecFused computes rows [lo, hi) with the kernel that decodes in
+// registers: x is widened once in column order, for Go, and once in the
+// assembly's order (each run of eight as columns 0, 2, 4, 6, 1, 3, 5, 7)
+// over the whole blocks; the assembly runs over each row's whole blocks and
+// hands back the rare block with an escape, whose products Go adds to the
+// same lanes before the assembly resumes.
+func (m *Matrix) matVecFused(dst, x []float32, lo, hi int) {
+	sp := f64pool.Get(len(x))
+	xw := floatbits.Widen64(*sp, x)
+	full := m.h.Cols / BlockSize * BlockSize
+	pp := f64pool.Get(full)
+	xp := (*pp)[:full]
+	for c := 0; c < full; c += 8 {
+		for j, k := range asmOrder {
+			xp[c+j] = xw[c+k]
+		}
+	}
+	var buf [2 * BlockSize]byte
+	for r := lo; r < hi; r++ {
+		dst[r-lo] = m.dotRow(r, xw, xp, &buf)
+	}
+	f64pool.Put(pp)
+	f64pool.Put(sp)
+}
+
+// asmOrder is the order in which the assembly takes each run of eight
+// columns (the even ones, then the odd ones).
+var asmOrder = [8]int{0, 2, 4, 6, 1, 3, 5, 7}
+
+// slotOf[l] is where the assembly keeps R16 lane l in its accumulators
+// (lanes 0, 2, 4, 6 | 1, 3, 5, 7 | 8, 10, 12, 14 | 9, 11, 13, 15).
+var slotOf = [16]int{0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15}
+
+// dotRow returns the R16 dot product (§5.2) of row r with x (xw in column
+// order, xp in the assembly's order over the whole blocks): lane i mod 16
+// takes the products of columns i < 16·⌊Cols/16⌋ in ascending order (the
+// assembly for blocks without escapes, Go for the others and for the last,
+// short block), then the lane tree, then the tail in order.
+func (m *Matrix) dotRow(r int, xw, xp []float64, buf *[2 * BlockSize]byte) float32 {
+	bases, sm, nib, esc := m.parts(r)
+	cols := m.h.Cols
+	full, mid := cols/BlockSize, cols&^15
+	var a [16]float64 // in the assembly's slots
+	var acc float64
+	ne := 0
+	for k := 0; k < len(bases); k++ {
+		if k < full {
+			k += dotBlocks(sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], xp[k*BlockSize:], full-k, &a)
+			if k == len(bases) {
+				break
+			}
+		}
+		lo, hi := k*BlockSize, min((k+1)*BlockSize, cols)
+		d := buf[:2*(hi-lo)]
+		ne = decodeSlow(d, sm[lo:hi], nib, lo, esc, bases[k], ne)
+		for i := lo; i < hi; i++ {
+			w := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*(i-lo):])) << 16))
+			if i < mid {
+				a[slotOf[i&15]] += w * xw[i]
+				continue
+			}
+			if i == mid {
+				acc = r16Tree(&a)
+			}
+			acc += w * xw[i]
+		}
+	}
+	if mid == cols {
+		acc = r16Tree(&a)
+	}
+	return float32(acc)
+}
+
+// r16Tree combines the sixteen lanes, kept in the assembly's slots, as
+// §5.2 says.
+func r16Tree(a *[16]float64) float64 {
+	lane := func(l int) float64 { return a[slotOf[l]] }
+	var c [4]float64
+	for l := range 4 {
+		c[l] = (lane(l) + lane(l+4)) + (lane(l+8) + lane(l+12))
+	}
+	return (c[0] + c[1]) + (c[2] + c[3])
+}
