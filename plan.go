@@ -93,7 +93,7 @@ func (p Plan) Total() int64 {
 func (p Plan) String() string {
 	var b strings.Builder
 	if p.Mapped {
-		fmt.Fprintf(&b, "dense weights  %s memory-mapped (no budget: the page cache holds what is touched)\n", trunk.GB(p.DenseBytes))
+		fmt.Fprintf(&b, "dense weights  %s memory-mapped (no budget: the page cache holds what is touched)\n", trunk.Size(p.DenseBytes))
 	} else {
 		if p.Packed != "" {
 			fmt.Fprintf(&b, "packed trunk   %s\n", p.Packed)
@@ -103,9 +103,9 @@ func (p Plan) String() string {
 	}
 	if c := p.Cache; c != nil {
 		if c.Budget > 0 {
-			fmt.Fprintf(&b, "expert cache   %s  %d × %s slots, %s", trunk.GB(c.Total), c.Slots, trunk.GB(c.SlotBytes), c.Policy)
+			fmt.Fprintf(&b, "expert cache   %s  %d × %s slots, %s", trunk.Size(c.Total), c.Slots, trunk.Size(c.SlotBytes), c.Policy)
 		} else {
-			fmt.Fprintf(&b, "expert cache   none: each expert read into %s of scratch (TopK slots)", trunk.GB(c.ScratchBytes))
+			fmt.Fprintf(&b, "expert cache   none: each expert read into %s of scratch (TopK slots)", trunk.Size(c.ScratchBytes))
 		}
 		if c.Prefetch > 0 {
 			fmt.Fprintf(&b, ", router lookahead top %d", c.Prefetch)
@@ -114,8 +114,8 @@ func (p Plan) String() string {
 	} else {
 		fmt.Fprintf(&b, "experts        memory-mapped\n")
 	}
-	fmt.Fprintf(&b, "per session    KDA state %s, MLA cache %d B per position\n", trunk.GB(p.KDAStateBytes), p.MLABytesPerPosition)
-	fmt.Fprintf(&b, "shared walks   up to %d rows, %s a row (%s at %d rows)", p.WalkRows, trunk.GB(p.WalkRowBytes),
-		trunk.GB(p.WalkRowBytes*int64(p.WalkRows)), p.WalkRows)
+	fmt.Fprintf(&b, "per session    KDA state %s, MLA cache %d B per position\n", trunk.Size(p.KDAStateBytes), p.MLABytesPerPosition)
+	fmt.Fprintf(&b, "shared walks   up to %d rows, %s a row (%s at %d rows)", p.WalkRows, trunk.Size(p.WalkRowBytes),
+		trunk.Size(p.WalkRowBytes*int64(p.WalkRows)), p.WalkRows)
 	return b.String()
 }

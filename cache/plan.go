@@ -3,6 +3,8 @@ package cache
 import (
 	"cmp"
 	"fmt"
+
+	"github.com/k3-project/k3/trunk"
 )
 
 // Plan is the expert cache's part of a model's memory plan: what a Store
@@ -62,7 +64,7 @@ func NewPlan(c PlanConfig) (*Plan, error) {
 	if p.Budget > 0 {
 		if lo := MinBudget(p.SlotBytes, c.TopK); p.Budget < lo {
 			return nil, fmt.Errorf("%w: %d bytes asked, the minimum is %d bytes (%s: TopK + 1 = %d experts of %d bytes)",
-				ErrBudgetTooSmall, p.Budget, lo, gb(lo), c.TopK+1, p.SlotBytes)
+				ErrBudgetTooSmall, p.Budget, lo, trunk.Size(lo), c.TopK+1, p.SlotBytes)
 		}
 		p.Slots = int(p.Budget / p.SlotBytes)
 		p.Total = int64(p.Slots) * p.SlotBytes
@@ -85,13 +87,4 @@ func checkScratchSlots(n, topK int, budget int64) error {
 		return fmt.Errorf("cache: ScratchSlots %d with a budget of %d bytes: the scratch is for a zero budget", n, budget)
 	}
 	return nil
-}
-
-// gb formats a byte count as trunk.GB does, so plan messages read alike
-// (this package does not import trunk).
-func gb(n int64) string {
-	if n < 100e6 {
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	}
-	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
 }

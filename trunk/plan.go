@@ -81,30 +81,43 @@ func (p *Plan) Hit() float64 {
 // String itemises the plan, one component a line.
 func (p *Plan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "trunk budget %s (floor %s)\n", GB(p.Budget), GB(p.Floor))
-	fmt.Fprintf(&b, "  pinned      %s  %d/%d layers%s\n", GB(p.PinnedBytes), len(p.Pinned), p.Layers, map[bool]string{true: " + lm_head", false: ""}[p.HeadPinned])
+	fmt.Fprintf(&b, "trunk budget %s (floor %s)\n", Size(p.Budget), Size(p.Floor))
+	fmt.Fprintf(&b, "  pinned      %s  %d/%d layers%s\n", Size(p.PinnedBytes), len(p.Pinned), p.Layers, map[bool]string{true: " + lm_head", false: ""}[p.HeadPinned])
 	if p.Slots > 0 {
-		fmt.Fprintf(&b, "  ring        %s  %d × %s slots, read-ahead %v\n", GB(p.RingBytes), p.Slots, GB(p.SlotBytes), p.ReadAhead)
+		fmt.Fprintf(&b, "  ring        %s  %d × %s slots, read-ahead %v\n", Size(p.RingBytes), p.Slots, Size(p.SlotBytes), p.ReadAhead)
 	} else {
 		fmt.Fprintf(&b, "  ring        none (everything pinned)\n")
 	}
 	if p.EmbedPinned {
-		fmt.Fprintf(&b, "  embedding   %s  resident\n", GB(p.EmbedBytes))
+		fmt.Fprintf(&b, "  embedding   %s  resident\n", Size(p.EmbedBytes))
 	} else {
 		fmt.Fprintf(&b, "  embedding   rows read per token (%d B each)\n", p.EmbedRowSize)
 	}
-	fmt.Fprintf(&b, "  side        %s  float32 norms, biases and small vectors\n", GB(p.SideBytes))
-	fmt.Fprintf(&b, "  streamed    %s per pass (trunk hit %.1f%%)\n", GB(p.StreamBytes), 100*p.Hit())
-	fmt.Fprintf(&b, "  total       %s", GB(p.Total))
+	fmt.Fprintf(&b, "  side        %s  float32 norms, biases and small vectors\n", Size(p.SideBytes))
+	fmt.Fprintf(&b, "  streamed    %s per pass (trunk hit %.1f%%)\n", Size(p.StreamBytes), 100*p.Hit())
+	fmt.Fprintf(&b, "  total       %s", Size(p.Total))
 	return b.String()
 }
 
-// GB formats bytes as decimal gigabytes (megabytes below 0.1 GB).
-func GB(n int64) string {
-	if n < 100e6 {
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+// Size formats a byte count with the unit chosen by its magnitude (B, kB, MB, GB, TB, decimal),
+// three significant digits: the one size format of plans, errors and the CLI, so a screen never
+// shows "0.0 MB" beside "0.004 GB".
+func Size(n int64) string {
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
+	v, i := float64(n), 0
+	for (v >= 999.5 || v <= -999.5) && i < len(units)-1 {
+		v /= 1000
+		i++
 	}
-	return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	switch {
+	case i == 0:
+		return fmt.Sprintf("%d B", n)
+	case v >= 99.95 || v <= -99.95:
+		return fmt.Sprintf("%.0f %s", v, units[i])
+	case v >= 9.995 || v <= -9.995:
+		return fmt.Sprintf("%.1f %s", v, units[i])
+	}
+	return fmt.Sprintf("%.2f %s", v, units[i])
 }
 
 // item is one pinnable unit of the walk: a layer's matrices or the head.
@@ -194,7 +207,7 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 	avail := cfg.Budget - cfg.SideBytes
 	if cfg.Budget < p.Floor {
 		return nil, fmt.Errorf("%w: %d bytes (%s) asked, the minimum for this model is %d bytes (%s)",
-			ErrBudget, cfg.Budget, GB(cfg.Budget), p.Floor, GB(p.Floor))
+			ErrBudget, cfg.Budget, Size(cfg.Budget), p.Floor, Size(p.Floor))
 	}
 
 	// Pin the largest items first: a pinned byte saves a byte of reading per pass whatever it

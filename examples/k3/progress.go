@@ -9,6 +9,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/trunk"
 )
 
 // meter is the CLI's one progress display: how much of a long operation is done, in bytes or
@@ -179,22 +180,6 @@ func (ts tracers) LayerDone(layer int, d time.Duration) {
 	}
 }
 
-// size is the CLI's one way to print a number of bytes: decimal units chosen by magnitude, three
-// significant digits ("640 B", "3.70 MB", "12.3 GB", "137 GB").
-func size(n int64) string {
-	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
-	v, i := float64(n), 0
-	for (v >= 999.5 || v <= -999.5) && i < len(units)-1 {
-		v /= 1000
-		i++
-	}
-	switch {
-	case i == 0:
-		return fmt.Sprintf("%d B", n)
-	case v >= 99.95 || v <= -99.95:
-		return fmt.Sprintf("%.0f %s", v, units[i])
-	case v >= 9.995 || v <= -9.995:
-		return fmt.Sprintf("%.1f %s", v, units[i])
-	}
-	return fmt.Sprintf("%.2f %s", v, units[i])
-}
+// size is the CLI's one way to print a number of bytes: trunk.Size, the library's format, so the
+// plan the library prints and the CLI's own lines read alike.
+func size(n int64) string { return trunk.Size(n) }
