@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/k3-project/k3/quant/lossless12"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 )
@@ -16,6 +17,7 @@ type Packed struct {
 	bin, layoutPath string
 	layout          *Layout
 	tensors         map[string]*safetensors.Tensor
+	formats         map[string]RunTensor // the lossless12 tensors
 	f               storage.File
 }
 
@@ -27,12 +29,15 @@ func OpenPacked(dir string, numLayers int, exp Expect, open storage.Opener) (*Pa
 		return nil, err
 	}
 	p := &Packed{bin: filepath.Join(dir, BinName), layoutPath: filepath.Join(dir, LayoutName),
-		layout: l, tensors: map[string]*safetensors.Tensor{}}
+		layout: l, tensors: map[string]*safetensors.Tensor{}, formats: map[string]RunTensor{}}
 	for _, r := range l.Layers {
 		for _, t := range r.Tensors {
 			dt, _ := safetensors.ParseDType(t.DType) // ReadLayout allowed only known dtypes
 			p.tensors[t.Name] = &safetensors.Tensor{Name: t.Name, DType: dt, Shape: t.Shape, File: p.bin,
 				Offset: r.FileOff + t.Off, Size: t.NBytes}
+			if t.Format == FormatLossless12 {
+				p.formats[t.Name] = t
+			}
 		}
 	}
 	if open == nil {
@@ -41,7 +46,42 @@ func OpenPacked(dir string, numLayers int, exp Expect, open storage.Opener) (*Pa
 	if p.f, err = open(p.bin); err != nil {
 		return nil, fmt.Errorf("packed trunk: %w", err)
 	}
+	if err := p.checkHeaders(); err != nil {
+		p.f.Close()
+		return nil, err
+	}
 	return p, nil
+}
+
+// checkHeaders reads every lossless12 tensor's header (§6.11) and refuses the trunk when it is
+// malformed or disagrees with trunk.json's shape and escape bytes: the format trunk.json names
+// is trusted only as far as the bytes say the same.
+func (p *Packed) checkHeaders() error {
+	var buf [lossless12.HeaderSize]byte
+	for name, rt := range p.formats {
+		t := p.tensors[name]
+		if err := storage.ReadFull(p.f, buf[:], t.Offset); err != nil {
+			return fmt.Errorf("%s: read the lossless12 header of %s: %w", p.bin, name, err)
+		}
+		h, err := lossless12.ParseHeaderOf(buf[:], t.Size)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %s: %w", ErrLayout, p.layoutPath, name, err)
+		}
+		if int64(h.Rows) != rt.Shape[0] || int64(h.Cols) != rt.Shape[1] || h.Escapes != rt.Escapes {
+			return fmt.Errorf("%w: %s: %s: trunk.json says lossless12 %v with %d escape bytes a row, its header [%d, %d] with %d",
+				ErrLayout, p.layoutPath, name, rt.Shape, rt.Escapes, h.Rows, h.Cols, h.Escapes)
+		}
+	}
+	return nil
+}
+
+// Lossless12 reports whether the tensor called name is stored in lossless12 (§6.11) and, if so,
+// its escape bytes per row; OpenPacked checked its header against trunk.json. Its
+// safetensors.Tensor (Tensor) is U8 with the matrix's [rows, cols] shape and covers the whole
+// encoded matrix, header included.
+func (p *Packed) Lossless12(name string) (escapes int, ok bool) {
+	t, ok := p.formats[name]
+	return t.Escapes, ok
 }
 
 // Tensor returns the packed tensor called name.
