@@ -123,7 +123,9 @@ func TestLayoutFormatViolations(t *testing.T) {
 		{"unknown format", func(d map[string]any) { tensor(d, "layers.0.a")["format"] = "lossless11" }, `"lossless11" is not`},
 		{"format not a string", func(d map[string]any) { tensor(d, "layers.0.a")["format"] = 12 }, "format"},
 		{"escapes missing", func(d map[string]any) { delete(tensor(d, "layers.0.a"), "escapes") }, "without escapes"},
-		{"escapes wrong", func(d map[string]any) { tensor(d, "layers.0.a")["escapes"] = tensor(d, "layers.0.a")["escapes"].(float64) + 1 }, "escape bytes a row needs"},
+		{"escapes wrong", func(d map[string]any) {
+			tensor(d, "layers.0.a")["escapes"] = tensor(d, "layers.0.a")["escapes"].(float64) + 1
+		}, "escape bytes a row needs"},
 		{"escapes negative", func(d map[string]any) { tensor(d, "layers.0.a")["escapes"] = -1 }, "escapes must be"},
 		{"escapes past cols", func(d map[string]any) { tensor(d, "layers.0.a")["escapes"] = 17 }, "escapes must be"},
 		{"lossless12 not U8", func(d map[string]any) { tensor(d, "layers.0.a")["dtype"] = "BF16" }, "want U8"},
@@ -134,7 +136,10 @@ func TestLayoutFormatViolations(t *testing.T) {
 		{"bf16 on F32", func(d map[string]any) { tensor(d, "layers.0.norm")["format"] = FormatBF16 }, "format bf16 on a F32 tensor"},
 		{"escapes on bf16", func(d map[string]any) { tensor(d, "layers.0.narrow")["escapes"] = 0 }, "escapes on a bf16 tensor"},
 		{"escapes without format", func(d map[string]any) { tensor(d, "layers.0.norm")["escapes"] = 0 }, "escapes without a format"},
-		{"format dropped", func(d map[string]any) { delete(tensor(d, "layers.0.a"), "format"); delete(tensor(d, "layers.0.a"), "escapes") }, "needs"},
+		{"format dropped", func(d map[string]any) {
+			delete(tensor(d, "layers.0.a"), "format")
+			delete(tensor(d, "layers.0.a"), "escapes")
+		}, "needs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
