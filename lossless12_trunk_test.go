@@ -96,6 +96,18 @@ func TestLossless12PackedTrunk(t *testing.T) {
 	})
 }
 
+// verifyPacked runs (*trunk.Packed).Verify on the packed trunk p of dir.
+func verifyPacked(t *testing.T, dir, p string) error {
+	t.Helper()
+	pk, err := trunk.OpenPacked(p, mustLayers(t, dir), trunk.Expect{}, nil)
+	require.NoError(t, err)
+	defer pk.Close()
+	var last, total int64
+	err = pk.Verify(func(d, n int64) { last, total = d, n })
+	assert.Equal(t, total, last, "progress reaches the total")
+	return err
+}
+
 // firstLossless12 returns the first lossless12 tensor of layer 1 and its run.
 func firstLossless12(t *testing.T, l *trunk.Layout) (trunk.LayerRun, trunk.RunTensor) {
 	t.Helper()
@@ -147,10 +159,14 @@ func TestLossless12PackedTrunkFaults(t *testing.T) {
 	t.Run("flipped-bit", func(t *testing.T) {
 		p, l := packLossless12(t, dir)
 		r, rt := firstLossless12(t, l)
+		require.NoError(t, verifyPacked(t, dir, p), "a sound pack verifies")
 		testkit.FlipBits(t, filepath.Join(p, trunk.BinName), r.FileOff+rt.Off+rt.NBytes/2, 0x04)
 		_, err := k3.Open(dir, k3.WithPackedTrunk(p))
 		require.ErrorIs(t, err, trunk.ErrChecksum)
 		assert.Contains(t, err.Error(), "layer 1")
+		err = verifyPacked(t, dir, p)
+		require.ErrorIs(t, err, trunk.ErrChecksum)
+		assert.Contains(t, err.Error(), "layer 1 ")
 	})
 	for _, pinned := range []bool{true, false} {
 		t.Run(fmt.Sprintf("malformed-block/pinned=%v", pinned), func(t *testing.T) {
@@ -158,6 +174,10 @@ func TestLossless12PackedTrunkFaults(t *testing.T) {
 			r, rt := firstLossless12(t, l)
 			// Row 0's first window base, above the largest a window may have (241).
 			patchBin(t, p, r, r.FileOff+rt.Off+lossless12.HeaderSize, []byte{242}, true)
+			verr := verifyPacked(t, dir, p)
+			require.ErrorIs(t, verr, lossless12.ErrMalformed)
+			assert.NotErrorIs(t, verr, trunk.ErrChecksum)
+			assert.Contains(t, verr.Error(), rt.Name)
 			opts := []k3.Option{k3.WithPackedTrunk(p)}
 			if !pinned {
 				opts = append(opts, k3.WithTrunkBudget(floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(p)).Floor),

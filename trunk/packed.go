@@ -1,8 +1,13 @@
 package trunk
 
 import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/k3-project/k3/quant/lossless12"
 	"github.com/k3-project/k3/safetensors"
@@ -118,4 +123,63 @@ func (p *Packed) Close() error {
 		return nil
 	}
 	return p.f.Close()
+}
+
+// Verify reads every layer run of trunk.bin once, checks its sha256 against trunk.json and
+// checks every lossless12 tensor block by block (§6.11.4), without loading a model; it holds one
+// tensor at a time. It returns every problem found, joined (each wrapping ErrChecksum,
+// lossless12.ErrMalformed or ErrLayout and naming the layer and tensor); progress, if not nil,
+// receives the bytes read and the total.
+func (p *Packed) Verify(progress func(done, total int64)) error {
+	var total, done int64
+	for _, r := range p.layout.Layers {
+		total += r.Unpadded
+	}
+	var errs []error
+	var buf []byte
+	for _, r := range p.layout.Layers {
+		h := sha256.New()
+		var found []error // the format's findings, reported when the bytes are the ones packed
+		ts := slices.Clone(r.Tensors)
+		slices.SortFunc(ts, func(a, b RunTensor) int { return cmp.Compare(a.Off, b.Off) })
+		var pos int64
+		for _, t := range append(ts, RunTensor{Off: r.Unpadded}) {
+			// The gap before the tensor (alignment padding), then the tensor.
+			for _, span := range [][2]int64{{pos, t.Off - pos}, {t.Off, t.NBytes}} {
+				if span[1] <= 0 {
+					continue
+				}
+				if int64(cap(buf)) < span[1] {
+					buf = make([]byte, span[1])
+				}
+				b := buf[:span[1]]
+				if err := storage.ReadFull(p.f, b, r.FileOff+span[0]); err != nil {
+					return fmt.Errorf("%s: layer %d: %w", p.bin, r.Layer, err)
+				}
+				h.Write(b)
+				done += span[1]
+				if progress != nil {
+					progress(done, total)
+				}
+			}
+			pos = max(pos, t.Off+t.NBytes)
+			if t.Format != FormatLossless12 {
+				continue
+			}
+			m, err := lossless12.Open(buf[:t.NBytes])
+			if err != nil {
+				found = append(found, fmt.Errorf("layer %d: %s: %w", r.Layer, t.Name, err))
+				continue
+			}
+			if hd := m.Header(); int64(hd.Rows) != t.Shape[0] || int64(hd.Cols) != t.Shape[1] || hd.Escapes != t.Escapes {
+				found = append(found, fmt.Errorf("%w: layer %d: %s: its header disagrees with trunk.json", ErrLayout, r.Layer, t.Name))
+			}
+		}
+		if got := h.Sum(nil); r.SHA256 != nil && !bytes.Equal(got, r.SHA256) {
+			errs = append(errs, fmt.Errorf("%w: layer %d of %s: sha256 %x, trunk.json says %x", ErrChecksum, r.Layer, p.bin, got, r.SHA256))
+			continue // the blocks of changed bytes say nothing more
+		}
+		errs = append(errs, found...)
+	}
+	return errors.Join(errs...)
 }
