@@ -154,3 +154,20 @@ func TestLayoutFormatViolations(t *testing.T) {
 		})
 	}
 }
+
+// TestLossless12Seed: the fuzz seed with format fields is a valid trunk.json, read with the
+// fields it names.
+func TestLossless12Seed(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "trunk-lossless12.json"))
+	require.NoError(t, err)
+	l, err := ParseLayout(data, 8192, 2, Expect{})
+	require.NoError(t, err)
+	got := map[string][2]any{}
+	for _, r := range l.Layers {
+		for _, rt := range r.Tensors {
+			got[rt.Name] = [2]any{rt.Format, rt.Escapes}
+		}
+	}
+	assert.Equal(t, map[string][2]any{"layers.0.a": {FormatLossless12, 0}, "layers.0.b": {FormatBF16, 0},
+		"layers.0.c": {"", 0}, "layers.1.a": {FormatLossless12, 1}}, got)
+}
