@@ -67,6 +67,14 @@ func WithTrunkFormat(format string) PackOption {
 // trunkTensors lists each layer's trunk tensors (§3.4's class, by name).
 func trunkTensors(ck *safetensors.Checkpoint, cfg *config.Config) ([][]trunk.SourceTensor, error) {
 	layers := make([][]trunk.SourceTensor, cfg.NumLayers)
+	matrices := map[string]bool{} // the weight matrices of the layer math, which a format may encode
+	for l := range cfg.NumLayers {
+		for _, s := range layout.Layer(cfg, l) {
+			if s.Kind == layout.Matrix {
+				matrices[s.Name] = true
+			}
+		}
+	}
 	for _, t := range ck.Tensors() {
 		if class, ok := layout.Classify(t.Name); !ok || class != layout.Trunk {
 			continue
@@ -79,7 +87,7 @@ func trunkTensors(ck *safetensors.Checkpoint, cfg *config.Config) ([][]trunk.Sou
 			return nil, fmt.Errorf("tensor %s belongs to layer %d, the configuration has %d layers", t.Name, l, cfg.NumLayers)
 		}
 		layers[l] = append(layers[l], trunk.SourceTensor{Name: t.Name, File: t.File, Offset: t.Offset, Size: t.Size,
-			DType: t.DType.String(), Shape: t.Shape})
+			DType: t.DType.String(), Shape: t.Shape, Matrix: matrices[t.Name]})
 	}
 	return layers, nil
 }

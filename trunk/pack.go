@@ -28,6 +28,9 @@ type SourceTensor struct {
 	Size   int64
 	DType  string // as in the shard header ("BF16", "F32", …)
 	Shape  []int64
+	// Matrix marks a weight matrix the layer math multiplies by, which PackOptions.Format may
+	// encode; any other tensor (a vector widened once at open) is always copied as stored.
+	Matrix bool
 }
 
 // PackOptions configure Pack.
@@ -237,7 +240,7 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 }
 
 // encodeTensor reads one tensor of a lossless12 pack and returns the bytes to write and its
-// entry: a two-dimensional BF16 tensor is encoded (§6.11) when that saves bytes, checked by
+// entry: a two-dimensional BF16 matrix is encoded (§6.11) when that saves bytes, checked by
 // decoding every row back to the bytes it came from, and recorded as bf16 otherwise; any other
 // tensor is copied as it is.
 func encodeTensor(f storage.File, src SourceTensor) ([]byte, RunTensor, error) {
@@ -246,7 +249,7 @@ func encodeTensor(f storage.File, src SourceTensor) ([]byte, RunTensor, error) {
 	if _, err := io.ReadFull(io.NewSectionReader(f, src.Offset, src.Size), raw); err != nil {
 		return nil, rt, fmt.Errorf("read %s of %s at %d: %w", src.Name, src.File, src.Offset, shortRead(err))
 	}
-	if src.DType != "BF16" || len(src.Shape) != 2 || src.Shape[0] <= 0 || src.Shape[1] <= 0 ||
+	if !src.Matrix || src.DType != "BF16" || len(src.Shape) != 2 || src.Shape[0] <= 0 || src.Shape[1] <= 0 ||
 		src.Shape[0]*src.Shape[1]*2 != src.Size || src.Shape[0] > math.MaxInt32 || src.Shape[1] > math.MaxInt32 {
 		return raw, rt, nil
 	}

@@ -13,7 +13,8 @@ import (
 )
 
 // l12Source is source's layers plus, in each, a [8, 1] bf16 matrix (lossless12 would make it
-// longer) and an F32 vector, as SourceTensors.
+// longer), an F32 vector and a [4, 32] bf16 tensor that is not a matrix (never encoded), as
+// SourceTensors.
 func l12Source(t *testing.T) [][]SourceTensor {
 	t.Helper()
 	path, ts := source(t, 2, 32, 16)
@@ -21,7 +22,7 @@ func l12Source(t *testing.T) [][]SourceTensor {
 	require.NoError(t, err)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
-	_, err = f.Write(make([]byte, 2*(16+64)))
+	_, err = f.Write(make([]byte, 2*(16+64+256)))
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	layers := make([][]SourceTensor, 2)
@@ -30,12 +31,13 @@ func l12Source(t *testing.T) [][]SourceTensor {
 			continue
 		}
 		layers[tt.Item] = append(layers[tt.Item], SourceTensor{Name: tt.Name, File: tt.File, Offset: tt.Offset, Size: tt.Size,
-			DType: "BF16", Shape: []int64{int64(tt.Rows), int64(tt.Cols)}})
+			DType: "BF16", Shape: []int64{int64(tt.Rows), int64(tt.Cols)}, Matrix: true})
 	}
 	for l := range 2 {
-		base := st.Size() + int64(l)*(16+64)
+		base := st.Size() + int64(l)*(16+64+256)
 		layers[l] = append(layers[l],
-			SourceTensor{Name: "layers." + string(rune('0'+l)) + ".narrow", File: path, Offset: base, Size: 16, DType: "BF16", Shape: []int64{8, 1}},
+			SourceTensor{Name: "layers." + string(rune('0'+l)) + ".taps", File: path, Offset: base + 80, Size: 256, DType: "BF16", Shape: []int64{4, 32}},
+			SourceTensor{Name: "layers." + string(rune('0'+l)) + ".narrow", File: path, Offset: base, Size: 16, DType: "BF16", Shape: []int64{8, 1}, Matrix: true},
 			SourceTensor{Name: "layers." + string(rune('0'+l)) + ".norm", File: path, Offset: base + 16, Size: 64, DType: "F32", Shape: []int64{16}})
 	}
 	return layers
@@ -84,8 +86,8 @@ func TestPackLossless12(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]string{"layers.0.a": FormatLossless12, "layers.0.b": FormatLossless12, "layers.0.narrow": FormatBF16,
-		"layers.0.norm": "", "layers.1.a": FormatLossless12, "layers.1.b": FormatLossless12, "layers.1.narrow": FormatBF16,
-		"layers.1.norm": ""}, formats)
+		"layers.0.norm": "", "layers.0.taps": "", "layers.1.a": FormatLossless12, "layers.1.b": FormatLossless12,
+		"layers.1.narrow": FormatBF16, "layers.1.norm": "", "layers.1.taps": ""}, formats)
 
 	plain := t.TempDir()
 	_, err = Pack(plain, layers, PackOptions{})
