@@ -18,9 +18,9 @@ import (
 
 // decodeReady opens dir, prefills prompt and returns the model (the caller closes it), the
 // session, the greedy next id and the post-prompt snapshot every timed step restores.
-func decodeReady(b *testing.B, dir string, threads int, prompt []int) (*k3.Model, *k3.Session, int, *k3.Snapshot) {
+func decodeReady(b *testing.B, dir string, threads int, prompt []int, opts ...k3.Option) (*k3.Model, *k3.Session, int, *k3.Snapshot) {
 	b.Helper()
-	m, err := k3.Open(dir, k3.WithThreads(threads))
+	m, err := k3.Open(dir, append([]k3.Option{k3.WithThreads(threads)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -180,9 +180,9 @@ func (d floorDecode) ratio() float64 {
 	return median(r)
 }
 
-func measureDecode(b *testing.B, dir string, threads int, prompt []int, buf []byte, sink *uint64) floorDecode {
+func measureDecode(b *testing.B, dir string, threads int, prompt []int, buf []byte, sink *uint64, opts ...k3.Option) floorDecode {
 	b.Helper()
-	m, s, next, snap := decodeReady(b, dir, threads, prompt)
+	m, s, next, snap := decodeReady(b, dir, threads, prompt, opts...)
 	defer m.Close()
 	ctx := context.Background()
 	var d floorDecode
@@ -307,6 +307,76 @@ func BenchmarkFloor(b *testing.B) {
 		b.ReportMetric(d1.ratio(), "decode_1t/floor")
 		b.ReportMetric(d2.ratio(), "decode_2t/floor")
 		b.ReportMetric(median(pre), "prefill256_2t-s")
+		trunk12(b, dir, tokBytes, prompt, buf, &sink)
 	}
 	_ = sink
+}
+
+// trunk12 is the FLOOR benchmark's lossless12 line (issue 27): the trunk packed in bf16 and in
+// lossless12, measured in the same run — bytes touched per decode token, decode s/token at 1
+// and 2 threads with the packed trunk resident (no budget: all pinned), and the trunk bytes the
+// floor budget reads per token — ending with the ratios of lossless12 to bf16.
+func trunk12(b *testing.B, dir string, tokBytes int64, prompt []int, buf []byte, sink *uint64) {
+	b.Helper()
+	packs := map[string]string{"bf16": b.TempDir(), "lossless12": b.TempDir()}
+	type result struct {
+		tokBytes   int64
+		s1, s2     float64 // decode s/token, all pinned
+		floorBytes float64 // trunk bytes read per token at the floor budget
+	}
+	res := map[string]result{}
+	m, err := k3.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	shardTrunk := m.Info().Trunk.Bytes
+	m.Close()
+	for _, f := range []string{"bf16", "lossless12"} {
+		p := packs[f]
+		if err := checkpoint.PackTrunk(dir, p, nil, checkpoint.WithTrunkFormat(f)); err != nil {
+			b.Fatal(err)
+		}
+		m, err := k3.Open(dir, k3.WithPackedTrunk(p), k3.WithThreads(1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The packed trunk's tensors are counted as stored (encoded bytes for lossless12).
+		r := result{tokBytes: tokBytes - shardTrunk + m.Info().Trunk.Bytes}
+		m.Close()
+		r.s1 = median(measureDecode(b, dir, 1, prompt, buf, sink, k3.WithPackedTrunk(p)).step)
+		r.s2 = median(measureDecode(b, dir, 2, prompt, buf, sink, k3.WithPackedTrunk(p)).step)
+		r.floorBytes = floorReadPerToken(b, dir, p, prompt)
+		res[f] = r
+		fmt.Printf("trunk %s: bytes touched per decode token %d (%.3f GB); decode (all pinned) %.1f ms/token at 1 thread, %.1f at 2; floor budget reads %.3f GB/token\n",
+			f, r.tokBytes, float64(r.tokBytes)/1e9, 1e3*r.s1, 1e3*r.s2, r.floorBytes/1e9)
+	}
+	bf, l := res["bf16"], res["lossless12"]
+	fmt.Printf("TRUNK12 bytes=%.3f decode_1t=%.2f decode_2t=%.2f floor_read=%.3f\n",
+		float64(l.tokBytes)/float64(bf.tokBytes), bf.s1/l.s1, bf.s2/l.s2, l.floorBytes/bf.floorBytes)
+	b.ReportMetric(float64(l.tokBytes)/float64(bf.tokBytes), "trunk12_bytes/bf16")
+	b.ReportMetric(bf.s2/l.s2, "trunk12_decode_2t_speedup")
+}
+
+// floorReadPerToken opens dir with the packed trunk p at its floor budget (two threads) and
+// returns the median bytes the trunk store reads for one decode step.
+func floorReadPerToken(b *testing.B, dir, p string, prompt []int) float64 {
+	b.Helper()
+	pl, err := k3.PlanFor(dir, k3.WithPackedTrunk(p), k3.WithTrunkBudget(1<<40))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, s, next, snap := decodeReady(b, dir, 2, prompt, k3.WithPackedTrunk(p), k3.WithTrunkBudget(pl.Trunk.Floor))
+	defer m.Close()
+	var per []float64
+	for range floorReps {
+		if err := s.Restore(snap); err != nil {
+			b.Fatal(err)
+		}
+		before := m.Stats().Trunk.TotalBytes()
+		if err := s.Step(context.Background(), next); err != nil {
+			b.Fatal(err)
+		}
+		per = append(per, float64(m.Stats().Trunk.TotalBytes()-before))
+	}
+	return median(per)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/quant/lossless12"
 	"github.com/k3-project/k3/quant/mxfp4"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/trunk"
@@ -169,6 +170,8 @@ func (b *binder) matrix(e *bound) {
 		b.mismatch(t, want)
 		return
 	}
+	dt := trunk.Tensor{Item: item(s), Name: s.Name, File: t.File, Offset: t.Offset, Size: t.Size,
+		DType: t.DType, Rows: s.Rows, Cols: s.Cols, Whole: s.Whole}
 	switch t.DType {
 	case safetensors.BF16:
 		e.ctor = quant.NewBF16
@@ -176,13 +179,23 @@ func (b *binder) matrix(e *bound) {
 		e.ctor = quant.NewF32
 	case safetensors.F16:
 		e.ctor = quant.NewF16
+	case safetensors.U8:
+		// A packed trunk's lossless12 matrix (§6.11): OpenPacked checked its header against
+		// trunk.json; the store reads its rows, after the header.
+		esc, ok := lossless12Packed(b.packed, t)
+		if !ok {
+			b.mismatch(t, want)
+			return
+		}
+		e.ctor = quant.NewLossless12
+		dt.Format, dt.Escapes = quant.Lossless12, esc
+		dt.Offset, dt.Size = t.Offset+lossless12.HeaderSize, t.Size-lossless12.HeaderSize
 	default:
 		b.mismatch(t, want)
 		return
 	}
 	e.t = t
-	b.dense = append(b.dense, trunk.Tensor{Item: item(s), Name: s.Name, File: t.File, Offset: t.Offset, Size: t.Size,
-		DType: t.DType, Rows: s.Rows, Cols: s.Cols, Whole: s.Whole})
+	b.dense = append(b.dense, dt)
 	b.count(s.Class, t, int64(s.Rows)*int64(s.Cols))
 }
 
@@ -207,6 +220,15 @@ func (b *binder) vector(e *bound) {
 	e.t = t
 	b.side += 4 * t.NumElements()
 	b.count(s.Class, t, t.NumElements())
+}
+
+// lossless12Packed returns the escape bytes of t when it is a lossless12 matrix of the packed
+// trunk p.
+func lossless12Packed(p *trunk.Packed, t *safetensors.Tensor) (int, bool) {
+	if p == nil || !p.Holds(t) {
+		return 0, false
+	}
+	return p.Lossless12(t.Name)
 }
 
 func ints(s []int64) []int {

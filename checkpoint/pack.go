@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -15,7 +16,23 @@ import (
 // which k3.WithPackedTrunk reads. progress, if not nil, receives the bytes copied and the total.
 // The files are compatible with kimi-k3-in-c's; a layer whose tensors are not one contiguous
 // run of one shard is gathered instead of refused.
-func PackTrunk(modelDir, outDir string, progress func(done, total int64)) error {
+//
+// By default the tensors are copied as they are. WithTrunkFormat("lossless12") encodes every
+// two-dimensional bf16 matrix in lossless12 (§6.11), keeping one in bf16 where the format would
+// not save bytes; trunk.json then records each tensor's format and escape bytes, and
+// k3.WithPackedTrunk reads it with logits bit-identical to the bf16 pack's.
+func PackTrunk(modelDir, outDir string, progress func(done, total int64), opts ...PackOption) error {
+	var po trunk.PackOptions
+	for _, o := range opts {
+		o(&po)
+	}
+	po.Progress = progress
+	switch po.Format {
+	case "", trunk.FormatBF16, trunk.FormatLossless12:
+	default:
+		return fmt.Errorf("checkpoint: pack-trunk %s: %w: %q (want %s or %s)", modelDir, ErrTrunkFormat, po.Format,
+			trunk.FormatBF16, trunk.FormatLossless12)
+	}
 	cfg, err := config.Load(filepath.Join(modelDir, "config.json"))
 	if err != nil {
 		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
@@ -29,15 +46,35 @@ func PackTrunk(modelDir, outDir string, progress func(done, total int64)) error 
 	if err != nil {
 		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
 	}
-	if _, err := trunk.Pack(outDir, layers, trunk.PackOptions{Progress: progress}); err != nil {
+	if _, err := trunk.Pack(outDir, layers, po); err != nil {
 		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
 	}
 	return nil
 }
 
+// ErrTrunkFormat reports a packed-trunk format PackTrunk does not write.
+var ErrTrunkFormat = errors.New("checkpoint: unknown trunk format")
+
+// PackOption configures PackTrunk.
+type PackOption func(*trunk.PackOptions)
+
+// WithTrunkFormat chooses the packed trunk's encoding: "bf16" (the default: every tensor as the
+// checkpoint stores it) or "lossless12" (§6.11).
+func WithTrunkFormat(format string) PackOption {
+	return func(o *trunk.PackOptions) { o.Format = format }
+}
+
 // trunkTensors lists each layer's trunk tensors (§3.4's class, by name).
 func trunkTensors(ck *safetensors.Checkpoint, cfg *config.Config) ([][]trunk.SourceTensor, error) {
 	layers := make([][]trunk.SourceTensor, cfg.NumLayers)
+	matrices := map[string]bool{} // the weight matrices of the layer math, which a format may encode
+	for l := range cfg.NumLayers {
+		for _, s := range layout.Layer(cfg, l) {
+			if s.Kind == layout.Matrix {
+				matrices[s.Name] = true
+			}
+		}
+	}
 	for _, t := range ck.Tensors() {
 		if class, ok := layout.Classify(t.Name); !ok || class != layout.Trunk {
 			continue
@@ -50,7 +87,7 @@ func trunkTensors(ck *safetensors.Checkpoint, cfg *config.Config) ([][]trunk.Sou
 			return nil, fmt.Errorf("tensor %s belongs to layer %d, the configuration has %d layers", t.Name, l, cfg.NumLayers)
 		}
 		layers[l] = append(layers[l], trunk.SourceTensor{Name: t.Name, File: t.File, Offset: t.Offset, Size: t.Size,
-			DType: t.DType.String(), Shape: t.Shape})
+			DType: t.DType.String(), Shape: t.Shape, Matrix: matrices[t.Name]})
 	}
 	return layers, nil
 }

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 
 	"github.com/k3-project/k3/internal/fileio/strictjson"
+	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 )
@@ -53,7 +55,20 @@ type RunTensor struct {
 	NBytes int64
 	DType  string
 	Shape  []int64
+	// Format is the tensor's encoding as trunk.json's optional "format" names it (§8.2):
+	// "" (absent: the dtype's raw bytes, as every older trunk.json), FormatBF16 (raw bf16 bytes
+	// a lossless12 pack kept because encoding them would not save bytes) or FormatLossless12
+	// (dtype U8, shape the [rows, cols] of the bf16 matrix, NBytes the whole encoded matrix,
+	// header included, and Escapes its escape bytes per row, §6.11).
+	Format  string
+	Escapes int
 }
+
+// Values of trunk.json's per-tensor "format" field.
+const (
+	FormatBF16       = "bf16"
+	FormatLossless12 = "lossless12"
+)
 
 // Expect lets the caller check a layer's tensors against the model configuration: it is called
 // for every tensor (name, dtype, shape) and once per layer with the names present (to require
@@ -290,10 +305,69 @@ func parseRunTensor(m strictjson.Member, layer int) (RunTensor, error) {
 			return t, layoutErr("layer %d: %s: too many elements", layer, t.Name)
 		}
 	}
+	if err := parseFormat(v, &t); err != nil {
+		return t, layoutErr("layer %d: %s: %v", layer, t.Name, err)
+	}
+	if t.Format == FormatLossless12 {
+		return t, nil // parseFormat checked nbytes against the shape and the escape bytes
+	}
 	if want := numel * int64(dt.Bits()/8); want != t.NBytes {
 		return t, layoutErr("layer %d: %s: nbytes %d, %s %v needs %d", layer, t.Name, t.NBytes, t.DType, t.Shape, want)
 	}
 	return t, nil
+}
+
+// parseFormat reads a tensor's optional "format" and "escapes" fields (§8.2) and checks them
+// against its dtype, shape and nbytes: "escapes" belongs to lossless12 only, "bf16" to a BF16
+// tensor, and a lossless12 tensor is a U8 [rows, cols] matrix exactly as long as its rows and
+// escape bytes make it.
+func parseFormat(v *strictjson.Value, t *RunTensor) error {
+	fv, ev := v.Get("format"), v.Get("escapes")
+	if fv == nil {
+		if ev != nil {
+			return errors.New("escapes without a format")
+		}
+		return nil
+	}
+	f, err := fv.Str()
+	if err != nil {
+		return fmt.Errorf("format: %v", err)
+	}
+	switch f {
+	case FormatBF16:
+		if ev != nil {
+			return errors.New("escapes on a bf16 tensor")
+		}
+		if t.DType != "BF16" {
+			return fmt.Errorf("format bf16 on a %s tensor", t.DType)
+		}
+	case FormatLossless12:
+		if t.DType != "U8" {
+			return fmt.Errorf("format lossless12 on a %s tensor, want U8", t.DType)
+		}
+		if len(t.Shape) != 2 || t.Shape[0] <= 0 || t.Shape[1] <= 0 || t.Shape[0] > math.MaxInt32 || t.Shape[1] > math.MaxInt32 {
+			return fmt.Errorf("format lossless12 needs a [rows, cols] shape, found %v", t.Shape)
+		}
+		if ev == nil {
+			return errors.New("format lossless12 without escapes")
+		}
+		e, err := ev.Int()
+		if err != nil || e < 0 || e > int(t.Shape[1]) {
+			return fmt.Errorf("escapes must be an integer in [0, %d]", t.Shape[1])
+		}
+		want, err := quant.WeightBytes(quant.Lossless12, int(t.Shape[0]), int(t.Shape[1]), e)
+		if err != nil {
+			return err
+		}
+		if want != t.NBytes {
+			return fmt.Errorf("nbytes %d, lossless12 %v with %d escape bytes a row needs %d", t.NBytes, t.Shape, e, want)
+		}
+		t.Escapes = e
+	default:
+		return fmt.Errorf("format %q is not bf16 or lossless12", f)
+	}
+	t.Format = f
+	return nil
 }
 
 func intField(v *strictjson.Value, key string) (int, error) {

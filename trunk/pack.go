@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 
 	"github.com/k3-project/k3/internal/fileio/strictjson"
+	"github.com/k3-project/k3/quant/lossless12"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 )
@@ -26,6 +28,9 @@ type SourceTensor struct {
 	Size   int64
 	DType  string // as in the shard header ("BF16", "F32", …)
 	Shape  []int64
+	// Matrix marks a weight matrix the layer math multiplies by, which PackOptions.Format may
+	// encode; any other tensor (a vector widened once at open) is always copied as stored.
+	Matrix bool
 }
 
 // PackOptions configure Pack.
@@ -35,6 +40,11 @@ type PackOptions struct {
 	Progress func(done, total int64)
 	// ChunkBytes is the copy unit (default 64 MiB).
 	ChunkBytes int
+	// Format is the encoding of the matrices: "" or FormatBF16 copies every tensor as it is
+	// (a trunk.json without format fields, as before); FormatLossless12 encodes every
+	// two-dimensional BF16 tensor in lossless12 (§6.11) where that saves bytes and records the
+	// others as bf16, every layer gathered.
+	Format string
 }
 
 // Pack writes dir/trunk.bin and dir/trunk.json from layers[L] = layer L's trunk tensors (
@@ -46,6 +56,14 @@ type PackOptions struct {
 func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 	if o.ChunkBytes <= 0 {
 		o.ChunkBytes = 64 << 20
+	}
+	encode := false
+	switch o.Format {
+	case "", FormatBF16:
+	case FormatLossless12:
+		encode = true
+	default:
+		return nil, fmt.Errorf("trunk: pack: format %q is not bf16 or lossless12", o.Format)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("trunk: pack: %w", err)
@@ -81,7 +99,7 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 			oneShard = oneShard && t.File == srt[0].File
 		}
 		r := LayerRun{Layer: i, FileOff: at}
-		if oneShard && hi-lo == own {
+		if oneShard && hi-lo == own && !encode {
 			r.Shard, r.RunStart = filepath.Base(srt[0].File), lo
 			for _, t := range srt {
 				plans[i] = append(plans[i], seg{src: t, runOff: t.Offset - lo, verbatim: true})
@@ -103,6 +121,9 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 		l.Layers = append(l.Layers, r)
 		at += r.NBytes
 		total += r.Unpadded
+		if encode {
+			total += own - r.Unpadded // progress counts the source bytes read
+		}
 	}
 
 	bin := filepath.Join(dir, BinName)
@@ -118,12 +139,53 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 			f.Close()
 		}
 	}()
-	var done int64
+	var done, encAt int64
 	for i := range l.Layers {
 		r := &l.Layers[i]
 		h := sha256.New()
 		var pos int64 // bytes of the run written so far
-		for _, s := range plans[i] {
+		if encode {
+			// Encoded sizes are known only once each tensor is encoded: the run's tensors are
+			// laid out as they are written.
+			r.FileOff = encAt
+			r.Tensors = r.Tensors[:0]
+		}
+		for k := range plans[i] {
+			s := &plans[i][k]
+			f := files[s.src.File]
+			if f == nil {
+				if f, err = storage.Open(s.src.File); err != nil {
+					return nil, fmt.Errorf("trunk: pack: %w", err)
+				}
+				files[s.src.File] = f
+			}
+			if encode {
+				s.runOff = roundUp(pos, 64)
+				data, rt, err := encodeTensor(f, s.src)
+				if err != nil {
+					return nil, fmt.Errorf("trunk: pack: layer %d: %w", i, err)
+				}
+				rt.Off = s.runOff
+				r.Tensors = append(r.Tensors, rt)
+				if gap := s.runOff - pos; gap > 0 {
+					z := make([]byte, gap)
+					if _, err := out.WriteAt(z, r.FileOff+pos); err != nil {
+						return nil, fmt.Errorf("trunk: pack: write %s: %w", bin, err)
+					}
+					h.Write(z)
+					pos += gap
+				}
+				if _, err := out.WriteAt(data, r.FileOff+pos); err != nil {
+					return nil, fmt.Errorf("trunk: pack: write %s: %w", bin, err)
+				}
+				h.Write(data)
+				pos += int64(len(data))
+				done += s.src.Size
+				if o.Progress != nil {
+					o.Progress(done, total)
+				}
+				continue
+			}
 			if gap := s.runOff - pos; gap > 0 {
 				// Between verbatim tensors there is nothing (the run is contiguous); between
 				// gathered ones, alignment padding.
@@ -133,13 +195,6 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 				}
 				h.Write(z)
 				pos += gap
-			}
-			f := files[s.src.File]
-			if f == nil {
-				if f, err = storage.Open(s.src.File); err != nil {
-					return nil, fmt.Errorf("trunk: pack: %w", err)
-				}
-				files[s.src.File] = f
 			}
 			for n := int64(0); n < s.src.Size; {
 				k := min(int64(len(buf)), s.src.Size-n)
@@ -159,6 +214,15 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 			}
 		}
 		r.SHA256 = h.Sum(nil)
+		if encode {
+			r.Unpadded = pos
+			r.NBytes = roundUp(pos, storage.Alignment)
+			encAt += r.NBytes
+			slices.SortFunc(r.Tensors, func(a, b RunTensor) int { return cmp.Compare(a.Name, b.Name) })
+		}
+	}
+	if encode {
+		at = encAt
 	}
 	if err := out.Truncate(at); err != nil { // the last run's tail padding
 		return nil, fmt.Errorf("trunk: pack: %w", err)
@@ -173,6 +237,44 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// encodeTensor reads one tensor of a lossless12 pack and returns the bytes to write and its
+// entry: a two-dimensional BF16 matrix is encoded (§6.11) when that saves bytes, checked by
+// decoding every row back to the bytes it came from, and recorded as bf16 otherwise; any other
+// tensor is copied as it is.
+func encodeTensor(f storage.File, src SourceTensor) ([]byte, RunTensor, error) {
+	rt := RunTensor{Name: src.Name, NBytes: src.Size, DType: src.DType, Shape: src.Shape}
+	raw := make([]byte, src.Size)
+	if _, err := io.ReadFull(io.NewSectionReader(f, src.Offset, src.Size), raw); err != nil {
+		return nil, rt, fmt.Errorf("read %s of %s at %d: %w", src.Name, src.File, src.Offset, shortRead(err))
+	}
+	if !src.Matrix || src.DType != "BF16" || len(src.Shape) != 2 || src.Shape[0] <= 0 || src.Shape[1] <= 0 ||
+		src.Shape[0]*src.Shape[1]*2 != src.Size || src.Shape[0] > math.MaxInt32 || src.Shape[1] > math.MaxInt32 {
+		return raw, rt, nil
+	}
+	rows, cols := int(src.Shape[0]), int(src.Shape[1])
+	rt.Format = FormatBF16
+	enc, err := lossless12.Encode(rows, cols, raw)
+	if err != nil {
+		return nil, rt, fmt.Errorf("encode %s: %w", src.Name, err)
+	}
+	if int64(len(enc)) >= src.Size {
+		return raw, rt, nil // the format would not save bytes: kept in bf16
+	}
+	m, err := lossless12.Open(enc)
+	if err != nil {
+		return nil, rt, fmt.Errorf("encode %s: %w", src.Name, err)
+	}
+	row := make([]byte, 2*cols)
+	for r := range rows {
+		m.DecodeRowBF16(row, r)
+		if !bytes.Equal(row, raw[2*r*cols:2*(r+1)*cols]) {
+			return nil, rt, fmt.Errorf("encode %s: row %d does not decode to its bf16 bytes", src.Name, r)
+		}
+	}
+	rt.DType, rt.Format, rt.Escapes, rt.NBytes = "U8", FormatLossless12, m.Header().Escapes, int64(len(enc))
+	return enc, rt, nil
 }
 
 func shortRead(err error) error {
@@ -234,7 +336,16 @@ func writeLayout(path string, l *Layout) error {
 				}
 				b = strconv.AppendInt(b, n, 10)
 			}
-			b = append(b, "]}"...)
+			b = append(b, ']')
+			if t.Format != "" {
+				b = append(b, `,"format":`...)
+				b = strictjson.AppendQuote(b, t.Format)
+			}
+			if t.Format == FormatLossless12 {
+				b = append(b, `,"escapes":`...)
+				b = strconv.AppendInt(b, int64(t.Escapes), 10)
+			}
+			b = append(b, '}')
 		}
 		b = append(b, "}}"...)
 	}

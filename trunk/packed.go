@@ -1,9 +1,15 @@
 package trunk
 
 import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
+	"github.com/k3-project/k3/quant/lossless12"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 )
@@ -16,6 +22,7 @@ type Packed struct {
 	bin, layoutPath string
 	layout          *Layout
 	tensors         map[string]*safetensors.Tensor
+	formats         map[string]RunTensor // the lossless12 tensors
 	f               storage.File
 }
 
@@ -27,12 +34,15 @@ func OpenPacked(dir string, numLayers int, exp Expect, open storage.Opener) (*Pa
 		return nil, err
 	}
 	p := &Packed{bin: filepath.Join(dir, BinName), layoutPath: filepath.Join(dir, LayoutName),
-		layout: l, tensors: map[string]*safetensors.Tensor{}}
+		layout: l, tensors: map[string]*safetensors.Tensor{}, formats: map[string]RunTensor{}}
 	for _, r := range l.Layers {
 		for _, t := range r.Tensors {
 			dt, _ := safetensors.ParseDType(t.DType) // ReadLayout allowed only known dtypes
 			p.tensors[t.Name] = &safetensors.Tensor{Name: t.Name, DType: dt, Shape: t.Shape, File: p.bin,
 				Offset: r.FileOff + t.Off, Size: t.NBytes}
+			if t.Format == FormatLossless12 {
+				p.formats[t.Name] = t
+			}
 		}
 	}
 	if open == nil {
@@ -41,7 +51,42 @@ func OpenPacked(dir string, numLayers int, exp Expect, open storage.Opener) (*Pa
 	if p.f, err = open(p.bin); err != nil {
 		return nil, fmt.Errorf("packed trunk: %w", err)
 	}
+	if err := p.checkHeaders(); err != nil {
+		p.f.Close()
+		return nil, err
+	}
 	return p, nil
+}
+
+// checkHeaders reads every lossless12 tensor's header (§6.11) and refuses the trunk when it is
+// malformed or disagrees with trunk.json's shape and escape bytes: the format trunk.json names
+// is trusted only as far as the bytes say the same.
+func (p *Packed) checkHeaders() error {
+	var buf [lossless12.HeaderSize]byte
+	for name, rt := range p.formats {
+		t := p.tensors[name]
+		if err := storage.ReadFull(p.f, buf[:], t.Offset); err != nil {
+			return fmt.Errorf("%s: read the lossless12 header of %s: %w", p.bin, name, err)
+		}
+		h, err := lossless12.ParseHeaderOf(buf[:], t.Size)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %s: %w", ErrLayout, p.layoutPath, name, err)
+		}
+		if int64(h.Rows) != rt.Shape[0] || int64(h.Cols) != rt.Shape[1] || h.Escapes != rt.Escapes {
+			return fmt.Errorf("%w: %s: %s: trunk.json says lossless12 %v with %d escape bytes a row, its header [%d, %d] with %d",
+				ErrLayout, p.layoutPath, name, rt.Shape, rt.Escapes, h.Rows, h.Cols, h.Escapes)
+		}
+	}
+	return nil
+}
+
+// Lossless12 reports whether the tensor called name is stored in lossless12 (§6.11) and, if so,
+// its escape bytes per row; OpenPacked checked its header against trunk.json. Its
+// safetensors.Tensor (Tensor) is U8 with the matrix's [rows, cols] shape and covers the whole
+// encoded matrix, header included.
+func (p *Packed) Lossless12(name string) (escapes int, ok bool) {
+	t, ok := p.formats[name]
+	return t.Escapes, ok
 }
 
 // Tensor returns the packed tensor called name.
@@ -78,4 +123,63 @@ func (p *Packed) Close() error {
 		return nil
 	}
 	return p.f.Close()
+}
+
+// Verify reads every layer run of trunk.bin once, checks its sha256 against trunk.json and
+// checks every lossless12 tensor block by block (§6.11.4), without loading a model; it holds one
+// tensor at a time. It returns every problem found, joined (each wrapping ErrChecksum,
+// lossless12.ErrMalformed or ErrLayout and naming the layer and tensor); progress, if not nil,
+// receives the bytes read and the total.
+func (p *Packed) Verify(progress func(done, total int64)) error {
+	var total, done int64
+	for _, r := range p.layout.Layers {
+		total += r.Unpadded
+	}
+	var errs []error
+	var buf []byte
+	for _, r := range p.layout.Layers {
+		h := sha256.New()
+		var found []error // the format's findings, reported when the bytes are the ones packed
+		ts := slices.Clone(r.Tensors)
+		slices.SortFunc(ts, func(a, b RunTensor) int { return cmp.Compare(a.Off, b.Off) })
+		var pos int64
+		for _, t := range append(ts, RunTensor{Off: r.Unpadded}) {
+			// The gap before the tensor (alignment padding), then the tensor.
+			for _, span := range [][2]int64{{pos, t.Off - pos}, {t.Off, t.NBytes}} {
+				if span[1] <= 0 {
+					continue
+				}
+				if int64(cap(buf)) < span[1] {
+					buf = make([]byte, span[1])
+				}
+				b := buf[:span[1]]
+				if err := storage.ReadFull(p.f, b, r.FileOff+span[0]); err != nil {
+					return fmt.Errorf("%s: layer %d: %w", p.bin, r.Layer, err)
+				}
+				h.Write(b)
+				done += span[1]
+				if progress != nil {
+					progress(done, total)
+				}
+			}
+			pos = max(pos, t.Off+t.NBytes)
+			if t.Format != FormatLossless12 {
+				continue
+			}
+			m, err := lossless12.Open(buf[:t.NBytes])
+			if err != nil {
+				found = append(found, fmt.Errorf("layer %d: %s: %w", r.Layer, t.Name, err))
+				continue
+			}
+			if hd := m.Header(); int64(hd.Rows) != t.Shape[0] || int64(hd.Cols) != t.Shape[1] || hd.Escapes != t.Escapes {
+				found = append(found, fmt.Errorf("%w: layer %d: %s: its header disagrees with trunk.json", ErrLayout, r.Layer, t.Name))
+			}
+		}
+		if got := h.Sum(nil); r.SHA256 != nil && !bytes.Equal(got, r.SHA256) {
+			errs = append(errs, fmt.Errorf("%w: layer %d of %s: sha256 %x, trunk.json says %x", ErrChecksum, r.Layer, p.bin, got, r.SHA256))
+			continue // the blocks of changed bytes say nothing more
+		}
+		errs = append(errs, found...)
+	}
+	return errors.Join(errs...)
 }

@@ -51,9 +51,13 @@ func (t *Tensor) ctor() (func(rows, cols int, b []byte) (quant.Matrix, error), e
 		return quant.NewF32, nil
 	case safetensors.U8:
 		if t.Format == quant.Lossless12 {
-			e := t.Escapes
+			e, name := t.Escapes, t.Name
 			return func(rows, cols int, b []byte) (quant.Matrix, error) {
-				return quant.NewLossless12Rows(rows, cols, e, b)
+				m, err := quant.NewLossless12Rows(rows, cols, e, b)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", name, err) // a malformed piece names its tensor
+				}
+				return m, nil
 			}, nil
 		}
 	}

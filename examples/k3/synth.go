@@ -149,20 +149,30 @@ func demo(a *args, stdout, stderr io.Writer) int {
 	return decode(o, stdout, stderr, nil)
 }
 
-var packTrunkCmd = command{name: "pack-trunk", npos: 2, what: "<model_dir> <out_dir>", main: packTrunk, help: `usage: k3 pack-trunk <model_dir> <out_dir>
+var packTrunkCmd = command{name: "pack-trunk", npos: 2, what: "<model_dir> <out_dir>", main: packTrunk,
+	flags: flagSpec{"--format": true}, help: `usage: k3 pack-trunk <model_dir> <out_dir> [--format bf16|lossless12]
 
 Copies every layer's dense (trunk) tensors into out_dir/trunk.bin and writes trunk.json, the
 packed trunk that "k3 run --trunk out_dir" streams from. Progress goes to stderr: a bar (bytes,
 rate, ETA) on a terminal, plain lines otherwise.
 
+  --format F   bf16 (default): the tensors as the checkpoint stores them; lossless12: every bf16
+               matrix in about 12 bits a weight, decoded bit-exactly inside the kernels (one that
+               would not shrink stays bf16; trunk.json records each tensor's format)
   -h, --help   this help
 `}
 
 // packTrunk is `k3 pack-trunk <model_dir> <out_dir>`.
 func packTrunk(a *args, stdout, stderr io.Writer) int {
+	format := a.vals["--format"]
+	switch format {
+	case "", "bf16", "lossless12":
+	default:
+		return usageFail(stderr, a.cmd, usagef("--format", "%q is not bf16 or lossless12", format))
+	}
 	start := time.Now()
 	report, finish := reportTo(stderr, "k3 pack-trunk", 0)
-	err := checkpoint.PackTrunk(a.pos[0], a.pos[1], report)
+	err := checkpoint.PackTrunk(a.pos[0], a.pos[1], report, checkpoint.WithTrunkFormat(format))
 	finish()
 	if err != nil {
 		return failed(stderr, exitRuntime, err)

@@ -100,23 +100,31 @@ func (h Header) put(dst []byte) {
 // len(data) is exactly the size it declares; it does not look at the rows
 // (Open does).
 func ParseHeader(data []byte) (Header, error) {
-	if len(data) < HeaderSize {
-		return Header{}, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes, shorter than the %d-byte header", len(data), HeaderSize)}
+	return ParseHeaderOf(data, int64(len(data)))
+}
+
+// ParseHeaderOf is ParseHeader for a matrix of which only the first bytes
+// are at hand: head holds at least its header and size is the matrix's whole
+// length, so a reader can check a stored matrix's header against what an
+// index says of it without reading its rows.
+func ParseHeaderOf(head []byte, size int64) (Header, error) {
+	if len(head) < HeaderSize || size < HeaderSize {
+		return Header{}, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes, shorter than the %d-byte header", min(int64(len(head)), size), HeaderSize)}
 	}
-	if [4]byte(data[:4]) != magic {
-		return Header{}, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("magic %q, want %q", data[:4], magic[:])}
+	if [4]byte(head[:4]) != magic {
+		return Header{}, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("magic %q, want %q", head[:4], magic[:])}
 	}
 	h := Header{
-		Rows:    int(binary.LittleEndian.Uint32(data[4:])),
-		Cols:    int(binary.LittleEndian.Uint32(data[8:])),
-		Escapes: int(binary.LittleEndian.Uint32(data[12:])),
+		Rows:    int(binary.LittleEndian.Uint32(head[4:])),
+		Cols:    int(binary.LittleEndian.Uint32(head[8:])),
+		Escapes: int(binary.LittleEndian.Uint32(head[12:])),
 	}
 	if err := h.check(); err != nil {
 		return Header{}, err
 	}
-	if got, want := int64(len(data)), h.Size(); got != want {
+	if want := h.Size(); size != want {
 		return Header{}, &MalformedError{Row: -1, Block: -1,
-			Reason: fmt.Sprintf("%d bytes, header [%d, %d] with %d escape bytes per row needs %d", got, h.Rows, h.Cols, h.Escapes, want)}
+			Reason: fmt.Sprintf("%d bytes, header [%d, %d] with %d escape bytes per row needs %d", size, h.Rows, h.Cols, h.Escapes, want)}
 	}
 	return h, nil
 }

@@ -164,3 +164,32 @@ func TestOpenRows(t *testing.T) {
 		t.Errorf("an escape area wider than the row: %v", err)
 	}
 }
+
+// TestParseHeaderOf: the header alone, with the matrix's length, reads as the whole matrix's
+// does, and is refused when that length is not the one the header gives.
+func TestParseHeaderOf(t *testing.T) {
+	enc := sample(t)
+	want, err := ParseHeader(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseHeaderOf(enc[:HeaderSize], int64(len(enc)))
+	if err != nil || got != want {
+		t.Fatalf("ParseHeaderOf = %+v, %v; want %+v", got, err, want)
+	}
+	for _, c := range []struct {
+		head []byte
+		size int64
+		want string
+	}{
+		{enc[:HeaderSize], int64(len(enc)) + 1, "needs"},
+		{enc[:HeaderSize-1], int64(len(enc)), "shorter than"},
+		{enc[:HeaderSize], HeaderSize - 1, "shorter than"},
+		{append([]byte("LL13"), enc[4:HeaderSize]...), int64(len(enc)), "magic"},
+	} {
+		_, err := ParseHeaderOf(c.head, c.size)
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseHeaderOf(%d bytes, %d): %v, want ErrMalformed naming %q", len(c.head), c.size, err, c.want)
+		}
+	}
+}
