@@ -411,7 +411,7 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 		return nil, nil, err
 	}
 	d.bind = db
-	m.plan.fillSession(cfg, m.nlayers)
+	m.plan.fillSession(cfg, m.nlayers, m.threads)
 	if m.nlayers < cfg.NumLayers {
 		m.skipped = m.integ.SkippedTensors
 	}
