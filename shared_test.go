@@ -561,3 +561,55 @@ func TestSharedGenerate(t *testing.T) {
 		t.Logf("%d walks carried %d rows", st.Walks-before.Walks, st.WalkRows-before.WalkRows)
 	})
 }
+
+// TestStatsTokens: Stats.Tokens counts the tokens Generate emits (speculation included) and
+// Session.Next returns, and Stats.BytesPerToken is the bytes the trunk store and the expert cache
+// read over them; mapped, nothing is read through them and it is 0.
+func TestStatsTokens(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
+		for _, mode := range []struct {
+			name string
+			opts []k3.Option
+		}{{"floor", []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot), k3.WithCacheBudget(0)}}, {"mapped", nil}} {
+			t.Run(mode.name, func(t *testing.T) {
+				m := openModel(t, dir, mode.opts...)
+				bg := context.Background()
+				st := m.Stats()
+				require.Zero(t, st.Tokens)
+				require.Zero(t, st.BytesPerToken)
+				want := int64(0)
+				for _, spec := range []int{0, 4} {
+					n := 0
+					for _, err := range m.Generate(bg, ref.PromptIDs, k3.GenerateOptions{MaxTokens: 5, Speculative: spec}) {
+						require.NoError(t, err)
+						n++
+					}
+					require.Equal(t, 5, n)
+					want += int64(n)
+					require.Equal(t, want, m.Stats().Tokens, "Generate emitted %d tokens (speculative %d)", n, spec)
+				}
+				s := m.NewSession()
+				require.NoError(t, s.Prefill(bg, ref.PromptIDs))
+				for range 3 {
+					id, err := s.Next()
+					require.NoError(t, err)
+					require.NoError(t, s.Step(bg, id))
+				}
+				want += 3
+				st = m.Stats()
+				require.Equal(t, want, st.Tokens, "three tokens by Session.Next")
+				if st.Trunk == nil {
+					assert.Zero(t, st.BytesPerToken, "mapped: no bytes counted")
+					return
+				}
+				read := st.Trunk.TotalBytes()
+				if st.Cache != nil {
+					read += st.Cache.Run.BytesRead
+				}
+				require.Positive(t, read)
+				assert.Equal(t, float64(read)/float64(want), st.BytesPerToken)
+			})
+		}
+	})
+}
