@@ -34,8 +34,9 @@ type Plan struct {
 	// the residual stream and its block snapshots, the embeddings, output rows and logits,
 	// every layer kind's scratch (KDA's and MLA's, the dense FFN's and the experts', the
 	// expert union's inputs and outputs included: summed, as one arena grows through them),
-	// and each worker's widened copies of the mat-mul inputs. A walk of N rows allocates
-	// at most N times this beyond what a walk of no rows would; each MLA layer adds a score
+	// and each worker's widened copies of the mat-mul inputs. A walk of N rows needs at
+	// most N times this beyond what a walk of no rows would (counted as what its first pass
+	// allocates, garbage included; TestWalkRowBytes); each MLA layer adds a score
 	// row per worker sized by the longest context, and the sessions' own state
 	// (KDAStateBytes, MLABytesPerPosition) comes on top.
 	WalkRowBytes int64 `json:"walk_row_bytes"`
