@@ -62,8 +62,12 @@ func measureShared(b *testing.B, m *k3.Model, n, steps int) sharedRun {
 		}
 	}
 	after := m.Stats()
-	r := sharedRun{n: n, tokens: n * steps, wall: wall, bytes: -1,
+	// Every step's token came from Session.Next, so Stats.Tokens counts them.
+	r := sharedRun{n: n, tokens: int(after.Tokens - before.Tokens), wall: wall, bytes: -1,
 		walks: after.Walks - before.Walks, rowsInWalk: after.WalkRows - before.WalkRows}
+	if r.tokens != n*steps {
+		b.Fatalf("%d sessions × %d steps counted as %d generated tokens", n, steps, r.tokens)
+	}
 	if after.Trunk != nil {
 		r.bytes = after.Trunk.TotalBytes() - before.Trunk.TotalBytes()
 		if after.Cache != nil {
@@ -76,15 +80,15 @@ func measureShared(b *testing.B, m *k3.Model, n, steps int) sharedRun {
 // sharedTable prints the runs of one configuration and returns the aggregate speedup of the
 // last run (the most sessions) over the first (one).
 func sharedTable(name string, runs []sharedRun) float64 {
-	fmt.Printf("%s:\n  sessions  tokens/s  speedup  rows/walk  s/token/session  bytes/token\n", name)
+	fmt.Printf("%s:\n  sessions  aggregate tokens/s  speedup  bytes read per generated token  per-session s/token  rows/walk\n", name)
 	for _, r := range runs {
 		bpt := "n/a (mapped)"
 		if r.bytes >= 0 {
-			bpt = fmt.Sprintf("%.3g", float64(r.bytes)/float64(r.tokens))
+			bpt = fmt.Sprintf("%.4g", float64(r.bytes)/float64(r.tokens))
 		}
-		fmt.Printf("  %8d  %8.2f  %6.2f×  %9.2f  %15.3f  %s\n", r.n, r.tokensPerSecond(),
-			r.tokensPerSecond()/runs[0].tokensPerSecond(), float64(r.rowsInWalk)/float64(max(1, r.walks)),
-			r.wall/float64(r.tokens/r.n), bpt)
+		fmt.Printf("  %8d  %18.2f  %6.2f×  %30s  %19.3f  %9.2f\n", r.n, r.tokensPerSecond(),
+			r.tokensPerSecond()/runs[0].tokensPerSecond(), bpt, r.wall/float64(r.tokens/r.n),
+			float64(r.rowsInWalk)/float64(max(1, r.walks)))
 	}
 	return runs[len(runs)-1].tokensPerSecond() / runs[0].tokensPerSecond()
 }
@@ -92,8 +96,8 @@ func sharedTable(name string, runs []sharedRun) float64 {
 // BenchmarkShared measures, in one run on the synthetic perf checkpoint, what shared walks
 // (§4.11) give concurrent sessions: for 1, 2, 4 and 8 sessions with different prompts stepping
 // from their own goroutines, at the trunk's floor budget with expert cache 0 and with mapped
-// weights, the aggregate tokens/s, the rows per walk, each session's s/token and the weight
-// bytes read per generated token:
+// weights, the aggregate tokens/s, the bytes read per generated token (trunk and expert reads
+// over the tokens Stats.Tokens counted), the per-session s/token and the rows per walk:
 //
 //	K3_PERF_DIR=<dir> go test -run '^$' -bench Shared -benchtime 1x .
 //

@@ -5,6 +5,17 @@ import "time"
 // MLACacheBytes lets the external tests see how much a session's MLA caches hold.
 func MLACacheBytes(s *Session) int64 { return s.mlaCacheBytes() }
 
+// MLACacheCapBytes returns the bytes a session's MLA caches have allocated (their capacity).
+func MLACacheCapBytes(s *Session) int64 {
+	var n int64
+	for _, c := range s.mla {
+		if c != nil {
+			n += 4 * int64(cap(c.KV))
+		}
+	}
+	return n
+}
+
 // HoldWalks makes m's decode steps queue as if a walk were running and returns release, which
 // waits until exactly n steps are queued and hands the oldest the lead: they then run as one
 // walk (up to the row bound). It makes the gathering of the shared-walk tests deterministic.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sync/atomic"
 
 	"github.com/k3-project/k3/sample"
 )
@@ -275,10 +276,12 @@ type genRun struct {
 	text  *stopText
 	res   GenerateResult
 	step  int // picks made so far (OnLogits' step)
+	// generated is the model's count of generated tokens (Stats.Tokens).
+	generated *atomic.Int64
 }
 
-func newGenRun(o *GenerateOptions, hist []int, yield func(int, error) bool) (*genRun, error) {
-	g := &genRun{o: o, yield: yield, hist: hist}
+func newGenRun(m *Model, o *GenerateOptions, hist []int, yield func(int, error) bool) (*genRun, error) {
+	g := &genRun{o: o, yield: yield, hist: hist, generated: &m.generated}
 	if o.Tokens != nil {
 		st, err := newStopText(o.Tokens, o.StopStrings, o.OnText)
 		if err != nil {
@@ -320,6 +323,7 @@ func (g *genRun) emit(id int) bool {
 		}
 	}
 	g.res.Tokens++
+	g.generated.Add(1)
 	if !g.yield(id, nil) {
 		g.res.Reason = StopConsumer
 		return false
@@ -372,7 +376,7 @@ func (g *genRun) finish() {
 // generate is the incremental loop: pick, yield, and feed the token back (one Step, or one
 // speculative verification pass that may settle several tokens).
 func (s *Session) generate(ctx context.Context, o GenerateOptions, yield func(int, error) bool) {
-	g, err := newGenRun(&o, s.IDs(), yield)
+	g, err := newGenRun(s.m, &o, s.IDs(), yield)
 	if err != nil {
 		failEarly(o, yield, err)
 		return
@@ -424,7 +428,7 @@ func (s *Session) generate(ctx context.Context, o GenerateOptions, yield func(in
 // generateFull runs a fresh session over all ids for every token (the oracle's own mode).
 func (m *Model) generateFull(ctx context.Context, prompt []int, o GenerateOptions, yield func(int, error) bool) {
 	ids := slices.Clone(prompt)
-	g, err := newGenRun(&o, ids, yield)
+	g, err := newGenRun(m, &o, ids, yield)
 	if err != nil {
 		failEarly(o, yield, err)
 		return

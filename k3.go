@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/k3-project/k3/internal/kernels/parallel"
@@ -258,6 +259,8 @@ type Model struct {
 	tracer  Tracer
 	weights *weights // what a forward pass asks of the storage of all of the above
 
+	generated atomic.Int64 // tokens generated (Stats.Tokens)
+
 	embed  quant.Matrix // [V, E]; rows gathered and widened exactly
 	lmHead quant.Matrix // [V, E]
 	norm   []float32    // final RMSNorm gain [E]
@@ -411,7 +414,7 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 		return nil, nil, err
 	}
 	d.bind = db
-	m.plan.fillSession(cfg, m.nlayers)
+	m.plan.fillSession(cfg, m.nlayers, m.threads)
 	if m.nlayers < cfg.NumLayers {
 		m.skipped = m.integ.SkippedTensors
 	}
@@ -469,18 +472,32 @@ type Stats struct {
 	// (positions) they carried: concurrent sessions share walks (§4.11), so WalkRows/Walks is
 	// the mean rows a walk served.
 	Walks, WalkRows int64
+	// Tokens counts the generated tokens: those Generate emitted and those Session.Next
+	// returned (a caller that samples Session.Logits itself is not counted).
+	Tokens int64
+	// BytesPerToken is the weight bytes read from storage per generated token: the trunk
+	// store's (Trunk.TotalBytes) and the expert cache's (Cache.Run.BytesRead) over Tokens, 0
+	// before the first token or when nothing is read through them (mapped weights are the
+	// page cache's to read, and not counted).
+	BytesPerToken float64
 }
 
 // Stats returns the model's counters.
 func (m *Model) Stats() Stats {
-	s := Stats{Walks: m.walker.walks.Load(), WalkRows: m.walker.rows.Load()}
+	s := Stats{Walks: m.walker.walks.Load(), WalkRows: m.walker.rows.Load(), Tokens: m.generated.Load()}
+	var read int64
 	if m.store != nil {
 		st := m.store.Stats()
 		s.Trunk = &st
+		read += st.TotalBytes()
 	}
 	if m.experts != nil {
 		st := m.experts.Stats()
 		s.Cache = &st
+		read += st.Run.BytesRead
+	}
+	if s.Tokens > 0 {
+		s.BytesPerToken = float64(read) / float64(s.Tokens)
 	}
 	return s
 }

@@ -30,16 +30,21 @@ type Plan struct {
 	// WalkRows bounds the rows one shared walk carries (§4.11): concurrent forwards beyond
 	// it wait for the next walk.
 	WalkRows int `json:"walk_rows"`
-	// WalkRowBytes estimates the activation memory one row of a walk needs: the residual
-	// stream and its block snapshots, the widest layer's scratch (the expert union's
-	// included), the kernels' widened inputs and the row's logits. A walk of N rows needs
-	// about N times this.
+	// WalkRowBytes bounds the scratch one row of a walk adds, at the model's thread count:
+	// the residual stream and its block snapshots, the embeddings, output rows and logits,
+	// every layer kind's scratch (KDA's and MLA's, the dense FFN's and the experts', the
+	// expert union's inputs and outputs included: summed, as one arena grows through them),
+	// and each worker's widened copies of the mat-mul inputs. A walk of N rows needs at
+	// most N times this beyond what a walk of no rows would (counted as what its first pass
+	// allocates, garbage included; TestWalkRowBytes); each MLA layer adds a score
+	// row per worker sized by the longest context, and the sessions' own state
+	// (KDAStateBytes, MLABytesPerPosition) comes on top.
 	WalkRowBytes int64 `json:"walk_row_bytes"`
 }
 
-func (p *Plan) fillSession(c *config.Config, layers int) {
+func (p *Plan) fillSession(c *config.Config, layers, threads int) {
 	p.KDAStateBytes, p.MLABytesPerPosition = 0, 0
-	p.WalkRows, p.WalkRowBytes = maxWalkRows, walkRowBytes(c, layers)
+	p.WalkRows, p.WalkRowBytes = maxWalkRows, walkRowBytes(c, layers, threads)
 	for l := range layers {
 		if c.IsMLA(l) {
 			p.MLABytesPerPosition += 4 * int64(c.KVLoRA+c.QKRope)
@@ -50,29 +55,52 @@ func (p *Plan) fillSession(c *config.Config, layers int) {
 	}
 }
 
-// walkRowBytes is Plan.WalkRowBytes: what each row of a walk adds to the scratch the layers
-// take (attention and moe workspaces, nn's residual wiring, the kernels' widened inputs),
-// counted in the buffers they size by rows.
-func walkRowBytes(c *config.Config, layers int) int64 {
+// walkRowBytes is Plan.WalkRowBytes: an upper bound on what each row of a walk adds to the
+// scratch the layers take, counted buffer by buffer as the walk sizes them by rows. Buffers that
+// one arena or pool hands out in turn are summed, not maxed: a walk's first pass grows an arena
+// from the KDA layers' size to the MLA layers' (and from the dense FFN's to the experts'), and a
+// worker's pool of widened inputs through the input widths as they come, each growth a new
+// buffer. threads scales what each worker holds: its chunk of the expert union and of the MLA
+// heads, and its own widened copy of a mat-mul's input.
+func walkRowBytes(c *config.Config, layers, threads int) int64 {
+	w := int64(max(threads, 1))
 	E := int64(c.Hidden)
 	blocks := int64(1)
 	if c.AttnResBlock > 0 {
 		blocks += int64((layers + c.AttnResBlock - 1) / c.AttnResBlock)
 	}
-	stream := E * (blocks + 1 + 3 + 1) // blocks, partial sum, the wiring's x, a, f, the output row
+	// The residual wiring: block snapshots, the partial sum, x, a and f; the walk's embeddings
+	// and output rows; the row's logits.
+	f32 := E*(blocks+1+3+2) + int64(c.Vocab)
+	// Attention, one arena: KDA's projections, gate and beta rows, then MLA's query latent,
+	// queries, values and outputs, the batch's new cache rows and each worker's heads.
 	P, D, H := int64(c.KDAHeads*c.KDAHeadDim), int64(c.KDAHeadDim), int64(c.KDAHeads)
-	kda := 6*P + D + H
-	hm, dq, dv, kw := int64(c.MLAHeads), int64(c.QKNope+c.QKRope), int64(c.VHead), int64(c.KVLoRA+c.QKRope)
-	mla := int64(c.QLoRA) + hm*dq + 2*hm*dv + kw
+	hm, dq, dv := int64(c.MLAHeads), int64(c.QKNope+c.QKRope), int64(c.VHead)
+	rkv, kw := int64(c.KVLoRA), int64(c.KVLoRA+c.QKRope)
+	f32 += 6*P + D + H
+	f32 += int64(c.QLoRA) + hm*dq + 2*hm*dv + kw + w*(kw+rkv)
+	f64 := w * rkv // each worker's MLA accumulator rows
+	// The FFN, one arena: the dense FFN's two activations, then the routed layer's router
+	// scores, picks and their weights, latent rows, the picks' latents, each worker's share of
+	// the expert union's inputs and outputs, the aggregate, the output and the shared experts'.
 	k, ne, l, ni := int64(c.TopK), int64(c.NumExperts), int64(c.Latent), int64(c.MoEInter)
-	// Router scores, picks, z, the picks' outputs, the union's inputs and outputs, the
-	// aggregate, the routed and shared outputs; the dense FFN's two activations.
 	si := int64(max(c.NumShared, 1)) * ni
-	ffn := max(k+ne+l+k*l+2*k*l+2*k*ni+l+2*E+2*si, 2*int64(c.DenseInter)+E)
-	// The mat-muls widen their input rows to float64 once per call (the widest input
-	// counts), and MLA keeps a float64 accumulator row per query.
-	widest := max(E, P, hm*dv, int64(c.QLoRA), int64(c.KVLoRA), l, ni, si, int64(c.DenseInter))
-	return 4*(stream+max(kda, mla)+ffn+int64(c.Vocab)) + 8*(widest+int64(c.KVLoRA))
+	f32 += 2 * int64(c.DenseInter)
+	f32 += k + ne + 2*ne + l + k*l + w*(2*l+2*ni) + l + E + 2*si
+	ints := 2*k + ne + 3*k + 1 // the picks, the union and its index
+	// Widened inputs: each worker's pool buffer grows through the distinct input widths (two
+	// pools: the MXFP4 kernels' and the other formats'), plus the AVX-512 GEMM's triplet sums.
+	var widths int64
+	seen := map[int]bool{}
+	for _, x := range []int{c.Hidden, c.QLoRA, c.KVLoRA, c.MLAHeads * c.VHead, c.MLAHeads * (c.QKNope + c.QKRope),
+		c.KDAHeads * c.KDAHeadDim, c.KDAHeadDim, c.Latent, c.MoEInter, max(c.NumShared, 1) * c.MoEInter, c.DenseInter} {
+		if x > 0 && !seen[x] {
+			seen[x] = true
+			widths += int64(x)
+		}
+	}
+	f64 += w * 2 * (widths + 8)
+	return 4*f32 + 8*(f64+ints)
 }
 
 // Total is the memory the plan allocates: the trunk's arena and ring and the
@@ -115,7 +143,7 @@ func (p Plan) String() string {
 		fmt.Fprintf(&b, "experts        memory-mapped\n")
 	}
 	fmt.Fprintf(&b, "per session    KDA state %s, MLA cache %d B per position\n", trunk.Size(p.KDAStateBytes), p.MLABytesPerPosition)
-	fmt.Fprintf(&b, "shared walks   up to %d rows, %s a row (%s at %d rows)", p.WalkRows, trunk.Size(p.WalkRowBytes),
+	fmt.Fprintf(&b, "shared walks   up to %d rows, at most %s a row (%s at %d rows)", p.WalkRows, trunk.Size(p.WalkRowBytes),
 		trunk.Size(p.WalkRowBytes*int64(p.WalkRows)), p.WalkRows)
 	return b.String()
 }

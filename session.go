@@ -142,7 +142,11 @@ func (s *Session) Next() (int, error) {
 	if s.logits == nil {
 		return 0, ErrNoLogits
 	}
-	return sample.Argmax(s.logits)
+	id, err := sample.Argmax(s.logits)
+	if err == nil {
+		s.m.generated.Add(1)
+	}
+	return id, err
 }
 
 // Reset returns the session to zero positions (fresh state), clearing any ErrBroken.

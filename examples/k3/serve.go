@@ -58,9 +58,10 @@ so one seed and one set of settings give the same text from both.
   --max-body N       largest request body in bytes, 1024..1073741824 (default 1048576; 413 above)
   -h, --help         this help
 
-Each request runs its own session of the one model. Without a trunk budget their forward passes
-run in parallel; under a trunk budget the dense weights stream through one ring, so concurrent
-requests take turns pass by pass: they are served, but queue rather than share passes.
+Each request runs its own session of the one model, and the requests in flight share walks over
+the weights: their decode steps and prompt chunks go through the layers together, each streamed
+piece of the trunk and each fetched expert read once for all of them, every completion bit for
+bit what it is alone (the plan's "shared walks" line bounds the rows of one walk and its memory).
 A client that disconnects cancels its generation. SIGINT or SIGTERM stops accepting connections,
 lets the requests in flight finish and exits 0; a second signal kills the process.
 
@@ -234,7 +235,7 @@ func serveModel(o *serveOptions, stderr io.Writer, sigs chan os.Signal, ready fu
 		return failed(stderr, exitRuntime, fmt.Errorf("serve: shutdown: %w", err))
 	}
 	st := srv.Stats()
-	fmt.Fprintf(stderr, "k3 serve: drained; %d completions served, %d cancelled, %d failed, %d refused busy\n",
-		st.Completed, st.Cancelled, st.Failed, st.Busy)
+	fmt.Fprintf(stderr, "k3 serve: drained; %d completions served, %d cancelled, %d failed, %d refused busy; %d walks carried %d rows\n",
+		st.Completed, st.Cancelled, st.Failed, st.Busy, st.Walks, st.WalkRows)
 	return exitOK
 }

@@ -22,10 +22,12 @@
 // bound).
 //
 // Each completion runs in its own Session of the shared Model, under the request's context: a
-// client that disconnects cancels its generation between tokens. Without a trunk budget the
-// sessions' forward passes run in parallel; under a trunk budget the model streams its dense
-// weights through one ring, so concurrent requests take turns pass by pass (they queue; they do
-// not share passes). Sampling maps onto package sample exactly as `k3 run`'s flags do, so one
+// client that disconnects cancels its generation between tokens. The completions in flight
+// share walks over the weights (the model gathers the decode steps and prompt chunks of
+// sessions running at the same time into one walk, docs/forward.md §4.11): each streamed
+// piece of the trunk and each fetched expert serves every request that needs it, and every
+// completion is bit for bit what it is alone. Stats.Walks and Stats.WalkRows show the sharing.
+// Sampling maps onto package sample exactly as `k3 run`'s flags do, so one
 // seed and one set of parameters give the same text from both.
 package serve
 
@@ -121,6 +123,11 @@ type Stats struct {
 	Busy      int64 // requests refused with 503 because every slot was taken
 	// CancelledTokens is how many tokens the cancelled completions had generated in all.
 	CancelledTokens int64
+	// Walks and WalkRows are the model's k3.Stats counters of the same names (since the model
+	// was opened): the walks over the weights its forwards ran and the rows they carried.
+	// Concurrent completions share walks, so they need fewer walks for the same rows than
+	// one after the other.
+	Walks, WalkRows int64
 }
 
 // Server serves one model. It is an http.Handler; it is safe for concurrent use.
@@ -166,8 +173,10 @@ func (s *Server) Limits() Limits { return s.lim }
 
 // Stats returns the counters.
 func (s *Server) Stats() Stats {
+	ms := s.o.Model.Stats()
 	return Stats{Active: s.active.Load(), Completed: s.completed.Load(), Cancelled: s.cancelled.Load(),
-		Failed: s.failed.Load(), Busy: s.busy.Load(), CancelledTokens: s.cancelledTokens.Load()}
+		Failed: s.failed.Load(), Busy: s.busy.Load(), CancelledTokens: s.cancelledTokens.Load(),
+		Walks: ms.Walks, WalkRows: ms.WalkRows}
 }
 
 // ServeHTTP bounds the time the request body may take (Limits.BodyTimeout) and dispatches. The
