@@ -19,6 +19,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/fileio/atomicfile"
 	"github.com/k3-project/k3/sample"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/trunk"
@@ -589,7 +590,7 @@ func writeLogits(path string, logits []float32) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	return atomicfile.WriteFile(path, b, 0o644)
 }
 
 // writeJSON writes v as indented JSON to path ("-": stdout).
@@ -601,13 +602,14 @@ func writeJSON(path string, stdout io.Writer, v any) error {
 	return writeOutput(path, stdout, append(b, '\n'))
 }
 
-// writeOutput writes b to path ("-": stdout).
+// writeOutput writes b to path ("-": stdout) through a temporary file renamed into place, so a
+// failed write leaves the previous file whole.
 func writeOutput(path string, stdout io.Writer, b []byte) error {
 	if path == "-" {
 		_, err := stdout.Write(b)
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	return atomicfile.WriteFile(path, b, 0o644)
 }
 
 // tfCheck runs one teacher-forced forward over --ids and reports how many positions' greedy
