@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -101,5 +102,45 @@ func TestExecWritersFullDisk(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "user's", string(b))
 		})
+	}
+}
+
+// TestExecOutputsCheckedFirst: an output that cannot be written (its directory missing, a
+// regular file in place of its directory, a special file a rename would replace, a read-only
+// directory) is refused with exit 2 naming the flag before anything is read: the model
+// directory does not even exist, and ladder runs no rung.
+func TestExecOutputsCheckedFirst(t *testing.T) {
+	tmp := t.TempDir()
+	notDir := filepath.Join(tmp, "file")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o644))
+	bad := []string{filepath.Join(tmp, "missing", "x"), filepath.Join(notDir, "x"), os.DevNull, tmp}
+	if os.Geteuid() != 0 { // root writes into a read-only directory
+		ro := filepath.Join(tmp, "ro")
+		require.NoError(t, os.Mkdir(ro, 0o755))
+		// The file itself is writable: only the directory, where the temporary goes, is not.
+		require.NoError(t, os.WriteFile(filepath.Join(ro, "x"), nil, 0o644))
+		require.NoError(t, os.Chmod(ro, 0o555))
+		t.Cleanup(func() { os.Chmod(ro, 0o755) })
+		bad = append(bad, filepath.Join(ro, "x"))
+	}
+	for _, p := range bad {
+		for _, c := range [][]string{
+			{"run", "no-such-model", "--ids", "1", "--save-state", p},
+			{"run", "no-such-model", "--ids", "1", "--out", p},
+			{"run", "no-such-model", "--ids", "1", "--dump-logits", p},
+			{"ladder", "no-such-model", "--budgets", "1", "--ids", "1", "--out", p},
+		} {
+			r := execK3(t, "", "", c...)
+			assert.Equal(t, exitUsage, r.code, "%v: %s", c, r.stderr)
+			assert.Contains(t, r.stderr, c[len(c)-2], c)
+			assert.NotContains(t, r.stderr, "no-such-model", "%v: refused before the model is read", c)
+			assert.NotContains(t, r.stderr, "rung", c)
+		}
+	}
+	fi, err := os.Stat(os.DevNull)
+	require.NoError(t, err)
+	require.Equal(t, os.ModeCharDevice, fi.Mode().Type()&os.ModeCharDevice, "the device is left alone")
+	for _, n := range dirNames(t, tmp) {
+		require.Contains(t, []string{"file", "ro"}, n, "no probe left behind")
 	}
 }

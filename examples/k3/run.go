@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -77,7 +78,7 @@ spellings are accepted where two are listed.
   --dump-cache-trace DIR  write expert_trace.bin and expert_hist.json (§9.7)
   -h, --help         this help (anywhere on the command line)
 
---out and --dump-logits are checked for writability before any weights load.
+--out, --dump-logits and --save-state are checked for writability before any weights load.
 Exit codes: 0 ok; 2 usage error, invalid config, id outside the vocabulary, unwritable output,
 a budget below the model's floor (the message gives the floor);
 1 runtime failure (open, bind, forward, tokenizer); 4 a routed expert failed to load;
@@ -205,41 +206,44 @@ func (o *runOptions) checkVocab(vocab int) error {
 	return nil
 }
 
-// checkOutputs makes sure the report and the logits dump can be written before anything is
-// loaded, so a long run never ends with its results lost.
+// checkOutputs makes sure the report, the logits dump and the state can be written before
+// anything is loaded, so a long run never ends with its results lost.
 func (o *runOptions) checkOutputs() error {
 	if o.interactive && (o.out != "" || o.dumpLogits != "" || o.gf.saveState != "" || o.gf.loadState != "" || !o.incremental) {
 		return usagef("--interactive", "--out, --dump-logits, --save-state, --load-state and --full-recompute are for one run (use /save and /load)")
 	}
-	if err := writable("--out", o.out); err != nil {
-		return err
+	if o.gf.saveState == "-" {
+		return usagef("--save-state", "a state cannot go to stdout; give a file")
 	}
-	return writable("--dump-logits", o.dumpLogits)
+	for _, c := range []struct{ flag, path string }{
+		{"--out", o.out}, {"--dump-logits", o.dumpLogits}, {"--save-state", o.gf.saveState},
+	} {
+		if err := writable(c.flag, c.path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// writable is a usage error naming flag when path cannot be written ("" and "-", stdout, can):
-// an existing file is opened for writing (not truncated), a new one is created and removed
-// again.
+// writable is a usage error naming flag when path cannot be written as the writers write it
+// ("" and "-", stdout, can): every output goes to a temporary file beside path renamed over it,
+// so what is checked is that one can be created in path's directory (and removed again), and
+// that path is not a directory or a special file that a rename would replace.
 func writable(flag, path string) error {
 	if path == "" || path == "-" {
 		return nil
 	}
-	var f *os.File
-	st, err := os.Stat(path)
-	switch {
-	case err == nil && st.IsDir():
-		err = fmt.Errorf("%s is a directory", path)
-	case err == nil:
-		if f, err = os.OpenFile(path, os.O_WRONLY, 0); err == nil {
-			err = f.Close()
-		}
-	default:
-		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-			f.Close()
-			err = os.Remove(path)
-		}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usagef(flag, "%s is a directory", path)
+	} else if err == nil && !st.Mode().IsRegular() {
+		return usagef(flag, "%s is not a regular file (%v); outputs replace the file", path, st.Mode().Type())
 	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
+		return usagef(flag, "%s cannot be written: %v", path, err)
+	}
+	f.Close()
+	if err := os.Remove(f.Name()); err != nil {
 		return usagef(flag, "%v", err)
 	}
 	return nil
