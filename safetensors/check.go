@@ -81,7 +81,9 @@ func CheckDir(dir string) (sizes map[string]int64, problems []Problem, err error
 // checkShard validates one shard's header and size and that it holds the listed tensors. It
 // returns the file size, the sum of its tensors' bytes, or a message describing the problem.
 func checkShard(path string, listed []string) (size, tensorBytes int64, msg string) {
-	f, err := os.Open(path)
+	// Opened without blocking and refused unless a regular file: a FIFO in a shard's place
+	// would block open(2) for ever.
+	f, size, err := regular.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, 0, "missing (the index names it)"
 	}
@@ -89,11 +91,6 @@ func checkShard(path string, listed []string) (size, tensorBytes int64, msg stri
 		return 0, 0, err.Error()
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, 0, err.Error()
-	}
-	size = st.Size()
 	h, err := ReadHeader(path, f)
 	if err != nil {
 		if errors.Is(err, ErrDataBeyondFile) {

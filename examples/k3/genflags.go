@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/fileio/atomicfile"
+	"github.com/k3-project/k3/internal/fileio/regular"
 	"github.com/k3-project/k3/sample"
 	"github.com/k3-project/k3/tokenizer"
 )
@@ -252,7 +252,7 @@ func saveSession(path string, s *k3.Session, sm *sample.Sampler) error {
 
 // loadSession reads a K3ST file written by saveSession (or --save-state) for m.
 func loadSession(m *k3.Model, path string) (*k3.Session, *sample.Sampler, error) {
-	f, err := os.Open(path)
+	f, _, err := regular.Open(path) // a FIFO or device is refused without blocking
 	if err != nil {
 		return nil, nil, err
 	}

@@ -328,11 +328,27 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	start := time.Now()
 	// The first SIGINT/SIGTERM lets the token in flight finish, stops generation and still writes
 	// the report; a second one kills the process. The forward pass itself is not cancelled, so no
-	// computed work is thrown away.
+	// computed work is thrown away. While the model is being opened there is no token to finish
+	// and an open may wait on a slow or stuck file system: the first signal then ends the process
+	// at once (128 + the signal), removing the trace dump's temporary file, so it is never
+	// ignored. Tests that inject signals (sigs non-nil) always take the first path.
 	var gotSig atomic.Value
+	var opening atomic.Bool
+	var openingDump atomic.Pointer[traceDump]
 	if !o.interactive { // the interactive mode handles every Ctrl-C itself (converse)
-		defer onSignal(sigs, func(s os.Signal) { gotSig.Store(s) })()
+		opening.Store(sigs == nil)
+		defer onSignal(sigs, func(s os.Signal) {
+			gotSig.Store(s)
+			if opening.Load() {
+				if d := openingDump.Load(); d != nil {
+					d.abort()
+				}
+				fmt.Fprintf(stderr, "k3: %v while opening the model: stopped\n", s)
+				os.Exit(signalExit(s))
+			}
+		})()
 	}
+	defer opening.Store(false)
 	interrupted := func() os.Signal { s, _ := gotSig.Load().(os.Signal); return s }
 	ctx := context.Background()
 	info := stderr // diagnostics; -q discards them, errors and warnings still go to stderr
@@ -401,6 +417,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 		tr = append(tr, dump.w)
 		defer dump.abort() // a run that ends early leaves no trace that looks complete
+		openingDump.Store(dump)
 	}
 	if len(tr) > 0 {
 		opts = append(opts, k3.WithTracer(tr))
@@ -413,6 +430,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	dump.expertBytes(plan)
 	fmt.Fprintf(info, "k3: memory plan\n  %s\n", strings.ReplaceAll(plan.String(), "\n", "\n  "))
 	m, err := k3.Open(o.modelDir, opts...)
+	opening.Store(false) // from here the first signal stops generation after the token in flight
 	if err != nil {
 		return failed(stderr, openExit(err), err)
 	}

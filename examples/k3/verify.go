@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/fileio/regular"
 	"github.com/k3-project/k3/safetensors"
 )
 
@@ -90,7 +91,7 @@ func verify(a *args, stdout, stderr io.Writer) int {
 
 // readManifest reads --manifest; an unreadable or malformed file is a usage error.
 func readManifest(flag, path string) (*checkpoint.Manifest, error) {
-	f, err := os.Open(path)
+	f, _, err := regular.Open(path) // a FIFO or device is refused without blocking
 	if err != nil {
 		return nil, usagef(flag, "%v", err)
 	}
