@@ -98,6 +98,11 @@ func checkShard(path string, listed []string) (size, tensorBytes int64, msg stri
 				return 0, 0, fmt.Sprintf("truncated: %d bytes, its header describes %d", size, want)
 			}
 		}
+		if errors.Is(err, ErrTrailingBytes) {
+			if want, ok := describedSize(f); ok {
+				return 0, 0, fmt.Sprintf("changed: %d bytes, its header describes %d", size, want)
+			}
+		}
 		return 0, 0, err.Error()
 	}
 	have := make(map[string]bool, len(h.Tensors))
@@ -106,7 +111,7 @@ func checkShard(path string, listed []string) (size, tensorBytes int64, msg stri
 		tensorBytes += t.Size
 	}
 	if want := h.DataOffset + tensorBytes; want != size {
-		return 0, 0, fmt.Sprintf("%d bytes, its header describes %d", size, want)
+		return 0, 0, fmt.Sprintf("changed: %d bytes, its header describes %d", size, want)
 	}
 	var absent []string
 	for _, t := range listed {
