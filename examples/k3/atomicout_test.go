@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,15 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// execLimited runs the binary in cwd under a file size limit of one block (ulimit -f 1): a
-// write past it fails with EFBIG part-way, as on a full disk (Go ignores SIGXFSZ).
-func execLimited(t *testing.T, cwd string, args ...string) result {
+// execLimited runs the binary in cwd under a file size limit of blocks blocks (ulimit -f; 512 or
+// 1024 bytes each depending on the shell): a write past it fails with EFBIG part-way, as on a
+// full disk (Go ignores SIGXFSZ).
+func execLimited(t *testing.T, cwd string, blocks int, args ...string) result {
 	t.Helper()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("no sh to set the file size limit with")
 	}
-	cmd := exec.Command(sh, append([]string{"-c", `ulimit -f 1 && exec "$0" "$@"`, k3Binary(t)}, args...)...)
+	cmd := exec.Command(sh, append([]string{"-c", "ulimit -f " + strconv.Itoa(blocks) + ` && exec "$0" "$@"`, k3Binary(t)}, args...)...)
 	cmd.Dir = cwd
 	var o, e strings.Builder
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -63,13 +65,14 @@ func TestExecWritersFullDisk(t *testing.T) {
 	const old = "the previous good file\n"
 	cases := []struct {
 		name, file, flag string
+		blocks           int // the limit: 0 fails every write; the plot needs sim-cache's own scratch file
 		args             []string
 	}{
-		{"out", "r.json", "--out", []string{"run", dir, "--ids", "1,2,3", "--gen", "40", "--no-stop", "--out", "r.json"}},
-		{"dump-logits", "l.bin", "--dump-logits", []string{"run", dir, "--ids", "1,2,3", "--gen", "1", "--dump-logits", "l.bin"}},
-		{"save-state", "s.k3st", "--save-state", []string{"run", dir, "--ids", "1,2,3", "--gen", "2", "--save-state", "s.k3st"}},
-		{"write-manifest", "m.txt", "", []string{"verify", dir, "--write-manifest", "m.txt"}},
-		{"plot", "p.svg", "--plot", []string{"sim-cache", tr, "--plot", "p.svg"}},
+		{"out", "r.json", "--out", 0, []string{"run", dir, "--ids", "1,2,3", "--gen", "40", "--no-stop", "--out", "r.json"}},
+		{"dump-logits", "l.bin", "--dump-logits", 0, []string{"run", dir, "--ids", "1,2,3", "--gen", "1", "--dump-logits", "l.bin"}},
+		{"save-state", "s.k3st", "--save-state", 0, []string{"run", dir, "--ids", "1,2,3", "--gen", "2", "--save-state", "s.k3st"}},
+		{"write-manifest", "m.txt", "", 0, []string{"verify", dir, "--write-manifest", "m.txt"}},
+		{"plot", "p.svg", "--plot", 1, []string{"sim-cache", tr, "--plot", "p.svg"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,7 +82,7 @@ func TestExecWritersFullDisk(t *testing.T) {
 			// A user's file of the name a fixed temporary would take is never touched.
 			require.NoError(t, os.WriteFile(p+".tmp", []byte("user's"), 0o644))
 			want := []string{c.file, c.file + ".tmp"}
-			r := execLimited(t, cwd, c.args...)
+			r := execLimited(t, cwd, c.blocks, c.args...)
 			require.Equal(t, exitRuntime, r.code, "stdout %s\nstderr %s", r.stdout, r.stderr)
 			require.Contains(t, r.stderr, "file too large")
 			if c.flag != "" {
