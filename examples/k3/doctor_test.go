@@ -16,7 +16,8 @@ import (
 // and doctor exits 1 before measuring the disk; one with room suggests floor when the K3-sized
 // auto reserve does not fit.
 func TestDoctorCannotRun(t *testing.T) {
-	dir := testkit.Models(t)[0]
+	dir := filepath.Join(t.TempDir(), "m") // a copy: the probe goes beside it
+	copyFiles(t, testkit.Models(t)[0], dir)
 	small := func() (sysmem.Info, error) { return sysmem.Info{Available: 4096, Total: 1 << 20}, nil }
 	var out, errb bytes.Buffer
 	// doctorOn is the doctor command on a machine with the memory mem.
