@@ -27,8 +27,9 @@ Checks whether and how this machine can run a model:
   disk     read bandwidth of the model directory's file system measured the way the engine
            reads: 8 MiB 4096-aligned O_DIRECT reads at queue depth 1 and 16, and buffered
            8 MiB reads, on the largest shard (without a model, when every shard is below
-           256 MiB or the largest is sparse: a temporary file of --probe-mb in --dir, default the current directory, or
-           in the model directory, removed afterwards);
+           256 MiB or the largest is sparse: a temporary file of --probe-mb in a temporary directory
+           made in --dir, default the current directory, or beside the model directory (never in
+           it), removed afterwards and by the first SIGINT/SIGTERM);
   estimate with a model: bytes read per token under the suggested preset (trunk bytes streamed
            per pass + TopK × MoE layers × expert bytes × (1 − hit), hit taken as 0 unless the
            cache holds more than one token's experts) over the measured bandwidth: a lower
