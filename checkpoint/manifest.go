@@ -224,7 +224,7 @@ func VerifyManifest(dir string, m *Manifest, progress Progress) error {
 			case err != nil:
 				e.Problems = append(e.Problems, f.Name+": "+err.Error())
 			case sum != f.SHA256:
-				e.Problems = append(e.Problems, fmt.Sprintf("%s: sha256 %s, the manifest says %s", f.Name, sum, f.SHA256))
+				e.Problems = append(e.Problems, fmt.Sprintf("%s: changed: sha256 %s, the manifest says %s", f.Name, sum, f.SHA256))
 			}
 		}
 	}

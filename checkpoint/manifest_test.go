@@ -31,7 +31,7 @@ func TestManifest(t *testing.T) {
 	orig, err := os.ReadFile(tok)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(tok, []byte("x"), 0o644))
-	assert.ErrorContains(t, checkpoint.VerifyManifest(dir, m, nil), "tiktoken.model: sha256")
+	assert.ErrorContains(t, checkpoint.VerifyManifest(dir, m, nil), "tiktoken.model: changed: sha256")
 	require.NoError(t, os.Remove(tok))
 	assert.ErrorContains(t, checkpoint.VerifyManifest(dir, m, nil), "tiktoken.model: listed in the manifest but not part of the checkpoint")
 	require.NoError(t, os.WriteFile(tok, orig, 0o644))
@@ -50,7 +50,7 @@ func TestManifest(t *testing.T) {
 	require.ErrorAs(t, err, &me)
 	assert.ErrorIs(t, err, checkpoint.ErrManifestMismatch)
 	require.Len(t, me.Problems, 2)
-	assert.Contains(t, err.Error(), filepath.Base(s1)+": sha256")
+	assert.Contains(t, err.Error(), filepath.Base(s1)+": changed: sha256")
 	assert.Contains(t, err.Error(), filepath.Base(s3)+": safetensors:") // named by the structure check, not hashed
 
 	z := strings.Repeat("0", 64)

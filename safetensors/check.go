@@ -81,7 +81,9 @@ func CheckDir(dir string) (sizes map[string]int64, problems []Problem, err error
 // checkShard validates one shard's header and size and that it holds the listed tensors. It
 // returns the file size, the sum of its tensors' bytes, or a message describing the problem.
 func checkShard(path string, listed []string) (size, tensorBytes int64, msg string) {
-	f, err := os.Open(path)
+	// Opened without blocking and refused unless a regular file: a FIFO in a shard's place
+	// would block open(2) for ever.
+	f, size, err := regular.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, 0, "missing (the index names it)"
 	}
@@ -89,16 +91,16 @@ func checkShard(path string, listed []string) (size, tensorBytes int64, msg stri
 		return 0, 0, err.Error()
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, 0, err.Error()
-	}
-	size = st.Size()
 	h, err := ReadHeader(path, f)
 	if err != nil {
 		if errors.Is(err, ErrDataBeyondFile) {
 			if want, ok := describedSize(f); ok {
 				return 0, 0, fmt.Sprintf("truncated: %d bytes, its header describes %d", size, want)
+			}
+		}
+		if errors.Is(err, ErrTrailingBytes) {
+			if want, ok := describedSize(f); ok {
+				return 0, 0, fmt.Sprintf("changed: %d bytes, its header describes %d", size, want)
 			}
 		}
 		return 0, 0, err.Error()
@@ -109,7 +111,7 @@ func checkShard(path string, listed []string) (size, tensorBytes int64, msg stri
 		tensorBytes += t.Size
 	}
 	if want := h.DataOffset + tensorBytes; want != size {
-		return 0, 0, fmt.Sprintf("%d bytes, its header describes %d", size, want)
+		return 0, 0, fmt.Sprintf("changed: %d bytes, its header describes %d", size, want)
 	}
 	var absent []string
 	for _, t := range listed {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/k3-project/k3/internal/fileio/atomicfile"
 	"github.com/k3-project/k3/internal/fileio/strictjson"
 	"github.com/k3-project/k3/quant/lossless12"
 	"github.com/k3-project/k3/safetensors"
@@ -350,23 +351,7 @@ func writeLayout(path string, l *Layout) error {
 		b = append(b, "}}"...)
 	}
 	b = append(b, "\n]}\n"...)
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("trunk: pack: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("trunk: pack: write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("trunk: pack: sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("trunk: pack: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("trunk: pack: %w", err)
 	}
 	return nil

@@ -26,7 +26,7 @@
 // eos_token_id, less any id outside the vocabulary (--stop-ids replaces it and must name ids in
 // [0, vocab); --no-stop empties it).
 //
-// Before any weights load, run checks that --out and --dump-logits can be written, reads and
+// Before any weights load, run checks that --out, --dump-logits and --save-state can be written, reads and
 // validates config.json and checks the prompt and stop ids against its vocabulary.
 //
 // The presets (laptop, desktop, workstation, server, max, floor, auto; --list-presets) come from

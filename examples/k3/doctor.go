@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -26,8 +27,9 @@ Checks whether and how this machine can run a model:
   disk     read bandwidth of the model directory's file system measured the way the engine
            reads: 8 MiB 4096-aligned O_DIRECT reads at queue depth 1 and 16, and buffered
            8 MiB reads, on the largest shard (without a model, when every shard is below
-           256 MiB or the largest is sparse: a temporary file of --probe-mb in --dir, default the current directory, or
-           in the model directory, removed afterwards);
+           256 MiB or the largest is sparse: a temporary file of --probe-mb in a temporary directory
+           made in --dir, default the current directory, or beside the model directory (never in
+           it), removed afterwards and by the first SIGINT/SIGTERM);
   estimate with a model: bytes read per token under the suggested preset (trunk bytes streamed
            per pass + TopK × MoE layers × expert bytes × (1 − hit), hit taken as 0 unless the
            cache holds more than one token's experts) over the measured bandwidth: a lower
@@ -112,7 +114,7 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 		}
 
 		// Disk: the largest shard, or a temporary file on the same file system.
-		target, remove, err := readrate.Target(model, cmp.Or(a.vals["--dir"], "."), int64(probeMB)<<20, probeWriteTime)
+		target, remove, err := diskTarget(model, cmp.Or(a.vals["--dir"], "."), int64(probeMB)<<20, stderr)
 		if err != nil {
 			return failed(stderr, exitRuntime, fmt.Errorf("doctor: disk: %w", err))
 		}
@@ -150,3 +152,54 @@ func doctor(readMem func() (sysmem.Info, error)) func(a *args, stdout, stderr io
 
 // probeWriteTime bounds the writing of the temporary probe file.
 const probeWriteTime = 5 * time.Second
+
+// diskTarget is the file doctor measures: the model's largest shard when readrate can time it,
+// otherwise a probe file written in a temporary directory of its own, made in dir or, with a
+// model, beside the model's directory (the same file system unless the model directory is a
+// mount point; nothing is written inside a model). remove deletes that directory; so does the
+// first SIGINT or SIGTERM until then, which then ends the process (128 + the signal), so an
+// interrupted doctor leaves no probe behind.
+func diskTarget(model, dir string, size int64, stderr io.Writer) (target string, remove func(), err error) {
+	if model != "" {
+		shard, shardSize := readrate.LargestShard(model)
+		if shard == "" {
+			return "", nil, fmt.Errorf("%s: no *.safetensors shard", model)
+		}
+		if shardSize >= readrate.MinShard && !readrate.Sparse(shard) {
+			return shard, func() {}, nil
+		}
+		abs, err := filepath.Abs(model)
+		if err != nil {
+			return "", nil, err
+		}
+		dir = filepath.Dir(abs)
+	}
+	tmp, err := os.MkdirTemp(dir, ".k3-doctor-*")
+	if err != nil {
+		return "", nil, fmt.Errorf("the probe directory: %w", err)
+	}
+	// removeAll retries: a probe file being created while the directory is removed makes the
+	// first attempt find it not empty.
+	removeAll := func() {
+		for range 5 {
+			if os.RemoveAll(tmp) == nil {
+				return
+			}
+		}
+	}
+	stop := onSignal(nil, func(s os.Signal) {
+		removeAll()
+		fmt.Fprintf(stderr, "k3: doctor: interrupted (%v); the probe is removed\n", s)
+		os.Exit(signalExit(s))
+	})
+	remove = func() {
+		stop()
+		removeAll()
+	}
+	target, err = readrate.TempFile(tmp, size, probeWriteTime)
+	if err != nil {
+		remove()
+		return "", nil, err
+	}
+	return target, remove, nil
+}

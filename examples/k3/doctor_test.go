@@ -16,7 +16,8 @@ import (
 // and doctor exits 1 before measuring the disk; one with room suggests floor when the K3-sized
 // auto reserve does not fit.
 func TestDoctorCannotRun(t *testing.T) {
-	dir := testkit.Models(t)[0]
+	dir := filepath.Join(t.TempDir(), "m") // a copy: the probe goes beside it
+	copyFiles(t, testkit.Models(t)[0], dir)
 	small := func() (sysmem.Info, error) { return sysmem.Info{Available: 4096, Total: 1 << 20}, nil }
 	var out, errb bytes.Buffer
 	// doctorOn is the doctor command on a machine with the memory mem.
@@ -65,7 +66,10 @@ func FuzzParseSizes(f *testing.F) {
 // TestExecDoctor: doctor measures a temporary file and prints the next command; on a model it
 // suggests a preset and estimates the I/O per token.
 func TestExecDoctor(t *testing.T) {
-	dir := testkit.Models(t)[0]
+	// A copy: the probe of a model with small shards is written beside its directory, and the
+	// shared fixtures stay untouched.
+	dir := filepath.Join(t.TempDir(), "m")
+	copyFiles(t, testkit.Models(t)[0], dir)
 	tmp := t.TempDir()
 	r := execK3(t, "", "", "doctor", dir, "--probe-mb", "64", "--seconds", "1")
 	require.Equal(t, 0, r.code, r.stderr)

@@ -310,7 +310,7 @@ func TestExecVerify(t *testing.T) {
 	assert.Equal(t, 0, r.code, "a changed data byte keeps the sizes: %s", r.stderr)
 	r = execK3(t, "", "", "verify", dir, "--manifest", manifest)
 	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "k3 verify: "+shard+": sha256 ")
+	assert.Contains(t, r.stderr, "k3 verify: "+shard+": changed: sha256 ")
 	assert.Equal(t, 1, strings.Count(r.stderr, "safetensors: "), "one problem line: %s", r.stderr)
 	assert.Contains(t, r.stderr, ": 1 problem(s)")
 

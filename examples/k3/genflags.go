@@ -9,12 +9,13 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/internal/fileio/atomicfile"
+	"github.com/k3-project/k3/internal/fileio/regular"
 	"github.com/k3-project/k3/sample"
 	"github.com/k3-project/k3/tokenizer"
 )
@@ -235,29 +236,23 @@ func (r *genRun) finish(ctx context.Context, generated []int) error {
 }
 
 // saveSession writes s and its sampler to path as a K3ST file, through a temporary file renamed
-// into place, so an interrupted write never leaves a truncated state under the name.
+// into place (a unique name beside it), so an interrupted or failed write never leaves a
+// truncated state under the name.
 func saveSession(path string, s *k3.Session, sm *sample.Sampler) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
-	err = s.Save(f, sm)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	defer f.Abort()
+	if err := s.Save(f, sm); err != nil {
+		return err
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return f.Commit()
 }
 
 // loadSession reads a K3ST file written by saveSession (or --save-state) for m.
 func loadSession(m *k3.Model, path string) (*k3.Session, *sample.Sampler, error) {
-	f, err := os.Open(path)
+	f, _, err := regular.Open(path) // a FIFO or device is refused without blocking
 	if err != nil {
 		return nil, nil, err
 	}

@@ -83,6 +83,9 @@ func ladder(a *args, stdout, stderr io.Writer) int {
 	gen := strconv.Itoa(a.int("--gen", 8, 1, maxGen))
 	a.int("--threads", 0, 1, 4096) // checked here; the rungs get it as given
 	plotPath := a.plotPath()
+	if a.err == nil { // before any rung runs, so that no rung's work is lost to an unwritable file
+		a.check(writable("--out", a.vals["--out"]))
+	}
 	// The budget flags are checked as run checks them, and the trunk-shape ones decide the floor.
 	shape := parseBudget(a).trunk
 	if a.err != nil {

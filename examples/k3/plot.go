@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/k3-project/k3/cache/sim"
+	"github.com/k3-project/k3/internal/fileio/atomicfile"
 )
 
 // plotPath returns --plot ("" when absent). A path the chart could not be saved to is a mistake
@@ -145,13 +145,13 @@ func saveChart(path string, w, h vg.Length, drawTo func(draw.Canvas)) error {
 		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(144))}
 	}
 	drawTo(draw.New(c))
-	f, err := os.Create(path)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = c.WriteTo(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	defer f.Abort()
+	if _, err := c.WriteTo(f); err != nil {
+		return err
 	}
-	return err
+	return f.Commit()
 }

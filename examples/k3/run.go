@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/fileio/atomicfile"
 	"github.com/k3-project/k3/sample"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/trunk"
@@ -76,7 +78,7 @@ spellings are accepted where two are listed.
   --dump-cache-trace DIR  write expert_trace.bin and expert_hist.json (§9.7)
   -h, --help         this help (anywhere on the command line)
 
---out and --dump-logits are checked for writability before any weights load.
+--out, --dump-logits and --save-state are checked for writability before any weights load.
 Exit codes: 0 ok; 2 usage error, invalid config, id outside the vocabulary, unwritable output,
 a budget below the model's floor (the message gives the floor);
 1 runtime failure (open, bind, forward, tokenizer); 4 a routed expert failed to load;
@@ -204,41 +206,44 @@ func (o *runOptions) checkVocab(vocab int) error {
 	return nil
 }
 
-// checkOutputs makes sure the report and the logits dump can be written before anything is
-// loaded, so a long run never ends with its results lost.
+// checkOutputs makes sure the report, the logits dump and the state can be written before
+// anything is loaded, so a long run never ends with its results lost.
 func (o *runOptions) checkOutputs() error {
 	if o.interactive && (o.out != "" || o.dumpLogits != "" || o.gf.saveState != "" || o.gf.loadState != "" || !o.incremental) {
 		return usagef("--interactive", "--out, --dump-logits, --save-state, --load-state and --full-recompute are for one run (use /save and /load)")
 	}
-	if err := writable("--out", o.out); err != nil {
-		return err
+	if o.gf.saveState == "-" {
+		return usagef("--save-state", "a state cannot go to stdout; give a file")
 	}
-	return writable("--dump-logits", o.dumpLogits)
+	for _, c := range []struct{ flag, path string }{
+		{"--out", o.out}, {"--dump-logits", o.dumpLogits}, {"--save-state", o.gf.saveState},
+	} {
+		if err := writable(c.flag, c.path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// writable is a usage error naming flag when path cannot be written ("" and "-", stdout, can):
-// an existing file is opened for writing (not truncated), a new one is created and removed
-// again.
+// writable is a usage error naming flag when path cannot be written as the writers write it
+// ("" and "-", stdout, can): every output goes to a temporary file beside path renamed over it,
+// so what is checked is that one can be created in path's directory (and removed again), and
+// that path is not a directory or a special file that a rename would replace.
 func writable(flag, path string) error {
 	if path == "" || path == "-" {
 		return nil
 	}
-	var f *os.File
-	st, err := os.Stat(path)
-	switch {
-	case err == nil && st.IsDir():
-		err = fmt.Errorf("%s is a directory", path)
-	case err == nil:
-		if f, err = os.OpenFile(path, os.O_WRONLY, 0); err == nil {
-			err = f.Close()
-		}
-	default:
-		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
-			f.Close()
-			err = os.Remove(path)
-		}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usagef(flag, "%s is a directory", path)
+	} else if err == nil && !st.Mode().IsRegular() {
+		return usagef(flag, "%s is not a regular file (%v); outputs replace the file", path, st.Mode().Type())
 	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
+		return usagef(flag, "%s cannot be written: %v", path, err)
+	}
+	f.Close()
+	if err := os.Remove(f.Name()); err != nil {
 		return usagef(flag, "%v", err)
 	}
 	return nil
@@ -323,11 +328,27 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	start := time.Now()
 	// The first SIGINT/SIGTERM lets the token in flight finish, stops generation and still writes
 	// the report; a second one kills the process. The forward pass itself is not cancelled, so no
-	// computed work is thrown away.
+	// computed work is thrown away. While the model is being opened there is no token to finish
+	// and an open may wait on a slow or stuck file system: the first signal then ends the process
+	// at once (128 + the signal), removing the trace dump's temporary file, so it is never
+	// ignored. Tests that inject signals (sigs non-nil) always take the first path.
 	var gotSig atomic.Value
+	var opening atomic.Bool
+	var openingDump atomic.Pointer[traceDump]
 	if !o.interactive { // the interactive mode handles every Ctrl-C itself (converse)
-		defer onSignal(sigs, func(s os.Signal) { gotSig.Store(s) })()
+		opening.Store(sigs == nil)
+		defer onSignal(sigs, func(s os.Signal) {
+			gotSig.Store(s)
+			if opening.Load() {
+				if d := openingDump.Load(); d != nil {
+					d.abort()
+				}
+				fmt.Fprintf(stderr, "k3: %v while opening the model: stopped\n", s)
+				os.Exit(signalExit(s))
+			}
+		})()
 	}
+	defer opening.Store(false)
 	interrupted := func() os.Signal { s, _ := gotSig.Load().(os.Signal); return s }
 	ctx := context.Background()
 	info := stderr // diagnostics; -q discards them, errors and warnings still go to stderr
@@ -396,6 +417,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 		}
 		tr = append(tr, dump.w)
 		defer dump.abort() // a run that ends early leaves no trace that looks complete
+		openingDump.Store(dump)
 	}
 	if len(tr) > 0 {
 		opts = append(opts, k3.WithTracer(tr))
@@ -408,6 +430,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	dump.expertBytes(plan)
 	fmt.Fprintf(info, "k3: memory plan\n  %s\n", strings.ReplaceAll(plan.String(), "\n", "\n  "))
 	m, err := k3.Open(o.modelDir, opts...)
+	opening.Store(false) // from here the first signal stops generation after the token in flight
 	if err != nil {
 		return failed(stderr, openExit(err), err)
 	}
@@ -589,7 +612,7 @@ func writeLogits(path string, logits []float32) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	return atomicfile.WriteFile(path, b, 0o644)
 }
 
 // writeJSON writes v as indented JSON to path ("-": stdout).
@@ -601,13 +624,14 @@ func writeJSON(path string, stdout io.Writer, v any) error {
 	return writeOutput(path, stdout, append(b, '\n'))
 }
 
-// writeOutput writes b to path ("-": stdout).
+// writeOutput writes b to path ("-": stdout) through a temporary file renamed into place, so a
+// failed write leaves the previous file whole.
 func writeOutput(path string, stdout io.Writer, b []byte) error {
 	if path == "-" {
 		_, err := stdout.Write(b)
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	return atomicfile.WriteFile(path, b, 0o644)
 }
 
 // tfCheck runs one teacher-forced forward over --ids and reports how many positions' greedy

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/fileio/regular"
 	"github.com/k3-project/k3/safetensors"
 )
 
@@ -55,6 +58,25 @@ func verify(a *args, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "k3 verify: %s\n", p)
 	}
 	n := len(problems)
+	// The shards are checked against the index when there is one, else each against its own
+	// header only: then nothing says how many there should be, and the configuration's tensor
+	// count is what catches a missing one.
+	_, ierr := os.Lstat(filepath.Join(dir, safetensors.IndexFileName))
+	indexed := ierr == nil
+	tensors, count := countTensors(dir, shards)
+	if count != "" {
+		fmt.Fprintf(stderr, "k3 verify: %s\n", count)
+		n++
+	}
+	var need int64
+	var cfgProblem string
+	if n == 0 { // a broken shard's tensors are not counted: the count would only repeat it
+		need, cfgProblem = configTensors(dir, tensors)
+	}
+	if cfgProblem != "" {
+		fmt.Fprintf(stderr, "k3 verify: %s\n", cfgProblem)
+		n++
+	}
 	// Digests are computed only for a checkpoint whose structure holds: a broken one is named
 	// above, file by file, without reading all of its bytes.
 	if n == 0 && (want != nil || out != "") {
@@ -81,6 +103,15 @@ func verify(a *args, stdout, stderr io.Writer) int {
 		return exitRuntime
 	}
 	what := "sizes match the index"
+	if !indexed {
+		what = "no " + safetensors.IndexFileName + ": each shard's size matches its own header (no index says which shards there should be)"
+	}
+	switch {
+	case need > 0:
+		what += fmt.Sprintf("; %d tensors, the configuration needs at least %d", tensors, need)
+	default:
+		what += fmt.Sprintf("; %d tensors, no config.json to count them against", tensors)
+	}
 	if want != nil {
 		what += ", sha256 digests match " + a.vals["--manifest"]
 	}
@@ -90,7 +121,7 @@ func verify(a *args, stdout, stderr io.Writer) int {
 
 // readManifest reads --manifest; an unreadable or malformed file is a usage error.
 func readManifest(flag, path string) (*checkpoint.Manifest, error) {
-	f, err := os.Open(path)
+	f, _, err := regular.Open(path) // a FIFO or device is refused without blocking
 	if err != nil {
 		return nil, usagef(flag, "%v", err)
 	}
@@ -131,4 +162,42 @@ func hashProgress(stderr io.Writer, dir string) (*meter, checkpoint.Progress) {
 		}
 		m.set(before + done)
 	}
+}
+
+// countTensors is the number of tensors in the shards that passed CheckDir (their headers read
+// again, through opens that cannot block), or a problem naming a shard whose header can no
+// longer be read (it changed since it was checked).
+func countTensors(dir string, shards map[string]int64) (int, string) {
+	n := 0
+	for name := range shards {
+		f, _, err := regular.Open(filepath.Join(dir, name))
+		if err != nil {
+			return n, fmt.Sprintf("%s: changed while verified: %v", name, err)
+		}
+		h, err := safetensors.ReadHeader(filepath.Join(dir, name), f)
+		f.Close()
+		if err != nil {
+			return n, fmt.Sprintf("%s: changed while verified: %v", name, err)
+		}
+		n += len(h.Tensors)
+	}
+	return n, ""
+}
+
+// configTensors checks tensors against the tensor count dir/config.json needs: need is that
+// count (0 without a config.json), problem names a configuration that cannot be read or that
+// needs more tensors than the shards hold.
+func configTensors(dir string, tensors int) (need int64, problem string) {
+	path := filepath.Join(dir, "config.json")
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
+		return 0, ""
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return 0, fmt.Sprintf("config.json: %v", err)
+	}
+	if err := cfg.CheckAgainst(tensors); err != nil {
+		return cfg.MinTensors(), fmt.Sprintf("config.json: %v (a shard is missing?)", err)
+	}
+	return cfg.MinTensors(), ""
 }

@@ -18,9 +18,11 @@
 // return through the deferred Abort. A process killed outright leaves only
 // a dot-file ending in ".tmp", which no reader of the target's name opens.
 //
-// Writers of this module that should use it: the CLI's --out reports,
-// manifests, --dump-logits, plots, expert_hist.json and the expert trace
-// (cache/trace already does), K3ST states and packed trunks.
+// Writers of this module that use it: cache/trace (the expert trace and
+// expert_hist.json), the CLI's --out reports, manifests, --dump-logits,
+// plots and K3ST states (--save-state, chat's /save), and a packed trunk's
+// trunk.json. trunk.bin is still written under its own name: a pack is
+// complete only once trunk.json, written last, appears.
 //
 // This package imports only the standard library.
 package atomicfile
