@@ -154,6 +154,7 @@ const usage = `usage:
   k3 synth <geometry> <dir> [--seed N]    write a synthetic checkpoint and its tokenizer
   k3 demo [-p TEXT] [-n N] [--json]       synthesize the tiny geometry in a temp dir and decode from it
   k3 info <model_dir>                     parameter and byte counts, per-session state sizes (JSON)
+  k3 info <model_dir> --trunk-stats       what lossless12 makes of every trunk matrix, without packing
   k3 plan <model_dir> [--preset NAME | --trunk-gb X --cache-gb Y] [--json]
                                           the memory plan, itemised, without loading weights
   k3 doctor [model_dir]                   RAM and disk bandwidth -> preset, expected s/token,
@@ -166,8 +167,9 @@ const usage = `usage:
   k3 tokenize --tok DIR [--decode]        text on stdin -> ids on stdout (or ids -> text)
   k3 compress-experts <model_dir> <out_dir>  entropy-code the routed experts (lossless)
   k3 verify-experts <dir>                 decode every coded expert and check the manifest
-  k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
-                                          shard sizes against the index; sha256 digests
+  k3 verify <model_dir> [--manifest FILE | --write-manifest FILE] [--trunk DIR]
+                                          shard sizes against the index; sha256 digests; a packed
+                                          trunk's layer checksums and lossless12 blocks
   k3 --help | --version | --list-presets | --list-geometries
   k3 help <command> (or k3 <command> --help) for a command's flags
 

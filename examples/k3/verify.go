@@ -6,15 +6,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/fileio/regular"
+	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/trunk"
 )
 
 var verifyCmd = command{name: "verify", npos: 1, what: "exactly one model directory", main: verify,
-	flags: flagSpec{"--manifest": true, "--write-manifest": true}, help: `usage: k3 verify <model_dir> [--manifest FILE | --write-manifest FILE]
+	flags: flagSpec{"--manifest": true, "--write-manifest": true, "--trunk": true}, help: `usage: k3 verify <model_dir> [--manifest FILE | --write-manifest FILE] [--trunk DIR]
 
 Checks a checkpoint's files without loading the model: every shard the index names exists, its
 safetensors header is valid, its size is what the header describes, it holds the tensors the
@@ -25,6 +28,10 @@ file of the directory is checked.
                          (when present) and every shard with
                          FILE (sha256sum format: "<hex>  <name>" per line; sha256sum -c reads it)
   --write-manifest FILE  write such a manifest for the files as they are ("-" for stdout)
+  --trunk DIR            also check the packed trunk in DIR (k3 pack-trunk, either format): its
+                         trunk.json against the model's layers, every layer's sha256 and every
+                         lossless12 block; one line per layer, a failing one naming the layer,
+                         the tensor and the row and block
   -h, --help             this help
 
 Progress goes to stderr (a bar on a terminal). Every problem is reported, one line naming the
@@ -98,6 +105,9 @@ func verify(a *args, stdout, stderr io.Writer) int {
 		}
 		meter.finish()
 	}
+	if td := a.vals["--trunk"]; a.has("--trunk") {
+		n += verifyTrunk(stderr, dir, td)
+	}
 	if n > 0 {
 		fmt.Fprintf(stderr, "k3 verify: %s: %d problem(s)\n", dir, n)
 		return exitRuntime
@@ -117,6 +127,102 @@ func verify(a *args, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "k3 verify: %s: %d shard(s), %.3f GB: %s\n", dir, len(shards), float64(total)/1e9, what)
 	return exitOK
+}
+
+// verifyTrunk checks the packed trunk in td against the layers of the model in dir, without
+// loading the model: trunk.json, then every layer run's sha256 and every lossless12 block
+// ((*trunk.Packed).Verify). It reports a line per layer and returns the number of problems.
+func verifyTrunk(stderr io.Writer, dir, td string) int {
+	problem := func(err error) int {
+		fmt.Fprintf(stderr, "k3 verify: trunk %s: %v\n", td, err)
+		return 1
+	}
+	cfg, err := config.Load(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return problem(fmt.Errorf("the model's layers: %w", err))
+	}
+	exp := trunk.Expect{Tensor: func(layer int, t trunk.RunTensor) error {
+		if !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)) {
+			return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layout.LayerPrefix(layer))
+		}
+		return nil
+	}}
+	l, err := trunk.ReadLayout(td, cfg.NumLayers, exp)
+	if err != nil {
+		return problem(err)
+	}
+	p, err := trunk.OpenPacked(td, cfg.NumLayers, exp, nil)
+	if err != nil {
+		return problem(err)
+	}
+	defer p.Close()
+	var total int64
+	for _, r := range l.Layers {
+		total += r.Unpadded
+	}
+	m := newMeter(stderr, total, "k3 verify: trunk", "")
+	verr := p.Verify(func(done, _ int64) { m.set(done) })
+	m.finish()
+	var errs []error
+	if j, ok := verr.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else if verr != nil {
+		errs = []error{verr}
+	}
+	n := 0
+	for _, e := range errs { // an error that names no layer (a read failing) is still reported
+		if layerOf(e, l.Layers) < 0 {
+			n += problem(e)
+		}
+	}
+	for _, r := range l.Layers {
+		var mine []error
+		for _, e := range errs {
+			if layerOf(e, l.Layers) == r.Layer {
+				mine = append(mine, e)
+			}
+		}
+		if len(mine) > 0 {
+			for _, e := range mine {
+				n += problem(e)
+			}
+			continue
+		}
+		l12 := 0
+		for _, t := range r.Tensors {
+			if t.Format == trunk.FormatLossless12 {
+				l12++
+			}
+		}
+		what := "no sha256 recorded"
+		if r.SHA256 != nil {
+			what = "sha256 matches"
+		}
+		blocks := ""
+		if l12 > 0 {
+			blocks = fmt.Sprintf(" (%d lossless12, every block valid)", l12)
+		}
+		fmt.Fprintf(stderr, "k3 verify: trunk %s: layer %d: ok: %d tensors%s, %s, %s\n",
+			td, r.Layer, len(r.Tensors), blocks, size(r.Unpadded), what)
+	}
+	if n == 0 {
+		fmt.Fprintf(stderr, "k3 verify: trunk %s: %d layer(s), %s: ok\n", td, len(l.Layers), size(total))
+	}
+	return n
+}
+
+// layerOf is the layer of runs a problem of (*trunk.Packed).Verify names ("layer N: …" or
+// "layer N of …"), −1 when it names none.
+func layerOf(err error, runs []trunk.LayerRun) int {
+	s := err.Error()
+	for _, r := range runs {
+		for _, f := range []string{"layer %d: ", "layer %d of "} {
+			if strings.Contains(s, fmt.Sprintf(f, r.Layer)) {
+				return r.Layer
+			}
+		}
+	}
+	return -1
 }
 
 // readManifest reads --manifest; an unreadable or malformed file is a usage error.
