@@ -170,15 +170,28 @@ func repackExperts(t *testing.T, dir string) string {
 // TestCodedExpertsBitIdentical: a checkpoint whose routed experts are entropy-coded gives
 // tokens and logits bit-identical to the raw checkpoint through the expert cache at budgets 0,
 // TopK + 1 slots and all experts, on 1 and 2 threads, with the raw run's slots, hits and
-// evictions, reading the stored (coded) bytes. Without
-// a cache the coded experts cannot be mapped, which Open reports.
+// evictions, reading the stored (coded) bytes. Without options the stamps select the expert
+// cache at budget 0 (the coded experts cannot be mapped), which PlanFor shows, and the run is
+// bit-identical too; the raw checkpoint stays mapped.
 func TestCodedExpertsBitIdentical(t *testing.T) {
 	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		want := runModel(t, openModel(t, dir), ref)
 		coded := repackExperts(t, dir)
-		_, err := k3.Open(coded)
-		var be *k3.BindError
-		require.ErrorAs(t, err, &be, "mapped experts cannot be coded records")
+		p, err := k3.PlanFor(coded)
+		require.NoError(t, err)
+		require.NotNil(t, p.Cache, "the stamps select the expert cache")
+		assert.Zero(t, p.Cache.Budget, "no memory is guessed")
+		assert.Contains(t, p.String(), "expert cache   none: each expert read into")
+		raw, err := k3.PlanFor(dir)
+		require.NoError(t, err)
+		assert.Nil(t, raw.Cache, "raw experts stay mapped")
+		assert.NotContains(t, raw.String(), "expert cache")
+		dm := openModel(t, coded)
+		require.NotNil(t, dm.Plan().Cache)
+		assert.Equal(t, want, runModel(t, dm, ref), "no options")
+		st := dm.Stats().Cache
+		require.NotNil(t, st)
+		assert.Positive(t, st.Run.DecodeSeconds, "coded experts were decoded")
 		budgets := cacheBudgets(t, dir)
 		for _, name := range []string{"zero", "topk+1", "all"} {
 			for _, threads := range []int{1, 2} {

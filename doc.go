@@ -18,7 +18,10 @@
 //		...
 //	}
 //
-// Without budgets every shard is memory-mapped and the page cache holds what is touched. Results
+// Without budgets every shard is memory-mapped and the page cache holds what is touched, except
+// routed experts whose stamps say they are entropy-coded (a checkpoint written by quant/rans
+// Repack): those are served by the expert cache with budget 0 (every expert read and decoded
+// into scratch, none kept), which the Plan shows, unless WithCacheBudget gives a budget. Results
 // are bit-identical at every budget.
 //
 // A Model is shared; each sequence gets a Session holding its KDA recurrent states and

@@ -145,6 +145,10 @@ func WithOpener(open storage.Opener) Option {
 // is read into per-call scratch. A positive budget below one token's working set (TopK + 1
 // experts) is refused with the minimum in the message. Results are bit-identical at every
 // budget.
+//
+// Without this option a checkpoint whose routed experts are stamped as entropy-coded (written by
+// quant/rans Repack) is served from the cache with budget 0: the stamps select the store, which
+// alone decodes them, and no memory is guessed. Plan.Cache shows it; give a budget to keep some.
 func WithCacheBudget(bytes int64) Option {
 	return func(o *options) error {
 		if bytes < 0 {
@@ -393,6 +397,15 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 		m.Close()
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 	}
+	if !o.cacheSet {
+		// Coded experts are decoded by the expert store alone: their stamps select it.
+		coded, err := codedExperts(ck, cfg, m.nlayers)
+		if err != nil {
+			m.Close()
+			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+		}
+		o.cacheSet = coded
+	}
 	m.plan = Plan{Mapped: true, Packed: o.packedDir}
 	d := &prepared{opts: o}
 	if o.packedDir != "" {
@@ -442,6 +455,33 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 		m.plan.Mapped, m.plan.Trunk = false, tp
 	}
 	return m, d, nil
+}
+
+// codedExperts reports whether some routed expert of the first nlayers layers has a packed
+// weight stamped with a coded format (colibri.fmt metadata, quant.LoadStamps). The expert store
+// checks every expert when it is built; this only decides that it is the store to build.
+func codedExperts(ck *safetensors.Checkpoint, cfg *config.Config, nlayers int) (bool, error) {
+	stamps, err := quant.LoadStamps(ck.Metadata())
+	if err != nil || stamps.Len() == 0 {
+		return false, err
+	}
+	for l := range nlayers {
+		if cfg.IsDense(l) {
+			continue
+		}
+		for e := range cfg.NumExperts {
+			for _, w := range [...]string{"w1", "w2", "w3"} {
+				name, _, ok := stamps.Lookup(layout.ExpertPrefix(l, e) + w + ".weight_packed")
+				if !ok {
+					continue
+				}
+				if f, err := quant.ParseFormat(name); err == nil && f.Coded() {
+					return true, nil
+				}
+			}
+		}
+	}
+	return false, nil
 }
 
 // PlanFor computes the memory plan Open would use for dir with opts, reading only the

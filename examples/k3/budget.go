@@ -4,14 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/preset"
-	"github.com/k3-project/k3/quant/rans"
 	"github.com/k3-project/k3/sysmem"
 	"github.com/k3-project/k3/trunk"
 )
@@ -131,35 +129,38 @@ func parseBudget(a *args) budget {
 }
 
 // resolve replaces the floor preset by the model's trunk floor, which depends on the trunk's
-// shape (packed, ring, slot) but not on the cache, and gives entropy-coded experts (a checkpoint
-// written by compress-experts, whose stamps say so) the expert cache they need when no flag
-// chose one: the auto preset's (every expert read and none kept when the machine's memory
-// cannot be read). codedNote then says so, for the plan.
+// shape (packed, ring, slot) but not on the cache. When no flag chose the expert cache and the
+// plan has one anyway (the library's choice for routed experts whose stamps say they are
+// entropy-coded, a checkpoint written by compress-experts: budget 0, none kept), it raises that
+// cache to the auto preset's budget (0 still when the machine's memory cannot be read);
+// codedNote then says so, for the plan. A plan that cannot be made is left for the caller's own
+// PlanFor or Open to report.
 func (b *budget) resolve(dir string) error {
-	if !b.cacheSet && b.codedNote == "" {
-		if _, err := os.Stat(filepath.Join(dir, rans.ManifestFileName)); err == nil {
-			var c int64
-			how := "the auto preset's"
-			m, err := sysmem.Read()
-			if err == nil {
-				_, c, err = preset.AutoBudgets(m)
-			}
-			if err != nil {
-				c, how = 0, fmt.Sprintf("none kept: %v", err)
-			}
-			b.other = append(b.other, k3.WithCacheBudget(c))
-			b.codedNote = fmt.Sprintf("k3: the experts of %s are entropy-coded (%s): expert cache %s by default (%s; --cache-gb to choose)",
-				dir, rans.ManifestFileName, size(c), how)
+	if b.floor {
+		floor, err := preset.FloorBudget(dir, b.trunk...)
+		if err != nil {
+			return err
 		}
+		b.trunk, b.floor = append(b.trunk, k3.WithTrunkBudget(floor)), false
 	}
-	if !b.floor {
+	if b.cacheSet || b.codedNote != "" {
 		return nil
 	}
-	floor, err := preset.FloorBudget(dir, b.trunk...)
-	if err != nil {
-		return err
+	if p, err := k3.PlanFor(dir, b.options()...); err != nil || p.Cache == nil {
+		return nil
 	}
-	b.trunk, b.floor = append(b.trunk, k3.WithTrunkBudget(floor)), false
+	var c int64
+	how := "the auto preset's"
+	m, err := sysmem.Read()
+	if err == nil {
+		_, c, err = preset.AutoBudgets(m)
+	}
+	if err != nil {
+		c, how = 0, fmt.Sprintf("none kept: %v", err)
+	}
+	b.other = append(b.other, k3.WithCacheBudget(c))
+	b.codedNote = fmt.Sprintf("k3: the experts of %s are entropy-coded: expert cache %s by default (%s; --cache-gb to choose)",
+		dir, size(c), how)
 	return nil
 }
 

@@ -250,7 +250,7 @@ func TestExecCodedExpertsRun(t *testing.T) {
 	got := execK3(t, "", "", "run", coded, "-p", "hi", "-n", "6", "--no-stop")
 	require.Equal(t, 0, got.code, got.stderr)
 	assert.Equal(t, orig.stdout, got.stdout)
-	assert.Contains(t, got.stderr, "are entropy-coded (k3-cfs1-manifest.json): expert cache")
+	assert.Contains(t, got.stderr, "are entropy-coded: expert cache")
 	plan := execK3(t, "", "", "plan", coded)
 	require.Equal(t, 0, plan.code, plan.stderr)
 	assert.Contains(t, plan.stdout, "by default")
