@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/k3-project/k3/internal/testkit"
@@ -18,11 +17,7 @@ import (
 // file size limit, which write(2) reports as a full disk would be, part-way)
 // fails at Close and leaves the previous dump in place and no temporary.
 func TestFullDiskLeavesNoTrace(t *testing.T) {
-	if dir, ok := testkit.ChildArg("TRACE_FULL"); ok {
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 4096, Max: 4096}); err != nil {
-			fmt.Println("RESULT setrlimit", err)
-			return
-		}
+	if dir, ok := testkit.FullDiskChild("TRACE_FULL"); ok {
 		w, err := New(dir, tinyGeo)
 		if err != nil {
 			fmt.Println("RESULT new", err)
@@ -38,7 +33,7 @@ func TestFullDiskLeavesNoTrace(t *testing.T) {
 	dir := filepath.Dir(p)
 	before, err := os.ReadFile(p)
 	require.NoError(t, err)
-	line := testkit.ChildLine(t, testkit.RunChild(t, "TestFullDiskLeavesNoTrace", "TRACE_FULL", dir), "RESULT")
+	line := testkit.RunFullDisk(t, "TestFullDiskLeavesNoTrace", "TRACE_FULL", dir)
 	require.True(t, strings.HasPrefix(line, "RESULT close trace: "), line)
 	require.Contains(t, line, "file too large")
 	after, err := os.ReadFile(p)

@@ -19,12 +19,7 @@ import (
 // to write(2): an error part-way) in a child process. The write fails by
 // name, the previous file survives whole and no temporary is left.
 func TestFullDisk(t *testing.T) {
-	if dir, ok := testkit.ChildArg("ATOMICFILE_FULL"); ok {
-		// Go ignores SIGXFSZ, so the write returns EFBIG.
-		if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 4096, Max: 4096}); err != nil {
-			fmt.Println("RESULT setrlimit", err)
-			return
-		}
+	if dir, ok := testkit.FullDiskChild("ATOMICFILE_FULL"); ok {
 		err := WriteFile(filepath.Join(dir, "out"), make([]byte, 1<<20), 0o644)
 		fmt.Println("RESULT", errors.Is(err, syscall.EFBIG), err)
 		return
@@ -32,7 +27,7 @@ func TestFullDisk(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "out")
 	require.NoError(t, os.WriteFile(p, []byte("good old file"), 0o644))
-	line := testkit.ChildLine(t, testkit.RunChild(t, "TestFullDisk", "ATOMICFILE_FULL", dir), "RESULT")
+	line := testkit.RunFullDisk(t, "TestFullDisk", "ATOMICFILE_FULL", dir)
 	require.True(t, strings.HasPrefix(line, "RESULT true "), line)
 	require.Contains(t, line, "writing "+p)
 	got, _ := os.ReadFile(p)
