@@ -97,27 +97,8 @@ func TestCodedModelLayersBitIdentical(t *testing.T) {
 			}
 			all := len(layers) * c.NumExperts
 			r := rand.New(rand.NewPCG(9, 10))
-			inputs := make([][]float32, 4)
-			for i := range inputs {
-				T := 1
-				if i == len(inputs)-1 {
-					T = 16 // a prefill chunk: waves through the small caches
-				}
-				inputs[i] = make([]float32, T*c.Hidden)
-				for j := range inputs[i] {
-					inputs[i][j] = float32(r.NormFloat64())
-				}
-			}
-			want := map[[2]int][]float32{}
-			for _, l := range layers {
-				m, err := moe.New(moeConfig(c, l, 1), weights[l], memSrc)
-				require.NoError(t, err)
-				for i, x := range inputs {
-					out := make([]float32, len(x))
-					require.NoError(t, m.Forward(out, x, len(x)/c.Hidden))
-					want[[2]int{l, i}] = out
-				}
-			}
+			inputs := stepInputs(r, c.Hidden, 3, 16) // the prefill chunk waves through the small caches
+			want := mappedOutputs(t, c, layers, 1, weights, memSrc, inputs)
 			for _, workers := range []int{1, 2} {
 				for _, slots := range []int{0, c.TopK + 1, all} {
 					for _, v := range []struct{ shapes, prefetch bool }{{true, false}, {false, false}, {true, true}} {

@@ -63,6 +63,40 @@ func openModelDir(t testing.TB, dir string) (*config.Config, *safetensors.Checkp
 	return c, ck
 }
 
+// stepInputs draws the inputs of steps decode steps (one token each) and then
+// of one prefill chunk of prefillT tokens, hidden normal values a token.
+func stepInputs(r *rand.Rand, hidden, steps, prefillT int) [][]float32 {
+	inputs := make([][]float32, steps+1)
+	for i := range inputs {
+		T := 1
+		if i == steps {
+			T = prefillT
+		}
+		inputs[i] = make([]float32, T*hidden)
+		for j := range inputs[i] {
+			inputs[i][j] = float32(r.NormFloat64())
+		}
+	}
+	return inputs
+}
+
+// mappedOutputs runs every input through every layer's MoE on workers workers
+// over the mapped experts src: the reference outputs, by layer and input.
+func mappedOutputs(t *testing.T, c *config.Config, layers []int, workers int, weights map[int]moe.Weights, src *moe.MemExperts, inputs [][]float32) map[[2]int][]float32 {
+	t.Helper()
+	want := map[[2]int][]float32{}
+	for _, l := range layers {
+		m, err := moe.New(moeConfig(c, l, workers), weights[l], src)
+		require.NoError(t, err)
+		for i, x := range inputs {
+			out := make([]float32, len(x))
+			require.NoError(t, m.Forward(out, x, len(x)/c.Hidden))
+			want[[2]int{l, i}] = out
+		}
+	}
+	return want
+}
+
 // mappedModel opens the fixture model dir (closed when the test ends) and
 // returns its configuration, checkpoint, MoE layers, their weights and their
 // experts mapped from the checkpoint: the reference the Store's layers must
@@ -152,29 +186,9 @@ func TestModelLayersBitIdentical(t *testing.T) {
 			all := len(layers) * c.NumExperts
 			r := rand.New(rand.NewPCG(7, 8))
 			const steps, prefillT = 4, 24
-			inputs := make([][]float32, steps+1)
-			for i := range inputs {
-				T := 1
-				if i == steps {
-					T = prefillT
-				}
-				inputs[i] = make([]float32, T*c.Hidden)
-				for j := range inputs[i] {
-					inputs[i][j] = float32(r.NormFloat64())
-				}
-			}
+			inputs := stepInputs(r, c.Hidden, steps, prefillT)
 			for _, workers := range []int{1, 2} {
-				// Reference outputs: mapped experts.
-				want := map[[2]int][]float32{}
-				for _, l := range layers {
-					m, err := moe.New(moeConfig(c, l, workers), weights[l], memSrc)
-					require.NoError(t, err)
-					for i, x := range inputs {
-						out := make([]float32, len(x))
-						require.NoError(t, m.Forward(out, x, len(x)/c.Hidden))
-						want[[2]int{l, i}] = out
-					}
-				}
+				want := mappedOutputs(t, c, layers, workers, weights, memSrc, inputs) // reference outputs: mapped experts
 				for _, slots := range []int{0, c.TopK + 1, all / 2, all} {
 					for _, v := range []struct {
 						pol      cache.PolicyName

@@ -38,28 +38,9 @@ func TestScratchSlotsBitIdentical(t *testing.T) {
 			c, ck, layers, weights, memSrc := mappedModel(t, dir)
 			shapes := modelShapes(c)
 			r := rand.New(rand.NewPCG(11, 12))
-			inputs := make([][]float32, 4)
-			for i := range inputs {
-				T := 1
-				if i == len(inputs)-1 {
-					T = 17 // a prefill chunk: its union needs several waves even of TopK
-				}
-				inputs[i] = make([]float32, T*c.Hidden)
-				for j := range inputs[i] {
-					inputs[i][j] = float32(r.NormFloat64())
-				}
-			}
+			inputs := stepInputs(r, c.Hidden, 3, 17) // the prefill chunk's union needs several waves even of TopK
 			for _, workers := range []int{1, 2} {
-				want := map[[2]int][]float32{}
-				for _, l := range layers {
-					m, err := moe.New(moeConfig(c, l, workers), weights[l], memSrc)
-					require.NoError(t, err)
-					for i, x := range inputs {
-						out := make([]float32, len(x))
-						require.NoError(t, m.Forward(out, x, len(x)/c.Hidden))
-						want[[2]int{l, i}] = out
-					}
-				}
+				want := mappedOutputs(t, c, layers, workers, weights, memSrc, inputs)
 				for _, n := range scratchSizes(c.TopK) {
 					name := fmt.Sprintf("workers=%d/scratch=%d", workers, n)
 					s, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK,
