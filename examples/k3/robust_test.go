@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/k3-project/k3/checkpoint"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,27 +31,20 @@ func execLimited(t *testing.T, cwd string, blocks int, args ...string) result {
 	cmd.Dir = cwd
 	var o, e strings.Builder
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
+	return exited(t, cmd.Run(), o.String(), e.String())
+}
+
+// exited is the result of a run that ended with err (nil or an exit status) and printed
+// stdout and stderr; any other error fails the test.
+func exited(t *testing.T, err error, stdout, stderr string) result {
+	t.Helper()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return result{code, o.String(), e.String()}
-}
-
-// dirNames lists dir's entries, sorted.
-func dirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	slices.Sort(names)
-	return names
+	return result{code, stdout, stderr}
 }
 
 // TestExecWritersFullDisk: every file the CLI writes (reports, logits, states, manifests,
@@ -97,7 +90,7 @@ func TestExecWritersFullDisk(t *testing.T) {
 			b, err := os.ReadFile(p)
 			require.NoError(t, err)
 			require.Equal(t, old, string(b), "the previous file is intact")
-			require.Equal(t, want, dirNames(t, cwd), "no temporary or partial file left")
+			require.Equal(t, want, testkit.DirNames(t, cwd), "no temporary or partial file left")
 
 			// Without the limit the same command replaces the file whole.
 			r = execK3(t, cwd, "", c.args...)
@@ -105,7 +98,7 @@ func TestExecWritersFullDisk(t *testing.T) {
 			b, err = os.ReadFile(p)
 			require.NoError(t, err)
 			require.NotEqual(t, old, string(b))
-			require.Equal(t, want, dirNames(t, cwd))
+			require.Equal(t, want, testkit.DirNames(t, cwd))
 			b, err = os.ReadFile(p + ".tmp")
 			require.NoError(t, err)
 			require.Equal(t, "user's", string(b))
@@ -148,7 +141,7 @@ func TestExecOutputsCheckedFirst(t *testing.T) {
 	fi, err := os.Stat(os.DevNull)
 	require.NoError(t, err)
 	require.Equal(t, os.ModeCharDevice, fi.Mode().Type()&os.ModeCharDevice, "the device is left alone")
-	for _, n := range dirNames(t, tmp) {
+	for _, n := range testkit.DirNames(t, tmp) {
 		require.Contains(t, []string{"file", "ro"}, n, "no probe left behind")
 	}
 }
@@ -188,13 +181,7 @@ func execBounded(t *testing.T, d time.Duration, args ...string) result {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return result{code, o.String(), e.String()}
+		return exited(t, err, o.String(), e.String())
 	case <-time.After(d):
 		cmd.Process.Kill()
 		<-done
@@ -302,7 +289,7 @@ func TestExecFirstSignalWhileOpening(t *testing.T) {
 func TestExecDoctorInterrupted(t *testing.T) {
 	model := filepath.Join(t.TempDir(), "m")
 	require.NoError(t, checkpoint.Synthesize(model, "tiny", 3)) // sparse shards: doctor writes a probe
-	before := dirNames(t, model)
+	before := testkit.DirNames(t, model)
 	for _, c := range []struct {
 		name string
 		sig  syscall.Signal
@@ -347,7 +334,7 @@ func TestExecDoctorInterrupted(t *testing.T) {
 			left, _ := filepath.Glob(filepath.Join(c.where(dir), ".k3-doctor-*"))
 			assert.Empty(t, left, "the probe directory is removed")
 			assert.Contains(t, out.String(), "the probe is removed")
-			assert.Equal(t, before, dirNames(t, model), "nothing written in the model directory")
+			assert.Equal(t, before, testkit.DirNames(t, model), "nothing written in the model directory")
 		})
 	}
 }

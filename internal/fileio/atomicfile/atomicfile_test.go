@@ -5,20 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/require"
 )
-
-// entries lists dir's names, so that a test sees every temporary left behind.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
 
 func TestWriteFileReplaces(t *testing.T) {
 	dir := t.TempDir()
@@ -31,7 +20,7 @@ func TestWriteFileReplaces(t *testing.T) {
 	st, err := os.Stat(p)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o644), st.Mode().Perm())
-	require.Equal(t, []string{"out.json"}, entries(t, dir))
+	require.Equal(t, []string{"out.json"}, testkit.DirNames(t, dir))
 }
 
 // TestNoFixedTempName: a user's file named like the old fixed temporary is
@@ -57,7 +46,7 @@ func TestNoFixedTempName(t *testing.T) {
 	require.Equal(t, "A", string(got))
 	user, _ := os.ReadFile(p + ".tmp")
 	require.Equal(t, "user data", string(user))
-	require.ElementsMatch(t, []string{"P", "P.tmp"}, entries(t, dir))
+	require.ElementsMatch(t, []string{"P", "P.tmp"}, testkit.DirNames(t, dir))
 }
 
 func TestAbortLeavesTarget(t *testing.T) {
@@ -79,7 +68,7 @@ func TestAbortLeavesTarget(t *testing.T) {
 	require.ErrorIs(t, a.Commit(), ErrDone)
 	got, _ := os.ReadFile(p)
 	require.Equal(t, "previous", string(got))
-	require.Equal(t, []string{"t.bin"}, entries(t, dir))
+	require.Equal(t, []string{"t.bin"}, testkit.DirNames(t, dir))
 }
 
 func TestCreateErrors(t *testing.T) {
@@ -93,5 +82,5 @@ func TestCreateErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "d", "keep"), nil, 0o644))
 	err = WriteFile(filepath.Join(dir, "d"), []byte("x"), 0o644)
 	require.Error(t, err)
-	require.ElementsMatch(t, []string{"d"}, entries(t, dir))
+	require.ElementsMatch(t, []string{"d"}, testkit.DirNames(t, dir))
 }

@@ -32,5 +32,5 @@ func TestFullDisk(t *testing.T) {
 	require.Contains(t, line, "writing "+p)
 	got, _ := os.ReadFile(p)
 	require.Equal(t, "good old file", string(got))
-	require.Equal(t, []string{"out"}, entries(t, dir))
+	require.Equal(t, []string{"out"}, testkit.DirNames(t, dir))
 }
