@@ -165,14 +165,22 @@ func TestExecSimCacheFIFO(t *testing.T) {
 	assert.Contains(t, string(out), "not a regular file")
 }
 
+// dumpTrace runs the first fixture model for gen tokens under a tiny expert cache with
+// --dump-cache-trace tr and --out r.json in a new directory, and returns the model's
+// directory and that one.
+func dumpTrace(t *testing.T, gen int) (dir, cwd string) {
+	t.Helper()
+	dir, cwd = testkit.Models(t)[0], t.TempDir()
+	r := execK3(t, cwd, "", "run", dir, "--ids", "1,2,3", "--gen", strconv.Itoa(gen), "--no-stop", "--cache-gb", "0.0001",
+		"--dump-cache-trace", "tr", "--out", "r.json")
+	require.Equal(t, 0, r.code, r.stderr)
+	return dir, cwd
+}
+
 // TestExecCacheTraceSimCache: the trace a run dumps is read back by sim-cache (same request
 // count as the run's cache counters) and drawn as a valid SVG.
 func TestExecCacheTraceSimCache(t *testing.T) {
-	dir := testkit.Models(t)[0]
-	cwd := t.TempDir()
-	r := execK3(t, cwd, "", "run", dir, "--ids", "1,2,3", "--gen", "6", "--no-stop", "--cache-gb", "0.0001",
-		"--dump-cache-trace", "tr", "--out", "r.json")
-	require.Equal(t, 0, r.code, r.stderr)
+	_, cwd := dumpTrace(t, 6)
 	var rep struct {
 		Cache struct {
 			ExpertBytes int64 `json:"expert_bytes"`
@@ -233,11 +241,7 @@ func checkSVG(t *testing.T, path string, labels ...string) {
 // TestExecTraceDumpHeader: the dumped trace carries the model's geometry
 // and exactly the records the run's cache counted.
 func TestExecTraceDumpHeader(t *testing.T) {
-	dir := testkit.Models(t)[0]
-	cwd := t.TempDir()
-	r := execK3(t, cwd, "", "run", dir, "--ids", "1,2,3", "--gen", "4", "--no-stop", "--cache-gb", "0.0001",
-		"--dump-cache-trace", "tr", "--out", "r.json")
-	require.Equal(t, 0, r.code, r.stderr)
+	dir, cwd := dumpTrace(t, 4)
 	cfg, err := config.Load(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	tr, err := trace.Open(filepath.Join(cwd, "tr", trace.TraceFile))
