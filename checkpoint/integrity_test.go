@@ -22,20 +22,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// editJSON rewrites config.json through fn on its decoded text_config.
-func editJSON(t *testing.T, dir string, fn func(tc map[string]any)) {
-	t.Helper()
-	p := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	var root map[string]any
-	require.NoError(t, json.Unmarshal(b, &root))
-	fn(root["text_config"].(map[string]any))
-	b, err = json.Marshal(root)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(p, b, 0o644))
-}
-
 // rewriteShard rewrites one shard file in place through fn (tensors in file
 // order with their bytes, and the metadata).
 func rewriteShard(t testing.TB, path string, fn func(ts []safetensors.WriteTensor, meta map[string]string) map[string]string) {
@@ -68,7 +54,7 @@ func shardPath(dir string, i int) string {
 // when the caller asks for fewer layers on purpose.
 func TestExtraLayersRefused(t *testing.T) {
 	dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 3)
-	editJSON(t, dir, func(tc map[string]any) {
+	testkit.EditTextConfig(t, dir, func(tc map[string]any) {
 		tc["num_hidden_layers"] = 12
 		la := tc["linear_attn_config"].(map[string]any)
 		la["full_attn_layers"] = []int{4, 8, 12}
@@ -101,7 +87,7 @@ func TestAbsurdCountsOpen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 4)
-			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
+			testkit.EditTextConfig(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
 			start := time.Now()
 			_, err := k3.Open(dir)
 			require.Error(t, err)
@@ -143,7 +129,7 @@ func TestAbsurdCountsOpenRSS(t *testing.T) {
 	}{{"num_experts", 1 << 20}, {"num_hidden_layers", 1 << 24}, {"num_experts", config.MaxExperts}, {"num_hidden_layers", config.MaxLayers}} {
 		t.Run(fmt.Sprintf("%s=%d", tc.key, tc.val), func(t *testing.T) {
 			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 5)
-			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
+			testkit.EditTextConfig(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
 			out := testkit.RunChild(t, "TestAbsurdCountsOpenRSS", "K3_OPEN_CHILD", dir)
 			var sec float64
 			var refused bool
