@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -236,15 +235,12 @@ func TestServeCommand(t *testing.T) {
 // completionText posts a completion and returns its text.
 func completionText(t *testing.T, url, body string) string {
 	t.Helper()
-	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/completions", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, b := testkit.Send(t, req)
 	var c struct {
 		Choices []struct {
 			Text string `json:"text"`
