@@ -15,14 +15,7 @@ func BenchmarkMatVec(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const rows, cols = 2048, 7168
 	w := gaussianBF16(r, rows, cols, 0.02)
-	enc, err := Encode(rows, cols, w)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := Open(enc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := mustOpen(b, rows, cols, w)
 	x := testkit.Gaussian(r, cols, 1)
 	dst := make([]float32, rows)
 	b.Run("bf16", func(b *testing.B) {

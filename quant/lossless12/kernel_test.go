@@ -127,14 +127,7 @@ func TestKernelsMatchBF16(t *testing.T) {
 			for gi, gen := range []func(*rand.Rand, int, int, int) ([]byte, []float32){cancelling, cancellingX} {
 				w, x := gen(r, rows, cols, 1)
 				name := fmt.Sprintf("[%d,%d]/%d", rows, cols, gi)
-				enc, err := Encode(rows, cols, w)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m, err := Open(enc)
-				if err != nil {
-					t.Fatal(err)
-				}
+				m := mustOpen(t, rows, cols, w)
 				want := make([]float32, rows)
 				dot.MatVecBF16(want, w, x)
 				for i := range rows {
