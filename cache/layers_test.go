@@ -104,6 +104,17 @@ func mappedOutputs(t *testing.T, c *config.Config, layers []int, workers int, we
 	return want
 }
 
+// eachMappedModel runs test as a subtest on every fixture model, with what
+// mappedModel returns for it.
+func eachMappedModel(t *testing.T, test func(t *testing.T, c *config.Config, ck *safetensors.Checkpoint, layers []int, weights map[int]moe.Weights, memSrc *moe.MemExperts)) {
+	for _, dir := range testkit.Models(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			c, ck, layers, weights, memSrc := mappedModel(t, dir)
+			test(t, c, ck, layers, weights, memSrc)
+		})
+	}
+}
+
 // mappedModel opens the fixture model dir (closed when the test ends) and
 // returns its configuration, checkpoint, MoE layers, their weights and their
 // experts mapped from the checkpoint: the reference the Store's layers must
@@ -182,63 +193,60 @@ func mappedExperts(t testing.TB, ck *safetensors.Checkpoint, c *config.Config, l
 // half and all experts, LRU and S3-FIFO, 1 and 2 workers, decode steps and
 // a prefill chunk whose union exceeds the small caches (waves).
 func TestModelLayersBitIdentical(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			c, ck, layers, weights, memSrc := mappedModel(t, dir)
-			shapes := modelShapes(c)
-			probe, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK, Shapes: shapes})
-			require.NoError(t, err)
-			slot := probe.SlotBytes()
-			probe.Close()
-			all := len(layers) * c.NumExperts
-			r := rand.New(rand.NewPCG(7, 8))
-			const steps, prefillT = 4, 24
-			inputs := stepInputs(r, c.Hidden, steps, prefillT)
-			for _, workers := range []int{1, 2} {
-				want := mappedOutputs(t, c, layers, workers, weights, memSrc, inputs) // reference outputs: mapped experts
-				for _, slots := range []int{0, c.TopK + 1, all / 2, all} {
-					for _, v := range []struct {
-						pol      cache.PolicyName
-						prefetch bool
-					}{{cache.LRU, false}, {cache.S3FIFO, false}, {cache.S3FIFO, true}} {
-						pol := v.pol
-						name := fmt.Sprintf("workers=%d/slots=%d/%s/prefetch=%v", workers, slots, pol, v.prefetch)
-						opts := []cache.Option{cache.WithPolicy(pol), cache.WithReadWorkers(workers)}
-						if v.prefetch {
-							opts = append(opts, cache.WithSpeculation())
-						}
-						s, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK,
-							Budget: int64(slots) * slot, Shapes: shapes}, opts...)
-						require.NoError(t, err, name)
-						ms := map[int]*moe.MoE{}
-						for _, l := range layers {
-							ms[l], err = moe.New(moeConfig(c, l, workers), weights[l], s)
-							require.NoError(t, err)
-						}
-						ws := moe.NewWorkspace()
-						for i, x := range inputs { // token steps through every layer, as the engine runs them
-							s.BeginStep()
-							for li, l := range layers {
-								if v.prefetch && li+1 < len(layers) { // a (random) lookahead guess for the next layer
-									s.Prefetch(layers[li+1], r.Perm(c.NumExperts)[:c.TopK])
-								}
-								out := make([]float32, len(x))
-								require.NoError(t, ms[l].ForwardRoutedWith(out, x, len(x)/c.Hidden, nil, ws), name)
-								testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d, against the mapped experts", name, l, i), out, want[[2]int{l, i}])
-							}
-						}
-						st := s.Stats()
-						require.Zero(t, st.Leased, name)
-						require.Equal(t, st.Run.Requests, st.Run.Hits+st.Run.Misses, name)
-						if slots == all {
-							require.Zero(t, st.Run.Evictions, name)
-						}
-						require.NoError(t, s.Close())
+	eachMappedModel(t, func(t *testing.T, c *config.Config, ck *safetensors.Checkpoint, layers []int, weights map[int]moe.Weights, memSrc *moe.MemExperts) {
+		shapes := modelShapes(c)
+		probe, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK, Shapes: shapes})
+		require.NoError(t, err)
+		slot := probe.SlotBytes()
+		probe.Close()
+		all := len(layers) * c.NumExperts
+		r := rand.New(rand.NewPCG(7, 8))
+		const steps, prefillT = 4, 24
+		inputs := stepInputs(r, c.Hidden, steps, prefillT)
+		for _, workers := range []int{1, 2} {
+			want := mappedOutputs(t, c, layers, workers, weights, memSrc, inputs) // reference outputs: mapped experts
+			for _, slots := range []int{0, c.TopK + 1, all / 2, all} {
+				for _, v := range []struct {
+					pol      cache.PolicyName
+					prefetch bool
+				}{{cache.LRU, false}, {cache.S3FIFO, false}, {cache.S3FIFO, true}} {
+					pol := v.pol
+					name := fmt.Sprintf("workers=%d/slots=%d/%s/prefetch=%v", workers, slots, pol, v.prefetch)
+					opts := []cache.Option{cache.WithPolicy(pol), cache.WithReadWorkers(workers)}
+					if v.prefetch {
+						opts = append(opts, cache.WithSpeculation())
 					}
+					s, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK,
+						Budget: int64(slots) * slot, Shapes: shapes}, opts...)
+					require.NoError(t, err, name)
+					ms := map[int]*moe.MoE{}
+					for _, l := range layers {
+						ms[l], err = moe.New(moeConfig(c, l, workers), weights[l], s)
+						require.NoError(t, err)
+					}
+					ws := moe.NewWorkspace()
+					for i, x := range inputs { // token steps through every layer, as the engine runs them
+						s.BeginStep()
+						for li, l := range layers {
+							if v.prefetch && li+1 < len(layers) { // a (random) lookahead guess for the next layer
+								s.Prefetch(layers[li+1], r.Perm(c.NumExperts)[:c.TopK])
+							}
+							out := make([]float32, len(x))
+							require.NoError(t, ms[l].ForwardRoutedWith(out, x, len(x)/c.Hidden, nil, ws), name)
+							testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d, against the mapped experts", name, l, i), out, want[[2]int{l, i}])
+						}
+					}
+					st := s.Stats()
+					require.Zero(t, st.Leased, name)
+					require.Equal(t, st.Run.Requests, st.Run.Hits+st.Run.Misses, name)
+					if slots == all {
+						require.Zero(t, st.Run.Evictions, name)
+					}
+					require.NoError(t, s.Close())
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // Chunk-union prefill through an uncached Store reads each expert once per
@@ -295,47 +303,44 @@ func scratchSizes(k int) []int {
 // the mapped experts), for 1 and 2 workers, decode steps and a prefill
 // chunk; the store never holds more than its slots in one call.
 func TestScratchSlotsBitIdentical(t *testing.T) {
-	for _, dir := range testkit.Models(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			c, ck, layers, weights, memSrc := mappedModel(t, dir)
-			shapes := modelShapes(c)
-			r := rand.New(rand.NewPCG(11, 12))
-			inputs := stepInputs(r, c.Hidden, 3, 17) // the prefill chunk's union needs several waves even of TopK
-			for _, workers := range []int{1, 2} {
-				want := mappedOutputs(t, c, layers, workers, weights, memSrc, inputs)
-				for _, n := range scratchSizes(c.TopK) {
-					name := fmt.Sprintf("workers=%d/scratch=%d", workers, n)
-					s, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK,
-						Shapes: shapes, ScratchSlots: n}, cache.WithReadWorkers(workers))
-					require.NoError(t, err, name)
-					require.Equal(t, cmp.Or(n, c.TopK), s.MaxBatch(), name)
-					for i, x := range inputs {
-						s.BeginStep()
-						for _, l := range layers {
-							m, err := moe.New(moeConfig(c, l, workers), weights[l], s)
-							require.NoError(t, err)
-							out := make([]float32, len(x))
-							require.NoError(t, m.Forward(out, x, len(x)/c.Hidden), name)
-							testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d", name, l, i), out, want[[2]int{l, i}])
-						}
+	eachMappedModel(t, func(t *testing.T, c *config.Config, ck *safetensors.Checkpoint, layers []int, weights map[int]moe.Weights, memSrc *moe.MemExperts) {
+		shapes := modelShapes(c)
+		r := rand.New(rand.NewPCG(11, 12))
+		inputs := stepInputs(r, c.Hidden, 3, 17) // the prefill chunk's union needs several waves even of TopK
+		for _, workers := range []int{1, 2} {
+			want := mappedOutputs(t, c, layers, workers, weights, memSrc, inputs)
+			for _, n := range scratchSizes(c.TopK) {
+				name := fmt.Sprintf("workers=%d/scratch=%d", workers, n)
+				s, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK,
+					Shapes: shapes, ScratchSlots: n}, cache.WithReadWorkers(workers))
+				require.NoError(t, err, name)
+				require.Equal(t, cmp.Or(n, c.TopK), s.MaxBatch(), name)
+				for i, x := range inputs {
+					s.BeginStep()
+					for _, l := range layers {
+						m, err := moe.New(moeConfig(c, l, workers), weights[l], s)
+						require.NoError(t, err)
+						out := make([]float32, len(x))
+						require.NoError(t, m.Forward(out, x, len(x)/c.Hidden), name)
+						testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d", name, l, i), out, want[[2]int{l, i}])
 					}
-					st := s.Stats()
-					require.Zero(t, st.Leased, name)
-					require.Equal(t, st.Run.Requests, st.Run.Misses, name)
-					// A caller that asks more than the scratch holds is refused, not served past it.
-					if n > 0 && n < c.TopK {
-						ids := make([]int, n+1)
-						for i := range ids {
-							ids[i] = i
-						}
-						_, _, err := s.Experts(layers[0], ids, nil)
-						require.ErrorIs(t, err, cache.ErrBatchTooLarge, name)
-					}
-					require.NoError(t, s.Close())
 				}
+				st := s.Stats()
+				require.Zero(t, st.Leased, name)
+				require.Equal(t, st.Run.Requests, st.Run.Misses, name)
+				// A caller that asks more than the scratch holds is refused, not served past it.
+				if n > 0 && n < c.TopK {
+					ids := make([]int, n+1)
+					for i := range ids {
+						ids[i] = i
+					}
+					_, _, err := s.Experts(layers[0], ids, nil)
+					require.ErrorIs(t, err, cache.ErrBatchTooLarge, name)
+				}
+				require.NoError(t, s.Close())
 			}
-		})
-	}
+		}
+	})
 }
 
 func TestScratchSlotsPlan(t *testing.T) {
