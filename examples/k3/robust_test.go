@@ -255,26 +255,8 @@ func TestExecFirstSignalWhileOpening(t *testing.T) {
 		"--out", "r.json", "--dump-cache-trace", "tr")
 	cmd.Dir = cwd
 	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "k3: memory plan") {
-		require.True(t, time.Now().Before(deadline), out.String())
-		time.Sleep(2 * time.Millisecond)
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-done:
-		ee, ok := err.(*exec.ExitError)
-		require.True(t, ok, "%v: %s", err, out.String())
-		assert.Equal(t, 143, ee.ExitCode(), out.String())
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("the first SIGTERM did not end the process: %s", out.String())
-	}
+	signalWhen(t, cmd, &out, 60*time.Second, func() bool { return strings.Contains(out.String(), "k3: memory plan") },
+		syscall.SIGTERM, 143, 15*time.Second)
 	assert.Contains(t, out.String(), "while opening the model")
 	assert.NotContains(t, out.String(), "panic")
 	left, err := filepath.Glob(filepath.Join(cwd, "tr", "*"))
@@ -308,29 +290,10 @@ func TestExecDoctorInterrupted(t *testing.T) {
 			// A probe far larger than 5 s of writing: the signal always arrives mid-probe.
 			cmd := exec.Command(k3Binary(t), append(c.args(dir), "--probe-mb", "8192", "--seconds", "60")...)
 			var out syncBuffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			require.NoError(t, cmd.Start())
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			signalWhen(t, cmd, &out, 30*time.Second, func() bool {
 				probes, _ := filepath.Glob(filepath.Join(c.where(dir), ".k3-doctor-*", ".k3-readrate-*"))
-				if len(probes) > 0 {
-					break
-				}
-				require.True(t, time.Now().Before(deadline), "no probe file appeared: %s", out.String())
-				time.Sleep(5 * time.Millisecond)
-			}
-			require.NoError(t, cmd.Process.Signal(c.sig))
-			select {
-			case err := <-done:
-				ee, ok := err.(*exec.ExitError)
-				require.True(t, ok, "%v: %s", err, out.String())
-				assert.Equal(t, c.code, ee.ExitCode(), out.String())
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				t.Fatalf("doctor did not end on %v: %s", c.sig, out.String())
-			}
+				return len(probes) > 0 // the probe file is being written
+			}, c.sig, c.code, 20*time.Second)
 			left, _ := filepath.Glob(filepath.Join(c.where(dir), ".k3-doctor-*"))
 			assert.Empty(t, left, "the probe directory is removed")
 			assert.Contains(t, out.String(), "the probe is removed")
@@ -419,4 +382,36 @@ func TestExecUnwritableOutputs(t *testing.T) {
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "--out")
 	assert.NotContains(t, r.stderr, "no-such-model")
+}
+
+// signalWhen starts cmd with stdout and stderr in out, sends it sig once ready reports true
+// (failing the test when that takes longer than readyWithin) and requires it to exit with code
+// within exitWithin (killing it otherwise).
+func signalWhen(t *testing.T, cmd *exec.Cmd, out *syncBuffer, readyWithin time.Duration, ready func() bool,
+	sig syscall.Signal, code int, exitWithin time.Duration) {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(readyWithin)
+	for !ready() {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-done
+			t.Fatalf("not ready to signal after %v: %s", readyWithin, out.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(sig))
+	select {
+	case err := <-done:
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "%v: %s", err, out.String())
+		assert.Equal(t, code, ee.ExitCode(), out.String())
+	case <-time.After(exitWithin):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%v did not end the process within %v: %s", sig, exitWithin, out.String())
+	}
 }
