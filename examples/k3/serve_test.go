@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,27 +57,9 @@ type served struct {
 	url    string
 	sigs   chan os.Signal
 	exit   chan int
-	exited bool // the test has received from exit
-	log    *lockedBuffer
+	exited bool        // the test has received from exit
+	log    *syncBuffer // the server's stderr: written by its goroutines, read by the test
 	client openai.Client
-}
-
-// lockedBuffer is the server's stderr: written by its goroutines, read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startServe(t *testing.T, argv ...string) *served {
@@ -94,7 +75,7 @@ func startServe(t *testing.T, argv ...string) *served {
 	}
 	s := &served{sigs: make(chan os.Signal, 2), exit: make(chan int, 1)}
 	ready := make(chan string, 1)
-	log := &lockedBuffer{}
+	log := &syncBuffer{}
 	s.log = log
 	go func() { s.exit <- serveModel(o, log, s.sigs, func(addr string) { ready <- addr }) }()
 	select {
