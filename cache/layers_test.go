@@ -104,6 +104,28 @@ func mappedOutputs(t *testing.T, c *config.Config, layers []int, workers int, we
 	return want
 }
 
+// requireSameSteps runs inputs as token steps through every layer's MoE with
+// its experts from s on workers workers (calling prefetch, when not nil,
+// before layer index li's forward) and requires each output to have the bits
+// of want's; name labels a failure.
+func requireSameSteps(t *testing.T, name string, c *config.Config, layers []int, workers int, weights map[int]moe.Weights,
+	s *cache.Store, inputs [][]float32, want map[[2]int][]float32, prefetch func(li int)) {
+	t.Helper()
+	for i, x := range inputs {
+		s.BeginStep()
+		for li, l := range layers {
+			if prefetch != nil {
+				prefetch(li)
+			}
+			m, err := moe.New(moeConfig(c, l, workers), weights[l], s)
+			require.NoError(t, err)
+			out := make([]float32, len(x))
+			require.NoError(t, m.Forward(out, x, len(x)/c.Hidden), name)
+			testkit.RequireSameBits(t, fmt.Sprintf("%s: layer %d input %d", name, l, i), out, want[[2]int{l, i}])
+		}
+	}
+}
+
 // eachMappedModel runs test as a subtest on every fixture model, with what
 // mappedModel returns for it.
 func eachMappedModel(t *testing.T, test func(t *testing.T, c *config.Config, ck *safetensors.Checkpoint, layers []int, weights map[int]moe.Weights, memSrc *moe.MemExperts)) {
@@ -315,16 +337,7 @@ func TestScratchSlotsBitIdentical(t *testing.T) {
 					Shapes: shapes, ScratchSlots: n}, cache.WithReadWorkers(workers))
 				require.NoError(t, err, name)
 				require.Equal(t, cmp.Or(n, c.TopK), s.MaxBatch(), name)
-				for i, x := range inputs {
-					s.BeginStep()
-					for _, l := range layers {
-						m, err := moe.New(moeConfig(c, l, workers), weights[l], s)
-						require.NoError(t, err)
-						out := make([]float32, len(x))
-						require.NoError(t, m.Forward(out, x, len(x)/c.Hidden), name)
-						testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d", name, l, i), out, want[[2]int{l, i}])
-					}
-				}
+				requireSameSteps(t, name, c, layers, workers, weights, s, inputs, want, nil)
 				st := s.Stats()
 				require.Zero(t, st.Leased, name)
 				require.Equal(t, st.Run.Requests, st.Run.Misses, name)
@@ -505,19 +518,15 @@ func TestCodedModelLayersBitIdentical(t *testing.T) {
 						}
 						s, err := cache.New(ck, cc, opts...)
 						require.NoError(t, err, name)
-						for i, x := range inputs {
-							s.BeginStep()
-							for li, l := range layers {
-								if v.prefetch && li+1 < len(layers) { // background reads decode too
+						var prefetch func(li int)
+						if v.prefetch { // background reads decode too
+							prefetch = func(li int) {
+								if li+1 < len(layers) {
 									s.Prefetch(layers[li+1], r.Perm(c.NumExperts)[:c.TopK])
 								}
-								m, err := moe.New(moeConfig(c, l, workers), weights[l], s)
-								require.NoError(t, err)
-								out := make([]float32, len(x))
-								require.NoError(t, m.Forward(out, x, len(x)/c.Hidden), name)
-								testkit.RequireSameBits(t, fmt.Sprintf("%s layer %d input %d, against the raw experts", name, l, i), out, want[[2]int{l, i}])
 							}
 						}
+						requireSameSteps(t, name+", against the raw experts", c, layers, workers, weights, s, inputs, want, prefetch)
 						st := s.Stats()
 						require.Positive(t, st.Run.Misses, name)
 						require.Positive(t, st.Run.DecodeSeconds, name)
