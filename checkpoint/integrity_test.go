@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -11,30 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
-
-// editJSON rewrites config.json through fn on its decoded text_config.
-func editJSON(t *testing.T, dir string, fn func(tc map[string]any)) {
-	t.Helper()
-	p := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	var root map[string]any
-	require.NoError(t, json.Unmarshal(b, &root))
-	fn(root["text_config"].(map[string]any))
-	b, err = json.Marshal(root)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(p, b, 0o644))
-}
 
 // rewriteShard rewrites one shard file in place through fn (tensors in file
 // order with their bytes, and the metadata).
@@ -68,7 +54,7 @@ func shardPath(dir string, i int) string {
 // when the caller asks for fewer layers on purpose.
 func TestExtraLayersRefused(t *testing.T) {
 	dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 3)
-	editJSON(t, dir, func(tc map[string]any) {
+	testkit.EditTextConfig(t, dir, func(tc map[string]any) {
 		tc["num_hidden_layers"] = 12
 		la := tc["linear_attn_config"].(map[string]any)
 		la["full_attn_layers"] = []int{4, 8, 12}
@@ -101,7 +87,7 @@ func TestAbsurdCountsOpen(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 4)
-			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
+			testkit.EditTextConfig(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
 			start := time.Now()
 			_, err := k3.Open(dir)
 			require.Error(t, err)
@@ -143,7 +129,7 @@ func TestAbsurdCountsOpenRSS(t *testing.T) {
 	}{{"num_experts", 1 << 20}, {"num_hidden_layers", 1 << 24}, {"num_experts", config.MaxExperts}, {"num_hidden_layers", config.MaxLayers}} {
 		t.Run(fmt.Sprintf("%s=%d", tc.key, tc.val), func(t *testing.T) {
 			dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 5)
-			editJSON(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
+			testkit.EditTextConfig(t, dir, func(c map[string]any) { c[tc.key] = tc.val })
 			out := testkit.RunChild(t, "TestAbsurdCountsOpenRSS", "K3_OPEN_CHILD", dir)
 			var sec float64
 			var refused bool
@@ -396,4 +382,66 @@ func TestCheckReport(t *testing.T) {
 	rep, err = checkpoint.Check(dir, ck, &short, checkpoint.CheckOptions{ExtraLayers: true})
 	require.NoError(t, err)
 	assert.Equal(t, []int{cfg.NumLayers - 1}, rep.ExtraLayers)
+}
+
+func TestManifest(t *testing.T) {
+	dir := testkit.Synth(t, checkpoint.Synthesize, "tiny", 8)
+	var buf bytes.Buffer
+	var calls int
+	require.NoError(t, checkpoint.WriteManifest(dir, &buf, func(string, int64, int64) { calls++ }))
+	assert.Positive(t, calls)
+	m, err := checkpoint.ReadManifest(bytes.NewReader(buf.Bytes()))
+	require.NoError(t, err)
+	assert.Len(t, m.Files, 7) // config, index, the synthesized tokenizer's two files, three shards
+	assert.Equal(t, "config.json", m.Files[0].Name)
+	assert.Contains(t, buf.String(), "  model-00001-of-00003.safetensors\n") // sha256sum format
+	assert.Equal(t, buf.Bytes(), m.Marshal())
+	// Tokenizer files are covered: a changed one is named, and so is a missing one.
+	tok := filepath.Join(dir, "tiktoken.model")
+	orig, err := os.ReadFile(tok)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(tok, []byte("x"), 0o644))
+	assert.ErrorContains(t, checkpoint.VerifyManifest(dir, m, nil), "tiktoken.model: changed: sha256")
+	require.NoError(t, os.Remove(tok))
+	assert.ErrorContains(t, checkpoint.VerifyManifest(dir, m, nil), "tiktoken.model: listed in the manifest but not part of the checkpoint")
+	require.NoError(t, os.WriteFile(tok, orig, 0o644))
+	require.NoError(t, checkpoint.VerifyManifest(dir, m, nil))
+
+	// A changed byte and a truncated shard are both named.
+	s1, s3 := shardPath(dir, 1), shardPath(dir, 3)
+	st1, err := os.Stat(s1)
+	require.NoError(t, err)
+	testkit.FlipBits(t, s1, st1.Size()-100, 0x10) // in tensor data: only the digest can tell
+	st, err := os.Stat(s3)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(s3, st.Size()-1))
+	err = checkpoint.VerifyManifest(dir, m, nil)
+	var me *checkpoint.ManifestError
+	require.ErrorAs(t, err, &me)
+	assert.ErrorIs(t, err, checkpoint.ErrManifestMismatch)
+	require.Len(t, me.Problems, 2)
+	assert.Contains(t, err.Error(), filepath.Base(s1)+": changed: sha256")
+	assert.Contains(t, err.Error(), filepath.Base(s3)+": safetensors:") // named by the structure check, not hashed
+
+	z := strings.Repeat("0", 64)
+	for _, bad := range []string{``, z + "  ../x\n", z + " x\n", strings.Repeat("0", 63) + "   x\n", strings.ToUpper(strings.Repeat("a", 64)) + "  x\n",
+		z + "  a\n" + z + "  a\n", "junk\n"} {
+		_, err := checkpoint.ReadManifest(strings.NewReader(bad))
+		assert.ErrorIs(t, err, checkpoint.ErrManifest, bad)
+	}
+}
+
+func FuzzReadManifest(f *testing.F) {
+	f.Add([]byte(strings.Repeat("ab", 32) + "  config.json\n"))
+	f.Add([]byte(strings.Repeat("ab", 32) + " *a\n" + strings.Repeat("cd", 32) + "  b"))
+	f.Add([]byte("\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := checkpoint.ReadManifest(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		back, err := checkpoint.ReadManifest(bytes.NewReader(m.Marshal()))
+		require.NoError(t, err, "round trip")
+		require.Equal(t, m.Files, back.Files, "round trip")
+	})
 }

@@ -108,12 +108,7 @@ func TestLayoutFormatViolations(t *testing.T) {
 	dir := t.TempDir()
 	_, err := Pack(dir, l12Source(t), PackOptions{Format: FormatLossless12})
 	require.NoError(t, err)
-	good, err := os.ReadFile(filepath.Join(dir, LayoutName))
-	require.NoError(t, err)
-	st, err := os.Stat(filepath.Join(dir, BinName))
-	require.NoError(t, err)
-	_, err = ParseLayout(good, st.Size(), 2, Expect{})
-	require.NoError(t, err)
+	good, binSize := goodLayout(t, dir)
 	tensor := func(d map[string]any, name string) map[string]any {
 		return d["layers"].([]any)[0].(map[string]any)["tensors"].(map[string]any)[name].(map[string]any)
 	}
@@ -150,7 +145,7 @@ func TestLayoutFormatViolations(t *testing.T) {
 			c.mutate(d)
 			data, err := json.Marshal(d)
 			require.NoError(t, err)
-			_, err = ParseLayout(data, st.Size(), 2, Expect{})
+			_, err = ParseLayout(data, binSize, 2, Expect{})
 			require.ErrorIs(t, err, ErrLayout)
 			assert.Contains(t, err.Error(), c.want)
 		})

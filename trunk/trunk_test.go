@@ -334,16 +334,24 @@ func TestPackRefusesShortSource(t *testing.T) {
 	assert.ErrorIs(t, err, ErrIncomplete)
 }
 
-// TestLayoutViolations: every §8.3 rule refuses the trunk with ErrLayout.
-func TestLayoutViolations(t *testing.T) {
-	_, ts := source(t, 2, 32, 16)
-	dir := packed(t, ts, 2)
+// goodLayout reads the layout of the two-layer trunk packed in dir, requires ParseLayout to
+// accept it, and returns it with the size of the trunk's bin file.
+func goodLayout(t *testing.T, dir string) ([]byte, int64) {
+	t.Helper()
 	good, err := os.ReadFile(filepath.Join(dir, LayoutName))
 	require.NoError(t, err)
 	st, err := os.Stat(filepath.Join(dir, BinName))
 	require.NoError(t, err)
 	_, err = ParseLayout(good, st.Size(), 2, Expect{})
 	require.NoError(t, err)
+	return good, st.Size()
+}
+
+// TestLayoutViolations: every §8.3 rule refuses the trunk with ErrLayout.
+func TestLayoutViolations(t *testing.T) {
+	_, ts := source(t, 2, 32, 16)
+	dir := packed(t, ts, 2)
+	good, binSize := goodLayout(t, dir)
 
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(good, &doc))
@@ -391,16 +399,17 @@ func TestLayoutViolations(t *testing.T) {
 				var d map[string]any
 				require.NoError(t, json.Unmarshal(good, &d))
 				c.mutate(d)
+				var err error
 				data, err = json.Marshal(d)
 				require.NoError(t, err)
 			}
-			_, err := ParseLayout(data, st.Size(), 2, Expect{})
+			_, err := ParseLayout(data, binSize, 2, Expect{})
 			require.ErrorIs(t, err, ErrLayout)
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
 	// A missing required tensor is the caller's rule.
-	_, err = ParseLayout(good, st.Size(), 2, Expect{Layer: func(l int, names []string) error {
+	_, err := ParseLayout(good, binSize, 2, Expect{Layer: func(l int, names []string) error {
 		return fmt.Errorf("needs layers.%d.c", l)
 	}})
 	require.ErrorIs(t, err, ErrLayout)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,27 +57,9 @@ type served struct {
 	url    string
 	sigs   chan os.Signal
 	exit   chan int
-	exited bool // the test has received from exit
-	log    *lockedBuffer
+	exited bool        // the test has received from exit
+	log    *syncBuffer // the server's stderr: written by its goroutines, read by the test
 	client openai.Client
-}
-
-// lockedBuffer is the server's stderr: written by its goroutines, read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startServe(t *testing.T, argv ...string) *served {
@@ -95,7 +75,7 @@ func startServe(t *testing.T, argv ...string) *served {
 	}
 	s := &served{sigs: make(chan os.Signal, 2), exit: make(chan int, 1)}
 	ready := make(chan string, 1)
-	log := &lockedBuffer{}
+	log := &syncBuffer{}
 	s.log = log
 	go func() { s.exit <- serveModel(o, log, s.sigs, func(addr string) { ready <- addr }) }()
 	select {
@@ -236,15 +216,12 @@ func TestServeCommand(t *testing.T) {
 // completionText posts a completion and returns its text.
 func completionText(t *testing.T, url, body string) string {
 	t.Helper()
-	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/completions", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, b := testkit.Send(t, req)
 	var c struct {
 		Choices []struct {
 			Text string `json:"text"`

@@ -97,13 +97,23 @@ func TestDecoderLevels(t *testing.T) {
 	t.Logf("assembly decoder: %v, fused mat-vec: %v (the tests compare them with the pure-Go twin)", m.simd, m.fused)
 }
 
-func mustEncode(t *testing.T, rows, cols int, w []byte) []byte {
+func mustEncode(t testing.TB, rows, cols int, w []byte) []byte {
 	t.Helper()
 	enc, err := Encode(rows, cols, w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return enc
+}
+
+// mustOpen encodes the rows×cols bf16 matrix w and opens the encoding.
+func mustOpen(t testing.TB, rows, cols int, w []byte) *Matrix {
+	t.Helper()
+	m, err := Open(mustEncode(t, rows, cols, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // TestEveryCode round-trips all 65,536 bf16 codes (±0, subnormals, ±Inf,

@@ -1,24 +1,17 @@
 package atomicfile
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/require"
 )
-
-// entries lists dir's names, so that a test sees every temporary left behind.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
 
 func TestWriteFileReplaces(t *testing.T) {
 	dir := t.TempDir()
@@ -31,7 +24,7 @@ func TestWriteFileReplaces(t *testing.T) {
 	st, err := os.Stat(p)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o644), st.Mode().Perm())
-	require.Equal(t, []string{"out.json"}, entries(t, dir))
+	require.Equal(t, []string{"out.json"}, testkit.DirNames(t, dir))
 }
 
 // TestNoFixedTempName: a user's file named like the old fixed temporary is
@@ -57,7 +50,7 @@ func TestNoFixedTempName(t *testing.T) {
 	require.Equal(t, "A", string(got))
 	user, _ := os.ReadFile(p + ".tmp")
 	require.Equal(t, "user data", string(user))
-	require.ElementsMatch(t, []string{"P", "P.tmp"}, entries(t, dir))
+	require.ElementsMatch(t, []string{"P", "P.tmp"}, testkit.DirNames(t, dir))
 }
 
 func TestAbortLeavesTarget(t *testing.T) {
@@ -79,7 +72,7 @@ func TestAbortLeavesTarget(t *testing.T) {
 	require.ErrorIs(t, a.Commit(), ErrDone)
 	got, _ := os.ReadFile(p)
 	require.Equal(t, "previous", string(got))
-	require.Equal(t, []string{"t.bin"}, entries(t, dir))
+	require.Equal(t, []string{"t.bin"}, testkit.DirNames(t, dir))
 }
 
 func TestCreateErrors(t *testing.T) {
@@ -93,5 +86,25 @@ func TestCreateErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "d", "keep"), nil, 0o644))
 	err = WriteFile(filepath.Join(dir, "d"), []byte("x"), 0o644)
 	require.Error(t, err)
-	require.ElementsMatch(t, []string{"d"}, entries(t, dir))
+	require.ElementsMatch(t, []string{"d"}, testkit.DirNames(t, dir))
+}
+
+// TestFullDisk: a file size limit (RLIMIT_FSIZE, what a full disk looks like
+// to write(2): an error part-way) in a child process. The write fails by
+// name, the previous file survives whole and no temporary is left.
+func TestFullDisk(t *testing.T) {
+	if dir, ok := testkit.FullDiskChild("ATOMICFILE_FULL"); ok {
+		err := WriteFile(filepath.Join(dir, "out"), make([]byte, 1<<20), 0o644)
+		fmt.Println("RESULT", errors.Is(err, syscall.EFBIG), err)
+		return
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out")
+	require.NoError(t, os.WriteFile(p, []byte("good old file"), 0o644))
+	line := testkit.RunFullDisk(t, "TestFullDisk", "ATOMICFILE_FULL", dir)
+	require.True(t, strings.HasPrefix(line, "RESULT true "), line)
+	require.Contains(t, line, "writing "+p)
+	got, _ := os.ReadFile(p)
+	require.Equal(t, "good old file", string(got))
+	require.Equal(t, []string{"out"}, testkit.DirNames(t, dir))
 }

@@ -93,15 +93,7 @@ func post(t *testing.T, ctx context.Context, url, body string, header ...string)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := testkit.Send(t, req)
 	return resp.StatusCode, resp.Header, b
 }
 
@@ -292,6 +284,15 @@ func postStream(t *testing.T, ctx context.Context, url, body string) *http.Respo
 // the reference's greedy sequence, so each one's greedy continuation is the rest of it. Their
 // forwards share walks (mapped or under a trunk budget); the answers must not change.
 func TestConcurrentClients(t *testing.T) {
+	eachMode(t, func(t *testing.T, dir string, opts []k3.Option) {
+		f := start(t, dir, serve.Limits{MaxConcurrent: 8}, "", opts...)
+		concurrent(t, f)
+	})
+}
+
+// eachMode runs test as a subtest on every fixture model in two modes: its weights mapped, and
+// at the trunk floor with cache 0; opts are the mode's model options.
+func eachMode(t *testing.T, test func(t *testing.T, dir string, opts []k3.Option)) {
 	for _, dir := range testkit.Models(t) {
 		floor, err := preset.FloorBudget(dir)
 		if err != nil {
@@ -302,8 +303,7 @@ func TestConcurrentClients(t *testing.T) {
 			opts []k3.Option
 		}{{"mapped", nil}, {"trunk-floor", []k3.Option{k3.WithTrunkBudget(floor), k3.WithCacheBudget(0)}}} {
 			t.Run(filepath.Base(dir)+"/"+mode.name, func(t *testing.T) {
-				f := start(t, dir, serve.Limits{MaxConcurrent: 8}, "", mode.opts...)
-				concurrent(t, f)
+				test(t, dir, mode.opts)
 			})
 		}
 	}
@@ -714,85 +714,75 @@ func (g *gate) LayerDone(int, time.Duration) {
 // the same rows carried by fewer walks than the solo runs took.
 func TestSharedWalks(t *testing.T) {
 	const clients = 4
-	for _, dir := range testkit.Models(t) {
-		floor, err := preset.FloorBudget(dir)
-		if err != nil {
-			t.Fatal(err)
+	eachMode(t, func(t *testing.T, dir string, opts []k3.Option) {
+		g := &gate{open: make(chan struct{})}
+		f := start(t, dir, serve.Limits{MaxConcurrent: clients}, "", append(opts, k3.WithTracer(g), k3.WithThreads(2))...)
+		full, p := f.ref.FullIDs, len(f.ref.PromptIDs)
+		n := len(full) - p - clients + 1
+		if n < 2 {
+			t.Fatalf("the reference continues by %d tokens: too few for %d clients", len(full)-p, clients)
 		}
-		for _, mode := range []struct {
-			name string
-			opts []k3.Option
-		}{{"mapped", nil}, {"trunk-floor", []k3.Option{k3.WithTrunkBudget(floor), k3.WithCacheBudget(0)}}} {
-			t.Run(filepath.Base(dir)+"/"+mode.name, func(t *testing.T) {
-				g := &gate{open: make(chan struct{})}
-				f := start(t, dir, serve.Limits{MaxConcurrent: clients}, "", append(mode.opts, k3.WithTracer(g), k3.WithThreads(2))...)
-				full, p := f.ref.FullIDs, len(f.ref.PromptIDs)
-				n := len(full) - p - clients + 1
-				if n < 2 {
-					t.Fatalf("the reference continues by %d tokens: too few for %d clients", len(full)-p, clients)
-				}
-				complete := func(i int) (rawCompletion, error) {
-					body := fmt.Sprintf(`{"prompt": %s, "max_tokens": %d, "return_tokens": true}`, idsJSON(full[:p+i]), n)
-					req, err := http.NewRequest(http.MethodPost, f.url+"/v1/completions", strings.NewReader(body))
-					if err != nil {
-						return rawCompletion{}, err
-					}
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						return rawCompletion{}, err
-					}
-					defer resp.Body.Close()
-					b, err := io.ReadAll(resp.Body)
-					if err != nil {
-						return rawCompletion{}, err
-					}
-					var c rawCompletion
-					if err := json.Unmarshal(b, &c); err != nil || resp.StatusCode != http.StatusOK || len(c.Choices) != 1 {
-						return c, fmt.Errorf("%d %s (%v)", resp.StatusCode, b, err)
-					}
-					return c, nil
-				}
-				solo := make([]rawCompletion, clients)
-				before := f.srv.Stats()
-				for i := range clients {
-					if solo[i], err = complete(i); err != nil {
-						t.Fatalf("client %d alone: %v", i, err)
-					}
-					if want := full[p+i : p+i+n]; !slices.Equal(solo[i].Choices[0].Tokens, want) {
-						t.Fatalf("client %d alone: %v, want the reference's %v", i, solo[i].Choices[0].Tokens, want)
-					}
-				}
-				mid := f.srv.Stats()
-				g.armed.Store(true)
-				got := make([]rawCompletion, clients)
-				errs := make([]error, clients)
-				var wg sync.WaitGroup
-				for i := range clients {
-					wg.Go(func() { got[i], errs[i] = complete(i) })
-				}
-				waitStats(t, f.srv, "every request in flight", func(st serve.Stats) bool { return st.Active == clients })
-				time.Sleep(50 * time.Millisecond) // the last ones admitted reach the walker's queue
-				close(g.open)
-				wg.Wait()
-				for i := range clients {
-					if errs[i] != nil {
-						t.Fatalf("client %d: %v", i, errs[i])
-					}
-					if c, w := got[i].Choices[0], solo[i].Choices[0]; !slices.Equal(c.Tokens, w.Tokens) || c.Text != w.Text {
-						t.Errorf("client %d concurrently: %v %q, alone %v %q", i, c.Tokens, c.Text, w.Tokens, w.Text)
-					}
-				}
-				after := f.srv.Stats()
-				soloWalks, soloRows := mid.Walks-before.Walks, mid.WalkRows-before.WalkRows
-				walks, rows := after.Walks-mid.Walks, after.WalkRows-mid.WalkRows
-				t.Logf("alone: %d walks carried %d rows; concurrently: %d walks carried %d rows", soloWalks, soloRows, walks, rows)
-				if rows != soloRows || rows != int64(clients*(p+n-1)+clients*(clients-1)/2) {
-					t.Errorf("concurrent rows %d, alone %d: every prompt position and step is one row", rows, soloRows)
-				}
-				if walks >= soloWalks {
-					t.Errorf("concurrent completions took %d walks, as many as alone (%d): they shared none", walks, soloWalks)
-				}
-			})
+		complete := func(i int) (rawCompletion, error) {
+			body := fmt.Sprintf(`{"prompt": %s, "max_tokens": %d, "return_tokens": true}`, idsJSON(full[:p+i]), n)
+			req, err := http.NewRequest(http.MethodPost, f.url+"/v1/completions", strings.NewReader(body))
+			if err != nil {
+				return rawCompletion{}, err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return rawCompletion{}, err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return rawCompletion{}, err
+			}
+			var c rawCompletion
+			if err := json.Unmarshal(b, &c); err != nil || resp.StatusCode != http.StatusOK || len(c.Choices) != 1 {
+				return c, fmt.Errorf("%d %s (%v)", resp.StatusCode, b, err)
+			}
+			return c, nil
 		}
-	}
+		solo := make([]rawCompletion, clients)
+		before := f.srv.Stats()
+		for i := range clients {
+			var err error
+			if solo[i], err = complete(i); err != nil {
+				t.Fatalf("client %d alone: %v", i, err)
+			}
+			if want := full[p+i : p+i+n]; !slices.Equal(solo[i].Choices[0].Tokens, want) {
+				t.Fatalf("client %d alone: %v, want the reference's %v", i, solo[i].Choices[0].Tokens, want)
+			}
+		}
+		mid := f.srv.Stats()
+		g.armed.Store(true)
+		got := make([]rawCompletion, clients)
+		errs := make([]error, clients)
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Go(func() { got[i], errs[i] = complete(i) })
+		}
+		waitStats(t, f.srv, "every request in flight", func(st serve.Stats) bool { return st.Active == clients })
+		time.Sleep(50 * time.Millisecond) // the last ones admitted reach the walker's queue
+		close(g.open)
+		wg.Wait()
+		for i := range clients {
+			if errs[i] != nil {
+				t.Fatalf("client %d: %v", i, errs[i])
+			}
+			if c, w := got[i].Choices[0], solo[i].Choices[0]; !slices.Equal(c.Tokens, w.Tokens) || c.Text != w.Text {
+				t.Errorf("client %d concurrently: %v %q, alone %v %q", i, c.Tokens, c.Text, w.Tokens, w.Text)
+			}
+		}
+		after := f.srv.Stats()
+		soloWalks, soloRows := mid.Walks-before.Walks, mid.WalkRows-before.WalkRows
+		walks, rows := after.Walks-mid.Walks, after.WalkRows-mid.WalkRows
+		t.Logf("alone: %d walks carried %d rows; concurrently: %d walks carried %d rows", soloWalks, soloRows, walks, rows)
+		if rows != soloRows || rows != int64(clients*(p+n-1)+clients*(clients-1)/2) {
+			t.Errorf("concurrent rows %d, alone %d: every prompt position and step is one row", rows, soloRows)
+		}
+		if walks >= soloWalks {
+			t.Errorf("concurrent completions took %d walks, as many as alone (%d): they shared none", walks, soloWalks)
+		}
+	})
 }
