@@ -102,9 +102,12 @@ const (
 )
 
 // PrefillAll is Prefill returning the logits of every new position ([T][V], rows sharing one
-// backing array), for teacher forcing and scoring.
+// backing array), for teacher forcing, scoring and speculative verification. Its rows share
+// walks with other sessions' steps and chunks (§4.11), each bit-identical to alone.
 func (s *Session) PrefillAll(ctx context.Context, ids []int) ([][]float32, error) {
-	flat, err := s.forward(ctx, ids, logitsAll)
+	err := s.m.gather(ctx, s, ids, logitsAll)
+	flat := s.req.all
+	s.req.all = nil // the caller's now: the session keeps no reference
 	if err != nil {
 		return nil, err
 	}

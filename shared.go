@@ -56,7 +56,7 @@ type walkReq struct {
 	s    *Session
 	ctx  context.Context
 	ids  []int
-	mode logitsMode    // logitsLast or logitsNone (an inner prefill chunk)
+	mode logitsMode    // logitsLast, logitsNone (an inner prefill chunk) or logitsAll (PrefillAll)
 	id   [1]int        // backing of ids for a decode step
 	wake chan struct{} // one signal per wait: the result is in, or the lead is handed over
 	// Guarded by walker.mu.
@@ -65,7 +65,8 @@ type walkReq struct {
 	gen   int64 // the walk that last carried it
 	// Written by the walk's leader before the wake.
 	err error
-	at  int // the layer where its cancellation was seen, −1: none
+	at  int       // the layer where its cancellation was seen, −1: none
+	all []float32 // logitsAll: every position's logits ([T][V] flat), the caller's to keep
 }
 
 // maxWalkRows bounds the rows of one shared walk unless the plan says otherwise: as many as one
@@ -79,14 +80,15 @@ func (m *Model) step(ctx context.Context, s *Session, id int) error {
 	return m.gather(ctx, s, s.req.id[:], logitsLast)
 }
 
-// gather runs ids (at most MaxChunk) as new positions of s through a shared walk, computing the
-// last position's logits or none (mode), and returns its error.
+// gather runs ids as new positions of s through a shared walk, computing the last position's
+// logits, none, or every position's (left in s.req.all) as mode says, and returns its error.
+// Forwards over the walk's row bound (a PrefillAll of more than MaxChunk) run in a walk alone.
 func (m *Model) gather(ctx context.Context, s *Session, ids []int, mode logitsMode) error {
 	if err := s.check(ids); err != nil {
 		return err
 	}
 	r := &s.req
-	r.ctx, r.ids, r.mode, r.err, r.at = ctx, ids, mode, nil, -1
+	r.ctx, r.ids, r.mode, r.err, r.at, r.all = ctx, ids, mode, nil, -1, nil
 	w := &m.walker
 	w.mu.Lock()
 	if r.gen == w.gen && w.returning > 0 {
@@ -217,7 +219,11 @@ func (m *Model) runWalk(batch []*walkReq) (crash any) {
 	}()
 	if r := batch[0]; len(batch) == 1 {
 		// A walk of one forward is the session's own forward pass.
-		_, r.err = r.s.forward(r.ctx, r.ids, r.mode)
+		var flat []float32
+		flat, r.err = r.s.forward(r.ctx, r.ids, r.mode)
+		if r.mode == logitsAll && r.err == nil {
+			r.all = flat // fresh: forward allocates every position's logits
+		}
 	} else {
 		m.sharedWalk(batch)
 	}
@@ -370,14 +376,18 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 		fail(-1, err)
 		return
 	}
-	// The last row of each forward that asks for logits, packed in batch order (an inner
-	// prefill chunk asks for none).
+	// The rows of each forward that asks for logits, packed in batch order: the last one, or
+	// every one for PrefillAll (an inner prefill chunk asks for none).
 	last, t, nh := all[:0], 0, 0
 	for _, r := range live {
+		from := t + len(r.ids) - 1
+		if r.mode == logitsAll {
+			from = t
+		}
 		t += len(r.ids)
 		if r.mode != logitsNone {
-			last = append(last, all[(t-1)*E:t*E]...) // never overtakes the rows it reads: t−1 ≥ len(last)/E
-			nh++
+			last = append(last, all[from*E:t*E]...) // never overtakes the rows it reads: from ≥ len(last)/E
+			nh += t - from
 		}
 	}
 	logits := reuse(&w.logits, nh*V)
@@ -399,10 +409,18 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 	i := 0
 	for _, r := range live {
 		s := r.s
-		var row []float32
-		if r.mode != logitsNone {
+		var row []float32 // the last position's logits
+		switch r.mode {
+		case logitsLast:
 			row = logits[i*V : (i+1)*V]
 			i++
+		case logitsAll:
+			T := len(r.ids)
+			if r.at < 0 {
+				r.all = append([]float32(nil), logits[i*V:(i+T)*V]...) // the caller's, as alone
+			}
+			row = logits[(i+T-1)*V : (i+T)*V]
+			i += T
 		}
 		if r.at >= 0 {
 			err := &ForwardError{Layer: r.at, Err: r.ctx.Err()}
