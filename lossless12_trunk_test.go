@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -167,6 +168,9 @@ func TestLossless12PackedTrunkFaults(t *testing.T) {
 		err = verifyPacked(t, dir, p)
 		require.ErrorIs(t, err, trunk.ErrChecksum)
 		assert.Contains(t, err.Error(), "layer 1 ")
+		le, ok := errors.AsType[*trunk.LayerError](err)
+		require.True(t, ok, "Verify's problems are *trunk.LayerError")
+		assert.Equal(t, 1, le.Layer)
 	})
 	for _, pinned := range []bool{true, false} {
 		t.Run(fmt.Sprintf("malformed-block/pinned=%v", pinned), func(t *testing.T) {
@@ -178,6 +182,9 @@ func TestLossless12PackedTrunkFaults(t *testing.T) {
 			require.ErrorIs(t, verr, lossless12.ErrMalformed)
 			assert.NotErrorIs(t, verr, trunk.ErrChecksum)
 			assert.Contains(t, verr.Error(), rt.Name)
+			le, ok := errors.AsType[*trunk.LayerError](verr)
+			require.True(t, ok, "Verify's problems are *trunk.LayerError")
+			assert.Equal(t, r.Layer, le.Layer)
 			opts := []k3.Option{k3.WithPackedTrunk(p)}
 			if !pinned {
 				opts = append(opts, k3.WithTrunkBudget(floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(p)).Floor),

@@ -50,3 +50,14 @@ func itemName(i int) string {
 	}
 	return fmt.Sprintf("layer %d", i)
 }
+
+// LayerError is one problem (*Packed).Verify found in a packed layer: its checksum, a malformed
+// block, a header that disagrees with trunk.json. Verify joins one per problem, so a caller can
+// report each under its layer without reading the text.
+type LayerError struct {
+	Layer int
+	Err   error // the problem, whose text names the layer, tensor and place
+}
+
+func (e *LayerError) Error() string { return e.Err.Error() }
+func (e *LayerError) Unwrap() error { return e.Err }

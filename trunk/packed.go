@@ -127,7 +127,7 @@ func (p *Packed) Close() error {
 
 // Verify reads every layer run of trunk.bin once, checks its sha256 against trunk.json and
 // checks every lossless12 tensor block by block (§6.11.4), without loading a model; it holds one
-// tensor at a time. It returns every problem found, joined (each wrapping ErrChecksum,
+// tensor at a time. It returns every problem found, joined (each a *LayerError wrapping ErrChecksum,
 // lossless12.ErrMalformed or ErrLayout and naming the layer and tensor); progress, if not nil,
 // receives the bytes read and the total.
 func (p *Packed) Verify(progress func(done, total int64)) error {
@@ -168,15 +168,15 @@ func (p *Packed) Verify(progress func(done, total int64)) error {
 			}
 			m, err := lossless12.Open(buf[:t.NBytes])
 			if err != nil {
-				found = append(found, fmt.Errorf("layer %d: %s: %w", r.Layer, t.Name, err))
+				found = append(found, &LayerError{r.Layer, fmt.Errorf("layer %d: %s: %w", r.Layer, t.Name, err)})
 				continue
 			}
 			if hd := m.Header(); int64(hd.Rows) != t.Shape[0] || int64(hd.Cols) != t.Shape[1] || hd.Escapes != t.Escapes {
-				found = append(found, fmt.Errorf("%w: layer %d: %s: its header disagrees with trunk.json", ErrLayout, r.Layer, t.Name))
+				found = append(found, &LayerError{r.Layer, fmt.Errorf("%w: layer %d: %s: its header disagrees with trunk.json", ErrLayout, r.Layer, t.Name)})
 			}
 		}
 		if got := h.Sum(nil); r.SHA256 != nil && !bytes.Equal(got, r.SHA256) {
-			errs = append(errs, fmt.Errorf("%w: layer %d of %s: sha256 %x, trunk.json says %x", ErrChecksum, r.Layer, p.bin, got, r.SHA256))
+			errs = append(errs, &LayerError{r.Layer, fmt.Errorf("%w: layer %d of %s: sha256 %x, trunk.json says %x", ErrChecksum, r.Layer, p.bin, got, r.SHA256)})
 			continue // the blocks of changed bytes say nothing more
 		}
 		errs = append(errs, found...)

@@ -171,14 +171,14 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 	}
 	n := 0
 	for _, e := range errs { // an error that names no layer (a read failing) is still reported
-		if layerOf(e, l.Layers) < 0 {
+		if layerOf(e) < 0 {
 			n += problem(e)
 		}
 	}
 	for _, r := range l.Layers {
 		var mine []error
 		for _, e := range errs {
-			if layerOf(e, l.Layers) == r.Layer {
+			if layerOf(e) == r.Layer {
 				mine = append(mine, e)
 			}
 		}
@@ -211,16 +211,11 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 	return n
 }
 
-// layerOf is the layer of runs a problem of (*trunk.Packed).Verify names ("layer N: …" or
-// "layer N of …"), −1 when it names none.
-func layerOf(err error, runs []trunk.LayerRun) int {
-	s := err.Error()
-	for _, r := range runs {
-		for _, f := range []string{"layer %d: ", "layer %d of "} {
-			if strings.Contains(s, fmt.Sprintf(f, r.Layer)) {
-				return r.Layer
-			}
-		}
+// layerOf is the layer a problem of (*trunk.Packed).Verify belongs to, −1 when it is not one
+// layer's (a read failing).
+func layerOf(err error) int {
+	if le, ok := errors.AsType[*trunk.LayerError](err); ok {
+		return le.Layer
 	}
 	return -1
 }
