@@ -14,7 +14,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/k3-project/k3/internal/fileio/atomicfile"
+	"github.com/k3-project/k3/atomicfile"
 	"github.com/k3-project/k3/internal/fileio/strictjson"
 	"github.com/k3-project/k3/quant/lossless12"
 	"github.com/k3-project/k3/safetensors"

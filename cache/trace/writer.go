@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/k3-project/k3/internal/fileio/atomicfile"
+	"github.com/k3-project/k3/atomicfile"
 )
 
 // File names inside a trace directory.

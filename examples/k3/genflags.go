@@ -14,8 +14,7 @@ import (
 	"strings"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/internal/fileio/atomicfile"
-	"github.com/k3-project/k3/internal/fileio/regular"
+	"github.com/k3-project/k3/atomicfile"
 	"github.com/k3-project/k3/sample"
 	"github.com/k3-project/k3/tokenizer"
 )
@@ -252,10 +251,10 @@ func saveSession(path string, s *k3.Session, sm *sample.Sampler) error {
 
 // loadSession reads a K3ST file written by saveSession (or --save-state) for m.
 func loadSession(m *k3.Model, path string) (*k3.Session, *sample.Sampler, error) {
-	f, _, err := regular.Open(path) // a FIFO or device is refused without blocking
+	r, closer, err := openRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
-	return k3.LoadSession(m, f)
+	defer closer.Close()
+	return k3.LoadSession(m, r)
 }

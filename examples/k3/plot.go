@@ -16,7 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/k3-project/k3/cache/sim"
-	"github.com/k3-project/k3/internal/fileio/atomicfile"
+	"github.com/k3-project/k3/atomicfile"
 )
 
 // plotPath returns --plot ("" when absent). A path the chart could not be saved to is a mistake

@@ -10,9 +10,9 @@ import (
 
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/internal/fileio/regular"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -222,12 +222,12 @@ func layerOf(err error) int {
 
 // readManifest reads --manifest; an unreadable or malformed file is a usage error.
 func readManifest(flag, path string) (*checkpoint.Manifest, error) {
-	f, _, err := regular.Open(path) // a FIFO or device is refused without blocking
+	r, closer, err := openRegular(path)
 	if err != nil {
 		return nil, usagef(flag, "%v", err)
 	}
-	defer f.Close()
-	m, err := checkpoint.ReadManifest(f)
+	defer closer.Close()
+	m, err := checkpoint.ReadManifest(r)
 	if err != nil {
 		return nil, usagef(flag, "%s: %v", path, err)
 	}
@@ -271,7 +271,7 @@ func hashProgress(stderr io.Writer, dir string) (*meter, checkpoint.Progress) {
 func countTensors(dir string, shards map[string]int64) (int, string) {
 	n := 0
 	for name := range shards {
-		f, _, err := regular.Open(filepath.Join(dir, name))
+		f, err := storage.Open(filepath.Join(dir, name)) // cannot block on a FIFO
 		if err != nil {
 			return n, fmt.Sprintf("%s: changed while verified: %v", name, err)
 		}
@@ -301,4 +301,19 @@ func configTensors(dir string, tensors int) (need int64, problem string) {
 		return cfg.MinTensors(), fmt.Sprintf("config.json: %v (a shard is missing?)", err)
 	}
 	return cfg.MinTensors(), ""
+}
+
+// openRegular opens path for reading through storage.Open, which refuses a FIFO, device or
+// socket without blocking, and returns a reader of its bytes and what to close.
+func openRegular(path string) (io.Reader, io.Closer, error) {
+	f, err := storage.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := storage.Size(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return io.NewSectionReader(f, 0, n), f, nil
 }

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/k3-project/k3/internal/fileio/atomicfile"
+	"github.com/k3-project/k3/atomicfile"
 )
 
 // A writer that produces its output as it goes: the deferred Abort removes
