@@ -15,8 +15,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/k3-project/k3/cache/sim"
 	"github.com/k3-project/k3/atomicfile"
+	"github.com/k3-project/k3/cache/sim"
 )
 
 // plotPath returns --plot ("" when absent). A path the chart could not be saved to is a mistake

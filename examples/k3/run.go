@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/atomicfile"
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/atomicfile"
 	"github.com/k3-project/k3/sample"
 	"github.com/k3-project/k3/tokenizer"
 	"github.com/k3-project/k3/trunk"
