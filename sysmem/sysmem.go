@@ -8,7 +8,6 @@
 package sysmem
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -91,17 +90,19 @@ func ReadFS(fsys fs.FS) (Info, error) {
 	return m, nil
 }
 
-// meminfoField returns a "Name:   123 kB" line's value in bytes.
+// meminfoField returns a "Name:   123 kB" line's value in bytes. Lines are
+// split by hand rather than by a bufio.Scanner, whose 64 KiB line limit would
+// end the search early and report a present field as missing.
 func meminfoField(b []byte, name string) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
+	for raw := range bytes.Lines(b) {
+		line := strings.TrimSuffix(string(raw), "\n")
+		k, v, ok := strings.Cut(line, ":")
 		if !ok || k != name {
 			continue
 		}
 		f := strings.Fields(v)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("sysmem: meminfo: %s: malformed line %q", name, sc.Text())
+			return 0, fmt.Errorf("sysmem: meminfo: %s: malformed line %q", name, line)
 		}
 		n, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil || n < 0 || n > math.MaxInt64/1024 { // the byte count must fit an int64

@@ -1,8 +1,10 @@
 package sysmem
 
 import (
+	"math/big"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -110,18 +112,55 @@ func TestMeminfoFieldOverflow(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// FuzzMeminfoField: the meminfo parser never panics and returns only
-// non-negative kB multiples.
+// TestMeminfoFieldLongLine: a line longer than a bufio.Scanner's 64 KiB
+// before the field does not hide it.
+func TestMeminfoFieldLongLine(t *testing.T) {
+	b := []byte("Junk: " + strings.Repeat("x", 100<<10) + "\n" + fakeMeminfo)
+	v, err := meminfoField(b, "MemAvailable")
+	require.NoError(t, err)
+	assert.Equal(t, int64(50000000*1024), v)
+}
+
+// FuzzMeminfoField: the meminfo parser never panics and agrees with a
+// reference written another way (whole-text split, arbitrary-precision value):
+// the first line named MemAvailable decides, and its value is taken in bytes
+// only when it is a non-negative kB count whose byte count fits an int64.
 func FuzzMeminfoField(f *testing.F) {
 	f.Add([]byte(fakeMeminfo))
 	f.Add([]byte("MemAvailable: 18446744073709551615 kB\n"))
 	f.Add([]byte("MemAvailable:\n"))
+	f.Add([]byte("MemAvailable: 7 kB\r\nMemAvailable: 8 kB\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := meminfoField(b, "MemAvailable")
-		if err == nil {
-			require.True(t, v >= 0 && v%1024 == 0, "%q: %d", b, v)
+		want, ok := referenceMeminfoField(string(b), "MemAvailable")
+		require.Equal(t, ok, err == nil, "%q: %v", b, err)
+		if ok {
+			require.Equal(t, want, v, "%q", b)
 		}
 	})
+}
+
+func referenceMeminfoField(text, name string) (int64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		rest, found := strings.CutPrefix(line, name+":")
+		if !found {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, false
+		}
+		n, ok := new(big.Int).SetString(f[0], 10)
+		if !ok || n.Sign() < 0 {
+			return 0, false
+		}
+		n.Mul(n, big.NewInt(1024))
+		if !n.IsInt64() {
+			return 0, false
+		}
+		return n.Int64(), true
+	}
+	return 0, false
 }
 
 // FuzzHierarchies: any /proc/self/cgroup text yields valid fs paths.
