@@ -110,6 +110,9 @@ func NewKDA(cfg KDAConfig, w KDAWeights) (*KDA, error) {
 	for i := range h {
 		k.rate[i] = fmath.Exp32(w.ALog[i])
 	}
+	// The convolutions keep their taps in their own layout: holding the caller's copies too
+	// would double the largest side vectors (§8.5).
+	k.w.QConv, k.w.KConv, k.w.VConv = nil, nil, nil
 	return k, nil
 }
 

@@ -14,12 +14,13 @@ import (
 // carry the tail passes single-call tests and breaks incremental decoding.
 type ShortConv struct {
 	c, k int
-	w    []float32 // [C][K], tap 0 = oldest input
-	wt   []float32 // [K][C]: w transposed, so a run of channels reads one row per tap
+	wt   []float32 // [K][C]: the taps transposed, so a run of channels reads one row per tap
 }
 
 // NewShortConv binds the taps w ([C][K] row-major, tap 0 applied to the
-// oldest input; the checkpoint's [C,1,K] has the same layout).
+// oldest input; the checkpoint's [C,1,K] has the same layout). It keeps a
+// transposed copy, not w: at K3's size the taps are most of a model's side
+// vectors, and holding both layouts doubled what §8.5 charges as side bytes.
 func NewShortConv(channels, kernel int, w []float32) (*ShortConv, error) {
 	if channels <= 0 || kernel < 1 {
 		return nil, fmt.Errorf("nn: short conv: invalid shape channels=%d kernel=%d", channels, kernel)
@@ -33,7 +34,7 @@ func NewShortConv(channels, kernel int, w []float32) (*ShortConv, error) {
 			wt[j*channels+ch] = w[ch*kernel+j]
 		}
 	}
-	return &ShortConv{c: channels, k: kernel, w: w, wt: wt}, nil
+	return &ShortConv{c: channels, k: kernel, wt: wt}, nil
 }
 
 // Channels returns C.
@@ -179,16 +180,14 @@ const (
 // channelsByChannel computes channels' accs one channel at a time (any
 // kernel length), writing them over dst.
 func (s *ShortConv) channelsByChannel(dst, x, tail []float32, T, lo, hi int) {
-	c, k := s.c, s.k
-	m := k - 1
+	c, m := s.c, s.k-1
 	for ch := lo; ch < hi; ch++ {
-		w := s.w[ch*k : ch*k+k]
 		hist := tail[ch*m : ch*m+m]
 		for t := range T {
 			xt := x[t*c+ch]
-			acc := w[m] * xt
+			acc := s.wt[m*c+ch] * xt
 			for j, h := range hist {
-				acc = acc + float32(w[j]*h)
+				acc = acc + float32(s.wt[j*c+ch]*h)
 			}
 			dst[t*c+ch] = acc
 			if m > 0 {
