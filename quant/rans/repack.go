@@ -1,6 +1,7 @@
 package rans
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -51,8 +52,16 @@ type Progress struct {
 type RepackOptions struct {
 	Select   Selector       // required
 	Progress func(Progress) // optional; called from one goroutine at a time
-	Force    bool           // write into a non-empty output directory
-	Workers  int            // coding goroutines; ≤ 0 means GOMAXPROCS
+	// Force writes into a non-empty output directory, replacing the output of an earlier
+	// Repack: before anything is written its manifest is removed, so the old output is no
+	// longer accepted by Verify, then its index and shards (the *.safetensors files) and the
+	// temporaries an interrupted Repack left (spill files among them).
+	Force   bool
+	Workers int // coding goroutines; ≤ 0 means GOMAXPROCS
+	// Context, when set, stops Repack early: between tensors and between the chunks of a
+	// copy it returns the context's error, having removed its spill file and any file it
+	// had not finished; the output then has no manifest.
+	Context context.Context
 }
 
 // Repack writes a complete checkpoint directory out whose selected tensors
@@ -67,7 +76,9 @@ type RepackOptions struct {
 // Each record is decoded and compared with its source before it is written
 // (package cfs1's Encode), and the manifest holds the SHA-256 of the source
 // bytes. Memory is bounded by Workers source tensors and records: coded
-// records are spilled to a temporary file in out while a shard is built.
+// records are spilled to a temporary file in out while a shard is built,
+// removed when the shard is written or Repack fails. Nothing is written
+// before the source and the selection are checked, and nothing inside src.
 func Repack(src, out string, opts RepackOptions) (*Manifest, error) {
 	if opts.Select == nil {
 		return nil, errors.New("rans: repack: no selector")
@@ -82,8 +93,9 @@ func Repack(src, out string, opts RepackOptions) (*Manifest, error) {
 	if inside(src, out) {
 		return nil, fmt.Errorf("rans: repack: output %s is inside the source directory", out)
 	}
-	if err := prepareOut(out, opts.Force); err != nil {
-		return nil, err
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	ck, err := safetensors.Open(src)
 	if err != nil {
@@ -98,7 +110,11 @@ func Repack(src, out string, opts RepackOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &repacker{ck: ck, out: out, opts: opts, workers: workers, plan: plan}
+	// Only now, with the source read and the selection valid, is the output touched.
+	if err := prepareOut(out, opts.Force); err != nil {
+		return nil, err
+	}
+	r := &repacker{ck: ck, out: out, opts: opts, ctx: ctx, workers: workers, plan: plan}
 	for _, j := range plan.jobs {
 		r.prog.TotalTensors++
 		r.prog.TotalBytes += j.t.Size
@@ -120,10 +136,18 @@ func Repack(src, out string, opts RepackOptions) (*Manifest, error) {
 			return nil, err
 		}
 	}
+	// A cancelled Repack must not write the index or the manifest: those make the output a
+	// checkpoint.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rans: repack: %w", err)
+	}
 	if ck.HasIndex() {
 		if err := r.index(); err != nil {
 			return nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rans: repack: %w", err)
 	}
 	slices.SortFunc(r.man.Tensors, func(a, b ManifestEntry) int { return cmpString(a.Name, b.Name) })
 	r.man.Version = ManifestVersion
@@ -241,6 +265,7 @@ type repacker struct {
 	ck      *safetensors.Checkpoint
 	out     string
 	opts    RepackOptions
+	ctx     context.Context
 	workers int
 	plan    *repackPlan
 	man     Manifest
@@ -260,7 +285,7 @@ func (r *repacker) report(op, file, tensor string) {
 // shard codes the selected tensors of one shard and writes it.
 func (r *repacker) shard(path string, meta map[string]string, jobs []job) error {
 	base := filepath.Base(path)
-	spill, err := os.CreateTemp(r.out, ".cfs1-spill-*")
+	spill, err := os.CreateTemp(r.out, spillPattern)
 	if err != nil {
 		return fmt.Errorf("rans: repack: %w", err)
 	}
@@ -282,6 +307,9 @@ func (r *repacker) shard(path string, meta map[string]string, jobs []job) error 
 			defer wg.Done()
 			for {
 				mu.Lock()
+				if err := r.ctx.Err(); first == nil && err != nil {
+					first = fmt.Errorf("rans: repack: %w", err)
+				}
 				if first != nil || next == len(jobs) {
 					mu.Unlock()
 					return
@@ -337,8 +365,7 @@ func (r *repacker) shard(path string, meta map[string]string, jobs []job) error 
 			res := results[i]
 			ws = append(ws, safetensors.WriteTensor{Name: t.Name, DType: safetensors.U8, Shape: []int64{res.n},
 				Fill: func(w io.Writer) error {
-					_, err := io.Copy(w, io.NewSectionReader(spill, res.off, res.n))
-					return err
+					return copyCtx(r.ctx, w, io.NewSectionReader(spill, res.off, res.n))
 				}})
 			r.setSize(t.Name, res.n)
 			continue
@@ -349,12 +376,14 @@ func (r *repacker) shard(path string, meta map[string]string, jobs []job) error 
 				if err != nil {
 					return err
 				}
-				_, err = w.Write(b)
-				return err
+				return writeCtx(r.ctx, w, b)
 			}})
 		r.setSize(t.Name, t.Size)
 	}
 	if err := safetensors.WriteFile(filepath.Join(r.out, base), ws, newMeta); err != nil {
+		if cerr := r.ctx.Err(); cerr != nil {
+			return fmt.Errorf("rans: repack: %w", cerr)
+		}
 		return fmt.Errorf("rans: repack: %w", err)
 	}
 	r.report("write", base, "")
@@ -500,11 +529,11 @@ func (r *repacker) link(src, dst string) error {
 		return fmt.Errorf("rans: repack: %w", err)
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".copy-*")
+	tmp, err := os.CreateTemp(filepath.Dir(dst), copyPattern)
 	if err != nil {
 		return fmt.Errorf("rans: repack: %w", err)
 	}
-	_, err = io.Copy(tmp, in)
+	err = copyCtx(r.ctx, tmp, in)
 	if fi, serr := in.Stat(); err == nil && serr == nil {
 		err = tmp.Chmod(fi.Mode().Perm())
 	}
@@ -563,6 +592,16 @@ func resolve(p string) (string, error) {
 	}
 }
 
+// Name patterns (path.Match) of Repack's temporaries in the output directory: coded records
+// spilled while a shard is built, copies of files that cannot be linked, small files written
+// atomically, and shards being written (safetensors.WriteFile's temporaries).
+const (
+	spillPattern = ".cfs1-spill-*"
+	copyPattern  = ".copy-*"
+	tmpPattern   = ".tmp-*"
+	shardPattern = ".*.safetensors.*.tmp"
+)
+
 func prepareOut(out string, force bool) error {
 	ents, err := os.ReadDir(out)
 	switch {
@@ -575,12 +614,110 @@ func prepareOut(out string, force bool) error {
 		return fmt.Errorf("rans: repack: %w", err)
 	case len(ents) > 0 && !force:
 		return fmt.Errorf("%w: %s", ErrOutputNotEmpty, out)
+	case len(ents) > 0:
+		return invalidate(out, ents)
+	}
+	return nil
+}
+
+// invalidate makes the output of an earlier Repack in out unacceptable before anything new is
+// written: the manifest goes first, and the directory is synced, so that a crash at any later
+// point leaves no output that Verify accepts; then the index, so that the shards are no longer
+// one checkpoint, and the shards themselves, so that a Repack failing midway cannot leave new
+// shards beside old ones that a reader without an index would take together; last the
+// temporaries an interrupted Repack left behind.
+func invalidate(out string, ents []os.DirEntry) error {
+	remove := func(name string) error {
+		if err := os.Remove(filepath.Join(out, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("rans: repack: invalidate the previous output: %w", err)
+		}
+		return nil
+	}
+	if err := remove(ManifestFileName); err != nil {
+		return err
+	}
+	if err := syncDir(out); err != nil {
+		return fmt.Errorf("rans: repack: invalidate the previous output: %w", err)
+	}
+	if err := remove(safetensors.IndexFileName); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || !(strings.HasSuffix(n, ".safetensors") || isTemporary(n)) {
+			continue
+		}
+		if err := remove(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isTemporary reports whether name is one of Repack's temporaries.
+func isTemporary(name string) bool {
+	for _, p := range [...]string{spillPattern, copyPattern, tmpPattern, shardPattern} {
+		if ok, _ := filepath.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// copyChunk is how much a copy moves between two looks at its context.
+const copyChunk = 4 << 20
+
+// copyCtx copies r to w in chunks of copyChunk, stopping with ctx's error once ctx is done.
+func copyCtx(ctx context.Context, w io.Writer, r io.Reader) error {
+	buf := make([]byte, copyChunk)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// writeCtx writes b to w in chunks of copyChunk, stopping with ctx's error once ctx is done.
+func writeCtx(ctx context.Context, w io.Writer, b []byte) error {
+	for len(b) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(len(b), copyChunk)
+		if _, err := w.Write(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
 	}
 	return nil
 }
 
 func writeFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), tmpPattern)
 	if err != nil {
 		return fmt.Errorf("rans: %w", err)
 	}
