@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant/rans"
@@ -15,7 +18,10 @@ const expertsUsage = `usage:
       (...block_sparse_moe.experts.{e}.w{1,2,3}.weight_packed) are entropy-coded
       CFS1 records stamped in colibri.fmt; scales and every other tensor and file
       are kept (shards without experts and other files are hard-linked). The
-      result is verified by decoding unless --no-verify.
+      result is verified by decoding unless --no-verify. --force replaces an
+      earlier output: its manifest, index and shards are removed before anything
+      is written, so a run that fails or is interrupted leaves nothing that
+      verify-experts accepts. Nothing is written inside model_dir.
   k3 verify-experts <dir> [--workers N]
       decode every coded tensor and compare it with the manifest's SHA-256
 `
@@ -48,9 +54,26 @@ func compressExperts(a *args, stdout, stderr io.Writer) int {
 		return a.usage(stderr, a.err)
 	}
 	src, dst := a.pos[0], a.pos[1]
+	// The first SIGINT or SIGTERM cancels the repack, which removes its spill file and the
+	// shard it was writing and writes no manifest, then the process exits 130 or 143; a
+	// second signal ends it at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var interrupted atomic.Value
+	stop := onSignal(nil, func(s os.Signal) { interrupted.Store(s); cancel() })
 	report, finish := expertsProgress(stderr, "k3: coded experts")
-	man, err := rans.Repack(src, dst, rans.RepackOptions{Select: selectExperts, Progress: report, Force: a.has("--force"), Workers: workers})
+	man, err := rans.Repack(src, dst, rans.RepackOptions{Select: selectExperts, Progress: report, Force: a.has("--force"),
+		Workers: workers, Context: ctx})
 	finish()
+	stop()
+	if s, ok := interrupted.Load().(os.Signal); ok {
+		if err != nil {
+			fmt.Fprintf(stderr, "k3: compress-experts: interrupted; %s has no manifest and is not a coded checkpoint\n", dst)
+		} else {
+			fmt.Fprintf(stderr, "k3: compress-experts: interrupted once %s was complete; it was not verified\n", dst)
+		}
+		return signalExit(s)
+	}
 	if err != nil {
 		return failed(stderr, exitRuntime, fmt.Errorf("compress-experts: %w", err))
 	}
