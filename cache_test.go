@@ -81,10 +81,10 @@ func TestCacheBudgetTooSmall(t *testing.T) {
 	dir := testkit.Models(t)[0]
 	p, err := k3.PlanFor(dir, k3.WithCacheBudget(0))
 	require.NoError(t, err)
-	_, err = k3.Open(dir, k3.WithCacheBudget(p.Cache.SlotBytes))
+	_, err = k3.Open(dir, k3.WithCacheBudget(p.Cache.SlotBytes-1))
 	require.ErrorIs(t, err, cache.ErrBudgetTooSmall)
 	assert.Contains(t, err.Error(), "the minimum is")
-	_, err = k3.PlanFor(dir, k3.WithCacheBudget(p.Cache.SlotBytes))
+	_, err = k3.PlanFor(dir, k3.WithCacheBudget(p.Cache.SlotBytes-1))
 	require.ErrorIs(t, err, cache.ErrBudgetTooSmall)
 }
 

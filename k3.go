@@ -142,9 +142,11 @@ func WithOpener(open storage.Opener) Option {
 // WithCacheBudget serves routed experts from a cache of at most bytes (cache.Store, §9)
 // instead of memory-mapped shards: missing experts are read with aligned direct reads, and as
 // many as fit are kept under the replacement policy. 0 keeps nothing: every expert a token needs
-// is read into per-call scratch. A positive budget below one token's working set (TopK + 1
-// experts) is refused with the minimum in the message. Results are bit-identical at every
-// budget.
+// is read into per-call scratch of TopK experts. A positive budget below one token's working set
+// (TopK + 1 experts) keeps nothing either but bounds that scratch: it holds as many experts as
+// the budget does (at least one; Plan.Cache.ScratchSlots), and a layer's picks are read in
+// rounds (Plan.Cache.Waves), which costs time, not bits. Below one expert it is refused with the
+// minimums in the message (cache.ErrBudgetTooSmall). Results are bit-identical at every budget.
 //
 // Without this option a checkpoint whose routed experts are stamped as entropy-coded (written by
 // quant/rans Repack) is served from the cache with budget 0: the stamps select the store, which
@@ -337,6 +339,9 @@ func Open(dir string, opts ...Option) (*Model, error) {
 		}
 		cc := cache.Config{Layers: moeLayers, NumExperts: c.NumExperts, TopK: c.TopK, Budget: pc.Budget,
 			Shapes: &cache.Shapes{W1: [2]int{c.MoEInter, c.Latent}, W2: [2]int{c.Latent, c.MoEInter}, W3: [2]int{c.MoEInter, c.Latent}}}
+		if pc.Slots == 0 { // no cache: the plan sized the read scratch, perhaps below TopK
+			cc.Budget, cc.ScratchSlots = 0, pc.ScratchSlots
+		}
 		if m.experts, err = cache.New(m.ck, cc, co...); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)

@@ -130,10 +130,15 @@ func (p Plan) String() string {
 		b.WriteByte('\n')
 	}
 	if c := p.Cache; c != nil {
-		if c.Budget > 0 {
+		if c.Slots > 0 {
 			fmt.Fprintf(&b, "expert cache   %s  %d × %s slots, %s", trunk.Size(c.Total), c.Slots, trunk.Size(c.SlotBytes), c.Policy)
 		} else {
-			fmt.Fprintf(&b, "expert cache   none: each expert read into %s of scratch (TopK slots)", trunk.Size(c.ScratchBytes))
+			fmt.Fprintf(&b, "expert cache   none: each expert read into %s of scratch (%d of TopK %d slots", trunk.Size(c.ScratchBytes),
+				c.ScratchSlots, c.TopK)
+			if c.Waves > 1 {
+				fmt.Fprintf(&b, ", read in %d waves per MoE layer, %s", c.Waves, c.WaveCost())
+			}
+			b.WriteString(")")
 		}
 		if c.Prefetch > 0 {
 			fmt.Fprintf(&b, ", router lookahead top %d", c.Prefetch)

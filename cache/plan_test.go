@@ -18,7 +18,7 @@ func TestNewPlan(t *testing.T) {
 	p, err := cache.NewPlan(cache.PlanConfig{ExpertBytes: eb, TopK: 2, Budget: 10*slot + 1, Prefetch: 3})
 	require.NoError(t, err)
 	assert.Equal(t, cache.Plan{Budget: 10*slot + 1, Policy: string(cache.S3FIFO), ExpertBytes: eb, SlotBytes: slot,
-		Slots: 10, Prefetch: 3, Total: 10 * slot}, *p)
+		Slots: 10, Prefetch: 3, TopK: 2, Total: 10 * slot}, *p)
 
 	p, err = cache.NewPlan(cache.PlanConfig{ExpertBytes: eb, TopK: 2, Policy: cache.LRU})
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func TestNewPlan(t *testing.T) {
 	assert.Equal(t, p.ScratchBytes, p.Total)
 	assert.Equal(t, string(cache.LRU), p.Policy)
 
-	_, err = cache.NewPlan(cache.PlanConfig{ExpertBytes: eb, TopK: 2, Budget: 3*slot - 1})
+	_, err = cache.NewPlan(cache.PlanConfig{ExpertBytes: eb, TopK: 2, Budget: slot - 1})
 	require.ErrorIs(t, err, cache.ErrBudgetTooSmall)
 	assert.Contains(t, err.Error(), "the minimum is")
 }

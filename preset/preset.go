@@ -58,7 +58,7 @@ func All() []Preset {
 		{Name: "workstation", Trunk: 60 * gb, Cache: 30 * gb, Note: "95.5 GB peak RSS measured"},
 		{Name: "server", Trunk: 110 * gb, Cache: 13 * gb, Note: "~128 GB; 90/93 layers pinned, fastest"},
 		{Name: "max", Trunk: 110 * gb, Cache: 109 * gb, Note: "~224 GB; not faster than server"},
-		{Name: Floor, Note: "the model's minimum: one trunk ring slot, TopK+1 expert slots (slow)"},
+		{Name: Floor, Note: fmt.Sprintf("the model's minimum: one trunk ring slot, experts read %d at a time (slow)", FloorScratchSlots)},
 		{Name: Auto, Note: "recommended: from MemAvailable and the cgroup memory limit"},
 	}
 }
@@ -78,8 +78,9 @@ func Lookup(name string) (Preset, error) {
 // Budgets returns the trunk and expert-cache budgets in bytes of the preset
 // called name for the checkpoint in dir: a fixed row's figures; for Auto,
 // AutoBudgets of this machine (sysmem.Read); for Floor, the checkpoint's
-// trunk floor (FloorBudget, planned with opts) and no expert cache. dir is
-// read only for Floor.
+// trunk floor (FloorBudget, planned with opts) and no expert cache, only a
+// read scratch of FloorScratchSlots experts (a cache budget below a cache's
+// minimum means that; see k3.WithCacheBudget). dir is read only for Floor.
 func Budgets(name, dir string, opts ...k3.Option) (trunk, cache int64, err error) {
 	p, err := Lookup(name)
 	if err != nil {
@@ -87,8 +88,11 @@ func Budgets(name, dir string, opts ...k3.Option) (trunk, cache int64, err error
 	}
 	switch p.Name {
 	case Floor:
-		trunk, err = FloorBudget(dir, opts...)
-		return trunk, 0, err
+		p, err := floorPlan(dir, opts)
+		if err != nil {
+			return 0, 0, err
+		}
+		return p.Trunk.Floor, floorScratch(p.Cache), nil
 	case Auto:
 		m, err := sysmem.Read()
 		if err != nil {
@@ -122,15 +126,42 @@ func FullBudget(dir string, opts ...k3.Option) (int64, error) {
 }
 
 func trunkSpan(dir string, opts []k3.Option) (floor, full int64, err error) {
-	opts = append(opts[:len(opts):len(opts)], k3.WithTrunkBudget(floorPlanBudget))
-	p, err := k3.PlanFor(dir, opts...)
+	p, err := floorPlan(dir, opts)
 	if err != nil {
-		return 0, 0, fmt.Errorf("preset: trunk budgets of %s: %w", dir, err)
-	}
-	if p.Trunk == nil {
-		return 0, 0, fmt.Errorf("preset: %s: the plan has no trunk part", dir)
+		return 0, 0, err
 	}
 	return p.Trunk.Floor, p.Trunk.Total, nil
+}
+
+// floorPlan plans dir with opts under a trunk budget larger than any
+// checkpoint and no expert cache: its trunk part reports the floor and the
+// full budget, its cache part the expert slot size.
+func floorPlan(dir string, opts []k3.Option) (k3.Plan, error) {
+	opts = append(opts[:len(opts):len(opts)], k3.WithTrunkBudget(floorPlanBudget), k3.WithCacheBudget(0))
+	p, err := k3.PlanFor(dir, opts...)
+	if err != nil {
+		return p, fmt.Errorf("preset: trunk budgets of %s: %w", dir, err)
+	}
+	if p.Trunk == nil || p.Cache == nil {
+		return p, fmt.Errorf("preset: %s: the plan has no trunk or no expert part", dir)
+	}
+	return p, nil
+}
+
+// FloorScratchSlots is how many routed experts the floor preset's read
+// scratch holds: a layer's TopK picks are read in ⌈TopK / FloorScratchSlots⌉
+// waves. On K3 (TopK 16, 17.6 MB an expert) the TopK scratch was 281 MB of a
+// 1.14 GB floor; the waves cost time, not bits (cache.Plan.WaveCost).
+const FloorScratchSlots = 2
+
+// floorScratch is the cache budget that asks for the floor's read scratch
+// under the cache plan c (of budget 0): FloorScratchSlots slots, 0 (the TopK
+// scratch) when TopK is no larger.
+func floorScratch(c *cache.Plan) int64 {
+	if c.TopK <= FloorScratchSlots {
+		return 0
+	}
+	return FloorScratchSlots * c.SlotBytes
 }
 
 // Figures of the auto rule (§11.1), in GB, for the K3 model.
@@ -226,9 +257,9 @@ type Suggestion struct {
 // the model will be opened with; budgets among them are overridden.
 func Suggest(dir string, m sysmem.Info, opts ...k3.Option) (Suggestion, error) {
 	var s Suggestion
-	floor, err := FloorBudget(dir, opts...)
+	floor, scratch, err := Budgets(Floor, dir, opts...)
 	if err == nil {
-		s.Floor, err = k3.PlanFor(dir, withBudgets(opts, floor, 0)...)
+		s.Floor, err = k3.PlanFor(dir, withBudgets(opts, floor, scratch)...)
 	}
 	if err != nil {
 		return s, err

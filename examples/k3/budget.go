@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"text/tabwriter"
 
 	"github.com/k3-project/k3"
@@ -24,15 +26,18 @@ var budgetFlags = flagSpec{
 // budgetUsage documents budgetFlags in the help of run and plan.
 const budgetUsage = `memory (flags apply in argv order: a later --trunk-gb or --cache-gb overrides --preset):
   --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of §11.1),
-                     floor (the model's trunk floor, no expert cache) or auto (from MemAvailable
-                     and the cgroup memory.max) (k3 --list-presets prints the table)
+                     floor (the model's trunk floor, no expert cache, experts read a few at a
+                     time; run collects garbage at 10% heap growth unless GOGC is set) or auto
+                     (from MemAvailable and the cgroup memory.max) (k3 --list-presets prints
+                     the table)
   --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
                      (default: memory-map every shard)
   --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
   --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
   --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
   --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none,
-                     one scratch read per expert; default: memory-map the shards)
+                     one scratch read per expert; below TopK+1 experts: keep none, read them
+                     through X GB of scratch in waves; default: memory-map the shards)
   --cache-policy P   s3fifo (default) or lru
   --prefetch N       router lookahead: read the next layer's predicted top N experts ahead (0 = off)
   --config PATH      read the configuration from PATH (default <model_dir>/config.json)
@@ -47,8 +52,10 @@ type budget struct {
 	layers     int    // --layers (0: all)
 	preset     string // --preset
 	// floor says the trunk budget is the model's floor (preset floor, not overridden by a
-	// later --trunk-gb), which resolve asks package preset for once the model is known.
-	floor bool
+	// later --trunk-gb), which resolve asks package preset for once the model is known;
+	// floorCache the same of the expert budget (the floor's read scratch, not overridden by a
+	// later --cache-gb).
+	floor, floorCache bool
 	// cacheSet says a flag chose the expert cache (--cache-gb, or a preset's); codedNote is
 	// the line that says which default resolve chose for entropy-coded experts.
 	cacheSet  bool
@@ -67,9 +74,9 @@ func parseBudget(a *args) budget {
 	presetCache := a.last("--preset", "--cache-gb") == "--preset"
 	if name, ok := a.vals["--preset"]; ok && a.err == nil {
 		b.preset = name
-		var t, c int64 // the floor preset has no expert cache; its trunk budget is resolved later
+		var t, c int64 // the floor preset's budgets are resolved later, from the model
 		if name == preset.Floor {
-			b.floor = presetTrunk
+			b.floor, b.floorCache = presetTrunk, presetCache
 		} else {
 			var err error
 			if t, c, err = preset.Budgets(name, ""); err != nil {
@@ -129,19 +136,25 @@ func parseBudget(a *args) budget {
 }
 
 // resolve replaces the floor preset by the model's trunk floor, which depends on the trunk's
-// shape (packed, ring, slot) but not on the cache. When no flag chose the expert cache and the
-// plan has one anyway (the library's choice for routed experts whose stamps say they are
+// shape (packed, ring, slot) but not on the cache, and by its read scratch budget. When no flag
+// chose the expert cache and the plan has one anyway (the library's choice for routed experts whose stamps say they are
 // entropy-coded, a checkpoint written by compress-experts: budget 0, none kept), it raises that
 // cache to the auto preset's budget (0 still when the machine's memory cannot be read);
 // codedNote then says so, for the plan. A plan that cannot be made is left for the caller's own
 // PlanFor or Open to report.
 func (b *budget) resolve(dir string) error {
-	if b.floor {
-		floor, err := preset.FloorBudget(dir, b.trunk...)
+	if b.floor || b.floorCache {
+		floor, scratch, err := preset.Budgets(preset.Floor, dir, b.trunk...)
 		if err != nil {
 			return err
 		}
-		b.trunk, b.floor = append(b.trunk, k3.WithTrunkBudget(floor)), false
+		if b.floor {
+			b.trunk = append(b.trunk, k3.WithTrunkBudget(floor))
+		}
+		if b.floorCache { // after the preset's placeholder budget 0, so it wins
+			b.other = append(b.other, k3.WithCacheBudget(scratch))
+		}
+		b.floor, b.floorCache = false, false
 	}
 	if b.cacheSet || b.codedNote != "" {
 		return nil
@@ -163,6 +176,34 @@ func (b *budget) resolve(dir string) error {
 		dir, size(c), how)
 	return nil
 }
+
+// floorGCPercent is the garbage collector's growth target (GOGC) of a run at the floor preset.
+// Most of the Go heap there is the session's KDA state and the checkpoint's tensor table, which
+// live for the whole run; at Go's default of 100 the heap may grow by that much again in garbage
+// before a collection, which on K3 was about 150 MB of the peak. Collections are rare all the
+// same: decoding allocates little.
+const floorGCPercent = 10
+
+// lowGC sets the collector's target to floorGCPercent for a run at the floor preset, unless
+// GOGC is set; the returned function restores the previous target.
+func (b budget) lowGC() (restore func()) {
+	if !b.floorGC() {
+		return func() {}
+	}
+	old := debug.SetGCPercent(floorGCPercent)
+	return func() { debug.SetGCPercent(old) }
+}
+
+// settle returns the garbage of opening the model (header parsing, vectors widened and then
+// transposed) to the operating system before generation touches the session's state, for a run
+// at the floor preset, unless GOGC is set: otherwise those pages stay resident beside it.
+func (b budget) settle() {
+	if b.floorGC() {
+		debug.FreeOSMemory()
+	}
+}
+
+func (b budget) floorGC() bool { return b.preset == preset.Floor && os.Getenv("GOGC") == "" }
 
 // config returns the configuration path the run reads.
 func (b budget) config(modelDir string) string {

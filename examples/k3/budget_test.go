@@ -205,7 +205,8 @@ func TestExecPlanPresets(t *testing.T) {
 				switch {
 				case p.Name == preset.Floor:
 					assert.Equal(t, floor, got.Trunk.Budget, "floor is the model's trunk floor")
-					assert.Zero(t, got.Cache.Budget, "floor has no expert cache")
+					assert.Zero(t, got.Cache.Slots, "floor has no expert cache")
+					assert.Equal(t, min(got.Cache.TopK, preset.FloorScratchSlots), got.Cache.ScratchSlots, "floor's read scratch")
 					assert.Equal(t, got.Trunk.Floor, got.Trunk.Budget)
 				case p.Name == preset.Auto:
 					assert.Positive(t, got.Trunk.Budget)

@@ -429,6 +429,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	}
 	dump.expertBytes(plan)
 	fmt.Fprintf(info, "k3: memory plan\n  %s\n", strings.ReplaceAll(plan.String(), "\n", "\n  "))
+	defer o.budget.lowGC()()
 	m, err := k3.Open(o.modelDir, opts...)
 	opening.Store(false) // from here the first signal stops generation after the token in flight
 	if err != nil {
@@ -441,6 +442,7 @@ func decode(o *runOptions, stdout, stderr io.Writer, sigs chan os.Signal) int {
 	if c := m.Config(); c.Vocab != cfg.Vocab {
 		return failed(stderr, exitRuntime, fmt.Errorf("%s: config.json changed while loading (vocab %d, then %d)", o.modelDir, cfg.Vocab, c.Vocab))
 	}
+	o.budget.settle()
 	loadSec := time.Since(start).Seconds()
 	fmt.Fprintf(info, "k3: %s, %d layers, vocab %d; loaded in %.3f s; threads %d, %s\n",
 		o.modelDir, cfg.NumLayers, cfg.Vocab, loadSec, o.threads, map[bool]string{true: "incremental", false: "full recompute"}[o.incremental])
