@@ -36,22 +36,40 @@ const nparts = 6
 // rules into a read goroutine's scratch buffer instead, and each part is
 // then decoded (records) or copied (raw parts, scales) to slot offset
 // dst[i]: the slot holds exactly the bytes of the raw checkpoint.
+//
+// A store holds one location per routed expert of every layer (82,432 at
+// K3), so the fields only coded experts need live behind code.
 type location struct {
 	file int32 // index into Store.files
 	// contiguous: one read of [lo, lo+n); otherwise six reads, part i at
-	// file offset off[i] into the slot (coded: the scratch) at window base[i].
+	// file offset off[i] into the slot (coded: the scratch) at window at[i].
 	contiguous bool
 	lo, n      int64
 	off        [nparts]int64 // absolute file offsets
 	size       [nparts]int64 // stored bytes
-	rel        [nparts]int64 // contiguous: offset of part i inside the payload
-	base       [nparts]int64 // non-contiguous: 4096-aligned offset of part i's window
+	// at is, contiguous, the offset of part i inside the payload; otherwise
+	// the 4096-aligned offset of part i's window.
+	at         [nparts]int64
 	rows, cols [3]int32
+	code       *codedParts // nil for a raw expert
+}
 
-	coded bool
-	rec   [3]bool       // coded: w{1,2,3}.weight_packed is a record
-	dst   [nparts]int64 // coded: slot offset of part i
-	dlen  [nparts]int64 // decoded bytes of part i (size[i] when raw)
+// codedParts is where a coded expert's parts land in its slot.
+type codedParts struct {
+	rec  [3]bool       // w{1,2,3}.weight_packed is a record
+	dst  [nparts]int64 // slot offset of part i
+	dlen [nparts]int64 // decoded bytes of part i (size[i] when raw)
+}
+
+// coded reports whether some part of the expert is a record.
+func (l *location) coded() bool { return l.code != nil }
+
+// partLen is part i's decoded byte count.
+func (l *location) partLen(i int) int64 {
+	if l.code != nil {
+		return l.code.dlen[i]
+	}
+	return l.size[i]
 }
 
 // partAlign spaces the parts of a coded expert in its slot.
@@ -63,7 +81,7 @@ func (l *location) readSpan() int64 {
 	if l.contiguous {
 		return align4096(l.n + 2*storage.Alignment)
 	}
-	return l.base[nparts-1] + align4096(storage.WindowLen(l.off[nparts-1], l.size[nparts-1]))
+	return l.at[nparts-1] + align4096(storage.WindowLen(l.off[nparts-1], l.size[nparts-1]))
 }
 
 // need is the slot space the expert uses. A coded expert's parts, packed
@@ -71,8 +89,8 @@ func (l *location) readSpan() int64 {
 // decoded size, which is what it is given: the slot stride, hence the slot
 // count of a budget and every hit and eviction, is the raw checkpoint's.
 func (l *location) need() int64 {
-	if l.coded {
-		return max(align4096(l.dst[nparts-1]+l.dlen[nparts-1]), SlotSize(l.payloadBytes()))
+	if c := l.code; c != nil {
+		return max(align4096(c.dst[nparts-1]+c.dlen[nparts-1]), SlotSize(l.payloadBytes()))
 	}
 	return l.readSpan()
 }
@@ -80,8 +98,8 @@ func (l *location) need() int64 {
 // payloadBytes is the expert's own (decoded) byte count.
 func (l *location) payloadBytes() int64 {
 	var n int64
-	for _, s := range l.dlen {
-		n += s
+	for i := range nparts {
+		n += l.partLen(i)
 	}
 	return n
 }
@@ -111,6 +129,8 @@ func align4096(n int64) int64 {
 // coded.
 func locate(ck *safetensors.Checkpoint, stamps *quant.Stamps, layer, e int, shapes *Shapes, fileIndex func(string) int32) (location, error) {
 	var loc location
+	var code codedParts // kept only when some part is a record
+	coded := false
 	p := layout.ExpertPrefix(layer, e)
 	var ts [nparts]*safetensors.Tensor
 	for w := range 3 {
@@ -163,12 +183,12 @@ func locate(ck *safetensors.Checkpoint, stamps *quant.Stamps, layer, e int, shap
 					ErrExpertTensor, name, ps.DecodedLen, rows, cols, want)
 			}
 			packed = []int64{int64(rows), int64(cols / 2)}
-			loc.coded, loc.rec[w] = true, true
+			coded, code.rec[w] = true, true
 		}
 		if err := mxfp4.CheckShapes(rows, cols, []int{int(packed[0]), int(packed[1])}, []int{int(st.Shape[0]), int(st.Shape[1])}); err != nil {
 			return loc, fmt.Errorf("%w: %s: %w", ErrExpertTensor, name, err)
 		}
-		loc.dlen[2*w], loc.dlen[2*w+1] = int64(ps.DecodedLen), st.Size
+		code.dlen[2*w], code.dlen[2*w+1] = int64(ps.DecodedLen), st.Size
 		if pt.File != st.File || (w > 0 && pt.File != ts[0].File) {
 			return loc, fmt.Errorf("%w: %s: the six tensors of expert %d are not in one shard", ErrExpertTensor, name, e)
 		}
@@ -182,24 +202,25 @@ func locate(ck *safetensors.Checkpoint, stamps *quant.Stamps, layer, e int, shap
 		lo, hi = min(lo, t.Offset), max(hi, t.Offset+t.Size)
 		own += t.Size
 	}
-	if loc.coded {
+	if coded {
 		var at int64
-		for i := range loc.dst {
-			loc.dst[i] = at
-			at += (loc.dlen[i] + partAlign - 1) &^ (partAlign - 1)
+		for i := range code.dst {
+			code.dst[i] = at
+			at += (code.dlen[i] + partAlign - 1) &^ (partAlign - 1)
 		}
+		loc.code = &code
 	}
 	if hi-lo == own {
 		loc.contiguous, loc.lo, loc.n = true, lo, hi-lo
 		for i, t := range ts {
-			loc.rel[i] = t.Offset - lo
+			loc.at[i] = t.Offset - lo
 		}
 		return loc, nil
 	}
 	// Six windows, each 4096-aligned in the slot, in canonical order.
 	var at int64
 	for i, t := range ts {
-		loc.base[i] = at
+		loc.at[i] = at
 		at += align4096(storage.WindowLen(t.Offset, t.Size))
 	}
 	loc.n = own

@@ -181,7 +181,7 @@ func New(ck *safetensors.Checkpoint, cfg Config, opts ...Option) (*Store, error)
 	for _, l := range s.locs {
 		s.slotBytes = max(s.slotBytes, l.need())
 		s.expertBytes = max(s.expertBytes, l.payloadBytes())
-		if l.coded {
+		if l.coded() {
 			s.scratchBytes = max(s.scratchBytes, l.readSpan())
 		}
 	}
@@ -789,7 +789,7 @@ func (l *location) compare(o *location) int {
 // unspecified (the caller leaves it EMPTY).
 func (s *Store) fill(mem []byte, l *location, rd *reader) (moe.Expert, time.Duration, error) {
 	buf := mem
-	if l.coded {
+	if l.coded() {
 		buf = rd.scratch
 	}
 	parts, err := s.readParts(buf, l)
@@ -797,10 +797,10 @@ func (s *Store) fill(mem []byte, l *location, rd *reader) (moe.Expert, time.Dura
 		return moe.Expert{}, 0, err
 	}
 	var dec time.Duration
-	if l.coded {
+	if c := l.code; c != nil {
 		for i, p := range parts {
-			d := mem[l.dst[i] : l.dst[i]+l.dlen[i] : l.dst[i]+l.dlen[i]]
-			if i%2 == 0 && l.rec[i/2] {
+			d := mem[c.dst[i] : c.dst[i]+c.dlen[i] : c.dst[i]+c.dlen[i]]
+			if i%2 == 0 && c.rec[i/2] {
 				t0 := time.Now()
 				err := rd.dec.DecodeInto(d, p)
 				dec += time.Since(t0)
@@ -831,12 +831,12 @@ func (s *Store) readParts(buf []byte, l *location) ([nparts][]byte, error) {
 			return parts, fmt.Errorf("%w: got %d of %d bytes", safetensors.ErrShortRead, len(p), l.n)
 		}
 		for i := range parts {
-			parts[i] = p[l.rel[i] : l.rel[i]+l.size[i] : l.rel[i]+l.size[i]]
+			parts[i] = p[l.at[i] : l.at[i]+l.size[i] : l.at[i]+l.size[i]]
 		}
 		return parts, nil
 	}
 	for i := range parts {
-		p, err := r.ReadAligned(buf[l.base[i]:], l.off[i], l.size[i])
+		p, err := r.ReadAligned(buf[l.at[i]:], l.off[i], l.size[i])
 		if err != nil {
 			return parts, err
 		}

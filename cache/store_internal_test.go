@@ -33,7 +33,7 @@ func checkSlotBytes(t *testing.T, s *Store, e int) {
 		pad = 0
 	}
 	for part := range nparts {
-		b := mem[pad+l.rel[part] : pad+l.rel[part]+l.size[part]]
+		b := mem[pad+l.at[part] : pad+l.at[part]+l.size[part]]
 		require.Equal(t, fixtureBytes(e, part/2, part%2 == 1, len(b)), b, "expert %d part %d", e, part)
 	}
 }
