@@ -21,6 +21,7 @@ import (
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/layout"
+	"github.com/k3-project/k3/preset"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
@@ -157,9 +158,9 @@ func TestTrunkBudgetBelowFloor(t *testing.T) {
 
 // TestPerfFloorBitIdentical runs the synthetic perf checkpoint (random weights everywhere, so a
 // wrong byte anywhere would show) at the memory floor — trunk at its floor budget with one ring
-// slot, embedding rows and lm_head streamed, experts read with a zero cache budget — and compares
-// teacher-forced logits and an incremental greedy continuation bit for bit with the fully mapped
-// run. It needs K3_PERF_DIR (the perf checkpoint, about 1.6 GB, synthesized there on first use)
+// slot, embedding rows and lm_head streamed, experts read through the floor preset's scratch of
+// preset.FloorScratchSlots experts, in waves — and compares teacher-forced logits and an
+// incremental greedy continuation bit for bit with the fully mapped run. It needs K3_PERF_DIR (the perf checkpoint, about 1.6 GB, synthesized there on first use)
 // and takes a minute or two.
 func TestPerfFloorBitIdentical(t *testing.T) {
 	dir := testkit.PerfDir(t, checkpoint.Synthesize)
@@ -169,8 +170,12 @@ func TestPerfFloorBitIdentical(t *testing.T) {
 	mapped.Close()
 	p, err := k3.PlanFor(dir, k3.WithTrunkBudget(1<<50))
 	require.NoError(t, err)
-	m := openModel(t, dir, k3.WithTrunkBudget(p.Trunk.Floor), k3.WithCacheBudget(0))
-	fp := m.Plan().Trunk
+	tb, cb, err := preset.Budgets(preset.Floor, dir) // the floor preset's smaller expert scratch
+	require.NoError(t, err)
+	require.Equal(t, p.Trunk.Floor, tb)
+	m := openModel(t, dir, k3.WithTrunkBudget(tb), k3.WithCacheBudget(cb))
+	fp, c := m.Plan().Trunk, m.Plan().Cache
+	require.Equal(t, [2]int{preset.FloorScratchSlots, 0}, [2]int{c.ScratchSlots, c.Slots}, "experts read %d at a time", preset.FloorScratchSlots)
 	require.Equal(t, 1, fp.Slots)
 	require.False(t, fp.HeadPinned || fp.EmbedPinned || len(fp.Pinned) > 0)
 	got := runModel(t, m, ref)
