@@ -136,7 +136,7 @@ func (p Plan) String() string {
 			fmt.Fprintf(&b, "expert cache   none: each expert read into %s of scratch (%d of TopK %d slots", trunk.Size(c.ScratchBytes),
 				c.ScratchSlots, c.TopK)
 			if c.Waves > 1 {
-				fmt.Fprintf(&b, ", read in %d waves per MoE layer, %s", c.Waves, c.WaveCost())
+				fmt.Fprintf(&b, ", read in %d waves per MoE layer; %s", c.Waves, c.WaveCost())
 			}
 			b.WriteString(")")
 		}

@@ -31,7 +31,11 @@ type Plan struct {
 	// 1 slot +85%; on perf (top-k 8, 836 KB experts, 12 MoE layers) 1 slot
 	// 1.2–2.2× and 4 or 7 slots 0.7–1.4× over two runs — on that host the
 	// noise is as large as the effect of a few waves, and only one slot is
-	// clearly slower.
+	// clearly slower. At the K3 geometry (k3-routed at the trunk floor, 16
+	// picks of 17.6 MB, the same host; six runs interleaved, decode steps 1
+	// and 2 of each) 1 slot decoded at 9.6–12.7 s/token, 2 slots at
+	// 7.5–12.1 s and 16 slots at 9.6–29.0 s: no cost above the noise, the
+	// token's time being the trunk's 111 GB and the experts' 68 GB of reads.
 	ScratchSlots int   `json:"scratch_slots,omitempty"`
 	Waves        int   `json:"waves,omitempty"`
 	TopK         int   `json:"top_k"`
@@ -106,5 +110,5 @@ func (p *Plan) WaveCost() string {
 	if p.Waves <= 1 {
 		return ""
 	}
-	return "measured +5% (7 of 8 slots) to +85% (1 slot) time per token on the wide fixture"
+	return "time cost measured within the noise on k3-routed, decode 7.5–12.7 s/token in 8 or 16 waves against 9.6–29 s in one, and up to +85% for small experts read 1 at a time on the wide fixture"
 }
