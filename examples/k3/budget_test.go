@@ -58,7 +58,7 @@ func TestBudgetFlags(t *testing.T) {
 func TestRunUnderBudgets(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := readRef(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			packed := t.TempDir()
 			code, _, stderr := runCLI(t, "pack-trunk", dir, packed)
 			require.Equal(t, exitOK, code, stderr)
@@ -125,27 +125,13 @@ func TestLadder(t *testing.T) {
 	assert.Positive(t, l.Rungs[0].ReadPerToken)
 }
 
-type fixtureRef struct {
-	PromptIDs []int `json:"prompt_ids"`
-	FullIDs   []int `json:"full_ids"`
-}
-
-func readRef(t *testing.T, dir string) fixtureRef {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-	require.NoError(t, err)
-	var r fixtureRef
-	require.NoError(t, json.Unmarshal(b, &r))
-	return r
-}
-
 func joinIDs(ids []int) string { return strings.Trim(strings.ReplaceAll(jsonText(ids), " ", ""), "[]") }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestConfigAndLayersFlags(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := readRef(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	alt := filepath.Join(t.TempDir(), "alt.json")
@@ -245,7 +231,7 @@ func TestExecPlanPresets(t *testing.T) {
 // the reference; the JSON has the §11.1 keys, and each step line its hit and bytes read.
 func TestExecRunPresetFloor(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := readRef(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	cwd := t.TempDir()
 	r := execK3(t, cwd, "", "run", dir, "--ids", joinIDs(ref.PromptIDs), "--gen", itoa(len(ref.FullIDs)-len(ref.PromptIDs)),
 		"--no-stop", "--preset", "floor", "--out", "r.json")

@@ -306,17 +306,7 @@ func TestSynthCommand(t *testing.T) {
 // TestFixtureModels: the CLI reproduces every model fixture's greedy continuation.
 func TestFixtureModels(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
-		b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ref struct {
-			PromptIDs []int `json:"prompt_ids"`
-			FullIDs   []int `json:"full_ids"`
-		}
-		if err := json.Unmarshal(b, &ref); err != nil {
-			t.Fatal(err)
-		}
+		ref := testkit.LoadReference(t, dir)
 		out := filepath.Join(t.TempDir(), "r.json")
 		ids := strings.Trim(jsonText(ref.PromptIDs), "[]")
 		n := strconv.Itoa(len(ref.FullIDs) - len(ref.PromptIDs))
