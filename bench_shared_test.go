@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/checkpoint"
-	"github.com/k3-project/k3/internal/testkit"
 )
 
 // sharedRun is one measurement of n concurrent sessions.
@@ -29,13 +27,7 @@ func (r sharedRun) tokensPerSecond() float64 { return float64(r.tokens) / r.wall
 func measureShared(b *testing.B, m *k3.Model, n, steps int) sharedRun {
 	b.Helper()
 	ctx := context.Background()
-	ss := make([]*k3.Session, n)
-	for i, p := range sharedPrompts(n, m.Config().Vocab) {
-		ss[i] = m.NewSession()
-		if err := ss[i].Prefill(ctx, p); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ss := prefilledSessions(b, m, sharedPrompts(n, m.Config().Vocab))
 	before := m.Stats()
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -43,11 +35,7 @@ func measureShared(b *testing.B, m *k3.Model, n, steps int) sharedRun {
 	for i, s := range ss {
 		wg.Go(func() {
 			for range steps {
-				id, err := s.Next()
-				if err == nil {
-					err = s.Step(ctx, id)
-				}
-				if err != nil {
+				if _, err := greedyStep(ctx, s); err != nil {
 					errs[i] = err
 					return
 				}
@@ -104,7 +92,7 @@ func sharedTable(name string, runs []sharedRun) float64 {
 // The last line reads SHARED floor_8x=<aggregate speedup of 8 sessions over 1 at the floor>
 // mapped_8x=<the same, mapped>. The checkpoint is synthesized into K3_PERF_DIR on first use.
 func BenchmarkShared(b *testing.B) {
-	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	dir := perfDir(b)
 	benchShared(b, dir, 4)
 }
 

@@ -87,7 +87,7 @@ func BenchmarkDecodePerf(b *testing.B) {
 // one prefill per op on an open model, for a CPU profile of it:
 // K3_PERF_DIR=<dir> go test -run '^$' -bench PrefillPerf -benchtime 4x -cpuprofile prefill.out .
 func BenchmarkPrefillPerf(b *testing.B) {
-	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	dir := perfDir(b)
 	m := openModel(b, dir, k3.WithThreads(2))
 	ids := make([]int, floorPrefillLen)
 	for i := range ids {
@@ -268,7 +268,7 @@ func measureKernel(cols int, sink *uint64) (bw, xread float64) {
 // FLOOR decode_1t=<ratio> decode_2t=<ratio> prefill256_2t=<seconds>. The checkpoint (about
 // 1.6 GB) is synthesized into K3_PERF_DIR on first use.
 func BenchmarkFloor(b *testing.B) {
-	dir := testkit.PerfDir(b, checkpoint.Synthesize)
+	dir := perfDir(b)
 	m, err := k3.Open(dir, k3.WithThreads(1))
 	if err != nil {
 		b.Fatal(err)
