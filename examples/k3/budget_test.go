@@ -74,7 +74,7 @@ func TestRunUnderBudgets(t *testing.T) {
 				require.Equal(t, exitOK, code, stderr)
 				assert.Contains(t, stderr, "memory plan")
 				assert.Less(t, strings.Index(stderr, "memory plan"), strings.Index(stderr, "loaded in"), "the plan is printed before loading")
-				var rep struct {
+				rep := testkit.ReadJSON[struct {
 					FullIDs    []int `json:"full_ids"`
 					TrunkBytes int64 `json:"trunk_bytes_read"`
 					Plan       struct {
@@ -82,10 +82,7 @@ func TestRunUnderBudgets(t *testing.T) {
 							Total int64 `json:"total_bytes"`
 						} `json:"trunk"`
 					} `json:"plan"`
-				}
-				b, err := os.ReadFile(out)
-				require.NoError(t, err)
-				require.NoError(t, json.Unmarshal(b, &rep))
+				}](t, out)
 				assert.Equal(t, ref.FullIDs, rep.FullIDs, "%v", extra)
 				require.NotNil(t, rep.Plan.Trunk)
 				if extra[1] == "0.0002" {
@@ -109,12 +106,9 @@ func TestLadder(t *testing.T) {
 	out, err := exec.Command(bin, "ladder", dir, "--budgets", "floor,0.0002,0.001,all,mapped", "--ids", "1,2,3", "--gen", "3", "--out", js).Output()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "VERDICT: all 5 rungs emitted identical ids")
-	var l struct {
+	l := testkit.ReadJSON[struct {
 		Rungs []rung `json:"rungs"`
-	}
-	b, err := os.ReadFile(js)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &l))
+	}](t, js)
 	require.Len(t, l.Rungs, 5)
 	for _, r := range l.Rungs {
 		assert.Empty(t, r.RunError)
@@ -140,14 +134,11 @@ func TestConfigAndLayersFlags(t *testing.T) {
 	code, _, stderr := runCLI(t, "run", dir, "--ids", joinIDs(ref.PromptIDs), "--gen", "2", "--no-stop", "--config", alt, "--layers", "3", "--out", out)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stderr, "running 3 of")
-	var rep struct {
+	rep := testkit.ReadJSON[struct {
 		Requested int `json:"layers_requested"`
 		Completed int `json:"layers_completed"`
 		Layers    int `json:"layers"`
-	}
-	raw, err := os.ReadFile(out)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &rep))
+	}](t, out)
 	assert.Equal(t, 3, rep.Requested)
 	assert.Equal(t, 3, rep.Completed)
 	code, _, stderr = runCLI(t, "run", dir, "--ids", "1", "--layers", "1000")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -171,17 +170,14 @@ func dumpTrace(t *testing.T, gen int) (dir, cwd string) {
 // count as the run's cache counters) and drawn as a valid SVG.
 func TestExecCacheTraceSimCache(t *testing.T) {
 	_, cwd := dumpTrace(t, 6)
-	var rep struct {
+	rep := testkit.ReadJSON[struct {
 		Cache struct {
 			ExpertBytes int64 `json:"expert_bytes"`
 			Run         struct {
 				Requests int64 `json:"requests"`
 			} `json:"run"`
 		} `json:"cache_stats"`
-	}
-	b, err := os.ReadFile(filepath.Join(cwd, "r.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &rep))
+	}](t, filepath.Join(cwd, "r.json"))
 	require.Positive(t, rep.Cache.Run.Requests)
 
 	svg := filepath.Join(cwd, "sim.svg")

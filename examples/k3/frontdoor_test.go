@@ -55,14 +55,10 @@ func parseCSV(t *testing.T, line string) []int {
 // reportIDs reads generated_ids from a run report.
 func reportIDs(t *testing.T, path string) (generated []int, rep map[string]any) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var r struct {
+	r := testkit.ReadJSON[struct {
 		Generated []int `json:"generated_ids"`
-	}
-	require.NoError(t, json.Unmarshal(b, &r))
-	require.NoError(t, json.Unmarshal(b, &rep))
-	return r.Generated, rep
+	}](t, path)
+	return r.Generated, testkit.ReadJSON[map[string]any](t, path)
 }
 
 // TestExecTextOnStdout: stdout is exactly the generated text (the bytes of the generated ids),

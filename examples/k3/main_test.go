@@ -130,15 +130,7 @@ func TestInfoCommands(t *testing.T) {
 
 func readReport(t *testing.T, path string) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r map[string]any
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, b)
-	}
-	return r
+	return testkit.ReadJSON[map[string]any](t, path)
 }
 
 func ints(t *testing.T, v any) []int {

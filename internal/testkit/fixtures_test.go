@@ -236,6 +236,23 @@ func TestJSONLines(t *testing.T) {
 	}
 }
 
+func TestReadJSON(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "r.json")
+	if err := os.WriteFile(p, []byte(`{"id":"a","ordinary":[1,2]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		ID       string `json:"id"`
+		Ordinary []int  `json:"ordinary"`
+	}
+	if r := ReadJSON[row](t, p); r.ID != "a" || !slices.Equal(r.Ordinary, []int{1, 2}) {
+		t.Errorf("row %+v", r)
+	}
+	if m := ReadJSON[map[string]any](t, p); len(m) != 2 || m["id"] != "a" {
+		t.Errorf("map %v", m)
+	}
+}
+
 func TestTextCases(t *testing.T) {
 	dir := t.TempDir()
 	for name, body := range map[string]string{
