@@ -2,7 +2,6 @@ package k3_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -73,12 +72,9 @@ func TestBindExpertGeometry(t *testing.T) {
 // shard the index says should hold it, in one error.
 func TestBindMissingShard(t *testing.T) {
 	dir := synthTiny(t, 1)
-	var idx struct {
+	idx := testkit.ReadJSON[struct {
 		WeightMap map[string]string `json:"weight_map"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &idx))
+	}](t, filepath.Join(dir, "model.safetensors.index.json"))
 	const gone = "model-00002-of-00003.safetensors"
 	want := 0
 	for _, s := range idx.WeightMap {
@@ -88,7 +84,7 @@ func TestBindMissingShard(t *testing.T) {
 	}
 	require.Positive(t, want)
 	require.NoError(t, os.Remove(filepath.Join(dir, gone)))
-	_, err = k3.Open(dir)
+	_, err := k3.Open(dir)
 	be, ok := errors.AsType[*k3.BindError](err)
 	require.True(t, ok, "Open: %v, want *BindError", err)
 	for _, m := range be.Missing {
