@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -180,6 +182,46 @@ func TestStopStrings(t *testing.T) {
 		}
 		assert.Equal(t, full, seen)
 	})
+}
+
+// splitRunes decodes the n-th token it is asked for, whatever its id, to the n-th 3 bytes of a
+// text of 2-, 3- and 4-byte characters, so that almost every token ends inside a character.
+type splitRunes struct{ n int }
+
+// splitText repeats 11 bytes: its character boundaries fall at 0, 2, 5, 9, 11, … 33 (11 tokens).
+var splitText = []byte(strings.Repeat("é€😀ж", 8))
+
+func (s *splitRunes) TokenBytes(int) ([]byte, error) {
+	if 3*s.n+3 > len(splitText) {
+		return nil, fmt.Errorf("token %d is past the text", s.n)
+	}
+	s.n++
+	return splitText[3*s.n-3 : 3*s.n], nil
+}
+
+// TestOnTextWholeCharacters: tokens that end inside UTF-8 characters reach OnText as pieces of
+// whole characters, which concatenate to the whole text, with and without a stop string held back.
+func TestOnTextWholeCharacters(t *testing.T) {
+	dir := filepath.Join(testkit.Path(t, "models"), "tiny")
+	ref := testkit.LoadReference(t, dir)
+	m := openModel(t, dir)
+	for _, stops := range [][]string{nil, {"never"}} {
+		var chunks [][]byte
+		var res k3.GenerateResult
+		o := k3.GenerateOptions{MaxTokens: 11, Tokens: &splitRunes{}, StopStrings: stops,
+			OnText: func(b []byte) { chunks = append(chunks, bytes.Clone(b)) },
+			OnDone: func(r k3.GenerateResult) { res = r }}
+		for _, err := range m.Generate(context.Background(), ref.PromptIDs, o) {
+			require.NoError(t, err)
+		}
+		whole := splitText[:33]
+		require.Greater(t, len(chunks), 5)
+		for i, c := range chunks {
+			assert.True(t, utf8.Valid(c), "stops %q: piece %d (% x) is not whole characters", stops, i, c)
+		}
+		assert.Equal(t, whole, bytes.Join(chunks, nil))
+		assert.Equal(t, string(whole), string(res.Text))
+	}
 }
 
 func TestStopReasons(t *testing.T) {

@@ -809,3 +809,48 @@ func TestSharedWalkVerifyCancel(t *testing.T) {
 		}
 	})
 }
+
+// slowWalks is a Tracer that makes every layer of a walk take at least d.
+type slowWalks struct{ d time.Duration }
+
+func (slowWalks) ExpertRequest(int, int)                     {}
+func (slowWalks) TrunkRead(int, int64, int64, time.Duration) {}
+func (s slowWalks) LayerDone(int, time.Duration)             { time.Sleep(s.d) }
+
+// TestSharedWalksLinger: sessions stepping in a loop come back a moment after their walk ends,
+// and the next walk's leader waits for them (at most a share of a walk's time), so four such
+// sessions share every walk instead of settling into groups that alternate walks. With the
+// wait turned off (SetLinger(m, -1, 0)) the same run takes about twice the walks.
+func TestSharedWalksLinger(t *testing.T) {
+	const sessions, steps = 4, 8
+	dir := testkit.Models(t)[0]
+	m := openModel(t, dir, k3.WithThreads(2), k3.WithTracer(slowWalks{time.Millisecond}))
+	k3.SetLinger(m, 1, time.Second) // up to a whole walk: the test must not depend on the load
+	ctx := context.Background()
+	ss := prefilledSessions(t, m, sharedPrompts(sessions, m.Config().Vocab))
+	before := m.Stats()
+	start := make(chan struct{})
+	errs := make([]error, sessions)
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Go(func() {
+			<-start
+			for range steps {
+				if _, err := greedyStep(ctx, s); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "session %d", i)
+	}
+	st := m.Stats()
+	require.Equal(t, int64(sessions*steps), st.WalkRows-before.WalkRows)
+	// The first round may split (the goroutines start one after another); every later walk
+	// carries all four.
+	assert.LessOrEqual(t, st.Walks-before.Walks, int64(steps+1), "walks for %d rows", sessions*steps)
+}
