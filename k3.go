@@ -35,7 +35,7 @@ type options struct {
 	ring        int
 	slotBytes   int64
 	packedDir   string
-	packedSrc   trunk.Source // where the pack's lossless12 matrices are read from
+	packedSrc   trunk.Source   // where the pack's lossless12 matrices are read from
 	open        storage.Opener // nil: storage.Open
 	noVerify    bool
 	tracer      Tracer
