@@ -62,7 +62,7 @@ func TestLossless12PackedTrunk(t *testing.T) {
 			encoded, kept, sl.Size(), sb.Size(), float64(sl.Size())/float64(sb.Size()))
 		assert.Less(t, sl.Size(), sb.Size())
 		fb := floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(bf))
-		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(l12))
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(l12, trunk.SourcePacked))
 		assert.Less(t, fl.Total, fb.Total, "the planner counts the encoded bytes")
 		all := fl.Total + fl.EmbedBytes
 		cases := []struct {
@@ -173,7 +173,7 @@ func TestLossless12PackedTrunkFaults(t *testing.T) {
 		r, rt := firstLossless12(t, l)
 		require.NoError(t, verifyPacked(t, dir, p), "a sound pack verifies")
 		testkit.FlipBits(t, filepath.Join(p, trunk.BinName), r.FileOff+rt.Off+rt.NBytes/2, 0x04)
-		_, err := k3.Open(dir, k3.WithPackedTrunk(p))
+		_, err := k3.Open(dir, k3.WithPackedTrunk(p, trunk.SourcePacked))
 		require.ErrorIs(t, err, trunk.ErrChecksum)
 		assert.Contains(t, err.Error(), "layer 1")
 		err = verifyPacked(t, dir, p)
@@ -196,9 +196,9 @@ func TestLossless12PackedTrunkFaults(t *testing.T) {
 			le, ok := errors.AsType[*trunk.LayerError](verr)
 			require.True(t, ok, "Verify's problems are *trunk.LayerError")
 			assert.Equal(t, r.Layer, le.Layer)
-			opts := []k3.Option{k3.WithPackedTrunk(p)}
+			opts := []k3.Option{k3.WithPackedTrunk(p, trunk.SourcePacked)}
 			if !pinned {
-				opts = append(opts, k3.WithTrunkBudget(floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(p)).Floor),
+				opts = append(opts, k3.WithTrunkBudget(floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(p, trunk.SourcePacked)).Floor),
 					k3.WithTrunkSlot(smallSlot))
 			}
 			m, err := k3.Open(dir, opts...)
