@@ -32,6 +32,7 @@ func TestVerifyTrunk(t *testing.T) {
 		assert.Contains(t, r.stderr, td+": ", format)
 		assert.NotContains(t, r.stderr, "problem", format)
 		assert.Contains(t, r.stderr, "layer(s)", format)
+		assert.Equal(t, format == "lossless12", strings.Contains(r.stderr, "embedding: ok"), format)
 		assert.Contains(t, r.stderr, ": ok\n", format)
 	}
 
@@ -82,5 +83,6 @@ func TestVerifyTrunk(t *testing.T) {
 	assert.Equal(t, exitRuntime, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "layer "+itoa(run.Layer)+": "+tensor.Name+": lossless12: malformed row 0 block 0", r.stderr)
 	assert.NotContains(t, r.stderr, "layer "+itoa(run.Layer)+": ok", r.stderr)
-	assert.Equal(t, len(l.Layers)-1, strings.Count(r.stderr, ": ok: "), "the other layers pass: %s", r.stderr)
+	assert.Equal(t, len(l.Runs())-1, strings.Count(r.stderr, ": ok: "), "the other runs pass: %s", r.stderr)
+	assert.Contains(t, r.stderr, "lm_head: ok: 1 tensors (1 lossless12", "the head's run verified")
 }
