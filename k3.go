@@ -487,13 +487,15 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	return m, d, nil
 }
 
+// withSide returns pc charging side bytes of float32 vectors: each walk (the pack's, the
+// shards') widens its own.
 func withSide(pc trunk.PlanConfig, side int64) trunk.PlanConfig {
 	pc.SideBytes = side
 	return pc
 }
 
 // packedSource decides where the packed trunk's lossless12 matrices are read from
-// (trunk.ChooseSource, §6.11.6), records the choice and its reason in the plan, and returns the
+// (trunk.ChooseSource, §8.5), records the choice and its reason in the plan, and returns the
 // walk and the trunk plan of that choice: db and tp for the pack, else a walk of the
 // checkpoint's shards alone and its plan under the same budget, the pack then being closed
 // unread. A forced SourceShards fails as that walk fails; the automatic choice falls back to
