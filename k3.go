@@ -1,6 +1,7 @@
 package k3
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -34,6 +35,7 @@ type options struct {
 	ring        int
 	slotBytes   int64
 	packedDir   string
+	packedSrc   trunk.Source   // where the pack's lossless12 matrices are read from
 	open        storage.Opener // nil: storage.Open
 	noVerify    bool
 	tracer      Tracer
@@ -105,15 +107,33 @@ func WithTrunkSlot(bytes int64) Option {
 }
 
 // WithPackedTrunk reads every layer's dense tensors from dir/trunk.bin (written by PackTrunk)
-// instead of the checkpoint's shards; the shards still provide experts, embedding and head.
-// Each layer's run is checked against its sha256 the first time it is loaded. Without
+// instead of the checkpoint's shards, and the embedding table and output head too when the pack
+// holds them (a lossless12 pack does); the shards still provide the experts and whatever the
+// pack lacks. Each run is checked against its sha256 the first time it is loaded. Without
 // WithTrunkBudget the whole packed trunk is pinned.
-func WithPackedTrunk(dir string) Option {
+//
+// The matrices a pack holds in lossless12 are read from the pack or, where the format loses, from
+// the checkpoint's bf16 originals: the plan (Plan.PackedSource, decided by trunk.ChooseSource
+// before anything is allocated) keeps bf16 when everything is resident and there are fewer
+// threads than trunk.Lossless12Threads. One source (trunk.SourcePacked or trunk.SourceShards)
+// forces the choice; the logits are the same bits either way.
+func WithPackedTrunk(dir string, source ...trunk.Source) Option {
 	return func(o *options) error {
 		if dir == "" {
 			return fmt.Errorf("k3: WithPackedTrunk: empty directory")
 		}
-		o.packedDir = dir
+		if len(source) > 1 {
+			return fmt.Errorf("k3: WithPackedTrunk: %d sources, want at most one", len(source))
+		}
+		o.packedDir, o.packedSrc = dir, trunk.SourceAuto
+		if len(source) == 1 {
+			switch source[0] {
+			case trunk.SourceAuto, trunk.SourcePacked, trunk.SourceShards:
+				o.packedSrc = source[0]
+			default:
+				return fmt.Errorf("k3: WithPackedTrunk: source %q is not %q or %q", source[0], trunk.SourcePacked, trunk.SourceShards)
+			}
+		}
 		return nil
 	}
 }
@@ -410,7 +430,12 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	d := &prepared{opts: o}
 	if o.packedDir != "" {
 		exp := trunk.Expect{Tensor: func(layer int, t trunk.RunTensor) error {
-			if !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)) {
+			switch {
+			case layer == trunk.Embed && t.Name != layout.EmbedName:
+				return fmt.Errorf("not the embedding table (%s)", layout.EmbedName)
+			case layer == trunk.Head && t.Name != layout.HeadName:
+				return fmt.Errorf("not the output head (%s)", layout.HeadName)
+			case layer >= 0 && !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)):
 				return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layout.LayerPrefix(layer))
 			}
 			return nil
@@ -425,6 +450,24 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	if err := db.err(dir); err != nil {
 		m.Close()
 		return nil, nil, err
+	}
+	if o.trunkBudget > 0 || m.packed != nil {
+		pc := trunk.PlanConfig{Budget: o.trunkBudget, Ring: o.ring, SlotBytes: o.slotBytes}
+		if pc.Budget == 0 {
+			pc.Budget = math.MaxInt64 / 2 // a packed trunk without a budget: pin it all
+		}
+		tp, err := trunk.NewPlan(db.dense, m.nlayers, withSide(pc, db.side))
+		if err == nil && m.packed != nil {
+			db, tp, err = m.packedSource(cfg, o, db, tp, pc)
+		}
+		if err != nil {
+			m.Close()
+			if _, ok := errors.AsType[*BindError](err); ok {
+				return nil, nil, err
+			}
+			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+		}
+		m.plan.Mapped, m.plan.Trunk = false, tp
 	}
 	d.bind = db
 	m.plan.fillSession(cfg, m.nlayers, m.threads)
@@ -441,20 +484,50 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	if o.trunkBudget > 0 || m.packed != nil {
-		budget := o.trunkBudget
-		if budget == 0 {
-			budget = math.MaxInt64 / 2 // a packed trunk without a budget: pin it all
-		}
-		tp, err := trunk.NewPlan(db.dense, m.nlayers, trunk.PlanConfig{Budget: budget, Ring: o.ring,
-			SlotBytes: o.slotBytes, SideBytes: db.side})
-		if err != nil {
-			m.Close()
-			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
-		}
-		m.plan.Mapped, m.plan.Trunk = false, tp
-	}
 	return m, d, nil
+}
+
+// withSide returns pc charging side bytes of float32 vectors: each walk (the pack's, the
+// shards') widens its own.
+func withSide(pc trunk.PlanConfig, side int64) trunk.PlanConfig {
+	pc.SideBytes = side
+	return pc
+}
+
+// packedSource decides where the packed trunk's lossless12 matrices are read from
+// (trunk.ChooseSource, §8.5), records the choice and its reason in the plan, and returns the
+// walk and the trunk plan of that choice: db and tp for the pack, else a walk of the
+// checkpoint's shards alone and its plan under the same budget, the pack then being closed
+// unread. A forced SourceShards fails as that walk fails; the automatic choice falls back to
+// the pack.
+func (m *Model) packedSource(cfg *config.Config, o options, db *binder, tp *trunk.Plan, pc trunk.PlanConfig) (*binder, *trunk.Plan, error) {
+	var sb *binder
+	var sp *trunk.Plan
+	if o.packedSrc != trunk.SourcePacked && tp.Lossless12Bytes > 0 {
+		sb = &binder{ck: m.ck, cachedExperts: o.cacheSet}
+		sb.walk(cfg, m.nlayers)
+		err := sb.err(m.dir)
+		if err == nil {
+			sp, err = trunk.NewPlan(sb.dense, m.nlayers, withSide(pc, sb.side))
+		}
+		if err != nil {
+			if o.packedSrc == trunk.SourceShards {
+				return nil, nil, err
+			}
+			sb, sp = nil, nil
+		}
+	}
+	src, why := trunk.ChooseSource(o.packedSrc, tp, sp, m.threads, trunk.Lossless12Threads)
+	if src == trunk.SourceShards && sp == nil {
+		src, why = trunk.SourcePacked, "no matrix of the pack is in lossless12" // nothing to read elsewhere
+	}
+	m.plan.PackedSource, m.plan.PackedReason = src, why
+	if src == trunk.SourcePacked {
+		return db, tp, nil
+	}
+	err := m.packed.Close()
+	m.packed = nil
+	return sb, sp, err
 }
 
 // codedExperts reports whether some routed expert of the first nlayers layers has a packed

@@ -513,8 +513,9 @@ func packLossless12(t *testing.T, dir string) (string, *trunk.Layout) {
 
 // TestLossless12PackedTrunk is issue 27's acceptance on the fixture models: a trunk packed in
 // lossless12 is smaller than the bf16 pack, and its tokens and logits equal the mapped bf16
-// run's bit for bit at the floor, in between and all pinned, on one and two threads, every layer
-// verified against its checksum.
+// run's bit for bit at the floor, in between and all pinned, on one and two threads, read from
+// the pack (every layer, the embedding and the head verified against its checksum) or from the
+// checkpoint's bf16 originals (nothing of the pack read).
 func TestLossless12PackedTrunk(t *testing.T) {
 	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		want := runModel(t, openModel(t, dir), ref)
@@ -541,37 +542,47 @@ func TestLossless12PackedTrunk(t *testing.T) {
 			encoded, kept, sl.Size(), sb.Size(), float64(sl.Size())/float64(sb.Size()))
 		assert.Less(t, sl.Size(), sb.Size())
 		fb := floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(bf))
-		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(l12))
+		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(l12, trunk.SourcePacked))
 		assert.Less(t, fl.Total, fb.Total, "the planner counts the encoded bytes")
 		all := fl.Total + fl.EmbedBytes
 		cases := []struct {
 			name string
 			opts []k3.Option
 		}{
-			{"floor", []k3.Option{k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}},
+			{"floor", []k3.Option{k3.WithTrunkSlot(smallSlot)}}, // the budget: the source's floor
 			{"mixed", []k3.Option{k3.WithTrunkBudget(all / 2)}},
 			{"all-pinned", nil}, // a packed trunk without a budget is pinned whole
 		}
 		for _, c := range cases {
 			for _, threads := range []int{1, 2} {
-				t.Run(fmt.Sprintf("%s/t%d", c.name, threads), func(t *testing.T) {
-					opts := append([]k3.Option{k3.WithThreads(threads), k3.WithPackedTrunk(l12)}, c.opts...)
-					m := openModel(t, dir, opts...)
-					p := m.Plan().Trunk
-					switch c.name {
-					case "floor":
-						assert.Empty(t, p.Pinned)
-					case "mixed":
-						assert.NotEmpty(t, p.Pinned)
-						assert.Less(t, len(p.Pinned), p.Layers)
-					default:
-						assert.Len(t, p.Pinned, p.Layers)
-					}
-					assert.Equal(t, want, runModel(t, m, ref), "tokens and logits must equal the bf16 trunk's")
-					st := m.Stats().Trunk
-					require.NotNil(t, st)
-					assert.Equal(t, m.Config().NumLayers, st.Verified, "every packed layer verified on first load")
-				})
+				for _, src := range []trunk.Source{trunk.SourcePacked, trunk.SourceShards} {
+					t.Run(fmt.Sprintf("%s/t%d/%s", c.name, threads, src), func(t *testing.T) {
+						opts := append([]k3.Option{k3.WithThreads(threads), k3.WithPackedTrunk(l12, src)}, c.opts...)
+						if c.name == "floor" {
+							opts = append(opts, k3.WithTrunkBudget(map[trunk.Source]int64{trunk.SourcePacked: fl.Floor, trunk.SourceShards: fb.Floor}[src]))
+						}
+						m := openModel(t, dir, opts...)
+						assert.Equal(t, src, m.Plan().PackedSource)
+						p := m.Plan().Trunk
+						switch c.name {
+						case "floor":
+							assert.Empty(t, p.Pinned)
+						case "mixed":
+							assert.NotEmpty(t, p.Pinned)
+							assert.Less(t, len(p.Pinned), p.Layers)
+						default:
+							assert.Len(t, p.Pinned, p.Layers)
+						}
+						assert.Equal(t, want, runModel(t, m, ref), "tokens and logits must equal the bf16 trunk's")
+						st := m.Stats().Trunk
+						require.NotNil(t, st)
+						if src == trunk.SourcePacked {
+							assert.Equal(t, m.Config().NumLayers+2, st.Verified, "every packed layer, the embedding and the head verified on first load")
+						} else {
+							assert.Zero(t, st.Verified, "the pack is not read")
+						}
+					})
+				}
 			}
 		}
 	})
@@ -642,7 +653,7 @@ func TestLossless12PackedTrunkFaults(t *testing.T) {
 		r, rt := firstLossless12(t, l)
 		require.NoError(t, verifyPacked(t, dir, p), "a sound pack verifies")
 		testkit.FlipBits(t, filepath.Join(p, trunk.BinName), r.FileOff+rt.Off+rt.NBytes/2, 0x04)
-		_, err := k3.Open(dir, k3.WithPackedTrunk(p))
+		_, err := k3.Open(dir, k3.WithPackedTrunk(p, trunk.SourcePacked))
 		require.ErrorIs(t, err, trunk.ErrChecksum)
 		assert.Contains(t, err.Error(), "layer 1")
 		err = verifyPacked(t, dir, p)
@@ -665,9 +676,9 @@ func TestLossless12PackedTrunkFaults(t *testing.T) {
 			le, ok := errors.AsType[*trunk.LayerError](verr)
 			require.True(t, ok, "Verify's problems are *trunk.LayerError")
 			assert.Equal(t, r.Layer, le.Layer)
-			opts := []k3.Option{k3.WithPackedTrunk(p)}
+			opts := []k3.Option{k3.WithPackedTrunk(p, trunk.SourcePacked)}
 			if !pinned {
-				opts = append(opts, k3.WithTrunkBudget(floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(p)).Floor),
+				opts = append(opts, k3.WithTrunkBudget(floorOf(t, dir, k3.WithTrunkSlot(smallSlot), k3.WithPackedTrunk(p, trunk.SourcePacked)).Floor),
 					k3.WithTrunkSlot(smallSlot))
 			}
 			m, err := k3.Open(dir, opts...)

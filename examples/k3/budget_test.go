@@ -45,6 +45,7 @@ func TestBudgetFlags(t *testing.T) {
 		{"--trunk-ring", "9", "outside [1, 8]"},
 		{"--trunk-slot-mb", "0.001", "below one 4096-byte page"},
 		{"--trunk", "", "empty value"},
+		{"--trunk-source", "shards", "needs --trunk"},
 	} {
 		code, _, stderr := runCLI(t, "run", "nowhere", "--ids", "1", c.flag, c.val)
 		assert.Equal(t, exitUsage, code, "%s %s", c.flag, c.val)

@@ -37,7 +37,12 @@ func TestPackTrunkLossless12(t *testing.T) {
 	require.NoError(t, err)
 	sl, err := os.Stat(filepath.Join(l12, "trunk.bin"))
 	require.NoError(t, err)
-	assert.Less(t, sl.Size(), sb.Size()*4/5)
+	// The lossless12 pack holds the embedding and the head too, which a bf16 pack leaves to the
+	// shards.
+	cfg, err := config.Load(filepath.Join(dir, "config.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(js), `"head":{`)
+	assert.Less(t, sl.Size(), (sb.Size()+2*int64(cfg.Vocab)*int64(cfg.Hidden)*2)*4/5)
 	for _, extra := range [][]string{{"--trunk-gb", "0.0002"}, {}} {
 		out := filepath.Join(t.TempDir(), "r.json")
 		args := append([]string{"run", dir, "--ids", joinIDs(ref.PromptIDs), "--gen", itoa(len(ref.FullIDs) - len(ref.PromptIDs)),
@@ -66,6 +71,7 @@ func TestVerifyTrunk(t *testing.T) {
 		assert.Contains(t, r.stderr, td+": ", format)
 		assert.NotContains(t, r.stderr, "problem", format)
 		assert.Contains(t, r.stderr, "layer(s)", format)
+		assert.Equal(t, format == "lossless12", strings.Contains(r.stderr, "embedding: ok"), format)
 		assert.Contains(t, r.stderr, ": ok\n", format)
 	}
 
@@ -116,7 +122,8 @@ func TestVerifyTrunk(t *testing.T) {
 	assert.Equal(t, exitRuntime, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "layer "+itoa(run.Layer)+": "+tensor.Name+": lossless12: malformed row 0 block 0", r.stderr)
 	assert.NotContains(t, r.stderr, "layer "+itoa(run.Layer)+": ok", r.stderr)
-	assert.Equal(t, len(l.Layers)-1, strings.Count(r.stderr, ": ok: "), "the other layers pass: %s", r.stderr)
+	assert.Equal(t, len(l.Runs())-1, strings.Count(r.stderr, ": ok: "), "the other runs pass: %s", r.stderr)
+	assert.Contains(t, r.stderr, "lm_head: ok: 1 tensors (1 lossless12", "the head's run verified")
 }
 
 // TestInfoTrunkStats: info --trunk-stats prints a line per matrix checkpoint.MeasureLossless12
