@@ -259,6 +259,7 @@ type Model struct {
 	pool    *parallel.Pool // persistent workers for the dense matrices' split mat-vecs (nil: one thread)
 	experts *cache.Store   // nil: mapped experts
 	packed  *trunk.Packed
+	watch   *storage.Watch // every weight file opened, and its identity then (§7.7)
 	plan    Plan
 	tracer  Tracer
 	weights *weights // what a forward pass asks of the storage of all of the above
@@ -295,7 +296,7 @@ type layer struct {
 // vision tower and other unknown tensors are ignored. Under a trunk budget the plan (Plan) is
 // computed from the headers before anything is allocated; pinned weights are then loaded.
 func Open(dir string, opts ...Option) (*Model, error) {
-	m, d, err := prepare(dir, opts)
+	m, d, err := prepare(dir, opts, true)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +343,7 @@ func Open(dir string, opts ...Option) (*Model, error) {
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	m.weights = newWeights(m.ck, m.store, m.experts)
+	m.weights = newWeights(m.ck, m.store, m.experts, m.watch)
 	b := d.bind
 	b.load(m.store, m.pool)
 	if err := b.err(dir); err != nil {
@@ -363,8 +364,9 @@ type prepared struct {
 	bind *binder // the walk over the tensor table, to be loaded
 }
 
-// prepare reads the configuration and the headers and computes the plan.
-func prepare(dir string, opts []Option) (*Model, *prepared, error) {
+// prepare reads the configuration and the headers and computes the plan; with identify it also
+// computes the model's identity (§3.6), which a packed trunk must name.
+func prepare(dir string, opts []Option, identify bool) (*Model, *prepared, error) {
 	o := options{threads: runtime.GOMAXPROCS(0)}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -382,17 +384,23 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	if o.layers > cfg.NumLayers {
 		return nil, nil, fmt.Errorf("k3: open %s: WithLayers(%d): the configuration has %d layers", dir, o.layers, cfg.NumLayers)
 	}
+	// Every weight file is opened through the watch, which records its identity for the checks
+	// around each forward pass (§7.7).
+	watch := storage.NewWatch(o.open)
+	o.open = watch.Open
 	// WithIncomplete lets the bind step name every absent tensor and the shard that should hold
 	// it, instead of failing at the first absent shard.
 	ck, err := safetensors.Open(dir, safetensors.WithIncomplete(), safetensors.WithOpener(o.open))
 	if err != nil {
+		watch.Close()
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 	}
-	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, eps: float32(cfg.RMSEps), tracer: o.tracer, nlayers: cfg.NumLayers}
+	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, watch: watch, eps: float32(cfg.RMSEps), tracer: o.tracer, nlayers: cfg.NumLayers}
 	if o.layers > 0 {
 		m.nlayers = o.layers
 	}
 	o.integrity.Layers = m.nlayers
+	o.integrity.Identify = identify
 	if m.integ, err = checkpoint.Check(dir, ck, cfg, o.integrity); err != nil {
 		m.Close()
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
@@ -415,6 +423,9 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 			}
 			return nil
 		}}
+		if identify {
+			exp.Model = m.integ.Identity.String()
+		}
 		if m.packed, err = trunk.OpenPacked(o.packedDir, cfg.NumLayers, exp, o.open); err != nil {
 			m.Close()
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
@@ -488,7 +499,7 @@ func codedExperts(ck *safetensors.Checkpoint, cfg *config.Config, nlayers int) (
 // configuration and the shard headers: nothing is allocated or loaded. A budget below the
 // floor is refused exactly as Open refuses it.
 func PlanFor(dir string, opts ...Option) (Plan, error) {
-	m, _, err := prepare(dir, opts)
+	m, _, err := prepare(dir, opts, false)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -565,6 +576,9 @@ func (m *Model) Close() error {
 		first = err
 	}
 	if err := m.ck.Close(); err != nil && first == nil {
+		first = err
+	}
+	if err := m.watch.Close(); err != nil && first == nil {
 		first = err
 	}
 	return first

@@ -256,6 +256,9 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	w := m.weights
 	w.begin()
 	defer w.end()
+	if err := w.check(); err != nil {
+		return nil, &ForwardError{Layer: -1, Err: err} // a file changed before the pass: nothing was computed
+	}
 	T, E, V := len(ids), c.Hidden, c.Vocab
 	h := reuse(&s.hbuf, T*E)
 	rd := m.embed.(quant.RowDecoder) // checked at bind time

@@ -296,6 +296,10 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 	wt := m.weights
 	wt.begin()
 	defer wt.end()
+	if err := wt.check(); err != nil {
+		failAll(&ForwardError{Layer: -1, Err: err}) // a file changed before the walk: nothing was computed
+		return
+	}
 	h := reuse(&w.hbuf, R*E)
 	rd := m.embed.(quant.RowDecoder) // checked at bind time
 	if err := wt.guard(func() error {
