@@ -257,7 +257,11 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	w.begin()
 	defer w.end()
 	if err := w.check(); err != nil {
-		return nil, &ForwardError{Layer: -1, Err: err} // a file changed before the pass: nothing was computed
+		// A weight file changed since the last pass: nothing is computed, and the session is
+		// broken so that no token is drawn from the logits it still holds.
+		err = &ForwardError{Layer: -1, Err: err}
+		s.logits, s.broken = nil, fmt.Errorf("%w: %w", ErrBroken, err)
+		return nil, err
 	}
 	T, E, V := len(ids), c.Hidden, c.Vocab
 	h := reuse(&s.hbuf, T*E)

@@ -297,7 +297,13 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 	wt.begin()
 	defer wt.end()
 	if err := wt.check(); err != nil {
-		failAll(&ForwardError{Layer: -1, Err: err}) // a file changed before the walk: nothing was computed
+		// A weight file changed since the last walk: nothing is computed, and every session is
+		// broken so that no token is drawn from the logits it still holds.
+		err = &ForwardError{Layer: -1, Err: err}
+		for _, r := range live {
+			r.err = err
+			r.s.logits, r.s.broken = nil, fmt.Errorf("%w: %w", ErrBroken, err)
+		}
 		return
 	}
 	h := reuse(&w.hbuf, R*E)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
-	"github.com/k3-project/k3/internal/testkit"
 )
 
 // identify opens dir and computes its identity.
