@@ -106,8 +106,9 @@ func WithTrunkSlot(bytes int64) Option {
 
 // WithPackedTrunk reads every layer's dense tensors from dir/trunk.bin (written by PackTrunk)
 // instead of the checkpoint's shards; the shards still provide experts, embedding and head.
-// Each layer's run is checked against its sha256 the first time it is loaded. Without
-// WithTrunkBudget the whole packed trunk is pinned.
+// Each layer's run is checked against its sha256 the first time it is loaded, and trunk.json
+// must name this model (§3.6; trunk.ErrOtherModel otherwise). Without WithTrunkBudget the whole
+// packed trunk is pinned.
 func WithPackedTrunk(dir string) Option {
 	return func(o *options) error {
 		if dir == "" {
@@ -119,7 +120,9 @@ func WithPackedTrunk(dir string) Option {
 }
 
 // WithoutTrunkVerify skips the first-load sha256 check of packed layers (one extra read of each
-// layer per process).
+// layer per process) and, under a trunk budget, the CRC-32C comparison of every streamed piece
+// with its first read (§8.6), which costs about a CPU second per 12 GB streamed. The checks of
+// each weight file's identity around every pass stay (§7.7).
 func WithoutTrunkVerify() Option {
 	return func(o *options) error { o.noVerify = true; return nil }
 }
@@ -303,7 +306,7 @@ func Open(dir string, opts ...Option) (*Model, error) {
 	o := d.opts
 	m.pool = parallel.NewPool(m.threads)
 	if m.plan.Trunk != nil {
-		to := trunk.Options{Open: o.open}
+		to := trunk.Options{Open: o.open, NoRecheck: o.noVerify}
 		if m.pool != nil { // a nil *parallel.Pool in the interface would not read as nil
 			to.Runner = m.pool
 		}
