@@ -15,6 +15,9 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/layout"
+	"github.com/k3-project/k3/quant/rans"
+	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
 )
@@ -226,4 +229,35 @@ func TestStateOfSiblingRefused(t *testing.T) {
 	require.NoError(t, s.Step(ctx, 4))
 	require.NoError(t, sc.Step(ctx, 4))
 	testkit.RequireSameBits(t, "logits after the restored step", sc.Logits(), s.Logits())
+}
+
+// TestCodedCopyOfChangedModelRefused: a compress-experts copy's manifest names its model; when
+// the copy's dense bytes change afterwards (its expert-free shards are links to the source, which
+// was updated in place), Open refuses it with rans.ErrOtherModel, and verify-experts does too.
+func TestCodedCopyOfChangedModelRefused(t *testing.T) {
+	dir := synthTiny(t, 14)
+	coded := repackExperts(t, dir)
+	m := openModel(t, coded)
+	js, err := os.ReadFile(filepath.Join(coded, rans.ManifestFileName))
+	require.NoError(t, err)
+	require.Contains(t, string(js), `"model": "`+m.Integrity().Identity.String()+`"`)
+	require.NoError(t, m.Close())
+
+	ck, err := safetensors.Open(coded)
+	require.NoError(t, err)
+	emb, ok := ck.Tensor(layout.EmbedName)
+	require.True(t, ok)
+	require.NoError(t, ck.Close())
+	// Break the link first, so that the source stays as it was.
+	data, err := os.ReadFile(emb.File)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(emb.File))
+	require.NoError(t, os.WriteFile(emb.File, data, 0o644))
+	testkit.FlipBits(t, emb.File, emb.Offset, 0x01)
+
+	_, err = k3.Open(coded)
+	require.ErrorIs(t, err, rans.ErrOtherModel)
+	_, err = rans.Verify(coded, rans.VerifyOptions{Workers: 1})
+	require.ErrorIs(t, err, rans.ErrOtherModel)
+	openModel(t, dir) // the source is untouched
 }

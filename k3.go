@@ -20,6 +20,7 @@ import (
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/quant/rans"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
@@ -407,6 +408,13 @@ func prepare(dir string, opts []Option, identify bool) (*Model, *prepared, error
 	if m.integ, err = checkpoint.Check(dir, ck, cfg, o.integrity); err != nil {
 		m.Close()
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+	}
+	if identify {
+		// A coded copy's manifest names the model its experts were coded from (§3.6).
+		if err := rans.CheckModel(dir, m.integ.Identity); err != nil {
+			m.Close()
+			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+		}
 	}
 	if !o.cacheSet {
 		// Coded experts are decoded by the expert store alone: their stamps select it.
