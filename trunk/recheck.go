@@ -22,8 +22,8 @@ type rechecks struct {
 // recheck compares a streamed piece's bytes with its first read (§8.6): the first fill of a
 // piece records their CRC-32C — for a packed layer right after its run passed the sha256 of
 // trunk.json — and every later fill must give the same. A file rewritten in place since then,
-// whatever its metadata says, fails the read with an error matching storage.ErrChanged and
-// ErrChecksum, naming the file. Fills of one piece never overlap (a piece is in at most one
+// whatever its metadata says, fails the read with a *ReadError naming the file and matching
+// storage.ErrChanged. Fills of one piece never overlap (a piece is in at most one
 // slot), and Store.mu orders one fill before the next.
 func (s *Store) recheck(item int, p *piece, data []byte) error {
 	if s.opts.NoRecheck {
@@ -39,7 +39,7 @@ func (s *Store) recheck(item int, p *piece, data []byte) error {
 	}
 	if sum != p.sum {
 		return &ReadError{Item: item, Tensor: p.label(), File: p.f.path, Offset: p.off, Len: p.n,
-			Err: fmt.Errorf("%w: %w: CRC-32C %08x, %08x at its first read", storage.ErrChanged, ErrChecksum, sum, p.sum)}
+			Err: fmt.Errorf("%w: the bytes differ from their first read (CRC-32C %08x, then %08x)", storage.ErrChanged, sum, p.sum)}
 	}
 	return nil
 }
