@@ -132,7 +132,8 @@ func WithoutTrunkVerify() Option {
 // files the trunk store and the expert cache stream from (default storage.Open). A file that is
 // an *os.File keeps memory-mapped shards and O_DIRECT reads; any other is read through its
 // ReadAt (shard tensors as heap copies). It is the seam for exotic storage and for fault
-// injection in tests.
+// injection in tests. Each path is opened once more for the model's identity checks (§7.7),
+// which stat that file around every forward pass (fstat for an *os.File, Stat otherwise).
 func WithOpener(open storage.Opener) Option {
 	return func(o *options) error {
 		if open == nil {
@@ -299,6 +300,12 @@ type layer struct {
 // shapes (§3.3). Missing or mis-shaped tensors are all reported in one *BindError; the
 // vision tower and other unknown tensors are ignored. Under a trunk budget the plan (Plan) is
 // computed from the headers before anything is allocated; pinned weights are then loaded.
+//
+// Open computes the model's identity by content (§3.6; Integrity().Identity), which K3ST states
+// carry and a packed trunk (trunk.ErrOtherModel) and a coded copy's manifest
+// (rans.ErrOtherModel) must name. Every weight file is watched (§7.7): a forward pass that
+// begins or ends with a file no longer what was opened fails with a *storage.ChangedError naming
+// it, reports nothing and breaks the sessions it served.
 func Open(dir string, opts ...Option) (*Model, error) {
 	m, d, err := prepare(dir, opts, true)
 	if err != nil {
