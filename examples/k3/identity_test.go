@@ -27,8 +27,8 @@ func sibling(t *testing.T) string {
 	return dir
 }
 
-// TestExecSiblingTrunkRefused: run with a trunk packed from a sibling exits 1 naming trunk.json
-// and the two models; with its own pack it runs.
+// TestExecSiblingTrunkRefused: run and verify with a trunk packed from a sibling exit 1 naming
+// trunk.json and the two models; with its own pack they succeed.
 func TestExecSiblingTrunkRefused(t *testing.T) {
 	src := synthTiny(t)
 	tmp := t.TempDir()
@@ -41,6 +41,11 @@ func TestExecSiblingTrunkRefused(t *testing.T) {
 	assert.Contains(t, r.stderr, "packed trunk of another model: packed from model ")
 	assert.Empty(t, r.stdout, "no token")
 	r = execK3(t, "", "", "run", src, "--trunk", own, "--ids", "1,2", "--gen", "2")
+	assert.Equal(t, exitOK, r.code, r.stderr)
+	r = execK3(t, "", "", "verify", src, "--trunk", other)
+	assert.Equal(t, exitRuntime, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "packed trunk of another model")
+	r = execK3(t, "", "", "verify", src, "--trunk", own)
 	assert.Equal(t, exitOK, r.code, r.stderr)
 }
 

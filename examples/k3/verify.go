@@ -130,7 +130,8 @@ func verify(a *args, stdout, stderr io.Writer) int {
 }
 
 // verifyTrunk checks the packed trunk in td against the layers of the model in dir, without
-// loading the model: trunk.json, then every layer run's sha256 and every lossless12 block
+// loading the model: trunk.json (which must name the model's identity, §3.6), then every layer
+// run's sha256 and every lossless12 block
 // ((*trunk.Packed).Verify). It reports a line per layer and returns the number of problems.
 func verifyTrunk(stderr io.Writer, dir, td string) int {
 	problem := func(err error) int {
@@ -147,6 +148,17 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 		}
 		return nil
 	}}
+	// The trunk must be this model's (§3.6), as k3.Open requires.
+	ck, err := safetensors.Open(dir)
+	if err != nil {
+		return problem(fmt.Errorf("the model: %w", err))
+	}
+	id, _, err := checkpoint.Identify(ck, cfg)
+	ck.Close()
+	if err != nil {
+		return problem(fmt.Errorf("the model: %w", err))
+	}
+	exp.Model = id.String()
 	l, err := trunk.ReadLayout(td, cfg.NumLayers, exp)
 	if err != nil {
 		return problem(err)
