@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/k3-project/k3"
+	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/layout"
@@ -260,4 +261,36 @@ func TestCodedCopyOfChangedModelRefused(t *testing.T) {
 	_, err = rans.Verify(coded, rans.VerifyOptions{Workers: 1})
 	require.ErrorIs(t, err, rans.ErrOtherModel)
 	openModel(t, dir) // the source is untouched
+}
+
+// TestChangeNamedBeforeItsSymptom: a shard truncated during a step whose routed experts are read
+// per token fails the step with the change named, not with the failed expert read it caused
+// (which alone would report a dropped expert).
+func TestChangeNamedBeforeItsSymptom(t *testing.T) {
+	dir := testkit.CopyDir(t, synthTiny(t, 15))
+	var shards []string
+	tr := &onLayer{fn: func() {
+		time.Sleep(20 * time.Millisecond)
+		for _, s := range shards {
+			require.NoError(t, os.Truncate(s, 200))
+		}
+	}}
+	shards, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	require.NoError(t, err)
+	m := openModel(t, dir, k3.WithTrunkBudget(1<<30), k3.WithCacheBudget(0), k3.WithTracer(tr))
+	s := m.NewSession()
+	ctx := context.Background()
+	require.NoError(t, s.Prefill(ctx, []int{1, 2, 3}))
+	id, err := s.Next()
+	require.NoError(t, err)
+	tr.mu.Lock()
+	tr.arm = true
+	tr.mu.Unlock()
+	err = s.Step(ctx, id)
+	require.ErrorIs(t, err, storage.ErrChanged)
+	_, isLoad := errors.AsType[*cache.ExpertLoadError](err)
+	require.False(t, isLoad, "%v: the symptom is not the error", err)
+	ce, ok := errors.AsType[*storage.ChangedError](err)
+	require.True(t, ok, "%v", err)
+	require.Contains(t, shards, ce.Path)
 }

@@ -275,7 +275,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		return nil, &ForwardError{Layer: -1, Err: err} // nothing was computed: the state is intact
 	}
 	fail := func(l int, err error) error {
-		err = &ForwardError{Layer: l, Err: err}
+		err = &ForwardError{Layer: l, Err: w.cause(err)}
 		s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 		return err
 	}

@@ -327,7 +327,7 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 	}
 	// From here on every session's state moves: a failure breaks every session of the walk.
 	fail := func(l int, err error) {
-		err = &ForwardError{Layer: l, Err: err}
+		err = &ForwardError{Layer: l, Err: wt.cause(err)}
 		for _, r := range live {
 			r.err = err
 			r.s.broken = fmt.Errorf("%w: %w", ErrBroken, err)

@@ -1,6 +1,8 @@
 package k3
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/k3-project/k3/cache"
@@ -71,6 +73,16 @@ func (w *weights) end() {
 
 // check returns a *storage.ChangedError when a weight file is no longer what the model opened.
 func (w *weights) check() error { return w.watch.Check() }
+
+// cause returns what made a pass fail with err: a weight file that changed under it, when one
+// did (a short read, NaN weights or a router with no selectable expert are then symptoms, named
+// after the change), else err.
+func (w *weights) cause(err error) error {
+	if cerr := w.check(); cerr != nil && !errors.Is(err, storage.ErrChanged) {
+		return fmt.Errorf("%w (then: %v)", cerr, err)
+	}
+	return err
+}
 
 // err returns the pass's first read failure, if any.
 func (w *weights) err() error {

@@ -329,9 +329,9 @@ func runTruncating(t *testing.T, dir, cwd string, truncate func(shards []string)
 
 // TestExecExpertReadFailure: shards truncated while the run is going (the experts are read per
 // token with --cache-gb 0; the trunk is pinned at load) are named as changed by the check after
-// the pass (§7.7) — before that check an expert read failed and the run went on to exit 4 — so
-// the run ends with exit 1 and the report is written. (An expert read that fails on a file that
-// did not change still drops the expert and exits 4: cache_test.go drives that in-process.)
+// the pass (§7.7), even when an expert read failed first — before that check the failed read was
+// reported and exited 4 — so the run ends with exit 1 and the report is written. An expert read
+// that fails on a file that did not change still exits 4 (cache_test.go drives that in-process).
 func TestExecExpertReadFailure(t *testing.T) {
 	dir := synthDir(t)
 	cwd := t.TempDir()
