@@ -362,6 +362,16 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 	wt := m.weights
 	wt.begin()
 	defer wt.end()
+	if err := wt.check(); err != nil {
+		// A weight file changed since the last walk: nothing is computed, and every session is
+		// broken so that no token is drawn from the logits it still holds.
+		err = &ForwardError{Layer: -1, Err: err}
+		for _, r := range live {
+			r.err = err
+			r.s.logits, r.s.broken = nil, fmt.Errorf("%w: %w", ErrBroken, err)
+		}
+		return
+	}
 	h := reuse(&w.hbuf, R*E)
 	rd := m.embed.(quant.RowDecoder) // checked at bind time
 	if err := wt.guard(func() error {
@@ -383,7 +393,7 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 	}
 	// From here on every session's state moves: a failure breaks every session of the walk.
 	fail := func(l int, err error) {
-		err = &ForwardError{Layer: l, Err: err}
+		err = &ForwardError{Layer: l, Err: wt.cause(err)}
 		for _, r := range live {
 			r.err = err
 			r.s.broken = fmt.Errorf("%w: %w", ErrBroken, err)

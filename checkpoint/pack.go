@@ -62,6 +62,12 @@ func PackTrunk(modelDir, outDir string, progress func(done, total int64), opts .
 				DType: t.DType.String(), Shape: t.Shape, Matrix: true}
 		}
 	}
+	// The trunk names its model (§3.6), so that it is refused with any other.
+	id, _, err := Identify(ck, cfg)
+	if err != nil {
+		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
+	}
+	po.Model = id.String()
 	if _, err := trunk.Pack(outDir, layers, po); err != nil {
 		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
 	}

@@ -38,6 +38,8 @@ type Layout struct {
 	// Buffered is set when align is not 4096: the runs cannot be read with O_DIRECT, and the
 	// caller should read trunk.bin buffered and warn (§8.3).
 	Buffered bool
+	// Model is the identity (§3.6) of the checkpoint packed, as hex; "" when trunk.json has none.
+	Model string
 }
 
 // LayerRun is one layer's run in trunk.bin.
@@ -82,6 +84,9 @@ const (
 type Expect struct {
 	Tensor func(layer int, t RunTensor) error
 	Layer  func(layer int, names []string) error
+	// Model, when set, is the opened model's identity (§3.6) as hex: a trunk.json naming
+	// another model, or none, is refused (ErrOtherModel).
+	Model string
 }
 
 // allowedDType is the dtype set of §8.2; I8R (a draft trunk's int8 rows) is refused by
@@ -161,6 +166,12 @@ func ParseLayout(data []byte, binSize int64, numLayers int, exp Expect) (*Layout
 	}
 	if l.NumLayers != numLayers {
 		return nil, layoutErr("n_layers %d, the model has %d", l.NumLayers, numLayers)
+	}
+	if l.Model, err = parseModel(v); err != nil {
+		return nil, err
+	}
+	if err := checkModel(l.Model, exp.Model); err != nil {
+		return nil, err
 	}
 	layers := v.Get("layers")
 	if layers == nil || layers.Kind() != strictjson.Array {

@@ -50,6 +50,9 @@ type PackOptions struct {
 	// after the last layer in a run of its own (trunk.json's "embedding" and "head", §8.2) with
 	// its own sha256, and encoded as a layer's matrices are.
 	Embedding, Head *SourceTensor
+	// Model is the packed checkpoint's identity (§3.6) as hex, recorded in trunk.json so that
+	// the trunk is refused with another model ("" records none).
+	Model string
 }
 
 // Pack writes dir/trunk.bin and dir/trunk.json from layers[L] = layer L's trunk tensors (
@@ -78,7 +81,10 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 	if err := os.Remove(layoutPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("trunk: pack: %w", err)
 	}
-	l := &Layout{NumLayers: len(layers), Align: storage.Alignment}
+	if o.Model != "" && !isIdentity(o.Model) {
+		return nil, fmt.Errorf("trunk: pack: model identity %q is not 64 lowercase hex digits", o.Model)
+	}
+	l := &Layout{NumLayers: len(layers), Align: storage.Alignment, Model: o.Model}
 	type seg struct {
 		src    SourceTensor
 		runOff int64
@@ -327,7 +333,11 @@ func verifyBin(f *os.File, l *Layout, buf []byte) error {
 
 // writeLayout writes trunk.json through a temporary file and a rename.
 func writeLayout(path string, l *Layout) error {
-	b := []byte(`{"n_layers":` + strconv.Itoa(l.NumLayers) + `,"align":` + strconv.FormatInt(l.Align, 10) + `,"layers":[`)
+	b := []byte(`{"n_layers":` + strconv.Itoa(l.NumLayers) + `,"align":` + strconv.FormatInt(l.Align, 10))
+	if l.Model != "" {
+		b = append(b, `,"model":"`+l.Model+`"`...)
+	}
+	b = append(b, `,"layers":[`...)
 	for i, r := range l.Layers {
 		if i > 0 {
 			b = append(b, ',')

@@ -130,9 +130,10 @@ func verify(a *args, stdout, stderr io.Writer) int {
 }
 
 // verifyTrunk checks the packed trunk in td against the layers of the model in dir, without
-// loading the model: trunk.json, then every run's sha256 and every lossless12 block
-// ((*trunk.Packed).Verify) — the layers', and the embedding's and the head's when the pack holds
-// them. It reports a line per run and returns the number of problems.
+// loading the model: trunk.json (which must name the model's identity, §3.6), then every run's
+// sha256 and every lossless12 block ((*trunk.Packed).Verify) — the layers', and the embedding's
+// and the head's when the pack holds them. It reports a line per run and returns the number of
+// problems.
 func verifyTrunk(stderr io.Writer, dir, td string) int {
 	problem := func(err error) int {
 		fmt.Fprintf(stderr, "k3 verify: trunk %s: %v\n", td, err)
@@ -153,6 +154,17 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 		}
 		return nil
 	}}
+	// The trunk must be this model's (§3.6), as k3.Open requires.
+	ck, err := safetensors.Open(dir)
+	if err != nil {
+		return problem(fmt.Errorf("the model: %w", err))
+	}
+	id, _, err := checkpoint.Identify(ck, cfg)
+	ck.Close()
+	if err != nil {
+		return problem(fmt.Errorf("the model: %w", err))
+	}
+	exp.Model = id.String()
 	l, err := trunk.ReadLayout(td, cfg.NumLayers, exp)
 	if err != nil {
 		return problem(err)

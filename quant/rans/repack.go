@@ -99,6 +99,11 @@ func Repack(src, out string, opts RepackOptions) (*Manifest, error) {
 		return nil, err
 	}
 	r := &repacker{ck: ck, out: out, opts: opts, workers: workers, plan: plan}
+	// The copy keeps its model's identity (§3.6); the manifest carries it so a copy whose dense
+	// shards change later is refused (CheckModel).
+	if r.man.Model, err = identify(src, ck); err != nil {
+		return nil, fmt.Errorf("rans: repack: %w", err)
+	}
 	for _, j := range plan.jobs {
 		r.prog.TotalTensors++
 		r.prog.TotalBytes += j.t.Size

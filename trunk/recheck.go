@@ -1,0 +1,45 @@
+package trunk
+
+import (
+	"fmt"
+	"hash/crc32"
+	"sync/atomic"
+	"time"
+
+	"github.com/k3-project/k3/storage"
+)
+
+// castagnoli is CRC-32C, which amd64 and arm64 compute in hardware at many GB/s: cheap next to
+// the read it checks.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// rechecks are the counters of the per-read piece checks (§8.6), kept apart from Store.mu so the
+// check runs outside it.
+type rechecks struct {
+	bytes, nanos atomic.Int64
+}
+
+// recheck compares a streamed piece's bytes with its first read (§8.6): the first fill of a
+// piece records their CRC-32C — for a packed layer right after its run passed the sha256 of
+// trunk.json — and every later fill must give the same. A file rewritten in place since then,
+// whatever its metadata says, fails the read with a *ReadError naming the file and matching
+// storage.ErrChanged. Fills of one piece never overlap (a piece is in at most one
+// slot), and Store.mu orders one fill before the next.
+func (s *Store) recheck(item int, p *piece, data []byte) error {
+	if s.opts.NoRecheck {
+		return nil
+	}
+	t0 := time.Now()
+	sum := crc32.Checksum(data, castagnoli)
+	s.rechecks.bytes.Add(int64(len(data)))
+	s.rechecks.nanos.Add(int64(time.Since(t0)))
+	if !p.summed {
+		p.sum, p.summed = sum, true
+		return nil
+	}
+	if sum != p.sum {
+		return &ReadError{Item: item, Tensor: p.label(), File: p.f.path, Offset: p.off, Len: p.n,
+			Err: fmt.Errorf("%w: the bytes differ from their first read (CRC-32C %08x, then %08x)", storage.ErrChanged, sum, p.sum)}
+	}
+	return nil
+}
