@@ -70,8 +70,8 @@ type Stats struct {
 	// VerifyWaitSeconds is time compute waited for a read-ahead fill that was checking its
 	// layer's checksum (first load only); it is not in WaitSeconds.
 	VerifyWaitSeconds float64 `json:"verify_wait_seconds"`
-	// RecheckBytes and RecheckSeconds: streamed bytes compared with their first read (CRC-32C,
-	// every fill, §8.6) and the time that took.
+	// RecheckBytes and RecheckSeconds: streamed bytes compared with their first read (CRC-32C of
+	// a 4 KiB page in every 64 KiB, every fill, §8.6) and the time that took.
 	RecheckBytes   int64   `json:"recheck_bytes"`
 	RecheckSeconds float64 `json:"recheck_seconds"`
 }
