@@ -109,13 +109,70 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 	scratch.Put(p)
 }
 
-// matVecFused computes rows [lo, hi) with the kernel that decodes in
-// registers: x is widened once in column order, for Go, and once in the
-// assembly's order (each run of eight as columns 0, 2, 4, 6, 1, 3, 5, 7)
-// over the whole blocks; the assembly runs over each row's whole blocks and
-// hands back the rare block with an escape, whose products Go adds to the
-// same lanes before the assembly resumes.
+// matVecFused computes rows [lo, hi) with a kernel that decodes in
+// registers: the AVX-512 one where the CPU has it, else the AVX2 one.
 func (m *Matrix) matVecFused(dst, x []float32, lo, hi int) {
+	if m.wide {
+		m.matVecWide(dst, x, lo, hi)
+		return
+	}
+	m.matVecAVX2(dst, x, lo, hi)
+}
+
+// matVecWide runs the AVX-512 kernel over four rows a pass (then two, then
+// one), so that a block's activations are loaded once for four rows and a
+// call into the assembly covers four whole rows; escapes are decoded inside
+// it. x is widened once per call, in column order for Go and over the whole
+// blocks in the kernel's order (each sixteen as the even columns, then the
+// odd ones, like the bf16 kernel's).
+func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
+	sp := f64pool.Get(len(x))
+	xw := floatbits.Widen64(*sp, x)
+	full := m.h.Cols / BlockSize
+	pp := f64pool.Get(full * BlockSize)
+	xp := *pp
+	for c := 0; c < len(xp); c += 16 {
+		d, s := xp[c:c+16:c+16], xw[c:c+16:c+16]
+		for j := range 8 {
+			d[j], d[8+j] = s[2*j], s[2*j+1]
+		}
+	}
+	var acc [4][16]float64
+	var ne [4]int
+	var buf [2 * BlockSize]byte
+	for r := lo; r < hi; {
+		nr := 4
+		switch {
+		case hi-r >= 4:
+		case hi-r >= 2:
+			nr = 2
+		default:
+			nr = 1
+		}
+		k := dotRowsWide(m.rows[r*m.rb:], nr, m.h, xp, full, &acc, &ne)
+		for i := range nr {
+			if k == 0 {
+				acc[i], ne[i] = [16]float64{}, 0
+			}
+			dst[r+i-lo] = m.finishRow(r+i, k, ne[i], &acc[i], &slotWide, xw, &buf)
+		}
+		r += nr
+	}
+	f64pool.Put(pp)
+	f64pool.Put(sp)
+}
+
+// slotWide[l] is where the AVX-512 kernel keeps R16 lane l: the even lanes,
+// then the odd ones.
+var slotWide = [16]int{0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15}
+
+// matVecAVX2 computes rows [lo, hi) with the AVX2 kernel: x is widened
+// once in column order, for Go, and once in the assembly's order (each run
+// of eight as columns 0, 2, 4, 6, 1, 3, 5, 7) over the whole blocks; the
+// assembly runs over each row's whole blocks and hands back the rare block
+// with an escape, whose products Go adds to the same lanes before the
+// assembly resumes.
+func (m *Matrix) matVecAVX2(dst, x []float32, lo, hi int) {
 	sp := f64pool.Get(len(x))
 	xw := floatbits.Widen64(*sp, x)
 	full := m.h.Cols / BlockSize * BlockSize
@@ -134,58 +191,75 @@ func (m *Matrix) matVecFused(dst, x []float32, lo, hi int) {
 	f64pool.Put(sp)
 }
 
-// asmOrder is the order in which the assembly takes each run of eight
+// asmOrder is the order in which the AVX2 assembly takes each run of eight
 // columns (the even ones, then the odd ones).
 var asmOrder = [8]int{0, 2, 4, 6, 1, 3, 5, 7}
 
-// slotOf[l] is where the assembly keeps R16 lane l in its accumulators
-// (lanes 0, 2, 4, 6 | 1, 3, 5, 7 | 8, 10, 12, 14 | 9, 11, 13, 15).
+// slotOf[l] is where the AVX2 assembly keeps R16 lane l in its
+// accumulators (lanes 0, 2, 4, 6 | 1, 3, 5, 7 | 8, 10, 12, 14 | 9, 11, 13,
+// 15).
 var slotOf = [16]int{0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15}
 
 // dotRow returns the R16 dot product (§5.2) of row r with x (xw in column
-// order, xp in the assembly's order over the whole blocks): lane i mod 16
-// takes the products of columns i < 16·⌊Cols/16⌋ in ascending order (the
-// assembly for blocks without escapes, Go for the others and for the last,
-// short block), then the lane tree, then the tail in order.
+// order, xp in the AVX2 assembly's order over the whole blocks): the
+// assembly adds the whole blocks without escapes, Go those with one, and
+// finishRow the rest.
 func (m *Matrix) dotRow(r int, xw, xp []float64, buf *[2 * BlockSize]byte) float32 {
 	bases, sm, nib, esc := m.parts(r)
-	cols := m.h.Cols
-	full, mid := cols/BlockSize, cols&^15
+	full := m.h.Cols / BlockSize
 	var a [16]float64 // in the assembly's slots
-	var acc float64
 	ne := 0
-	for k := 0; k < len(bases); k++ {
-		if k < full {
-			k += dotBlocks(sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], xp[k*BlockSize:], full-k, &a)
-			if k == len(bases) {
-				break
-			}
+	for k := 0; k < full; k++ {
+		k += dotBlocks(sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], xp[k*BlockSize:], full-k, &a)
+		if k == full {
+			break
 		}
+		lo := k * BlockSize
+		d := buf[:]
+		ne = decodeSlow(d, sm[lo:lo+BlockSize], nib, lo, esc, bases[k], ne)
+		for i := range BlockSize {
+			w := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*i:])) << 16))
+			a[slotOf[i&15]] += w * xw[lo+i]
+		}
+	}
+	return m.finishRow(r, full, ne, &a, &slotOf, xw, buf)
+}
+
+// finishRow returns the R16 dot product (§5.2) of row r with xw (in column
+// order) given the lanes a (lane l in a[slots[l]]) over its first k blocks,
+// which used ne escape bytes: it adds the other blocks' products of columns
+// below 16·⌊Cols/16⌋ to the lanes in column order, combines the lanes with
+// the tree and adds the tail in order.
+func (m *Matrix) finishRow(r, k, ne int, a *[16]float64, slots *[16]int, xw []float64, buf *[2 * BlockSize]byte) float32 {
+	bases, sm, nib, esc := m.parts(r)
+	cols := m.h.Cols
+	mid := cols &^ 15
+	var acc float64
+	for ; k < len(bases); k++ {
 		lo, hi := k*BlockSize, min((k+1)*BlockSize, cols)
 		d := buf[:2*(hi-lo)]
 		ne = decodeSlow(d, sm[lo:hi], nib, lo, esc, bases[k], ne)
 		for i := lo; i < hi; i++ {
 			w := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*(i-lo):])) << 16))
 			if i < mid {
-				a[slotOf[i&15]] += w * xw[i]
+				a[slots[i&15]] += w * xw[i]
 				continue
 			}
 			if i == mid {
-				acc = r16Tree(&a)
+				acc = r16Tree(a, slots)
 			}
 			acc += w * xw[i]
 		}
 	}
 	if mid == cols {
-		acc = r16Tree(&a)
+		acc = r16Tree(a, slots)
 	}
 	return float32(acc)
 }
 
-// r16Tree combines the sixteen lanes, kept in the assembly's slots, as
-// §5.2 says.
-func r16Tree(a *[16]float64) float64 {
-	lane := func(l int) float64 { return a[slotOf[l]] }
+// r16Tree combines the sixteen lanes (lane l in a[slots[l]]) as §5.2 says.
+func r16Tree(a *[16]float64, slots *[16]int) float64 {
+	lane := func(l int) float64 { return a[slots[l]] }
 	var c [4]float64
 	for l := range 4 {
 		c[l] = (lane(l) + lane(l+4)) + (lane(l+8) + lane(l+12))
