@@ -50,50 +50,52 @@ func dotBlocks(sm, nib, bases []byte, x []float64, n int, acc *[16]float64) int 
 }
 
 // haveWide gates the AVX-512 fused kernel (dot512_amd64.s): VBMI for the
-// nibble split, VBMI2 for the escape expand; GODEBUG=cpu.avx512f=off (or
-// any of the others off) falls back to the AVX2 kernel.
+// nibble split, VBMI2 for the escape expand, GFNI for the bit moves;
+// GODEBUG=cpu.avx512f=off (or any of the others off) falls back to the
+// AVX2 kernel.
 var haveWide = haveFused && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
-	cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2
+	cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasAVX512GFNI
 
 // The AVX-512 kernels: rows 0 … 3 (or 1, or 0) of a pass starting at row,
-// each rb bytes after the last, their first n whole blocks; sm, nib and esc
-// are the offsets of those areas in a row. They store each row's lanes
-// (even lanes, then odd) in acc and how many escape bytes it used in ne.
+// each rb bytes after the last, from the block whose base, sign-and-mantissa
+// bytes and index bytes are at the given offsets in a row, up to n blocks;
+// esc is the offset of the escape area. They add to the lanes in acc (even
+// lanes, then odd, in the scaled domain of dot512_amd64.s), move the escape
+// counts in ne, and return how many blocks they took: fewer than n when a
+// block's window base is above 240.
 
 //go:noescape
-func dotRows4x512(row *byte, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int)
+func dotRows4x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int) int
 
 //go:noescape
-func dotRows2x512(row *byte, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int)
+func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int) int
 
 //go:noescape
-func dotRows1x512(row *byte, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int)
+func dotRows1x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int) int
 
-// dotRowsWide runs the AVX-512 kernel over the first n whole blocks of nr
-// (1, 2 or 4) rows at the start of rows, x being the activations in the
-// kernel's order, and returns the blocks it took: n, or 0 without the
-// kernel.
-func dotRowsWide(rows []byte, nr int, h Header, x []float64, n int, acc *[4][16]float64, ne *[4]int) int {
+// dotRowsWide runs the AVX-512 kernel over the whole blocks k … k+n−1 of
+// nr (1, 2 or 4) rows at the start of rows, x being the activations of all
+// the whole blocks in the kernel's order and scale, and returns the blocks
+// it took (0 without the kernel).
+func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][16]float64, ne *[4]int) int {
 	if !haveWide || n == 0 {
 		return 0
 	}
 	rb := int(h.RowBytes())
 	nb := int(blocks(int64(h.Cols)))
 	_ = rows[nr*rb-1]
-	_ = x[n*BlockSize-1]
-	if n > h.Cols/BlockSize {
+	if k < 0 || n < 0 || k+n > h.Cols/BlockSize || len(x) < (k+n)*BlockSize {
 		panic("lossless12: dotRowsWide beyond the whole blocks")
 	}
-	sm, nib, esc := nb, nb+h.Cols, nb+h.Cols+(h.Cols+1)/2
+	base, sm, nib, esc := k, nb+k*BlockSize, nb+h.Cols+k*BlockSize/2, nb+h.Cols+(h.Cols+1)/2
+	xk := &x[k*BlockSize]
 	switch nr {
 	case 4:
-		dotRows4x512(&rows[0], sm, nib, esc, rb, &x[0], n, acc, ne)
+		return dotRows4x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne)
 	case 2:
-		dotRows2x512(&rows[0], sm, nib, esc, rb, &x[0], n, acc, ne)
+		return dotRows2x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne)
 	case 1:
-		dotRows1x512(&rows[0], sm, nib, esc, rb, &x[0], n, acc, ne)
-	default:
-		panic("lossless12: dotRowsWide of 1, 2 or 4 rows")
+		return dotRows1x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne)
 	}
-	return n
+	panic("lossless12: dotRowsWide of 1, 2 or 4 rows")
 }

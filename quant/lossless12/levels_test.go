@@ -2,6 +2,7 @@ package lossless12
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -209,5 +210,39 @@ func TestGODEBUGLevels(t *testing.T) {
 				t.Errorf("GODEBUG=%s %s:\n%s", c.godebug, test, out)
 			}
 		}
+	}
+}
+
+// TestLevelsNonFiniteBlocks puts an infinity and a NaN in two rows, so
+// that their blocks' windows reach exponent 255 (base 241), which the
+// AVX-512 kernel cannot build in its scaled domain and hands back to Go in
+// the middle of a pass; the rows sharing those passes, with escapes on both
+// sides of the hand-back, must keep their exact bits, and the two rows
+// must come out non-finite as the bf16 kernel's do (a NaN's payload is the
+// hardware's).
+func TestLevelsNonFiniteBlocks(t *testing.T) {
+	const rows, cols = 11, 1000
+	w, x := escapeEverywhere(rand.New(rand.NewPCG(5, 6)), rows, cols)
+	put := func(r, c int, code uint16) { w[2*(r*cols+c)], w[2*(r*cols+c)+1] = byte(code), byte(code>>8) }
+	put(2, 3*BlockSize+10, 0x7F80) // +Inf
+	put(5, 7*BlockSize, 0x7FC1)    // a NaN
+	put(9, 15*BlockSize+3, 0xFF80) // −Inf, in the short last block
+	m := mustOpen(t, rows, cols, w)
+	for _, rk := range [][2]int{{2, 3}, {5, 7}, {9, 15}} {
+		if bases, _, _, _ := m.parts(rk[0]); bases[rk[1]] != MaxBase {
+			t.Fatalf("row %d block %d: base %d, want %d", rk[0], rk[1], bases[rk[1]], MaxBase)
+		}
+	}
+	want := make([]float32, rows)
+	dot.MatVecBF16(want, w, x)
+	for i, v := range want {
+		if finite := !math.IsInf(float64(v), 0) && v == v; finite != (i != 2 && i != 5 && i != 9) {
+			t.Fatalf("row %d: the bf16 kernel gives %v", i, v)
+		}
+	}
+	for _, l := range levels() {
+		got := make([]float32, rows)
+		l.on(m).MatVec(got, x)
+		testkit.RequireSameBitsOrNaN(t, l.name, got, want)
 	}
 }

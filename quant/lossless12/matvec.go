@@ -124,7 +124,10 @@ func (m *Matrix) matVecFused(dst, x []float32, lo, hi int) {
 // call into the assembly covers four whole rows; escapes are decoded inside
 // it. x is widened once per call, in column order for Go and over the whole
 // blocks in the kernel's order (each sixteen as the even columns, then the
-// odd ones, like the bf16 kernel's).
+// odd ones, like the bf16 kernel's) and scale (times 2^768, see
+// dot512_amd64.s). The kernel hands back only a block whose window reaches
+// exponent 255, which Go adds to the lanes in the kernel's scale; the lanes
+// are then scaled back, exactly, and finished as the AVX2 kernel's are.
 func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 	sp := f64pool.Get(len(x))
 	xw := floatbits.Widen64(*sp, x)
@@ -134,7 +137,7 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 	for c := 0; c < len(xp); c += 16 {
 		d, s := xp[c:c+16:c+16], xw[c:c+16:c+16]
 		for j := range 8 {
-			d[j], d[8+j] = s[2*j], s[2*j+1]
+			d[j], d[8+j] = s[2*j]*wideScaleX, s[2*j+1]*wideScaleX
 		}
 	}
 	var acc [4][16]float64
@@ -149,18 +152,35 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 		default:
 			nr = 1
 		}
-		k := dotRowsWide(m.rows[r*m.rb:], nr, m.h, xp, full, &acc, &ne)
-		for i := range nr {
-			if k == 0 {
-				acc[i], ne[i] = [16]float64{}, 0
+		acc, ne = [4][16]float64{}, [4]int{}
+		for k := 0; k < full; {
+			k += dotRowsWide(m.rows[r*m.rb:], nr, m.h, xp, k, full-k, &acc, &ne)
+			if k < full {
+				for i := range nr {
+					ne[i] = m.addBlock(r+i, k, ne[i], &acc[i], &slotWide, xw, wideScaleLanes, &buf)
+				}
+				k++
 			}
-			dst[r+i-lo] = m.finishRow(r+i, k, ne[i], &acc[i], &slotWide, xw, &buf)
+		}
+		for i := range nr {
+			for l := range acc[i] {
+				acc[i][l] *= 1 / wideScaleLanes
+			}
+			dst[r+i-lo] = m.finishRow(r+i, full, ne[i], &acc[i], &slotWide, xw, &buf)
 		}
 		r += nr
 	}
 	f64pool.Put(pp)
 	f64pool.Put(sp)
 }
+
+// The AVX-512 kernel's scales (dot512_amd64.s): it takes the activations
+// times wideScaleX and builds each weight times 2^−896, so its lanes hold
+// the sums times wideScaleLanes.
+const (
+	wideScaleX     = 0x1p768
+	wideScaleLanes = 0x1p-128
+)
 
 // slotWide[l] is where the AVX-512 kernel keeps R16 lane l: the even lanes,
 // then the odd ones.
@@ -205,7 +225,7 @@ var slotOf = [16]int{0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15}
 // assembly adds the whole blocks without escapes, Go those with one, and
 // finishRow the rest.
 func (m *Matrix) dotRow(r int, xw, xp []float64, buf *[2 * BlockSize]byte) float32 {
-	bases, sm, nib, esc := m.parts(r)
+	bases, sm, nib, _ := m.parts(r)
 	full := m.h.Cols / BlockSize
 	var a [16]float64 // in the assembly's slots
 	ne := 0
@@ -214,15 +234,24 @@ func (m *Matrix) dotRow(r int, xw, xp []float64, buf *[2 * BlockSize]byte) float
 		if k == full {
 			break
 		}
-		lo := k * BlockSize
-		d := buf[:]
-		ne = decodeSlow(d, sm[lo:lo+BlockSize], nib, lo, esc, bases[k], ne)
-		for i := range BlockSize {
-			w := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*i:])) << 16))
-			a[slotOf[i&15]] += w * xw[lo+i]
-		}
+		ne = m.addBlock(r, k, ne, &a, &slotOf, xw, 1, buf)
 	}
 	return m.finishRow(r, full, ne, &a, &slotOf, xw, buf)
+}
+
+// addBlock adds to the lanes a (lane l in a[slots[l]]) the products of the
+// whole block k of row r with xw (in column order), times scale, a power of
+// two that keeps every product exact; ne escape bytes of the row are used
+// before the block, and it returns the count after it.
+func (m *Matrix) addBlock(r, k, ne int, a *[16]float64, slots *[16]int, xw []float64, scale float64, buf *[2 * BlockSize]byte) int {
+	bases, sm, nib, esc := m.parts(r)
+	lo := k * BlockSize
+	ne = decodeSlow(buf[:], sm[lo:lo+BlockSize], nib, lo, esc, bases[k], ne)
+	for i := range BlockSize {
+		w := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16))
+		a[slots[i&15]] += w * xw[lo+i] * scale
+	}
+	return ne
 }
 
 // finishRow returns the R16 dot product (§5.2) of row r with xw (in column
