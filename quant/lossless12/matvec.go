@@ -8,7 +8,6 @@ import (
 
 	"github.com/k3-project/k3/internal/kernels/dot"
 	"github.com/k3-project/k3/internal/kernels/f64pool"
-	"github.com/k3-project/k3/internal/kernels/floatbits"
 )
 
 // chunkBytes bounds the bf16 scratch a kernel decodes into before handing
@@ -122,22 +121,19 @@ func (m *Matrix) matVecFused(dst, x []float32, lo, hi int) {
 // matVecWide runs the AVX-512 kernel over four rows a pass (then two, then
 // one), so that a block's activations are loaded once for four rows and a
 // call into the assembly covers four whole rows; escapes are decoded inside
-// it. x is widened once per call, in column order for Go and over the whole
-// blocks in the kernel's order (each sixteen as the even columns, then the
-// odd ones, like the bf16 kernel's) and scale (times 2^768, see
-// dot512_amd64.s). The kernel hands back only a block whose window reaches
+// it. x is widened once per call, over the whole blocks, in the kernel's
+// order (each sixteen as the even columns, then the odd ones, like the bf16
+// kernel's) and scale (times 2^768, see dot512_amd64.s). The kernel hands back only a block whose window reaches
 // exponent 255, which Go adds to the lanes in the kernel's scale; the lanes
 // are then scaled back, exactly, and finished as the AVX2 kernel's are.
 func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
-	sp := f64pool.Get(len(x))
-	xw := floatbits.Widen64(*sp, x)
 	full := m.h.Cols / BlockSize
 	pp := f64pool.Get(full * BlockSize)
 	xp := *pp
 	for c := 0; c < len(xp); c += 16 {
-		d, s := xp[c:c+16:c+16], xw[c:c+16:c+16]
+		d, s := xp[c:c+16:c+16], x[c:c+16:c+16]
 		for j := range 8 {
-			d[j], d[8+j] = s[2*j]*wideScaleX, s[2*j+1]*wideScaleX
+			d[j], d[8+j] = float64(s[2*j])*wideScaleX, float64(s[2*j+1])*wideScaleX
 		}
 	}
 	var acc [4][16]float64
@@ -157,7 +153,7 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 			k += dotRowsWide(m.rows[r*m.rb:], nr, m.h, xp, k, full-k, &acc, &ne)
 			if k < full {
 				for i := range nr {
-					ne[i] = m.addBlock(r+i, k, ne[i], &acc[i], &slotWide, xw, wideScaleLanes, &buf)
+					ne[i] = m.addBlock(r+i, k, ne[i], &acc[i], &slotWide, x, wideScaleLanes, &buf)
 				}
 				k++
 			}
@@ -166,12 +162,11 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 			for l := range acc[i] {
 				acc[i][l] *= 1 / wideScaleLanes
 			}
-			dst[r+i-lo] = m.finishRow(r+i, full, ne[i], &acc[i], &slotWide, xw, &buf)
+			dst[r+i-lo] = m.finishRow(r+i, full, ne[i], &acc[i], &slotWide, x, &buf)
 		}
 		r += nr
 	}
 	f64pool.Put(pp)
-	f64pool.Put(sp)
 }
 
 // The AVX-512 kernel's scales (dot512_amd64.s): it takes the activations
@@ -187,28 +182,25 @@ const (
 var slotWide = [16]int{0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15}
 
 // matVecAVX2 computes rows [lo, hi) with the AVX2 kernel: x is widened
-// once in column order, for Go, and once in the assembly's order (each run
-// of eight as columns 0, 2, 4, 6, 1, 3, 5, 7) over the whole blocks; the
+// once, over the whole blocks, in the assembly's order (each run of eight
+// as columns 0, 2, 4, 6, 1, 3, 5, 7); the
 // assembly runs over each row's whole blocks and hands back the rare block
 // with an escape, whose products Go adds to the same lanes before the
 // assembly resumes.
 func (m *Matrix) matVecAVX2(dst, x []float32, lo, hi int) {
-	sp := f64pool.Get(len(x))
-	xw := floatbits.Widen64(*sp, x)
 	full := m.h.Cols / BlockSize * BlockSize
 	pp := f64pool.Get(full)
 	xp := (*pp)[:full]
 	for c := 0; c < full; c += 8 {
 		for j, k := range asmOrder {
-			xp[c+j] = xw[c+k]
+			xp[c+j] = float64(x[c+k])
 		}
 	}
 	var buf [2 * BlockSize]byte
 	for r := lo; r < hi; r++ {
-		dst[r-lo] = m.dotRow(r, xw, xp, &buf)
+		dst[r-lo] = m.dotRow(r, x, xp, &buf)
 	}
 	f64pool.Put(pp)
-	f64pool.Put(sp)
 }
 
 // asmOrder is the order in which the AVX2 assembly takes each run of eight
@@ -220,11 +212,11 @@ var asmOrder = [8]int{0, 2, 4, 6, 1, 3, 5, 7}
 // 15).
 var slotOf = [16]int{0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15}
 
-// dotRow returns the R16 dot product (§5.2) of row r with x (xw in column
-// order, xp in the AVX2 assembly's order over the whole blocks): the
+// dotRow returns the R16 dot product (§5.2) of row r with x (xp: x widened
+// in the AVX2 assembly's order over the whole blocks): the
 // assembly adds the whole blocks without escapes, Go those with one, and
 // finishRow the rest.
-func (m *Matrix) dotRow(r int, xw, xp []float64, buf *[2 * BlockSize]byte) float32 {
+func (m *Matrix) dotRow(r int, x []float32, xp []float64, buf *[2 * BlockSize]byte) float32 {
 	bases, sm, nib, _ := m.parts(r)
 	full := m.h.Cols / BlockSize
 	var a [16]float64 // in the assembly's slots
@@ -234,32 +226,31 @@ func (m *Matrix) dotRow(r int, xw, xp []float64, buf *[2 * BlockSize]byte) float
 		if k == full {
 			break
 		}
-		ne = m.addBlock(r, k, ne, &a, &slotOf, xw, 1, buf)
+		ne = m.addBlock(r, k, ne, &a, &slotOf, x, 1, buf)
 	}
-	return m.finishRow(r, full, ne, &a, &slotOf, xw, buf)
+	return m.finishRow(r, full, ne, &a, &slotOf, x, buf)
 }
 
 // addBlock adds to the lanes a (lane l in a[slots[l]]) the products of the
-// whole block k of row r with xw (in column order), times scale, a power of
+// whole block k of row r with x, times scale, a power of
 // two that keeps every product exact; ne escape bytes of the row are used
 // before the block, and it returns the count after it.
-func (m *Matrix) addBlock(r, k, ne int, a *[16]float64, slots *[16]int, xw []float64, scale float64, buf *[2 * BlockSize]byte) int {
+func (m *Matrix) addBlock(r, k, ne int, a *[16]float64, slots *[16]int, x []float32, scale float64, buf *[2 * BlockSize]byte) int {
 	bases, sm, nib, esc := m.parts(r)
 	lo := k * BlockSize
 	ne = decodeSlow(buf[:], sm[lo:lo+BlockSize], nib, lo, esc, bases[k], ne)
 	for i := range BlockSize {
 		w := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(buf[2*i:])) << 16))
-		a[slots[i&15]] += w * xw[lo+i] * scale
+		a[slots[i&15]] += w * float64(x[lo+i]) * scale
 	}
 	return ne
 }
 
-// finishRow returns the R16 dot product (§5.2) of row r with xw (in column
-// order) given the lanes a (lane l in a[slots[l]]) over its first k blocks,
+// finishRow returns the R16 dot product (§5.2) of row r with x given the lanes a (lane l in a[slots[l]]) over its first k blocks,
 // which used ne escape bytes: it adds the other blocks' products of columns
 // below 16·⌊Cols/16⌋ to the lanes in column order, combines the lanes with
 // the tree and adds the tail in order.
-func (m *Matrix) finishRow(r, k, ne int, a *[16]float64, slots *[16]int, xw []float64, buf *[2 * BlockSize]byte) float32 {
+func (m *Matrix) finishRow(r, k, ne int, a *[16]float64, slots *[16]int, x []float32, buf *[2 * BlockSize]byte) float32 {
 	bases, sm, nib, esc := m.parts(r)
 	cols := m.h.Cols
 	mid := cols &^ 15
@@ -271,13 +262,13 @@ func (m *Matrix) finishRow(r, k, ne int, a *[16]float64, slots *[16]int, xw []fl
 		for i := lo; i < hi; i++ {
 			w := float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(d[2*(i-lo):])) << 16))
 			if i < mid {
-				a[slots[i&15]] += w * xw[i]
+				a[slots[i&15]] += w * float64(x[i])
 				continue
 			}
 			if i == mid {
 				acc = r16Tree(a, slots)
 			}
-			acc += w * xw[i]
+			acc += w * float64(x[i])
 		}
 	}
 	if mid == cols {
