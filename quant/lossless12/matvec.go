@@ -139,6 +139,7 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 	var acc [4][16]float64
 	var ne [4]int
 	var buf [2 * BlockSize]byte
+	whole := full*BlockSize == m.h.Cols // no short block, no tail: the lanes are all
 	for r := lo; r < hi; {
 		nr := 4
 		switch {
@@ -159,10 +160,15 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 			}
 		}
 		for i := range nr {
-			for l := range acc[i] {
-				acc[i][l] *= 1 / wideScaleLanes
+			a := &acc[i]
+			for l := range a {
+				a[l] *= 1 / wideScaleLanes
 			}
-			dst[r+i-lo] = m.finishRow(r+i, full, ne[i], &acc[i], &slotWide, x, &buf)
+			if whole {
+				dst[r+i-lo] = float32(r16Tree(a, &slotWide))
+				continue
+			}
+			dst[r+i-lo] = m.finishRow(r+i, full, ne[i], a, &slotWide, x, &buf)
 		}
 		r += nr
 	}
@@ -279,10 +285,9 @@ func (m *Matrix) finishRow(r, k, ne int, a *[16]float64, slots *[16]int, x []flo
 
 // r16Tree combines the sixteen lanes (lane l in a[slots[l]]) as §5.2 says.
 func r16Tree(a *[16]float64, slots *[16]int) float64 {
-	lane := func(l int) float64 { return a[slots[l]] }
 	var c [4]float64
 	for l := range 4 {
-		c[l] = (lane(l) + lane(l+4)) + (lane(l+8) + lane(l+12))
+		c[l] = (a[slots[l]] + a[slots[l+4]]) + (a[slots[l+8]] + a[slots[l+12]])
 	}
 	return (c[0] + c[1]) + (c[2] + c[3])
 }
