@@ -41,7 +41,9 @@
 //     ascending order.
 //
 // The activations of a block (eight zmm) are loaded once for all the rows
-// of a pass, and the pass prefetches the same place in the next four rows.
+// of a pass. The four-row pass prefetches the same place in the next four
+// rows, where the hardware prefetcher does not follow, and the
+// sign-and-mantissa bytes eight blocks ahead in its own rows.
 // The lanes are loaded from and stored to acc (each row's sixteen as the
 // eight even lanes then the eight odd ones) and the escape cursors from
 // and to ne, so that Go can add a block and resume.
@@ -327,6 +329,10 @@ r4block:
 	PREFETCHT0 (R15)(BX*1)
 	PREFETCHT0 (R15)(BX*2)
 	PREFETCHT0 (R15)(R9*1)
+	PREFETCHT0 512(DI)
+	PREFETCHT0 512(DI)(BX*1)
+	PREFETCHT0 512(DI)(BX*2)
+	PREFETCHT0 512(DI)(R9*1)
 	LOADX
 	EXPS((R8), (SI))
 	JNZ r4esc0
