@@ -176,17 +176,22 @@ func (m *Matrix) DecodeRow(dst []float32, r int) {
 
 // decodeRow is the decoder every kernel runs: Open has checked the row, so
 // every index names an exponent inside the byte and every escape has its
-// byte. A whole block without escapes (nearly all of them) takes a fast
-// path: the assembly decoder where the CPU has one, else its pure-Go twin,
+// byte. With AVX-512 the assembly decodes every whole block; otherwise a
+// whole block without escapes (nearly all of them) takes a fast path: the
+// AVX2 decoder where the CPU has one, else its pure-Go twin,
 // which looks the 15 exponents up in a table, two weights per index byte;
 // the rest go weight by weight. Every path writes the same bytes.
 func (m *Matrix) decodeRow(dst []byte, r int) {
 	bases, sm, nib, esc := m.parts(r)
 	cols := m.h.Cols
-	ne := 0
+	ne, k0 := 0, 0
+	if m.simd && m.wide {
+		// The AVX-512 decoder takes every whole block, escapes included.
+		k0, ne = decodeRowWide(m.rows[r*m.rb:(r+1)*m.rb], m.h, dst)
+	}
 	var tab [16]uint16
 	full := cols / BlockSize
-	for k := 0; k < len(bases); k++ {
+	for k := k0; k < len(bases); k++ {
 		if m.simd && k < full {
 			// The assembly decodes the whole blocks up to the next escape.
 			k += decodeBlocks(dst[2*k*BlockSize:], sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], full-k)

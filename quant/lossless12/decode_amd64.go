@@ -99,3 +99,20 @@ func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][
 	}
 	panic("lossless12: dotRowsWide of 1, 2 or 4 rows")
 }
+
+//go:noescape
+func decodeRow512(row *byte, sm, nib, esc int, dst *byte, n int) int
+
+// decodeRowWide decodes the whole blocks of the row (its bytes) into dst
+// with the AVX-512 decoder and returns how many blocks it decoded (all, or
+// 0 without the decoder) and the escape bytes they use.
+func decodeRowWide(row []byte, h Header, dst []byte) (k, ne int) {
+	n := h.Cols / BlockSize
+	if !haveWide || n == 0 {
+		return 0, 0
+	}
+	nb := int(blocks(int64(h.Cols)))
+	_ = row[h.RowBytes()-1]
+	_ = dst[2*BlockSize*n-1]
+	return n, decodeRow512(&row[0], nb, nb+h.Cols, nb+h.Cols+(h.Cols+1)/2, &dst[0], n)
+}

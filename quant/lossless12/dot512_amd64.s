@@ -474,3 +474,69 @@ r1out:
 r1esc0:
 	ESCAPE(R10)
 	JMP r1back0
+
+// Qword order 0, 4, 1, 5, 2, 6, 3, 7: the byte unpacks, which work inside
+// 128-bit lanes, then give columns 0–31 and 32–63 in column order.
+DATA l12qperm<>+0(SB)/8, $0
+DATA l12qperm<>+8(SB)/8, $4
+DATA l12qperm<>+16(SB)/8, $1
+DATA l12qperm<>+24(SB)/8, $5
+DATA l12qperm<>+32(SB)/8, $2
+DATA l12qperm<>+40(SB)/8, $6
+DATA l12qperm<>+48(SB)/8, $3
+DATA l12qperm<>+56(SB)/8, $7
+GLOBL l12qperm<>(SB), RODATA|NOPTR, $64
+
+// func decodeRow512(row *byte, sm, nib, esc int, dst *byte, n int) int
+//
+// Decodes the first n > 0 whole blocks of the row at row (sm, nib and esc
+// the offsets of its areas) into little-endian bf16 at dst and returns how
+// many escape bytes they use. Per block, EXPS and ESCAPE give the
+// exponents as for the mat-vec; the high byte of each code is
+// (s & 0x80) | e>>1 and the low byte (e & 1)<<7 | (s & 0x7f), one shift and
+// one bit select each, and VPUNPCKLBW / VPUNPCKHBW interleave them, from
+// qword order 0, 4, 1, 5, 2, 6, 3, 7, into the 128 bytes of the block.
+TEXT ·decodeRow512(SB), NOSPLIT, $0-56
+	MOVQ row+0(FP), SI
+	MOVQ sm+8(FP), DI
+	ADDQ SI, DI
+	MOVQ nib+16(FP), R8
+	ADDQ SI, R8
+	MOVQ esc+24(FP), R10
+	ADDQ SI, R10
+	MOVQ dst+32(FP), R11
+	MOVQ n+40(FP), CX
+	CONSTS512
+	VMOVDQU64 l12qperm<>(SB), Z28
+
+d5block:
+	EXPS((R8), (SI))
+	JNZ d5esc
+d5back:
+	VPERMQ Z16, Z28, Z16
+	VPERMQ (DI), Z28, Z17
+	VPSRLW $1, Z16, Z18
+	VPTERNLOGD $0xD8, Z29, Z17, Z18
+	VPSLLW $7, Z16, Z16
+	VPTERNLOGD $0xE4, Z29, Z17, Z16
+	VPUNPCKLBW Z18, Z16, Z19
+	VPUNPCKHBW Z18, Z16, Z20
+	VMOVDQU64 Z19, (R11)
+	VMOVDQU64 Z20, 64(R11)
+	ADDQ $1, SI
+	ADDQ $64, DI
+	ADDQ $32, R8
+	ADDQ $128, R11
+	DECQ CX
+	JNZ d5block
+
+	MOVQ esc+24(FP), AX
+	ADDQ row+0(FP), AX
+	SUBQ AX, R10
+	MOVQ R10, ret+48(FP)
+	VZEROUPPER
+	RET
+
+d5esc:
+	ESCAPE(R10)
+	JMP d5back

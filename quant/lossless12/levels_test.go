@@ -87,7 +87,8 @@ func escapePositions(m *Matrix) [BlockSize]int {
 // TestLevelsMatchBF16 runs every level on every row range of small
 // matrices — odd row counts, each pass width of the AVX-512 kernel and its
 // leftovers, widths with and without a short last block — on three kinds
-// of cancelling data, and requires the bits of dot.MatVecBF16.
+// of cancelling data, and requires the bits of dot.MatVecBF16 (and of
+// dot.MatMulBF16 for a batch of three rows, which decodes at each level).
 func TestLevelsMatchBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 5))
 	gens := map[string]func(rows, cols int) ([]byte, []float32){
@@ -107,9 +108,16 @@ func TestLevelsMatchBF16(t *testing.T) {
 				if rows > 9 {
 					step = 13
 				}
+				_, xs := gen(0, cols)
+				xs = append(append(xs, x...), xs...)
+				wantN := make([]float32, 3*rows)
+				dot.MatMulBF16(wantN, rows, w, xs, 3)
 				for _, l := range ls {
 					ml := l.on(m)
 					name := fmt.Sprintf("%s [%d,%d] %s", l.name, rows, cols, gname)
+					gotN := make([]float32, 3*rows)
+					ml.MatMul(gotN, rows, xs, 3)
+					testkit.RequireSameBits(t, name+" MatMul", gotN, wantN)
 					got := make([]float32, rows)
 					ml.MatVec(got, x)
 					testkit.RequireSameBits(t, name, got, want)
