@@ -221,30 +221,39 @@ func TestGODEBUGLevels(t *testing.T) {
 	}
 }
 
-// TestLevelsNonFiniteBlocks puts an infinity and a NaN in two rows, so
-// that their blocks' windows reach exponent 255 (base 241), which the
-// AVX-512 kernel cannot build in its scaled domain and hands back to Go in
-// the middle of a pass; the rows sharing those passes, with escapes on both
-// sides of the hand-back, must keep their exact bits, and the two rows
-// must come out non-finite as the bf16 kernel's do (a NaN's payload is the
-// hardware's).
+// TestLevelsNonFiniteBlocks puts NaNs in rows of passes of four, two and
+// one rows, so that their blocks' windows reach exponent 255
+// (base 241), which the AVX-512 kernel cannot build in its scaled domain
+// and hands back to Go in the middle of a pass; the rows sharing those
+// passes, with escapes on both sides of the hand-back, must keep their
+// exact bits, and those rows must come out non-finite as the bf16 kernel's
+// do (a NaN's payload is the hardware's).
 func TestLevelsNonFiniteBlocks(t *testing.T) {
 	const rows, cols = 11, 1000
 	w, x := escapeEverywhere(rand.New(rand.NewPCG(5, 6)), rows, cols)
 	put := func(r, c int, code uint16) { w[2*(r*cols+c)], w[2*(r*cols+c)+1] = byte(code), byte(code>>8) }
-	put(2, 3*BlockSize+10, 0x7F80) // +Inf
-	put(5, 7*BlockSize, 0x7FC1)    // a NaN
-	put(9, 15*BlockSize+3, 0xFF80) // −Inf, in the short last block
+	// Passes: rows 0–3 and 4–7 of four, 8–9 of two, 10 of one; a block
+	// with a non-finite weight at each position of each pass.
+	hand := map[int]int{1: 3, 3: 7, 4: 4, 6: 9, 8: 12, 9: 2, 10: 5} // row: block
+	for r, k := range hand {
+		// A NaN, of a payload of its own: built as a finite weight, an
+		// exponent 255 would give a finite result, or an infinity, where
+		// the bf16 kernel gives a NaN.
+		put(r, k*BlockSize+(r*7)%BlockSize, 0x7F81+uint16(r))
+	}
+	put(7, 15*BlockSize+3, 0xFF80) // −Inf, in the short last block
 	m := mustOpen(t, rows, cols, w)
-	for _, rk := range [][2]int{{2, 3}, {5, 7}, {9, 15}} {
-		if bases, _, _, _ := m.parts(rk[0]); bases[rk[1]] != MaxBase {
-			t.Fatalf("row %d block %d: base %d, want %d", rk[0], rk[1], bases[rk[1]], MaxBase)
+	bad := map[int]bool{7: true}
+	for r, k := range hand {
+		bad[r] = true
+		if bases, _, _, _ := m.parts(r); bases[k] != MaxBase {
+			t.Fatalf("row %d block %d: base %d, want %d", r, k, bases[k], MaxBase)
 		}
 	}
 	want := make([]float32, rows)
 	dot.MatVecBF16(want, w, x)
 	for i, v := range want {
-		if finite := !math.IsInf(float64(v), 0) && v == v; finite != (i != 2 && i != 5 && i != 9) {
+		if finite := !math.IsInf(float64(v), 0) && v == v; finite == bad[i] {
 			t.Fatalf("row %d: the bf16 kernel gives %v", i, v)
 		}
 	}
