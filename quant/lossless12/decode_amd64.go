@@ -62,22 +62,25 @@ var haveWide = haveFused && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86
 // esc is the offset of the escape area. They add to the lanes in acc (even
 // lanes, then odd, in the scaled domain of dot512_amd64.s), move the escape
 // counts in ne, and return how many blocks they took: fewer than n when a
-// block's window base is above 240.
+// block's window base is above 240. Having taken all n, with out not nil,
+// they store the rows' float32 results at out instead.
 
 //go:noescape
-func dotRows4x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int) int
+func dotRows4x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
 
 //go:noescape
-func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int) int
+func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
 
 //go:noescape
-func dotRows1x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int) int
+func dotRows1x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
 
 // dotRowsWide runs the AVX-512 kernel over the whole blocks k … k+n−1 of
 // nr (1, 2 or 4) rows at the start of rows, x being the activations of all
 // the whole blocks in the kernel's order and scale, and returns the blocks
-// it took (0 without the kernel).
-func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][16]float64, ne *[4]int) int {
+// it took (0 without the kernel). Given out (rows of whole blocks only), a
+// call that takes the last block stores the rows' results there instead of
+// their lanes.
+func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][16]float64, ne *[4]int, out []float32) int {
 	if !haveWide || n == 0 {
 		return 0
 	}
@@ -89,13 +92,17 @@ func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][
 	}
 	base, sm, nib, esc := k, nb+k*BlockSize, nb+h.Cols+k*BlockSize/2, nb+h.Cols+(h.Cols+1)/2
 	xk := &x[k*BlockSize]
+	var o *float32
+	if out != nil {
+		o = &out[:nr][0]
+	}
 	switch nr {
 	case 4:
-		return dotRows4x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne)
+		return dotRows4x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne, o)
 	case 2:
-		return dotRows2x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne)
+		return dotRows2x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne, o)
 	case 1:
-		return dotRows1x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne)
+		return dotRows1x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne, o)
 	}
 	panic("lossless12: dotRowsWide of 1, 2 or 4 rows")
 }

@@ -18,7 +18,7 @@ func dotBlocks(sm, nib, bases []byte, x []float64, n int, acc *[16]float64) int 
 const haveWide = false
 
 // dotRowsWide takes no block here: Go adds every block to the lanes.
-func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][16]float64, ne *[4]int) int {
+func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][16]float64, ne *[4]int, out []float32) int {
 	return 0
 }
 

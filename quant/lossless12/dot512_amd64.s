@@ -44,15 +44,18 @@
 // of a pass. The four-row pass prefetches the same place in the next four
 // rows, where the hardware prefetcher does not follow, and the
 // sign-and-mantissa bytes eight blocks ahead in its own rows.
-// The lanes are loaded from and stored to acc (each row's sixteen as the
-// eight even lanes then the eight odd ones) and the escape cursors from
-// and to ne, so that Go can add a block and resume.
+// The lanes are loaded from acc (each row's sixteen as the eight even
+// lanes then the eight odd ones) and the escape cursors from ne. A pass
+// that ends early stores them back, so that Go can add the block and
+// resume; one that takes the rows' last whole block finishes the rows,
+// when they have no other columns, and stores their float32 results at
+// out (out nil: it stores the lanes).
 //
 // The arguments: row 0's first byte; the offsets in a row of the block's
 // window base, its sign-and-mantissa bytes, its index bytes and of the
 // escape area; the row stride rb; the activations of the block; the
-// number of blocks n > 0; acc and ne. The result is the number of blocks
-// taken.
+// number of blocks n > 0; acc and ne; out. The result is the number of
+// blocks taken.
 //
 // Registers: SI bases, DI sign-and-mantissa bytes, R8 index bytes (all of
 // row 0, block k), BX the row stride, R9 three strides, R10–R13 each row's
@@ -301,8 +304,44 @@ GLOBL l12t3o<>(SB), RODATA|NOPTR, $64
 	CMPB BASE, $240; \
 	JHI OUT
 
-// func dotRows4x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int) int
-TEXT ·dotRows4x512(SB), NOSPLIT, $0-88
+// FINISH combines a row's lanes ZE (even), ZO (odd) with the R16 tree
+// (§5.2: c_l = (a_l + a_l+4) + (a_l+8 + a_l+12), then (c0 + c1) + (c2 +
+// c3)), scales the sum back by 2^128 (exact: every value is a normal
+// float64), rounds it to float32 and stores it at OFF(DX). Z8–Z11 scratch.
+#define FINISH(ZE, YE, XE, ZO, YO, XO, OFF) \
+	VEXTRACTF64X4 $1, ZE, Y8; \
+	VEXTRACTF128 $1, YE, X9; \
+	VADDPD X9, XE, X9; \
+	VEXTRACTF128 $1, Y8, X10; \
+	VADDPD X10, X8, X10; \
+	VADDPD X10, X9, X9; \
+	VEXTRACTF64X4 $1, ZO, Y8; \
+	VEXTRACTF128 $1, YO, X10; \
+	VADDPD X10, XO, X10; \
+	VEXTRACTF128 $1, Y8, X11; \
+	VADDPD X11, X8, X11; \
+	VADDPD X11, X10, X10; \
+	VADDPD X10, X9, X9; \
+	VHADDPD X9, X9, X9; \
+	VMULSD l12two128<>(SB), X9, X9; \
+	VCVTSD2SS X9, X9, X9; \
+	VMOVSS X9, OFF(DX)
+
+// DONE jumps to ACC unless the pass took every block (CX = 0) and out is
+// not nil, leaving out in DX.
+#define DONE(ACC) \
+	MOVQ out+80(FP), DX; \
+	TESTQ CX, CX; \
+	JNZ ACC; \
+	TESTQ DX, DX; \
+	JZ ACC
+
+// 2^128, which undoes the lanes' scale.
+DATA l12two128<>+0(SB)/8, $0x47f0000000000000
+GLOBL l12two128<>(SB), RODATA|NOPTR, $8
+
+// func dotRows4x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
+TEXT ·dotRows4x512(SB), NOSPLIT, $0-96
 	START
 	CURSOR(R13, (R10)(R9*1), 24)
 	CURSOR(R12, (R10)(BX*2), 16)
@@ -358,7 +397,16 @@ r4back3:
 r4out:
 	MOVQ n+56(FP), AX
 	SUBQ CX, AX
-	MOVQ AX, ret+80(FP)
+	MOVQ AX, ret+88(FP)
+	DONE(r4acc)
+	FINISH(Z0, Y0, X0, Z1, Y1, X1, 0)
+	FINISH(Z2, Y2, X2, Z3, Y3, X3, 4)
+	FINISH(Z4, Y4, X4, Z5, Y5, X5, 8)
+	FINISH(Z6, Y6, X6, Z7, Y7, X7, 12)
+	VZEROUPPER
+	RET
+
+r4acc:
 	MOVQ acc+64(FP), R15
 	STOREACC(0, 64, Z0, Z1)
 	STOREACC(128, 192, Z2, Z3)
@@ -395,8 +443,8 @@ r4esc3:
 	ESCAPE(R13)
 	JMP r4back3
 
-// func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int) int
-TEXT ·dotRows2x512(SB), NOSPLIT, $0-88
+// func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
+TEXT ·dotRows2x512(SB), NOSPLIT, $0-96
 	START
 	CURSOR(R11, (R10)(BX*1), 8)
 	ADDQ 0(R14), R10
@@ -422,7 +470,14 @@ r2back1:
 r2out:
 	MOVQ n+56(FP), AX
 	SUBQ CX, AX
-	MOVQ AX, ret+80(FP)
+	MOVQ AX, ret+88(FP)
+	DONE(r2acc)
+	FINISH(Z0, Y0, X0, Z1, Y1, X1, 0)
+	FINISH(Z2, Y2, X2, Z3, Y3, X3, 4)
+	VZEROUPPER
+	RET
+
+r2acc:
 	STOREACC(0, 64, Z0, Z1)
 	STOREACC(128, 192, Z2, Z3)
 	MOVQ esc+32(FP), AX
@@ -442,8 +497,8 @@ r2esc1:
 	ESCAPE(R11)
 	JMP r2back1
 
-// func dotRows1x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int) int
-TEXT ·dotRows1x512(SB), NOSPLIT, $0-88
+// func dotRows1x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
+TEXT ·dotRows1x512(SB), NOSPLIT, $0-96
 	START
 	ADDQ 0(R14), R10
 	MOVQ acc+64(FP), R15
@@ -462,7 +517,13 @@ r1back0:
 r1out:
 	MOVQ n+56(FP), AX
 	SUBQ CX, AX
-	MOVQ AX, ret+80(FP)
+	MOVQ AX, ret+88(FP)
+	DONE(r1acc)
+	FINISH(Z0, Y0, X0, Z1, Y1, X1, 0)
+	VZEROUPPER
+	RET
+
+r1acc:
 	STOREACC(0, 64, Z0, Z1)
 	MOVQ esc+32(FP), AX
 	ADDQ row+0(FP), AX

@@ -150,8 +150,15 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 			nr = 1
 		}
 		acc, ne = [4][16]float64{}, [4]int{}
+		var out []float32
+		if whole {
+			out = dst[r-lo : r-lo+nr]
+		}
+		done := false // the kernel has stored the rows' results
 		for k := 0; k < full; {
-			k += dotRowsWide(m.rows[r*m.rb:], nr, m.h, xp, k, full-k, &acc, &ne)
+			t := dotRowsWide(m.rows[r*m.rb:], nr, m.h, xp, k, full-k, &acc, &ne, out)
+			k += t
+			done = t > 0 && k == full && whole
 			if k < full {
 				for i := range nr {
 					ne[i] = m.addBlock(r+i, k, ne[i], &acc[i], &slotWide, x, wideScaleLanes, &buf)
@@ -159,7 +166,7 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 				k++
 			}
 		}
-		for i := range nr {
+		for i := 0; i < nr && !done; i++ {
 			a := &acc[i]
 			for l := range a {
 				a[l] *= 1 / wideScaleLanes
