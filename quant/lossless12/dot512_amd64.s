@@ -16,9 +16,11 @@
 // product, exact in float64, is the true one times 2^−128, and the lanes
 // accumulate in that domain: binary rounding does not see a power-of-two
 // scale while every value is a normal float64, which holds here (a nonzero
-// product is at least 2^−282 in magnitude and a sum of 7168 at most
-// 2^270), so the caller's multiplying the lanes by 2^128 gives the bits of
-// the bf16 kernel's lanes.
+// product, and so a nonzero sum of them, is at least 2^−282 in magnitude,
+// and a sum of 2^31 products at most 2^288; infinities and NaNs pass a
+// power of two unchanged), so the caller's multiplying the lanes by 2^128
+// gives the bits of the bf16 kernel's lanes. decodeRow512, at the end,
+// decodes rows to bf16 with the same exponent steps.
 //
 // Per row and block:
 //   - VPERMQ spreads the 32 index bytes over the eight qwords (two per
@@ -44,6 +46,7 @@
 // of a pass. The four-row pass prefetches the same place in the next four
 // rows, where the hardware prefetcher does not follow, and the
 // sign-and-mantissa bytes eight blocks ahead in its own rows.
+//
 // The lanes are loaded from acc (each row's sixteen as the eight even
 // lanes then the eight odd ones) and the escape cursors from ne. A pass
 // that ends early stores them back, so that Go can add the block and

@@ -123,9 +123,11 @@ func (m *Matrix) matVecFused(dst, x []float32, lo, hi int) {
 // call into the assembly covers four whole rows; escapes are decoded inside
 // it. x is widened once per call, over the whole blocks, in the kernel's
 // order (each sixteen as the even columns, then the odd ones, like the bf16
-// kernel's) and scale (times 2^768, see dot512_amd64.s). The kernel hands back only a block whose window reaches
-// exponent 255, which Go adds to the lanes in the kernel's scale; the lanes
-// are then scaled back, exactly, and finished as the AVX2 kernel's are.
+// kernel's) and scale (times 2^768, see dot512_amd64.s). The kernel hands
+// back only a block whose window reaches exponent 255, which Go adds to the
+// lanes in the kernel's scale. Rows of whole blocks the kernel finishes
+// itself; otherwise Go scales the lanes back, exactly, and finishes the
+// rows as it does the AVX2 kernel's.
 func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 	full := m.h.Cols / BlockSize
 	pp := f64pool.Get(full * BlockSize)
@@ -139,7 +141,7 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 	var acc [4][16]float64
 	var ne [4]int
 	var buf [2 * BlockSize]byte
-	whole := full*BlockSize == m.h.Cols // no short block, no tail: the lanes are all
+	whole := full*BlockSize == m.h.Cols // the lanes hold every column of a row
 	for r := lo; r < hi; {
 		nr := 4
 		switch {
@@ -196,10 +198,9 @@ var slotWide = [16]int{0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15}
 
 // matVecAVX2 computes rows [lo, hi) with the AVX2 kernel: x is widened
 // once, over the whole blocks, in the assembly's order (each run of eight
-// as columns 0, 2, 4, 6, 1, 3, 5, 7); the
-// assembly runs over each row's whole blocks and hands back the rare block
-// with an escape, whose products Go adds to the same lanes before the
-// assembly resumes.
+// as columns 0, 2, 4, 6, 1, 3, 5, 7); the assembly runs over each row's
+// whole blocks and hands back the rare block with an escape, whose products
+// Go adds to the same lanes before the assembly resumes.
 func (m *Matrix) matVecAVX2(dst, x []float32, lo, hi int) {
 	full := m.h.Cols / BlockSize * BlockSize
 	pp := f64pool.Get(full)
