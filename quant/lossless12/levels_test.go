@@ -32,6 +32,7 @@ func levels() []level {
 	return ls
 }
 
+// on returns a copy of m that runs at level l.
 func (l level) on(m *Matrix) *Matrix {
 	c := *m
 	l.set(&c)
@@ -57,7 +58,8 @@ func escapeEverywhere(r *rand.Rand, rows, cols int) ([]byte, []float32) {
 			}
 			for _, p := range []int{(i + lo/BlockSize) % BlockSize, (i + lo/BlockSize + 23) % BlockSize} {
 				if c := lo + p; c < hi {
-					v := uint16(r.IntN(2))<<15 | uint16(emax-15-r.IntN(4))<<7 | uint16(r.IntN(128))
+					e := max(emax-15-r.IntN(4), 0) // 0: a window at 0, no escape
+					v := uint16(r.IntN(2))<<15 | uint16(e)<<7 | uint16(r.IntN(128))
 					w[code(i, c)], w[code(i, c)+1] = byte(v), byte(v>>8)
 				}
 				if i%3 != 0 {
@@ -91,15 +93,19 @@ func escapePositions(m *Matrix) [BlockSize]int {
 // dot.MatMulBF16 for a batch of three rows, which decodes at each level).
 func TestLevelsMatchBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 5))
-	gens := map[string]func(rows, cols int) ([]byte, []float32){
-		"cancelling":  func(rows, cols int) ([]byte, []float32) { return cancelling(r, rows, cols, 1) },
-		"cancellingX": func(rows, cols int) ([]byte, []float32) { return cancellingX(r, rows, cols, 1) },
-		"escapes":     func(rows, cols int) ([]byte, []float32) { return escapeEverywhere(r, rows, cols) },
+	gens := []struct {
+		name string
+		gen  func(rows, cols int) ([]byte, []float32)
+	}{
+		{"cancelling", func(rows, cols int) ([]byte, []float32) { return cancelling(r, rows, cols, 1) }},
+		{"cancellingX", func(rows, cols int) ([]byte, []float32) { return cancellingX(r, rows, cols, 1) }},
+		{"escapes", func(rows, cols int) ([]byte, []float32) { return escapeEverywhere(r, rows, cols) }},
 	}
 	ls := levels()
 	for _, cols := range []int{64, 128, 200, 1000, 1024} {
 		for _, rows := range []int{1, 2, 3, 5, 7, 9, 64} {
-			for gname, gen := range gens {
+			for _, g := range gens {
+				gname, gen := g.name, g.gen
 				w, x := gen(rows, cols)
 				m := mustOpen(t, rows, cols, w)
 				want := make([]float32, rows)
