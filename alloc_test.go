@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,7 +48,7 @@ func TestDecodeStepAllocatesNothing(t *testing.T) {
 // first use) and skips without it.
 func TestDecodeStepAllocatesNothingPerf(t *testing.T) {
 	testkit.SkipAllocsUnderRace(t)
-	dir := testkit.PerfDir(t, checkpoint.Synthesize)
+	dir := perfDir(t)
 	for _, threads := range []int{1, 2} {
 		t.Run(fmt.Sprintf("threads=%d", threads), func(t *testing.T) {
 			m := openModel(t, dir, k3.WithThreads(threads))

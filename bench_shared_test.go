@@ -3,13 +3,13 @@ package k3_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/k3-project/k3"
-	"github.com/k3-project/k3/checkpoint"
-	"github.com/k3-project/k3/internal/testkit"
 )
 
 // sharedRun is one measurement of n concurrent sessions.
@@ -25,42 +25,52 @@ type sharedRun struct {
 func (r sharedRun) tokensPerSecond() float64 { return float64(r.tokens) / r.wall }
 
 // measureShared prefills n sessions with different prompts, one after the other, then times
-// steps greedy steps of each, all sessions stepping from their own goroutines.
-func measureShared(b *testing.B, m *k3.Model, n, steps int) sharedRun {
+// steps greedy steps of each, all sessions stepping from their own goroutines, after one
+// untimed step of each. With profile set it writes a CPU profile of the timed steps there.
+func measureShared(b *testing.B, m *k3.Model, n, steps int, profile string) sharedRun {
 	b.Helper()
 	ctx := context.Background()
-	ss := make([]*k3.Session, n)
-	for i, p := range sharedPrompts(n, m.Config().Vocab) {
-		ss[i] = m.NewSession()
-		if err := ss[i].Prefill(ctx, p); err != nil {
-			b.Fatal(err)
+	ss := prefilledSessions(b, m, sharedPrompts(n, m.Config().Vocab))
+	errs := make([]error, n)
+	// decode runs k greedy steps of every session, each from its own goroutine.
+	decode := func(k int) {
+		var wg sync.WaitGroup
+		for i, s := range ss {
+			wg.Go(func() {
+				for range k {
+					if _, err := greedyStep(ctx, s); err != nil {
+						errs[i] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
-	before := m.Stats()
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i, s := range ss {
-		wg.Go(func() {
-			for range steps {
-				id, err := s.Next()
-				if err == nil {
-					err = s.Step(ctx, id)
-				}
-				if err != nil {
-					errs[i] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	wall := time.Since(t0).Seconds()
-	for _, err := range errs {
+	// One untimed step each first: the goroutines start one after another, so the first walk
+	// carries the first session alone and the rest wait for the second. What is timed is the
+	// steady state of n sessions decoding together.
+	decode(1)
+	if profile != "" {
+		f, err := os.Create(profile)
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
+	before := m.Stats()
+	t0 := time.Now()
+	decode(steps)
+	wall := time.Since(t0).Seconds()
 	after := m.Stats()
 	// Every step's token came from Session.Next, so Stats.Tokens counts them.
 	r := sharedRun{n: n, tokens: int(after.Tokens - before.Tokens), wall: wall, bytes: -1,
@@ -101,11 +111,14 @@ func sharedTable(name string, runs []sharedRun) float64 {
 //
 //	K3_PERF_DIR=<dir> go test -run '^$' -bench Shared -benchtime 1x .
 //
+// With K3_SHARED_PROFILE=<file> it also writes a CPU profile of the timed steps of eight
+// sessions at the floor (go tool pprof <file>).
+//
 // The last line reads SHARED floor_8x=<aggregate speedup of 8 sessions over 1 at the floor>
 // mapped_8x=<the same, mapped>. The checkpoint is synthesized into K3_PERF_DIR on first use.
 func BenchmarkShared(b *testing.B) {
-	dir := testkit.PerfDir(b, checkpoint.Synthesize)
-	benchShared(b, dir, 4)
+	dir := perfDir(b)
+	benchShared(b, dir, 8)
 }
 
 // benchShared runs BenchmarkShared's table on dir with steps decode steps per session.
@@ -130,7 +143,11 @@ func benchShared(b *testing.B, dir string, steps int) {
 			}
 			var runs []sharedRun
 			for _, n := range []int{1, 2, 4, 8} {
-				runs = append(runs, measureShared(b, m, n, steps))
+				profile := ""
+				if i == 0 && n == 8 {
+					profile = os.Getenv("K3_SHARED_PROFILE")
+				}
+				runs = append(runs, measureShared(b, m, n, steps, profile))
 			}
 			m.Close()
 			speedup[i] = sharedTable(c.name, runs)

@@ -116,6 +116,13 @@ func (b *binder) lookup(s layout.Tensor) *safetensors.Tensor {
 		b.missing = append(b.missing, MissingTensor{Name: s.Name, Packed: b.packed.LayoutPath()})
 		return nil
 	}
+	if b.packed != nil && s.Kind == layout.Matrix {
+		// The embedding table and the head, when the pack holds them (a lossless12 pack does;
+		// older and bf16 packs leave them to the shards).
+		if t, ok := b.packed.Tensor(s.Name); ok {
+			return t
+		}
+	}
 	t, err := b.ck.Require(s.Name)
 	if err != nil {
 		mt := MissingTensor{Name: s.Name}

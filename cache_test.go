@@ -111,16 +111,7 @@ func (f *failReader) ReadAt(p []byte, off int64) (int, error) {
 // no token is emitted and the session is broken.
 func TestCacheReadFault(t *testing.T) {
 	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
-		ck, err := safetensors.Open(dir)
-		require.NoError(t, err)
-		var target *safetensors.Tensor
-		for _, tt := range ck.Tensors() {
-			if target == nil && strings.Contains(tt.Name, ".experts.") {
-				target = tt
-			}
-		}
-		ck.Close()
-		require.NotNil(t, target)
+		target := firstTensor(t, dir, func(name string) bool { return strings.Contains(name, ".experts.") })
 		var fr []*failReader
 		var armed atomic.Bool // the shard is also read at Open (headers, checks, bound tensors)
 		open := func(path string) (storage.File, error) {
@@ -135,7 +126,7 @@ func TestCacheReadFault(t *testing.T) {
 		m := openModel(t, dir, k3.WithCacheBudget(0), k3.WithOpener(open))
 		armed.Store(true)
 		// Teacher forcing over the whole reference touches most experts of every layer.
-		_, err = m.Forward(context.Background(), ref.FullIDs)
+		_, err := m.Forward(context.Background(), ref.FullIDs)
 		require.Error(t, err)
 		var le *cache.ExpertLoadError
 		require.ErrorAs(t, err, &le)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 )
 
 // Sentinel errors callers branch on with errors.Is.
@@ -179,6 +180,10 @@ type ForwardError struct {
 
 func (e *ForwardError) Error() string {
 	if e.Layer < 0 {
+		if errors.Is(e.Err, storage.ErrChanged) {
+			// Found by the checks around the pass (§7.7), not by a layer.
+			return fmt.Sprintf("k3: forward: %v", e.Err)
+		}
 		return fmt.Sprintf("k3: forward (output head): %v", e.Err)
 	}
 	return fmt.Sprintf("k3: forward, layer %d: %v", e.Layer, e.Err)

@@ -43,3 +43,12 @@ func QueuedSteps(m *Model) int {
 	defer w.mu.Unlock()
 	return len(w.queue)
 }
+
+// SetLinger sets how long a leader of m's walks waits for the forwards of the last walk: at
+// most 1/share of that walk's time and never over most; share < 0 turns the wait off.
+func SetLinger(m *Model, share int, most time.Duration) {
+	w := &m.walker
+	w.mu.Lock()
+	w.share, w.most = share, most
+	w.mu.Unlock()
+}

@@ -3,7 +3,6 @@ package k3_test
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -36,10 +35,7 @@ type truth struct {
 
 func loadTruth(t testing.TB, dir string) *truth {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "reference_f64.json"))
-	require.NoError(t, err)
-	var r truth
-	require.NoError(t, json.Unmarshal(b, &r), dir)
+	r := testkit.ReadJSON[truth](t, filepath.Join(dir, "reference_f64.json"))
 	require.Len(t, r.LogitsF64, r.T, "%s: logits_f64 rows", dir)
 	require.Positive(t, r.Ref32Max, "%s: ref32_max_abs_err", dir)
 	require.Positive(t, r.Ref32RMS, "%s: ref32_rms_err", dir)

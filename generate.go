@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/k3-project/k3/sample"
 )
@@ -34,8 +35,10 @@ type GenerateOptions struct {
 	// Tokens decodes ids for StopStrings and OnText.
 	Tokens TokenBytes
 	// OnText, if set (with Tokens), receives the generated text in order as it becomes final;
-	// bytes that may begin a stop string are held back until they cannot. The slice is only
-	// valid during the call.
+	// bytes that may begin a stop string, and a UTF-8 sequence that a later token may complete,
+	// are held back until they cannot, so that every piece of valid UTF-8 text ends on a
+	// character boundary (invalid bytes are passed on as they are). The slice is only valid
+	// during the call.
 	OnText func(text []byte)
 	// MaxContext > 0 is the most positions the session may hold: generation stops with
 	// StopContext when the last yielded token could not be processed within it, and a longer
@@ -162,7 +165,7 @@ type GenerateResult struct {
 
 // stopText matches stop strings on the decoded byte stream. Bytes that could still be the start
 // of a stop string are held back, so the released text never holds a stop string or a part of
-// one that turns out to complete it.
+// one that turns out to complete it; so is an incomplete character at the end.
 type stopText struct {
 	tok     TokenBytes
 	stops   [][]byte
@@ -201,8 +204,24 @@ func (st *stopText) push(id int) (string, error) {
 		st.pending = st.pending[:0]
 		return string(st.stops[which]), nil
 	}
-	st.release(len(st.pending) - st.hold())
+	st.release(len(st.pending) - max(st.hold(), incompleteTail(st.pending)))
 	return "", nil
+}
+
+// incompleteTail is the length of the sequence at the end of b that is valid so far but not a
+// whole character: a later token may complete it. It cuts only before a byte that starts a
+// sequence, so a caller that replaces invalid bytes piece by piece gets the text it would get
+// replacing them in the whole.
+func incompleteTail(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i > len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return len(b) - i
+			}
+			break
+		}
+	}
+	return 0
 }
 
 // hold returns the length of the longest suffix of pending that is a proper prefix of a stop

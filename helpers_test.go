@@ -11,12 +11,20 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/internal/testkit"
+	"github.com/k3-project/k3/safetensors"
 )
 
 // synthTiny writes the tiny geometry for seed into a fresh temporary directory.
 func synthTiny(t testing.TB, seed int64) string {
 	t.Helper()
 	return testkit.Synth(t, checkpoint.Synthesize, "tiny", seed)
+}
+
+// perfDir returns the directory of the perf checkpoint (testkit.PerfDir with this module's
+// synthesizer), for the benchmarks and the floor tests.
+func perfDir(tb testing.TB) string {
+	tb.Helper()
+	return testkit.PerfDir(tb, checkpoint.Synthesize)
 }
 
 // openModel opens dir with opts, failing the test on an error; the model is closed when the
@@ -57,4 +65,20 @@ func prefilled(tb testing.TB, m *k3.Model, prompt []int) (*k3.Session, *k3.Snaps
 	snap, err := s.Snapshot()
 	require.NoError(tb, err)
 	return s, snap
+}
+
+// firstTensor returns the first tensor of dir's checkpoint whose name match accepts, for the
+// tests that inject a fault under one tensor's bytes.
+func firstTensor(t *testing.T, dir string, match func(name string) bool) *safetensors.Tensor {
+	t.Helper()
+	ck, err := safetensors.Open(dir)
+	require.NoError(t, err)
+	defer ck.Close()
+	for _, tt := range ck.Tensors() {
+		if match(tt.Name) {
+			return tt
+		}
+	}
+	t.Fatalf("%s: no tensor matches", dir)
+	return nil
 }

@@ -1,6 +1,7 @@
 package k3
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/quant/rans"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
@@ -34,6 +36,7 @@ type options struct {
 	ring        int
 	slotBytes   int64
 	packedDir   string
+	packedSrc   trunk.Source   // where the pack's lossless12 matrices are read from
 	open        storage.Opener // nil: storage.Open
 	noVerify    bool
 	tracer      Tracer
@@ -105,21 +108,42 @@ func WithTrunkSlot(bytes int64) Option {
 }
 
 // WithPackedTrunk reads every layer's dense tensors from dir/trunk.bin (written by PackTrunk)
-// instead of the checkpoint's shards; the shards still provide experts, embedding and head.
-// Each layer's run is checked against its sha256 the first time it is loaded. Without
-// WithTrunkBudget the whole packed trunk is pinned.
-func WithPackedTrunk(dir string) Option {
+// instead of the checkpoint's shards, and the embedding table and output head too when the pack
+// holds them (a lossless12 pack does); the shards still provide the experts and whatever the
+// pack lacks. Each run is checked against its sha256 the first time it is loaded, and trunk.json
+// must name this model (§3.6; trunk.ErrOtherModel otherwise). Without WithTrunkBudget the whole
+// packed trunk is pinned.
+//
+// The matrices a pack holds in lossless12 are read from the pack or, where the format loses, from
+// the checkpoint's bf16 originals: the plan (Plan.PackedSource, decided by trunk.ChooseSource
+// before anything is allocated) keeps bf16 when everything is resident and there are fewer
+// threads than trunk.Lossless12Threads. One source (trunk.SourcePacked or trunk.SourceShards)
+// forces the choice; the logits are the same bits either way.
+func WithPackedTrunk(dir string, source ...trunk.Source) Option {
 	return func(o *options) error {
 		if dir == "" {
 			return fmt.Errorf("k3: WithPackedTrunk: empty directory")
 		}
-		o.packedDir = dir
+		if len(source) > 1 {
+			return fmt.Errorf("k3: WithPackedTrunk: %d sources, want at most one", len(source))
+		}
+		o.packedDir, o.packedSrc = dir, trunk.SourceAuto
+		if len(source) == 1 {
+			switch source[0] {
+			case trunk.SourceAuto, trunk.SourcePacked, trunk.SourceShards:
+				o.packedSrc = source[0]
+			default:
+				return fmt.Errorf("k3: WithPackedTrunk: source %q is not %q or %q", source[0], trunk.SourcePacked, trunk.SourceShards)
+			}
+		}
 		return nil
 	}
 }
 
 // WithoutTrunkVerify skips the first-load sha256 check of packed layers (one extra read of each
-// layer per process).
+// layer per process) and, under a trunk budget, the CRC-32C comparison of every streamed piece
+// with its first read (§8.6), which costs about a CPU second per 12 GB streamed. The checks of
+// each weight file's identity around every pass stay (§7.7).
 func WithoutTrunkVerify() Option {
 	return func(o *options) error { o.noVerify = true; return nil }
 }
@@ -128,7 +152,8 @@ func WithoutTrunkVerify() Option {
 // files the trunk store and the expert cache stream from (default storage.Open). A file that is
 // an *os.File keeps memory-mapped shards and O_DIRECT reads; any other is read through its
 // ReadAt (shard tensors as heap copies). It is the seam for exotic storage and for fault
-// injection in tests.
+// injection in tests. Each path is opened once more for the model's identity checks (§7.7),
+// which stat that file around every forward pass (fstat for an *os.File, Stat otherwise).
 func WithOpener(open storage.Opener) Option {
 	return func(o *options) error {
 		if open == nil {
@@ -261,6 +286,7 @@ type Model struct {
 	pool    *parallel.Pool // persistent workers for the dense matrices' split mat-vecs (nil: one thread)
 	experts *cache.Store   // nil: mapped experts
 	packed  *trunk.Packed
+	watch   *storage.Watch // every weight file opened, and its identity then (§7.7)
 	plan    Plan
 	tracer  Tracer
 	weights *weights // what a forward pass asks of the storage of all of the above
@@ -296,15 +322,21 @@ type layer struct {
 // shapes (§3.3). Missing or mis-shaped tensors are all reported in one *BindError; the
 // vision tower and other unknown tensors are ignored. Under a trunk budget the plan (Plan) is
 // computed from the headers before anything is allocated; pinned weights are then loaded.
+//
+// Open computes the model's identity by content (§3.6; Integrity().Identity), which K3ST states
+// carry and a packed trunk (trunk.ErrOtherModel) and a coded copy's manifest
+// (rans.ErrOtherModel) must name. Every weight file is watched (§7.7): a forward pass that
+// begins or ends with a file no longer what was opened fails with a *storage.ChangedError naming
+// it, reports nothing and breaks the sessions it served.
 func Open(dir string, opts ...Option) (*Model, error) {
-	m, d, err := prepare(dir, opts)
+	m, d, err := prepare(dir, opts, true)
 	if err != nil {
 		return nil, err
 	}
 	o := d.opts
 	m.pool = parallel.NewPool(m.threads)
 	if m.plan.Trunk != nil {
-		to := trunk.Options{Open: o.open}
+		to := trunk.Options{Open: o.open, NoRecheck: o.noVerify}
 		if m.pool != nil { // a nil *parallel.Pool in the interface would not read as nil
 			to.Runner = m.pool
 		}
@@ -347,7 +379,7 @@ func Open(dir string, opts ...Option) (*Model, error) {
 			return nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	m.weights = newWeights(m.ck, m.store, m.experts)
+	m.weights = newWeights(m.ck, m.store, m.experts, m.watch)
 	b := d.bind
 	b.load(m.store, m.pool)
 	if err := b.err(dir); err != nil {
@@ -368,8 +400,9 @@ type prepared struct {
 	bind *binder // the walk over the tensor table, to be loaded
 }
 
-// prepare reads the configuration and the headers and computes the plan.
-func prepare(dir string, opts []Option) (*Model, *prepared, error) {
+// prepare reads the configuration and the headers and computes the plan; with identify it also
+// computes the model's identity (§3.6), which a packed trunk must name.
+func prepare(dir string, opts []Option, identify bool) (*Model, *prepared, error) {
 	o := options{threads: runtime.GOMAXPROCS(0)}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
@@ -387,20 +420,33 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	if o.layers > cfg.NumLayers {
 		return nil, nil, fmt.Errorf("k3: open %s: WithLayers(%d): the configuration has %d layers", dir, o.layers, cfg.NumLayers)
 	}
+	// Every weight file is opened through the watch, which records its identity for the checks
+	// around each forward pass (§7.7).
+	watch := storage.NewWatch(o.open)
+	o.open = watch.Open
 	// WithIncomplete lets the bind step name every absent tensor and the shard that should hold
 	// it, instead of failing at the first absent shard.
 	ck, err := safetensors.Open(dir, safetensors.WithIncomplete(), safetensors.WithOpener(o.open))
 	if err != nil {
+		watch.Close()
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 	}
-	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, eps: float32(cfg.RMSEps), tracer: o.tracer, nlayers: cfg.NumLayers}
+	m := &Model{dir: dir, cfg: *cfg, threads: o.threads, ck: ck, watch: watch, eps: float32(cfg.RMSEps), tracer: o.tracer, nlayers: cfg.NumLayers}
 	if o.layers > 0 {
 		m.nlayers = o.layers
 	}
 	o.integrity.Layers = m.nlayers
+	o.integrity.Identify = identify
 	if m.integ, err = checkpoint.Check(dir, ck, cfg, o.integrity); err != nil {
 		m.Close()
 		return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+	}
+	if identify {
+		// A coded copy's manifest names the model its experts were coded from (§3.6).
+		if err := rans.CheckModel(dir, m.integ.Identity); err != nil {
+			m.Close()
+			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+		}
 	}
 	if !o.cacheSet {
 		// Coded experts are decoded by the expert store alone: their stamps select it.
@@ -415,11 +461,19 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	d := &prepared{opts: o}
 	if o.packedDir != "" {
 		exp := trunk.Expect{Tensor: func(layer int, t trunk.RunTensor) error {
-			if !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)) {
+			switch {
+			case layer == trunk.Embed && t.Name != layout.EmbedName:
+				return fmt.Errorf("not the embedding table (%s)", layout.EmbedName)
+			case layer == trunk.Head && t.Name != layout.HeadName:
+				return fmt.Errorf("not the output head (%s)", layout.HeadName)
+			case layer >= 0 && !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)):
 				return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layout.LayerPrefix(layer))
 			}
 			return nil
 		}}
+		if identify {
+			exp.Model = m.integ.Identity.String()
+		}
 		if m.packed, err = trunk.OpenPacked(o.packedDir, cfg.NumLayers, exp, o.open); err != nil {
 			m.Close()
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
@@ -430,6 +484,24 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 	if err := db.err(dir); err != nil {
 		m.Close()
 		return nil, nil, err
+	}
+	if o.trunkBudget > 0 || m.packed != nil {
+		pc := trunk.PlanConfig{Budget: o.trunkBudget, Ring: o.ring, SlotBytes: o.slotBytes}
+		if pc.Budget == 0 {
+			pc.Budget = math.MaxInt64 / 2 // a packed trunk without a budget: pin it all
+		}
+		tp, err := trunk.NewPlan(db.dense, m.nlayers, withSide(pc, db.side))
+		if err == nil && m.packed != nil {
+			db, tp, err = m.packedSource(cfg, o, db, tp, pc)
+		}
+		if err != nil {
+			m.Close()
+			if _, ok := errors.AsType[*BindError](err); ok {
+				return nil, nil, err
+			}
+			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
+		}
+		m.plan.Mapped, m.plan.Trunk = false, tp
 	}
 	d.bind = db
 	m.plan.fillSession(cfg, m.nlayers, m.threads)
@@ -446,20 +518,50 @@ func prepare(dir string, opts []Option) (*Model, *prepared, error) {
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
 		}
 	}
-	if o.trunkBudget > 0 || m.packed != nil {
-		budget := o.trunkBudget
-		if budget == 0 {
-			budget = math.MaxInt64 / 2 // a packed trunk without a budget: pin it all
-		}
-		tp, err := trunk.NewPlan(db.dense, m.nlayers, trunk.PlanConfig{Budget: budget, Ring: o.ring,
-			SlotBytes: o.slotBytes, SideBytes: db.side})
-		if err != nil {
-			m.Close()
-			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)
-		}
-		m.plan.Mapped, m.plan.Trunk = false, tp
-	}
 	return m, d, nil
+}
+
+// withSide returns pc charging side bytes of float32 vectors: each walk (the pack's, the
+// shards') widens its own.
+func withSide(pc trunk.PlanConfig, side int64) trunk.PlanConfig {
+	pc.SideBytes = side
+	return pc
+}
+
+// packedSource decides where the packed trunk's lossless12 matrices are read from
+// (trunk.ChooseSource, §8.5), records the choice and its reason in the plan, and returns the
+// walk and the trunk plan of that choice: db and tp for the pack, else a walk of the
+// checkpoint's shards alone and its plan under the same budget, the pack then being closed
+// unread. A forced SourceShards fails as that walk fails; the automatic choice falls back to
+// the pack.
+func (m *Model) packedSource(cfg *config.Config, o options, db *binder, tp *trunk.Plan, pc trunk.PlanConfig) (*binder, *trunk.Plan, error) {
+	var sb *binder
+	var sp *trunk.Plan
+	if o.packedSrc != trunk.SourcePacked && tp.Lossless12Bytes > 0 {
+		sb = &binder{ck: m.ck, cachedExperts: o.cacheSet}
+		sb.walk(cfg, m.nlayers)
+		err := sb.err(m.dir)
+		if err == nil {
+			sp, err = trunk.NewPlan(sb.dense, m.nlayers, withSide(pc, sb.side))
+		}
+		if err != nil {
+			if o.packedSrc == trunk.SourceShards {
+				return nil, nil, err
+			}
+			sb, sp = nil, nil
+		}
+	}
+	src, why := trunk.ChooseSource(o.packedSrc, tp, sp, m.threads, trunk.Lossless12Threads)
+	if src == trunk.SourceShards && sp == nil {
+		src, why = trunk.SourcePacked, "no matrix of the pack is in lossless12" // nothing to read elsewhere
+	}
+	m.plan.PackedSource, m.plan.PackedReason = src, why
+	if src == trunk.SourcePacked {
+		return db, tp, nil
+	}
+	err := m.packed.Close()
+	m.packed = nil
+	return sb, sp, err
 }
 
 // codedExperts reports whether some routed expert of the first nlayers layers has a packed
@@ -493,7 +595,7 @@ func codedExperts(ck *safetensors.Checkpoint, cfg *config.Config, nlayers int) (
 // configuration and the shard headers: nothing is allocated or loaded. A budget below the
 // floor is refused exactly as Open refuses it.
 func PlanFor(dir string, opts ...Option) (Plan, error) {
-	m, _, err := prepare(dir, opts)
+	m, _, err := prepare(dir, opts, false)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -570,6 +672,9 @@ func (m *Model) Close() error {
 		first = err
 	}
 	if err := m.ck.Close(); err != nil && first == nil {
+		first = err
+	}
+	if err := m.watch.Close(); err != nil && first == nil {
 		first = err
 	}
 	return first

@@ -2,7 +2,6 @@ package k3_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -21,28 +20,12 @@ import (
 	"github.com/k3-project/k3/safetensors"
 )
 
-// editConfig rewrites one text_config field of a synthetic (nested) config.json.
-func editConfig(t *testing.T, dir, key string, val any) {
-	t.Helper()
-	p := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	var root map[string]any
-	require.NoError(t, json.Unmarshal(b, &root))
-	tc, ok := root["text_config"].(map[string]any)
-	require.True(t, ok, "synthetic config is not nested")
-	tc[key] = val
-	b, err = json.Marshal(root)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(p, b, 0o644))
-}
-
 // bindError opens the tiny geometry with one text_config field changed to val and returns
 // the *BindError Open must fail with, and the error itself.
 func bindError(t *testing.T, key string, val any) (*k3.BindError, error) {
 	t.Helper()
 	dir := synthTiny(t, 1)
-	editConfig(t, dir, key, val)
+	testkit.EditTextConfig(t, dir, func(tc map[string]any) { tc[key] = val })
 	_, err := k3.Open(dir)
 	be, ok := errors.AsType[*k3.BindError](err)
 	require.True(t, ok, "Open: %v, want *BindError", err)
@@ -89,12 +72,9 @@ func TestBindExpertGeometry(t *testing.T) {
 // shard the index says should hold it, in one error.
 func TestBindMissingShard(t *testing.T) {
 	dir := synthTiny(t, 1)
-	var idx struct {
+	idx := testkit.ReadJSON[struct {
 		WeightMap map[string]string `json:"weight_map"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &idx))
+	}](t, filepath.Join(dir, "model.safetensors.index.json"))
 	const gone = "model-00002-of-00003.safetensors"
 	want := 0
 	for _, s := range idx.WeightMap {
@@ -104,7 +84,7 @@ func TestBindMissingShard(t *testing.T) {
 	}
 	require.Positive(t, want)
 	require.NoError(t, os.Remove(filepath.Join(dir, gone)))
-	_, err = k3.Open(dir)
+	_, err := k3.Open(dir)
 	be, ok := errors.AsType[*k3.BindError](err)
 	require.True(t, ok, "Open: %v, want *BindError", err)
 	for _, m := range be.Missing {
@@ -125,7 +105,7 @@ func TestOpenErrors(t *testing.T) {
 	_, err = k3.Open(synthTiny(t, 1), k3.WithThreads(0))
 	assert.Error(t, err, "WithThreads(0) accepted")
 	bad := synthTiny(t, 1)
-	editConfig(t, bad, "num_experts_per_token", 100)
+	testkit.EditTextConfig(t, bad, func(tc map[string]any) { tc["num_experts_per_token"] = 100 })
 	_, err = k3.Open(bad)
 	var ce *config.ConfigError
 	assert.ErrorAs(t, err, &ce, "top-k 100 of 8 experts")

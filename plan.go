@@ -19,6 +19,11 @@ type Plan struct {
 	Trunk *trunk.Plan `json:"trunk,omitempty"`
 	// Packed is the packed trunk directory, if any.
 	Packed string `json:"packed_trunk,omitempty"`
+	// PackedSource is where the matrices the pack holds in lossless12 are read from: the pack,
+	// or the checkpoint's bf16 originals where the format loses (WithPackedTrunk,
+	// trunk.ChooseSource); PackedReason says why.
+	PackedSource trunk.Source `json:"packed_source,omitempty"`
+	PackedReason string       `json:"packed_source_reason,omitempty"`
 	// Cache is the routed-expert cache (nil: experts are memory-mapped).
 	Cache *cache.Plan `json:"cache,omitempty"`
 	// DenseBytes are the checkpoint bytes of every dense matrix (layers, embedding, head).
@@ -125,6 +130,12 @@ func (p Plan) String() string {
 	} else {
 		if p.Packed != "" {
 			fmt.Fprintf(&b, "packed trunk   %s\n", p.Packed)
+			switch p.PackedSource {
+			case trunk.SourcePacked:
+				fmt.Fprintf(&b, "  read        the pack (%s)\n", p.PackedReason)
+			case trunk.SourceShards:
+				fmt.Fprintf(&b, "  read        the checkpoint's bf16 originals of its lossless12 matrices (%s)\n", p.PackedReason)
+			}
 		}
 		b.WriteString(p.Trunk.String())
 		b.WriteByte('\n')

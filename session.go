@@ -256,6 +256,13 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	w := m.weights
 	w.begin()
 	defer w.end()
+	if err := w.check(); err != nil {
+		// A weight file changed since the last pass: nothing is computed, and the session is
+		// broken so that no token is drawn from the logits it still holds.
+		err = &ForwardError{Layer: -1, Err: err}
+		s.logits, s.broken = nil, fmt.Errorf("%w: %w", ErrBroken, err)
+		return nil, err
+	}
 	T, E, V := len(ids), c.Hidden, c.Vocab
 	h := reuse(&s.hbuf, T*E)
 	rd := m.embed.(quant.RowDecoder) // checked at bind time
@@ -268,7 +275,7 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 		return nil, &ForwardError{Layer: -1, Err: err} // nothing was computed: the state is intact
 	}
 	fail := func(l int, err error) error {
-		err = &ForwardError{Layer: l, Err: err}
+		err = &ForwardError{Layer: l, Err: w.cause(err)}
 		s.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 		return err
 	}

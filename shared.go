@@ -3,7 +3,6 @@ package k3
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -31,6 +30,16 @@ type walker struct {
 	// back with their next forward yet (see lead).
 	gen       int64
 	returning int
+	// A leader lingering for the returning forwards waits on back (the last one to come back
+	// signals it) or on linger, which bounds the wait; last is how long the last walk took.
+	lingering bool
+	back      chan struct{}
+	linger    *time.Timer
+	last      time.Duration
+	// share and most bound a linger (see lead); zero values mean maxLingerShare and maxLinger,
+	// and share < 0 turns lingering off (tests set them).
+	share int
+	most  time.Duration
 
 	// The shared walk's scratch, used by the leader only (one walk runs at a time).
 	nnWS   *nn.Workspace
@@ -93,6 +102,12 @@ func (m *Model) gather(ctx context.Context, s *Session, ids []int, mode logitsMo
 	w.mu.Lock()
 	if r.gen == w.gen && w.returning > 0 {
 		w.returning-- // back from the last walk
+		if w.returning == 0 && w.lingering {
+			select {
+			case w.back <- struct{}{}:
+			default:
+			}
+		}
 	}
 	if !w.busy {
 		w.busy = true
@@ -136,16 +151,27 @@ func (m *Model) lead(r *walkReq) error {
 	if bound < 1 {
 		bound = maxWalkRows
 	}
-	// Sessions stepping in a loop come back a moment after their walk ends. Taking the batch
-	// at once would leave them to the walk after, and the sessions would settle into groups
-	// that alternate walks, each reading the weights for part of them. So the leader first
-	// lets them run, as many scheduler turns as the last walk had forwards (no timer: a
-	// session that does not come back costs a few yields, and nothing waits on a clock).
+	// Sessions stepping in a loop come back a moment after their walk ends (their caller samples
+	// the logits and steps again). Taking the batch at once would leave them to the walk after,
+	// and the sessions would settle into groups that alternate walks, each reading the weights
+	// for part of them. So the leader first waits for the forwards of the last walk to come
+	// back, for at most a small part of a walk's time (maxLingerShare of it, and never over
+	// maxLinger): a forward that misses a walk waits a whole one, and a session that does not
+	// come back (its generation ended) costs that wait once.
 	w.mu.Lock()
-	for turns := w.returning; turns > 0 && w.returning > 0; turns-- {
+	if wait := w.lingerFor(); w.returning > 0 && wait > 0 {
+		if w.back == nil {
+			w.back = make(chan struct{}, 1)
+		}
+		w.lingering = true
 		w.mu.Unlock()
-		runtime.Gosched()
+		w.await(wait)
 		w.mu.Lock()
+		w.lingering = false
+		select {
+		case <-w.back: // sent after the timer won: drop it, no forward will send until the next linger
+		default:
+		}
 	}
 	if i := slices.Index(w.queue, r); i >= 0 {
 		w.queue = slices.Delete(w.queue, i, i+1)
@@ -167,7 +193,9 @@ func (m *Model) lead(r *walkReq) error {
 	w.batch = batch
 	w.mu.Unlock()
 
+	t0 := time.Now()
 	crash := m.runWalk(batch)
+	w.last = time.Since(t0) // the leader's alone: the next leader reads it after the lead passes
 	w.walks.Add(1)
 	w.rows.Add(int64(rows))
 
@@ -201,6 +229,44 @@ func (m *Model) lead(r *walkReq) error {
 		panic(crash) // on the leader's goroutine, once the others are released
 	}
 	return r.err
+}
+
+// Lingering bounds, see lead: a walk over K3's weights takes seconds, one over a small
+// checkpoint milliseconds, and a session comes back in tens of microseconds (sampling a row of
+// logits), or a few hundred when the processors are busy.
+const (
+	maxLingerShare = 32
+	maxLinger      = 10 * time.Millisecond
+)
+
+// lingerFor is how long a leader waits at most for the forwards of the last walk.
+func (w *walker) lingerFor() time.Duration {
+	share, most := w.share, w.most
+	if share == 0 {
+		share = maxLingerShare
+	}
+	if most == 0 {
+		most = maxLinger
+	}
+	if share < 0 {
+		return 0
+	}
+	return min(w.last/time.Duration(share), most)
+}
+
+// await blocks until the last forward of the last walk is back or d has passed. Only the leader
+// calls it, so the timer is its own.
+func (w *walker) await(d time.Duration) {
+	if w.linger == nil {
+		w.linger = time.NewTimer(d)
+	} else {
+		w.linger.Reset(d)
+	}
+	select {
+	case <-w.back:
+		w.linger.Stop()
+	case <-w.linger.C:
+	}
 }
 
 // runWalk runs the walk of batch. A panic in it (a bug, never a read failure: those are errors)
@@ -296,6 +362,16 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 	wt := m.weights
 	wt.begin()
 	defer wt.end()
+	if err := wt.check(); err != nil {
+		// A weight file changed since the last walk: nothing is computed, and every session is
+		// broken so that no token is drawn from the logits it still holds.
+		err = &ForwardError{Layer: -1, Err: err}
+		for _, r := range live {
+			r.err = err
+			r.s.logits, r.s.broken = nil, fmt.Errorf("%w: %w", ErrBroken, err)
+		}
+		return
+	}
 	h := reuse(&w.hbuf, R*E)
 	rd := m.embed.(quant.RowDecoder) // checked at bind time
 	if err := wt.guard(func() error {
@@ -317,7 +393,7 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 	}
 	// From here on every session's state moves: a failure breaks every session of the walk.
 	fail := func(l int, err error) {
-		err = &ForwardError{Layer: l, Err: err}
+		err = &ForwardError{Layer: l, Err: wt.cause(err)}
 		for _, r := range live {
 			r.err = err
 			r.s.broken = fmt.Errorf("%w: %w", ErrBroken, err)

@@ -19,7 +19,6 @@ import (
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/faultfs"
-	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
 )
@@ -74,6 +73,94 @@ func requireTraces(t *testing.T, got, want []trace) {
 	}
 }
 
+// greedyStep feeds s its own next pick, as a decode loop does, and returns the id it fed.
+func greedyStep(ctx context.Context, s *k3.Session) (int, error) {
+	id, err := s.Next()
+	if err != nil {
+		return 0, err
+	}
+	return id, s.Step(ctx, id)
+}
+
+// requireSoloStep steps s once with its own pick and requires the id and the logits bits of
+// want's first step: what a session that got out of a walk's trouble does next, alone.
+func requireSoloStep(t *testing.T, what string, s *k3.Session, want trace) {
+	t.Helper()
+	id, err := greedyStep(context.Background(), s)
+	require.NoError(t, err, what)
+	require.Equal(t, want.ids[0], id, what)
+	testkit.RequireSameBits(t, what, s.Logits(), want.logits[0])
+}
+
+// prefilledSessions returns a new session of m for each prompt, prefilled with it.
+func prefilledSessions(t testing.TB, m *k3.Model, prompts [][]int) []*k3.Session {
+	t.Helper()
+	ss := make([]*k3.Session, len(prompts))
+	for i, p := range prompts {
+		ss[i] = m.NewSession()
+		require.NoError(t, ss[i].Prefill(context.Background(), p))
+	}
+	return ss
+}
+
+// heldWalk runs run(i) for every i < n, each from its own goroutine, with m's walks held until
+// all n have queued: they ride one walk. It returns each call's error.
+func heldWalk(m *k3.Model, n int, run func(i int) error) []error {
+	release := k3.HoldWalks(m)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = run(i) })
+	}
+	release(n)
+	wg.Wait()
+	return errs
+}
+
+// cancelledWalk is heldWalk with the contexts of the cancellation tests: session inWalk's is
+// cancelled after three checks, inside the walk (between layers); the last session's once all
+// n have queued, so that it leaves the queue before the walk; the others' never. The walk then
+// holds the n−1 that stayed.
+func cancelledWalk(m *k3.Model, n, inWalk int, run func(i int, ctx context.Context) error) []error {
+	bg := context.Background()
+	queued, cancelQueued := context.WithCancel(bg)
+	defer cancelQueued()
+	ctxs := make([]context.Context, n)
+	for i := range ctxs {
+		ctxs[i] = bg
+	}
+	ctxs[inWalk] = &cancelAfter{Context: bg, n: 3}
+	ctxs[n-1] = queued
+	release := k3.HoldWalks(m)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = run(i, ctxs[i]) })
+	}
+	for k3.QueuedSteps(m) != n {
+		time.Sleep(50 * time.Microsecond)
+	}
+	cancelQueued()
+	release(n - 1)
+	wg.Wait()
+	return errs
+}
+
+// requireCancels checks what cancelledWalk's cancels did to sessions ss, prefilled with
+// prompts: session inWalk failed at the layer the cancel was seen (a *ForwardError wrapping
+// context.Canceled) and is broken; the last one, cancelled while queued, left with its state.
+func requireCancels(t *testing.T, ss []*k3.Session, errs []error, prompts [][]int, inWalk int) {
+	t.Helper()
+	fe, ok := errors.AsType[*k3.ForwardError](errs[inWalk])
+	require.True(t, ok, "cancelled in the walk: %v, want a *ForwardError", errs[inWalk])
+	assert.Equal(t, 2, fe.Layer, "the layer the cancel was seen at")
+	assert.ErrorIs(t, errs[inWalk], context.Canceled)
+	assert.ErrorIs(t, ss[inWalk].Step(context.Background(), 1), k3.ErrBroken, "the session cancelled in the walk is broken")
+	last := len(ss) - 1
+	assert.Equal(t, context.Canceled, errs[last], "cancelled while queued")
+	assert.Equal(t, len(prompts[last]), ss[last].Len(), "the session that left the queue kept its state")
+}
+
 type sharedConfig struct {
 	name string
 	opts []k3.Option
@@ -119,11 +206,7 @@ func TestSharedWalksAsAlone(t *testing.T) {
 					want := soloTraces(t, m, prompts, steps)
 
 					ctx := context.Background()
-					ss := make([]*k3.Session, sessions)
-					for i, p := range prompts {
-						ss[i] = m.NewSession()
-						require.NoError(t, ss[i].Prefill(ctx, p))
-					}
+					ss := prefilledSessions(t, m, prompts)
 					before := m.Stats()
 					got := make([]trace, sessions)
 					walks, rows := 0, 0
@@ -139,26 +222,17 @@ func TestSharedWalksAsAlone(t *testing.T) {
 						if len(in) == 0 {
 							break
 						}
-						release := k3.HoldWalks(m)
-						var wg sync.WaitGroup
-						errs := make([]error, sessions)
-						for _, i := range in {
-							wg.Go(func() {
-								s := ss[i]
-								id, err := s.Next()
-								if err == nil {
-									err = s.Step(ctx, id)
-								}
-								if errs[i] = err; err == nil {
-									got[i].ids = append(got[i].ids, id)
-									got[i].logits = append(got[i].logits, s.Logits())
-								}
-							})
-						}
-						release(len(in))
-						wg.Wait()
-						for _, i := range in {
-							require.NoError(t, errs[i], "round %d session %d", round, i)
+						errs := heldWalk(m, len(in), func(k int) error {
+							i := in[k]
+							id, err := greedyStep(ctx, ss[i])
+							if err == nil {
+								got[i].ids = append(got[i].ids, id)
+								got[i].logits = append(got[i].logits, ss[i].Logits())
+							}
+							return err
+						})
+						for k, err := range errs {
+							require.NoError(t, err, "round %d session %d", round, in[k])
 						}
 						walks++
 						rows += len(in)
@@ -197,10 +271,7 @@ func TestSharedWalksFreeRunning(t *testing.T) {
 						return
 					}
 					for range steps {
-						id, err := s.Next()
-						if err == nil {
-							err = s.Step(ctx, id)
-						}
+						id, err := greedyStep(ctx, s)
 						if err != nil {
 							errs[i] = err
 							return
@@ -238,54 +309,24 @@ func TestSharedWalkCancel(t *testing.T) {
 				prompts := sharedPrompts(4, m.Config().Vocab)
 				want := soloTraces(t, m, prompts, 2)
 				bg := context.Background()
-				ss := make([]*k3.Session, 4)
-				for i, p := range prompts {
-					ss[i] = m.NewSession()
-					require.NoError(t, ss[i].Prefill(bg, p))
-				}
+				ss := prefilledSessions(t, m, prompts)
 				var tokErr *k3.TokenError
 				require.ErrorAs(t, ss[0].Step(bg, m.Config().Vocab), &tokErr, "bad id")
 
-				queued, cancelQueued := context.WithCancel(bg)
-				ctxs := []context.Context{bg, &cancelAfter{Context: bg, n: 3}, bg, queued}
-				release := k3.HoldWalks(m)
-				errs := make([]error, 4)
-				var wg sync.WaitGroup
-				for i, s := range ss {
-					wg.Go(func() {
-						id, err := s.Next()
-						if err == nil {
-							err = s.Step(ctxs[i], id)
-						}
-						errs[i] = err
-					})
-				}
-				for k3.QueuedSteps(m) != 4 {
-					time.Sleep(50 * time.Microsecond)
-				}
-				cancelQueued()
-				release(3)
-				wg.Wait()
+				errs := cancelledWalk(m, 4, 1, func(i int, ctx context.Context) error {
+					_, err := greedyStep(ctx, ss[i])
+					return err
+				})
 
 				require.NoError(t, errs[0])
 				require.NoError(t, errs[2])
-				fe, ok := errors.AsType[*k3.ForwardError](errs[1])
-				require.True(t, ok, "cancelled in the walk: %v, want a *ForwardError", errs[1])
-				assert.Equal(t, 2, fe.Layer, "the layer the cancel was seen at")
-				assert.ErrorIs(t, errs[1], context.Canceled)
-				assert.ErrorIs(t, ss[1].Step(bg, 1), k3.ErrBroken, "the session cancelled in the walk is broken")
-				assert.Equal(t, context.Canceled, errs[3], "cancelled while queued")
-				assert.Equal(t, len(prompts[3]), ss[3].Len(), "the session that left the queue kept its state")
+				requireCancels(t, ss, errs, prompts, 1)
 
 				for _, i := range []int{0, 2} {
 					testkit.RequireSameBits(t, fmt.Sprintf("session %d", i), ss[i].Logits(), want[i].logits[0])
 				}
 				// The session that left steps again, alone now, and gets its solo bits.
-				id, err := ss[3].Next()
-				require.NoError(t, err)
-				require.Equal(t, want[3].ids[0], id)
-				require.NoError(t, ss[3].Step(bg, id))
-				testkit.RequireSameBits(t, "session 3 after leaving", ss[3].Logits(), want[3].logits[0])
+				requireSoloStep(t, "session 3 after leaving", ss[3], want[3])
 			})
 		}
 	})
@@ -298,16 +339,9 @@ func TestSharedWalkCancel(t *testing.T) {
 // again, gets its solo bits.
 func TestSharedWalkReadFault(t *testing.T) {
 	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
-		ck, err := safetensors.Open(dir)
-		require.NoError(t, err)
-		var victim *safetensors.Tensor
-		for _, tt := range ck.Tensors() {
-			if victim == nil && strings.HasSuffix(tt.Name, "layers.1.self_attn.o_proj.weight") {
-				victim = tt
-			}
-		}
-		ck.Close()
-		require.NotNil(t, victim, "layer 1's o_proj")
+		victim := firstTensor(t, dir, func(name string) bool {
+			return strings.HasSuffix(name, "layers.1.self_attn.o_proj.weight")
+		})
 		ffs := faultfs.New()
 		open := func(path string) (storage.File, error) {
 			f, err := ffs.Open(path)
@@ -321,27 +355,13 @@ func TestSharedWalkReadFault(t *testing.T) {
 		prompts := sharedPrompts(4, m.Config().Vocab)
 		want := soloTraces(t, m, prompts, 1)
 		bg := context.Background()
-		ss := make([]*k3.Session, 4)
-		for i, p := range prompts {
-			ss[i] = m.NewSession()
-			require.NoError(t, ss[i].Prefill(bg, p))
-		}
+		ss := prefilledSessions(t, m, prompts)
 
 		ffs.EIO(filepath.Base(victim.File), victim.Offset, victim.Size)
-		release := k3.HoldWalks(m)
-		errs := make([]error, 3)
-		var wg sync.WaitGroup
-		for i := range 3 {
-			wg.Go(func() {
-				id, err := ss[i].Next()
-				if err == nil {
-					err = ss[i].Step(bg, id)
-				}
-				errs[i] = err
-			})
-		}
-		release(3)
-		wg.Wait()
+		errs := heldWalk(m, 3, func(i int) error {
+			_, err := greedyStep(bg, ss[i])
+			return err
+		})
 		for i, err := range errs {
 			var fe *k3.ForwardError
 			require.ErrorAs(t, err, &fe, "session %d", i)
@@ -360,11 +380,7 @@ func TestSharedWalkReadFault(t *testing.T) {
 		}
 
 		ffs.Reset()
-		id, err := ss[3].Next()
-		require.NoError(t, err)
-		require.Equal(t, want[3].ids[0], id)
-		require.NoError(t, ss[3].Step(bg, id))
-		testkit.RequireSameBits(t, "the session outside the failed walk", ss[3].Logits(), want[3].logits[0])
+		requireSoloStep(t, "the session outside the failed walk", ss[3], want[3])
 	})
 }
 
@@ -397,23 +413,12 @@ func TestSharedWalkPrefillRides(t *testing.T) {
 					}
 					before := m.Stats()
 					walk := func(run func(i int) error) {
-						release := k3.HoldWalks(m)
-						errs := make([]error, 4)
-						var wg sync.WaitGroup
-						for i := range ss {
-							wg.Go(func() { errs[i] = run(i) })
-						}
-						release(4)
-						wg.Wait()
-						for i, err := range errs {
+						for i, err := range heldWalk(m, len(ss), run) {
 							require.NoError(t, err, "session %d", i)
 						}
 					}
 					step := func(i int) error {
-						id, err := ss[i].Next()
-						if err == nil {
-							err = ss[i].Step(bg, id)
-						}
+						_, err := greedyStep(bg, ss[i])
 						return err
 					}
 					walk(func(i int) error {
@@ -612,4 +617,240 @@ func TestStatsTokens(t *testing.T) {
 			})
 		}
 	})
+}
+
+// specConfigs are the mapped and trunk-floor configurations of sharedConfigs.
+func specConfigs(t *testing.T, dir string) []sharedConfig {
+	return sharedConfigs(t, dir, false)[:2]
+}
+
+// verifyRows returns the rows a speculative verification of session i feeds after prompt p:
+// the next id and a draft of two ids.
+func verifyRows(next int, p []int) []int { return []int{next, p[0], p[1]} }
+
+// TestSharedWalkVerifyRides: speculative verification rows (PrefillAll, every position's
+// logits) ride in one walk with other sessions' decode steps — exactly one walk carries them
+// all — and every row's logits are bit-identical to the sessions run alone; then concurrent
+// generations, some speculative and some plain, emit the ids and logits they emit alone, with
+// the same rows in fewer walks. Every fixture model, mapped and at the trunk floor, 1 and 2
+// threads.
+func TestSharedWalkVerifyRides(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		for _, c := range specConfigs(t, dir) {
+			for _, threads := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
+					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
+					bg := context.Background()
+					prompts := sharedPrompts(4, m.Config().Vocab)
+					want := soloTraces(t, m, prompts, 1)
+					// Sessions 0 and 2 verify drafts, 1 and 3 step: their solo results.
+					wantRows := make([][][]float32, 4)
+					verify := make([][]int, 4)
+					for _, i := range []int{0, 2} {
+						verify[i] = verifyRows(want[i].ids[0], prompts[i])
+						s := m.NewSession()
+						require.NoError(t, s.Prefill(bg, prompts[i]))
+						rows, err := s.PrefillAll(bg, verify[i])
+						require.NoError(t, err)
+						wantRows[i] = rows
+					}
+					ss := prefilledSessions(t, m, prompts)
+					before := m.Stats()
+					got := make([][][]float32, 4)
+					errs := heldWalk(m, len(ss), func(i int) error {
+						if verify[i] != nil {
+							var err error
+							got[i], err = ss[i].PrefillAll(bg, verify[i])
+							return err
+						}
+						_, err := greedyStep(bg, ss[i])
+						return err
+					})
+					for i, err := range errs {
+						require.NoError(t, err, "session %d", i)
+					}
+					st := m.Stats()
+					assert.Equal(t, int64(1), st.Walks-before.Walks, "one walk")
+					assert.Equal(t, int64(3+1+3+1), st.WalkRows-before.WalkRows, "the verification rows and the steps")
+					for _, i := range []int{0, 2} {
+						require.Len(t, got[i], len(verify[i]), "session %d rows", i)
+						for k := range got[i] {
+							testkit.RequireSameBits(t, fmt.Sprintf("session %d row %d", i, k), got[i][k], wantRows[i][k])
+						}
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d last logits", i), ss[i].Logits(), wantRows[i][len(verify[i])-1])
+						assert.Equal(t, len(prompts[i])+len(verify[i]), ss[i].Len(), "session %d positions", i)
+					}
+					for _, i := range []int{1, 3} {
+						testkit.RequireSameBits(t, fmt.Sprintf("session %d step", i), ss[i].Logits(), want[i].logits[0])
+					}
+
+					t.Run("generate", func(t *testing.T) { sharedSpeculativeGenerate(t, m) })
+				})
+			}
+		}
+	})
+}
+
+// sharedSpeculativeGenerate runs four generations alone and then from goroutines (the first walk
+// held until all four prefills wait): sessions 0 and 2 speculate, 1 and 3 decode plainly.
+func sharedSpeculativeGenerate(t *testing.T, m *k3.Model) {
+	const n, tokens = 4, 8
+	// The speculating sessions get prompts where the lookup always finds a draft (a different
+	// one each), the others prompts of different lengths.
+	prompts := sharedPrompts(n, m.Config().Vocab)
+	for i := 0; i < n; i += 2 {
+		prompts[i] = lookupPrompt(m, prompts[i][0]+i)
+	}
+	generate := func(i int) (trace, k3.GenerateResult, error) {
+		var tr trace
+		var res k3.GenerateResult
+		o := k3.GenerateOptions{MaxTokens: tokens, OnLogits: func(_ int, l []float32) {
+			tr.logits = append(tr.logits, append([]float32(nil), l...))
+		}, OnDone: func(r k3.GenerateResult) { res = r }}
+		if i%2 == 0 {
+			o.Speculative = 3
+		}
+		for id, err := range m.Generate(context.Background(), prompts[i], o) {
+			if err != nil {
+				return tr, res, err
+			}
+			tr.ids = append(tr.ids, id)
+		}
+		return tr, res, nil
+	}
+	before := m.Stats()
+	want := make([]trace, n)
+	for i := range n {
+		var res k3.GenerateResult
+		var err error
+		want[i], res, err = generate(i)
+		require.NoError(t, err)
+		if i%2 == 0 {
+			require.Positive(t, res.Verifies, "generation %d verifies drafts", i)
+		}
+	}
+	mid := m.Stats()
+	got := make([]trace, n)
+	res := make([]k3.GenerateResult, n)
+	errs := heldWalk(m, n, func(i int) error {
+		var err error
+		got[i], res[i], err = generate(i)
+		return err
+	})
+	for i, err := range errs {
+		require.NoError(t, err, "generation %d", i)
+	}
+	requireTraces(t, got, want)
+	for _, i := range []int{0, 2} {
+		require.Positive(t, res[i].Verifies, "generation %d verifies drafts", i)
+	}
+	after := m.Stats()
+	soloWalks, soloRows := mid.Walks-before.Walks, mid.WalkRows-before.WalkRows
+	walks, rows := after.Walks-mid.Walks, after.WalkRows-mid.WalkRows
+	t.Logf("alone: %d walks of %d rows; together: %d walks of %d rows", soloWalks, soloRows, walks, rows)
+	assert.Equal(t, soloRows, rows, "the same rows, verification rows included")
+	assert.Less(t, walks, soloWalks, "in fewer walks")
+}
+
+// TestSharedWalkVerifyCancel: in a walk of verification rows and steps, a speculative session
+// cancelled mid-walk fails alone (a *ForwardError at the layer it was seen, the session
+// broken), one cancelled while queued leaves with its state intact, and the others' logits are
+// bit-identical to their solo runs.
+func TestSharedWalkVerifyCancel(t *testing.T) {
+	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
+		for _, c := range specConfigs(t, dir) {
+			t.Run(c.name, func(t *testing.T) {
+				m := openModel(t, dir, c.opts...)
+				bg := context.Background()
+				prompts := sharedPrompts(4, m.Config().Vocab)
+				want := soloTraces(t, m, prompts, 1)
+				v2 := verifyRows(want[2].ids[0], prompts[2])
+				s := m.NewSession()
+				require.NoError(t, s.Prefill(bg, prompts[2]))
+				want2, err := s.PrefillAll(bg, v2)
+				require.NoError(t, err)
+
+				ss := prefilledSessions(t, m, prompts)
+				var got2 [][]float32
+				errs := cancelledWalk(m, 4, 0, func(i int, ctx context.Context) error {
+					if i == 1 {
+						_, err := greedyStep(ctx, ss[i])
+						return err
+					}
+					rows, err := ss[i].PrefillAll(ctx, verifyRows(want[i].ids[0], prompts[i]))
+					if i == 2 {
+						got2 = rows
+					} else if rows != nil {
+						err = errors.Join(err, fmt.Errorf("session %d: rows from a failed verification", i))
+					}
+					return err
+				})
+
+				requireCancels(t, ss, errs, prompts, 0)
+				require.NoError(t, errs[1])
+				require.NoError(t, errs[2])
+				testkit.RequireSameBits(t, "session 1 step", ss[1].Logits(), want[1].logits[0])
+				require.Len(t, got2, len(v2))
+				for k := range got2 {
+					testkit.RequireSameBits(t, fmt.Sprintf("session 2 row %d", k), got2[k], want2[k])
+				}
+				// The session that left verifies again, alone now, and gets its solo bits.
+				v3 := verifyRows(want[3].ids[0], prompts[3])
+				solo := m.NewSession()
+				require.NoError(t, solo.Prefill(bg, prompts[3]))
+				want3, err := solo.PrefillAll(bg, v3)
+				require.NoError(t, err)
+				got3, err := ss[3].PrefillAll(bg, v3)
+				require.NoError(t, err)
+				for k := range got3 {
+					testkit.RequireSameBits(t, fmt.Sprintf("session 3 row %d", k), got3[k], want3[k])
+				}
+			})
+		}
+	})
+}
+
+// slowWalks is a Tracer that makes every layer of a walk take at least d.
+type slowWalks struct{ d time.Duration }
+
+func (slowWalks) ExpertRequest(int, int)                     {}
+func (slowWalks) TrunkRead(int, int64, int64, time.Duration) {}
+func (s slowWalks) LayerDone(int, time.Duration)             { time.Sleep(s.d) }
+
+// TestSharedWalksLinger: sessions stepping in a loop come back a moment after their walk ends,
+// and the next walk's leader waits for them (at most a share of a walk's time), so four such
+// sessions share every walk instead of settling into groups that alternate walks. With the
+// wait turned off (SetLinger(m, -1, 0)) the same run takes about twice the walks.
+func TestSharedWalksLinger(t *testing.T) {
+	const sessions, steps = 4, 8
+	dir := testkit.Models(t)[0]
+	m := openModel(t, dir, k3.WithThreads(2), k3.WithTracer(slowWalks{time.Millisecond}))
+	k3.SetLinger(m, 1, time.Second) // up to a whole walk: the test must not depend on the load
+	ctx := context.Background()
+	ss := prefilledSessions(t, m, sharedPrompts(sessions, m.Config().Vocab))
+	before := m.Stats()
+	start := make(chan struct{})
+	errs := make([]error, sessions)
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Go(func() {
+			<-start
+			for range steps {
+				if _, err := greedyStep(ctx, s); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "session %d", i)
+	}
+	st := m.Stats()
+	require.Equal(t, int64(sessions*steps), st.WalkRows-before.WalkRows)
+	// The first round may split (the goroutines start one after another); every later walk
+	// carries all four.
+	assert.LessOrEqual(t, st.Walks-before.Walks, int64(steps+1), "walks for %d rows", sessions*steps)
 }

@@ -10,29 +10,32 @@ import (
 	"math"
 	"strings"
 
-	"github.com/k3-project/k3/layout"
+	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/sample"
 )
 
 // StateVersion is the K3ST version Save writes and LoadSession reads. Version 1 is the C
-// engine's layout, which has no digests or checksums.
-const StateVersion = 2
+// engine's layout, which has no digests or checksums; version 2 had version 3's layout with a
+// digest of the tensor set (names, dtypes, shapes) where version 3 has the model's identity by
+// content (§3.6), so a version 2 file cannot say which same-geometry model it came from and is
+// refused (StateBadVersion).
+const StateVersion = 3
 
 // MaxStatePositions bounds the positions a state file may claim.
 const MaxStatePositions = 1 << 24
 
-// K3ST version 2, all integers and floats little-endian (offsets in bytes):
+// K3ST version 3, all integers and floats little-endian (offsets in bytes):
 //
 //	  0  "K3ST"
-//	  4  int32 version = 2
+//	  4  int32 version = 3
 //	  8  int32 fingerprint[12]: hidden, n_layers, vocab, kda_heads, kda_head_dim, conv_k,
 //	     mla_heads, qk_nope, qk_rope, v_head, n_experts, topk
 //	 56  int32 n_bound (decoder layers), n_mla (MLA layers), cached (positions), nseq (= cached)
 //	 72  int64 kper (floats of one KDA layer's state: H·D·D + 3·H·D·(K−1)),
 //	     kvpp (floats per position per MLA layer of the first cache part: kv_lora_rank, the
 //	     latent form), ropepp (qk_rope_head_dim)
-//	 96  end of the C engine's header; version 2 continues:
-//	 96  [32]byte config digest, [32]byte tensor-set digest (fingerprint)
+//	 96  end of the C engine's header; version 3 continues:
+//	 96  [32]byte config digest, [32]byte model identity (§3.6; version 2: tensor-set digest)
 //	160  int32 n_kda (KDA layers), int32 n_logits (vocab, or 0 without last logits),
 //	     uint32 flags (bit 0: sampler record present; no other bit may be set), uint32 0
 //	176  uint32 CRC-32C of bytes 0..175
@@ -55,17 +58,16 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // fingerprint identifies what a state file may be restored into: a digest of the configuration
-// (every field but the informative eos_token_id) and a digest of the bound tensor set (sorted
-// names, dtypes and shapes of the text model's tensors). Two checkpoints of one geometry with
-// different weight values share a fingerprint.
+// (every field but the informative eos_token_id) and the model's identity by content (§3.6),
+// which tells two checkpoints of one geometry apart and which a coded copy of the model keeps.
 type fingerprint struct {
-	Config  [32]byte
-	Tensors [32]byte
+	Config   [32]byte
+	Identity checkpoint.Identity
 }
 
-// fingerprint computes the model's fingerprint (SHA-256 digests).
+// fingerprint returns the model's fingerprint (SHA-256 digests), computed at Open.
 func (m *Model) fingerprint() fingerprint {
-	return fingerprint{Config: m.cfg.Digest(), Tensors: m.ck.Digest(layout.TextPrefix)}
+	return fingerprint{Config: m.cfg.Digest(), Identity: m.integ.Identity}
 }
 
 // stateHeader is the decoded fixed header.
@@ -115,7 +117,7 @@ func (h *stateHeader) encode() []byte {
 		le.PutUint64(b[72+8*i:], uint64(v))
 	}
 	copy(b[96:], h.digest.Config[:])
-	copy(b[128:], h.digest.Tensors[:])
+	copy(b[128:], h.digest.Identity[:])
 	le.PutUint32(b[160:], uint32(h.nKDA))
 	le.PutUint32(b[164:], uint32(h.nLogits))
 	le.PutUint32(b[168:], h.flags)
@@ -133,7 +135,7 @@ func decodeStateHeader(b []byte) stateHeader {
 	h.cached, h.nseq = int32(le.Uint32(b[64:])), int32(le.Uint32(b[68:]))
 	h.kper, h.kvpp, h.ropepp = int64(le.Uint64(b[72:])), int64(le.Uint64(b[80:])), int64(le.Uint64(b[88:]))
 	copy(h.digest.Config[:], b[96:128])
-	copy(h.digest.Tensors[:], b[128:160])
+	copy(h.digest.Identity[:], b[128:160])
 	h.nKDA, h.nLogits = int32(le.Uint32(b[160:])), int32(le.Uint32(b[164:]))
 	h.flags = le.Uint32(b[168:])
 	return h
@@ -141,7 +143,7 @@ func decodeStateHeader(b []byte) stateHeader {
 
 // Save writes the session's complete state — processed ids, KDA states and conv tails, MLA
 // latent caches, last logits — and, when sm is not nil, the sampler's options and random state,
-// as a K3ST version 2 file (layout above). LoadSession restores it into a session of the same
+// as a K3ST version 3 file (layout above). LoadSession restores it into a session of the same
 // model that continues bit-identically. A session broken by a failed call cannot be saved.
 func (s *Session) Save(w io.Writer, sm *sample.Sampler) error {
 	if s.broken != nil {
@@ -272,6 +274,8 @@ func LoadSession(m *Model, r io.Reader) (*Session, *sample.Sampler, error) {
 	switch v := int32(binary.LittleEndian.Uint32(hb[4:])); {
 	case v == 1:
 		return nil, nil, refuse(StateBadVersion, 4, "version 1 (the C engine's layout, without digests or checksums); this engine reads version %d", StateVersion)
+	case v == 2:
+		return nil, nil, refuse(StateBadVersion, 4, "version 2 (the model named by its tensor set, not its content, so a same-geometry sibling's state cannot be told apart); this engine reads version %d", StateVersion)
 	case v > StateVersion:
 		return nil, nil, refuse(StateBadVersion, 4, "version %d is newer than %d", v, StateVersion)
 	case v != StateVersion:
@@ -302,8 +306,8 @@ func LoadSession(m *Model, r io.Reader) (*Session, *sample.Sampler, error) {
 			h.nBound, h.nMLA, h.nKDA, want.nBound, want.nMLA, want.nKDA)
 	case h.digest.Config != want.digest.Config:
 		return nil, nil, refuse(StateOtherModel, 96, "configuration digest differs")
-	case h.digest.Tensors != want.digest.Tensors:
-		return nil, nil, refuse(StateOtherModel, 128, "tensor-set digest differs")
+	case h.digest.Identity != want.digest.Identity:
+		return nil, nil, refuse(StateOtherModel, 128, "saved from model %v, this model is %v (§3.6)", checkpoint.Identity(h.digest.Identity), want.digest.Identity)
 	case h.kper != want.kper || h.kvpp != want.kvpp || h.ropepp != want.ropepp:
 		off := int64(72)
 		switch {

@@ -1,10 +1,13 @@
 package k3
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/k3-project/k3/cache"
 	"github.com/k3-project/k3/safetensors"
+	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
 )
 
@@ -19,6 +22,9 @@ type weights struct {
 	// leases are sized for one pass, so passes take turns.
 	serial bool
 	walk   sync.Mutex
+	// watch holds the identity of every weight file opened (§7.7): checked before each pass and,
+	// with its result, after.
+	watch *storage.Watch
 }
 
 // weightSource is one storage behind some of the weights; each adapter below implements what
@@ -33,8 +39,8 @@ type weightSource interface {
 	settle() error
 }
 
-func newWeights(ck *safetensors.Checkpoint, store *trunk.Store, experts *cache.Store) *weights {
-	w := &weights{serial: store != nil || experts != nil}
+func newWeights(ck *safetensors.Checkpoint, store *trunk.Store, experts *cache.Store, watch *storage.Watch) *weights {
+	w := &weights{serial: store != nil || experts != nil, watch: watch}
 	if store == nil || experts == nil {
 		w.mapped = ck
 		w.sources = append(w.sources, mappedShards{ck})
@@ -65,6 +71,19 @@ func (w *weights) end() {
 	}
 }
 
+// check returns a *storage.ChangedError when a weight file is no longer what the model opened.
+func (w *weights) check() error { return w.watch.Check() }
+
+// cause returns what made a pass fail with err: a weight file that changed under it, when one
+// did (a short read, NaN weights or a router with no selectable expert are then symptoms, named
+// after the change), else err.
+func (w *weights) cause(err error) error {
+	if cerr := w.check(); cerr != nil && !errors.Is(err, storage.ErrChanged) {
+		return fmt.Errorf("%w (then: %v)", cerr, err)
+	}
+	return err
+}
+
 // err returns the pass's first read failure, if any.
 func (w *weights) err() error {
 	for _, s := range w.sources {
@@ -88,9 +107,13 @@ func (w *weights) guard(fn func() error) error {
 	return err
 }
 
-// settle returns the pass's read failure or the first source's objection to its result.
+// settle returns the pass's read failure, a file that changed during it (whatever was read
+// may mix two files' bytes), or the first source's objection to its result.
 func (w *weights) settle() error {
 	if err := w.err(); err != nil {
+		return err
+	}
+	if err := w.check(); err != nil {
 		return err
 	}
 	for _, s := range w.sources {

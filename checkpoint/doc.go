@@ -5,7 +5,9 @@
 // Start with Check: it is what k3.Open runs before binding (tensor counts,
 // layers beyond the configuration, colibri.fmt stamps, BF16/F16 dtypes
 // whose bits contradict them and, when asked, colibri.sha256 digests) and
-// returns a Report. BuildManifest, WriteManifest, ReadManifest and
+// returns a Report, with the model's Identity (§3.6) when asked: a content
+// fingerprint, computed by Identify, that states, packed trunks and coded
+// copies carry so a same-geometry sibling is refused. BuildManifest, WriteManifest, ReadManifest and
 // VerifyManifest check a download once, completely, against a
 // sha256sum-format list. PackTrunk copies the dense per-layer weights into
 // trunk.bin and trunk.json for k3.WithPackedTrunk; MeasureLossless12 tells

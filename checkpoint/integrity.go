@@ -76,6 +76,9 @@ type CheckOptions struct {
 	// the configured ones); Report.SkippedTensors counts the tensors of the
 	// others.
 	Layers int
+	// Identify computes the model's identity (§3.6) into Report.Identity:
+	// a few 4 KiB reads per dense tensor.
+	Identify bool
 }
 
 // Report says what Check checked beyond structure and what it cost.
@@ -97,6 +100,10 @@ type Report struct {
 	UncheckedTensors int
 	// VerifySeconds: wall time spent hashing.
 	VerifySeconds float64
+	// Identity is the model's identity by content (§3.6), with
+	// CheckOptions.Identify; IdentitySeconds what computing it took.
+	Identity        Identity
+	IdentitySeconds float64
 }
 
 // Check runs the integrity checks that need the configuration and the
@@ -118,6 +125,14 @@ func Check(dir string, ck *safetensors.Checkpoint, cfg *config.Config, o CheckOp
 	}
 	if err := c.checkRelabelled(); err != nil {
 		return c.rep, err
+	}
+	if o.Identify {
+		t0 := time.Now()
+		id, _, err := Identify(ck, cfg)
+		if err != nil {
+			return c.rep, err
+		}
+		c.rep.Identity, c.rep.IdentitySeconds = id, time.Since(t0).Seconds()
 	}
 	if o.Verify {
 		if err := c.verifyDigests(); err != nil {

@@ -19,7 +19,8 @@ import (
 //
 // By default the tensors are copied as they are. WithTrunkFormat("lossless12") encodes every
 // two-dimensional bf16 matrix in lossless12 (§6.11), keeping one in bf16 where the format would
-// not save bytes; trunk.json then records each tensor's format and escape bytes, and
+// not save bytes, and packs the embedding table and the output head too, each in a run of its
+// own after the layers; trunk.json then records each tensor's format and escape bytes, and
 // k3.WithPackedTrunk reads it with logits bit-identical to the bf16 pack's.
 func PackTrunk(modelDir, outDir string, progress func(done, total int64), opts ...PackOption) error {
 	var po trunk.PackOptions
@@ -46,6 +47,27 @@ func PackTrunk(modelDir, outDir string, progress func(done, total int64), opts .
 	if err != nil {
 		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
 	}
+	if po.Format == trunk.FormatLossless12 {
+		// The embedding table and the head are the largest matrices after the layers' (2.35 GB
+		// each in K3): an encoded pack holds them too.
+		for _, e := range []struct {
+			name string
+			dst  **trunk.SourceTensor
+		}{{layout.EmbedName, &po.Embedding}, {layout.HeadName, &po.Head}} {
+			t, err := ck.Require(e.name)
+			if err != nil {
+				return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
+			}
+			*e.dst = &trunk.SourceTensor{Name: t.Name, File: t.File, Offset: t.Offset, Size: t.Size,
+				DType: t.DType.String(), Shape: t.Shape, Matrix: true}
+		}
+	}
+	// The trunk names its model (§3.6), so that it is refused with any other.
+	id, _, err := Identify(ck, cfg)
+	if err != nil {
+		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
+	}
+	po.Model = id.String()
 	if _, err := trunk.Pack(outDir, layers, po); err != nil {
 		return fmt.Errorf("checkpoint: pack-trunk %s: %w", modelDir, err)
 	}

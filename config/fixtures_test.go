@@ -54,14 +54,7 @@ func TestFixtureModels(t *testing.T) {
 // root; flat: root) and compares every field.
 func checkAgainstEncodingJSON(t *testing.T, path string, c *Config) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var root map[string]any
-	if err := json.Unmarshal(data, &root); err != nil {
-		t.Fatal(err)
-	}
+	root := testkit.ReadJSON[map[string]any](t, path)
 	get := func(names ...string) any {
 		var scopes []map[string]any
 		if tc, ok := root["text_config"].(map[string]any); ok {

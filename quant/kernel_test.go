@@ -559,10 +559,10 @@ func TestKernelsUnrounded(t *testing.T) {
 			}
 		}
 		xw := floatbits.Widen64(nil, x)
-		check("r16Int8", r16Int8(q8, xw), refR16(v8, x))
-		check("r16Int8Go", r16Int8Go(q8, xw), refR16(v8, x))
-		check("r16Int4", r16Int4(q4, xw), refR16(v4, x))
-		check("r16Int4Go", r16Int4Go(q4, xw), refR16(v4, x))
+		check("r16Int8", r16Int8(q8, xw), testkit.RefR16(v8, x))
+		check("r16Int8Go", r16Int8Go(q8, xw), testkit.RefR16(v8, x))
+		check("r16Int4", r16Int4(q4, xw), testkit.RefR16(v4, x))
+		check("r16Int4Go", r16Int4Go(q4, xw), testkit.RefR16(v4, x))
 		// A single RG group of length n with scale 1 is its sub-sum.
 		if n > 0 {
 			check("subInt4Go", subInt4Go(q4, xw), float64(refRGsub(v4, x, one)))

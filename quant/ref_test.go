@@ -10,25 +10,8 @@ import (
 
 // Independent reference implementations for the tests. They decode elements
 // from the bytes with their own bit-level code and sum in the canonical
-// orders of §5.2 using plain arrays, sharing nothing with the kernels.
-
-func refR16(w []float64, x []float32) float64 {
-	var a [16]float64
-	n := len(x)
-	m := 16 * (n / 16)
-	for i := 0; i < m; i++ {
-		a[i%16] += w[i] * float64(x[i])
-	}
-	var c [4]float64
-	for l := range 4 {
-		c[l] = (a[l] + a[l+4]) + (a[l+8] + a[l+12])
-	}
-	acc := (c[0] + c[1]) + (c[2] + c[3])
-	for i := m; i < n; i++ {
-		acc += w[i] * float64(x[i])
-	}
-	return acc
-}
+// orders of §5.2 using plain arrays, sharing nothing with the kernels; the
+// R16 sum itself is testkit.RefR16, the reference of every package's kernels.
 
 // refRG sums groups of g; skip(gi) drops a group entirely (mxfp4 scale 255).
 func refRG(w []float64, x []float32, g int, scale func(gi int) float64, skip func(gi int) bool) float32 {
@@ -108,28 +91,28 @@ func refMatVec(f Format, rows, cols, gs int, w, sc []byte, x []float32) []float3
 			for i := range vals {
 				vals[i] = le32(w, r*cols+i)
 			}
-			out[r] = float32(refR16(vals, x))
+			out[r] = float32(testkit.RefR16(vals, x))
 		case BF16:
 			for i := range vals {
 				vals[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(w[2*(r*cols+i):])) << 16))
 			}
-			out[r] = float32(refR16(vals, x))
+			out[r] = float32(testkit.RefR16(vals, x))
 		case F16:
 			for i := range vals {
 				vals[i] = float64(refF16(binary.LittleEndian.Uint16(w[2*(r*cols+i):])))
 			}
-			out[r] = float32(refR16(vals, x))
+			out[r] = float32(testkit.RefR16(vals, x))
 		case Int8Row:
 			for i := range vals {
 				vals[i] = float64(int8(w[r*cols+i]))
 			}
-			out[r] = float32(refR16(vals, x) * le32(sc, r))
+			out[r] = float32(testkit.RefR16(vals, x) * le32(sc, r))
 		case Int4Row:
 			rb := (cols + 1) / 2
 			for i := range vals {
 				vals[i] = refNib(w[r*rb:], i)
 			}
-			out[r] = float32(refR16(vals, x) * le32(sc, r))
+			out[r] = float32(testkit.RefR16(vals, x) * le32(sc, r))
 		case Int4Grouped:
 			rb, ng := (cols+1)/2, (cols+gs-1)/gs
 			for i := range vals {

@@ -16,6 +16,11 @@
 // counterpart: chunked, EINTR-safe, and a short read is an error
 // (ErrShortRead), never partial data.
 //
+// A Watch is an Opener that records each file's Identity (inode, size,
+// mtime, ctime) when first opened; its Check, run by a model before and
+// after each forward pass, reports a file that is no longer what was opened
+// as a *ChangedError (§7.7).
+//
 // This package imports only the standard library, x/sys and internal
 // helpers.
 package storage

@@ -1,5 +1,5 @@
 // Package trunk holds the dense weights of a model (every per-layer tensor except routed experts,
-// plus the output head) under a memory budget: it plans what stays resident and what streams,
+// plus the output head and the embedding table) under a memory budget: it plans what stays resident and what streams,
 // loads the resident part, streams the rest from disk through a small ring of aligned slots in
 // the fixed walk order of a forward pass, packs a checkpoint's trunk into the trunk.bin +
 // trunk.json layout of §8 and opens a packed trunk again (OpenPacked).

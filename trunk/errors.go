@@ -55,7 +55,7 @@ func itemName(i int) string {
 // block, a header that disagrees with trunk.json. Verify joins one per problem, so a caller can
 // report each under its layer without reading the text.
 type LayerError struct {
-	Layer int
+	Layer int   // the layer, or Embed or Head for the embedding's and the head's runs
 	Err   error // the problem, whose text names the layer, tensor and place
 }
 

@@ -31,9 +31,15 @@ type Layout struct {
 	NumLayers int
 	Align     int64
 	Layers    []LayerRun
+	// Embedding and Head are the runs of the embedding table and the output head, when the
+	// pack holds them (trunk.json's optional "embedding" and "head", §8.2; their Layer is Embed
+	// or Head). A trunk.json without them leaves both nil: the checkpoint's shards provide them.
+	Embedding, Head *LayerRun
 	// Buffered is set when align is not 4096: the runs cannot be read with O_DIRECT, and the
 	// caller should read trunk.bin buffered and warn (§8.3).
 	Buffered bool
+	// Model is the identity (§3.6) of the checkpoint packed, as hex; "" when trunk.json has none.
+	Model string
 }
 
 // LayerRun is one layer's run in trunk.bin.
@@ -72,10 +78,15 @@ const (
 
 // Expect lets the caller check a layer's tensors against the model configuration: it is called
 // for every tensor (name, dtype, shape) and once per layer with the names present (to require
-// the ones the layer needs). Either returning an error refuses the trunk.
+// the ones the layer needs). Either returning an error refuses the trunk. Tensor is also called
+// for the embedding table and the output head of a pack that holds them, with layer Embed or
+// Head.
 type Expect struct {
 	Tensor func(layer int, t RunTensor) error
 	Layer  func(layer int, names []string) error
+	// Model, when set, is the opened model's identity (§3.6) as hex: a trunk.json naming
+	// another model, or none, is refused (ErrOtherModel).
+	Model string
 }
 
 // allowedDType is the dtype set of §8.2; I8R (a draft trunk's int8 rows) is refused by
@@ -156,6 +167,12 @@ func ParseLayout(data []byte, binSize int64, numLayers int, exp Expect) (*Layout
 	if l.NumLayers != numLayers {
 		return nil, layoutErr("n_layers %d, the model has %d", l.NumLayers, numLayers)
 	}
+	if l.Model, err = parseModel(v); err != nil {
+		return nil, err
+	}
+	if err := checkModel(l.Model, exp.Model); err != nil {
+		return nil, err
+	}
 	layers := v.Get("layers")
 	if layers == nil || layers.Kind() != strictjson.Array {
 		return nil, layoutErr("layers missing or not an array")
@@ -174,6 +191,9 @@ func ParseLayout(data []byte, binSize int64, numLayers int, exp Expect) (*Layout
 		}
 		prevEnd = r.FileOff + r.NBytes
 		l.Layers = append(l.Layers, *r)
+	}
+	if err := parseModelRuns(v, l, prevEnd, binSize, exp); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -226,7 +246,7 @@ func parseRun(lv *strictjson.Value, i int, binSize int64, exp Expect) (*LayerRun
 	prefix := "layers." + strconv.Itoa(i) + "."
 	var names []string
 	for _, m := range tv.Members() {
-		t, err := parseRunTensor(m, i)
+		t, err := parseRunTensor(m, itemName(i))
 		if err != nil {
 			return nil, err
 		}
@@ -266,53 +286,53 @@ func parseRun(lv *strictjson.Value, i int, binSize int64, exp Expect) (*LayerRun
 	return r, nil
 }
 
-func parseRunTensor(m strictjson.Member, layer int) (RunTensor, error) {
+func parseRunTensor(m strictjson.Member, where string) (RunTensor, error) {
 	t := RunTensor{Name: m.Key}
 	v := m.Value
 	if v.Kind() != strictjson.Object {
-		return t, layoutErr("layer %d: %s is %v, want an object", layer, t.Name, v.Kind())
+		return t, layoutErr("%s: %s is %v, want an object", where, t.Name, v.Kind())
 	}
 	var err error
 	if t.Off, err = int64Field(v, "off"); err != nil {
-		return t, fmt.Errorf("layer %d: %s: %w", layer, t.Name, err)
+		return t, fmt.Errorf("%s: %s: %w", where, t.Name, err)
 	}
 	if t.NBytes, err = int64Field(v, "nbytes"); err != nil {
-		return t, fmt.Errorf("layer %d: %s: %w", layer, t.Name, err)
+		return t, fmt.Errorf("%s: %s: %w", where, t.Name, err)
 	}
 	if t.Off < 0 || t.NBytes < 0 {
-		return t, layoutErr("layer %d: %s: negative off %d or nbytes %d", layer, t.Name, t.Off, t.NBytes)
+		return t, layoutErr("%s: %s: negative off %d or nbytes %d", where, t.Name, t.Off, t.NBytes)
 	}
 	if t.DType, err = strField(v, "dtype"); err != nil {
-		return t, fmt.Errorf("layer %d: %s: %w", layer, t.Name, err)
+		return t, fmt.Errorf("%s: %s: %w", where, t.Name, err)
 	}
 	dt, err := allowedDType(t.DType)
 	if err != nil {
-		return t, layoutErr("layer %d: %s: %v", layer, t.Name, err)
+		return t, layoutErr("%s: %s: %v", where, t.Name, err)
 	}
 	sv := v.Get("shape")
 	if sv == nil || sv.Kind() != strictjson.Array || sv.Len() > 8 {
-		return t, layoutErr("layer %d: %s: shape missing, not an array or more than 8 dimensions", layer, t.Name)
+		return t, layoutErr("%s: %s: shape missing, not an array or more than 8 dimensions", where, t.Name)
 	}
 	numel := int64(1)
 	for _, d := range sv.Items() {
 		n, err := d.Int64()
 		if err != nil || n < 0 || n > 1<<40 {
-			return t, layoutErr("layer %d: %s: bad dimension", layer, t.Name)
+			return t, layoutErr("%s: %s: bad dimension", where, t.Name)
 		}
 		t.Shape = append(t.Shape, n)
 		numel *= n
 		if numel > 1<<50 {
-			return t, layoutErr("layer %d: %s: too many elements", layer, t.Name)
+			return t, layoutErr("%s: %s: too many elements", where, t.Name)
 		}
 	}
 	if err := parseFormat(v, &t); err != nil {
-		return t, layoutErr("layer %d: %s: %v", layer, t.Name, err)
+		return t, layoutErr("%s: %s: %v", where, t.Name, err)
 	}
 	if t.Format == FormatLossless12 {
 		return t, nil // parseFormat checked nbytes against the shape and the escape bytes
 	}
 	if want := numel * int64(dt.Bits()/8); want != t.NBytes {
-		return t, layoutErr("layer %d: %s: nbytes %d, %s %v needs %d", layer, t.Name, t.NBytes, t.DType, t.Shape, want)
+		return t, layoutErr("%s: %s: nbytes %d, %s %v needs %d", where, t.Name, t.NBytes, t.DType, t.Shape, want)
 	}
 	return t, nil
 }
@@ -406,10 +426,10 @@ func strField(v *strictjson.Value, key string) (string, error) {
 	return s, nil
 }
 
-// Checksums returns the layers' digests for Options.Verify (layers without one are skipped).
+// Checksums returns the runs' digests for Options.Verify (runs without one are skipped).
 func (l *Layout) Checksums(bin string) []Checksum {
 	var out []Checksum
-	for _, r := range l.Layers {
+	for _, r := range l.Runs() {
 		if r.SHA256 == nil {
 			continue
 		}

@@ -177,7 +177,13 @@ func (r *rowReader) DecodeRow(dst []float32, id int) {
 	rb := r.t.rowBytes()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b, err := r.s.readRow(r.t, r.f, r.buf.buf, r.t.Offset+int64(id)*rb, rb)
+	// A packed table's run is checked against its sha256 before its first row is used, as a
+	// streamed layer's is before its first piece.
+	err := r.s.ensureVerified(Embed, r.s.itemFor(Embed))
+	var b []byte
+	if err == nil {
+		b, err = r.s.readRow(r.t, r.f, r.buf.buf, r.t.Offset+int64(id)*rb, rb)
+	}
 	if err == nil {
 		var m quant.Matrix
 		if m, err = r.ctor(1, r.t.Cols, b); err == nil {

@@ -46,14 +46,22 @@ type PackOptions struct {
 	// two-dimensional BF16 tensor in lossless12 (§6.11) where that saves bytes and records the
 	// others as bf16, every layer gathered.
 	Format string
+	// Embedding and Head, when set, are the embedding table and the output head: each is packed
+	// after the last layer in a run of its own (trunk.json's "embedding" and "head", §8.2) with
+	// its own sha256, and encoded as a layer's matrices are.
+	Embedding, Head *SourceTensor
+	// Model is the packed checkpoint's identity (§3.6) as hex, recorded in trunk.json so that
+	// the trunk is refused with another model ("" records none).
+	Model string
 }
 
 // Pack writes dir/trunk.bin and dir/trunk.json from layers[L] = layer L's trunk tensors (
-// §8.1, §8.2). A layer whose tensors form one contiguous run of one shard is copied verbatim;
-// any other layer is gathered, each tensor at a 64-byte aligned offset of its run, in shard and
-// offset order. Every run starts and ends 4096-aligned and carries the sha256 of its unpadded
-// bytes. trunk.json is written last, after trunk.bin was synced and read back against those
-// digests, and appears by an atomic rename: an interrupted pack leaves no trunk.json.
+// §8.1, §8.2), then o.Embedding and o.Head. A layer whose tensors form one contiguous run of one
+// shard is copied verbatim; any other layer is gathered, each tensor at a 64-byte aligned offset
+// of its run, in shard and offset order. Every run starts and ends 4096-aligned and carries the
+// sha256 of its unpadded bytes. trunk.json is written last, after trunk.bin was synced and read
+// back against those digests, and appears by an atomic rename: an interrupted pack leaves no
+// trunk.json.
 func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 	if o.ChunkBytes <= 0 {
 		o.ChunkBytes = 64 << 20
@@ -73,14 +81,32 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 	if err := os.Remove(layoutPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("trunk: pack: %w", err)
 	}
-	l := &Layout{NumLayers: len(layers), Align: storage.Alignment}
-	type seg struct {
-		src      SourceTensor
-		runOff   int64
-		verbatim bool
+	if o.Model != "" && !isIdentity(o.Model) {
+		return nil, fmt.Errorf("trunk: pack: model identity %q is not 64 lowercase hex digits", o.Model)
 	}
-	plans := make([][]seg, len(layers))
+	l := &Layout{NumLayers: len(layers), Align: storage.Alignment, Model: o.Model}
+	type seg struct {
+		src    SourceTensor
+		runOff int64
+	}
+	// The runs in trunk.bin order: the layers, then the embedding table and the head.
+	runs := make([]LayerRun, 0, len(layers)+2)
+	var plans [][]seg
 	var total, at int64
+	add := func(r LayerRun, segs []seg, own int64) {
+		r.FileOff = at
+		r.NBytes = roundUp(r.Unpadded, storage.Alignment)
+		for _, s := range segs {
+			r.Tensors = append(r.Tensors, RunTensor{Name: s.src.Name, Off: s.runOff, NBytes: s.src.Size, DType: s.src.DType, Shape: s.src.Shape})
+		}
+		slices.SortFunc(r.Tensors, func(a, b RunTensor) int { return cmp.Compare(a.Name, b.Name) })
+		runs, plans = append(runs, r), append(plans, segs)
+		at += r.NBytes
+		total += r.Unpadded
+		if encode {
+			total += own - r.Unpadded // progress counts the source bytes read
+		}
+	}
 	for i, ts := range layers {
 		if len(ts) == 0 {
 			return nil, fmt.Errorf("trunk: pack: layer %d has no trunk tensors", i)
@@ -99,31 +125,31 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 			own += t.Size
 			oneShard = oneShard && t.File == srt[0].File
 		}
-		r := LayerRun{Layer: i, FileOff: at}
+		r := LayerRun{Layer: i}
+		var segs []seg
 		if oneShard && hi-lo == own && !encode {
 			r.Shard, r.RunStart = filepath.Base(srt[0].File), lo
 			for _, t := range srt {
-				plans[i] = append(plans[i], seg{src: t, runOff: t.Offset - lo, verbatim: true})
+				segs = append(segs, seg{src: t, runOff: t.Offset - lo})
 			}
 			r.Unpadded = hi - lo
 		} else {
 			var off int64
 			for _, t := range srt {
-				plans[i] = append(plans[i], seg{src: t, runOff: off})
+				segs = append(segs, seg{src: t, runOff: off})
 				off = roundUp(off+t.Size, 64)
 			}
-			r.Unpadded = plans[i][len(plans[i])-1].runOff + srt[len(srt)-1].Size
+			r.Unpadded = segs[len(segs)-1].runOff + srt[len(srt)-1].Size
 		}
-		r.NBytes = roundUp(r.Unpadded, storage.Alignment)
-		for _, s := range plans[i] {
-			r.Tensors = append(r.Tensors, RunTensor{Name: s.src.Name, Off: s.runOff, NBytes: s.src.Size, DType: s.src.DType, Shape: s.src.Shape})
+		add(r, segs, own)
+	}
+	for _, mr := range modelRuns {
+		src := o.Embedding
+		if mr.item == Head {
+			src = o.Head
 		}
-		slices.SortFunc(r.Tensors, func(a, b RunTensor) int { return cmp.Compare(a.Name, b.Name) })
-		l.Layers = append(l.Layers, r)
-		at += r.NBytes
-		total += r.Unpadded
-		if encode {
-			total += own - r.Unpadded // progress counts the source bytes read
+		if src != nil {
+			add(LayerRun{Layer: mr.item, Unpadded: src.Size}, []seg{{src: *src}}, src.Size)
 		}
 	}
 
@@ -141,8 +167,9 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 		}
 	}()
 	var done, encAt int64
-	for i := range l.Layers {
-		r := &l.Layers[i]
+	for i := range runs {
+		r := &runs[i]
+		name := itemName(r.Layer)
 		h := sha256.New()
 		var pos int64 // bytes of the run written so far
 		if encode {
@@ -150,6 +177,19 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 			// laid out as they are written.
 			r.FileOff = encAt
 			r.Tensors = r.Tensors[:0]
+		}
+		pad := func(to int64) error {
+			// Between verbatim tensors there is nothing (the run is contiguous); between
+			// gathered ones, alignment padding.
+			if gap := to - pos; gap > 0 {
+				z := make([]byte, gap)
+				if _, err := out.WriteAt(z, r.FileOff+pos); err != nil {
+					return fmt.Errorf("trunk: pack: write %s: %w", bin, err)
+				}
+				h.Write(z)
+				pos += gap
+			}
+			return nil
 		}
 		for k := range plans[i] {
 			s := &plans[i][k]
@@ -164,17 +204,12 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 				s.runOff = roundUp(pos, 64)
 				data, rt, err := encodeTensor(f, s.src)
 				if err != nil {
-					return nil, fmt.Errorf("trunk: pack: layer %d: %w", i, err)
+					return nil, fmt.Errorf("trunk: pack: %s: %w", name, err)
 				}
 				rt.Off = s.runOff
 				r.Tensors = append(r.Tensors, rt)
-				if gap := s.runOff - pos; gap > 0 {
-					z := make([]byte, gap)
-					if _, err := out.WriteAt(z, r.FileOff+pos); err != nil {
-						return nil, fmt.Errorf("trunk: pack: write %s: %w", bin, err)
-					}
-					h.Write(z)
-					pos += gap
+				if err := pad(s.runOff); err != nil {
+					return nil, err
 				}
 				if _, err := out.WriteAt(data, r.FileOff+pos); err != nil {
 					return nil, fmt.Errorf("trunk: pack: write %s: %w", bin, err)
@@ -187,20 +222,13 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 				}
 				continue
 			}
-			if gap := s.runOff - pos; gap > 0 {
-				// Between verbatim tensors there is nothing (the run is contiguous); between
-				// gathered ones, alignment padding.
-				z := make([]byte, gap)
-				if _, err := out.WriteAt(z, r.FileOff+pos); err != nil {
-					return nil, fmt.Errorf("trunk: pack: write %s: %w", bin, err)
-				}
-				h.Write(z)
-				pos += gap
+			if err := pad(s.runOff); err != nil {
+				return nil, err
 			}
 			for n := int64(0); n < s.src.Size; {
 				k := min(int64(len(buf)), s.src.Size-n)
 				if _, err := io.ReadFull(io.NewSectionReader(f, s.src.Offset+n, k), buf[:k]); err != nil {
-					return nil, fmt.Errorf("trunk: pack: layer %d: read %s of %s at %d: %w", i, s.src.Name, s.src.File, s.src.Offset+n, shortRead(err))
+					return nil, fmt.Errorf("trunk: pack: %s: read %s of %s at %d: %w", name, s.src.Name, s.src.File, s.src.Offset+n, shortRead(err))
 				}
 				if _, err := out.WriteAt(buf[:k], r.FileOff+pos); err != nil {
 					return nil, fmt.Errorf("trunk: pack: write %s: %w", bin, err)
@@ -224,6 +252,10 @@ func Pack(dir string, layers [][]SourceTensor, o PackOptions) (*Layout, error) {
 	}
 	if encode {
 		at = encAt
+	}
+	l.Layers = runs[:len(layers):len(layers)]
+	for i := len(layers); i < len(runs); i++ {
+		*l.run(runs[i].Layer) = &runs[i]
 	}
 	if err := out.Truncate(at); err != nil { // the last run's tail padding
 		return nil, fmt.Errorf("trunk: pack: %w", err)
@@ -287,13 +319,13 @@ func shortRead(err error) error {
 
 // verifyBin reads every run back and compares its digest.
 func verifyBin(f *os.File, l *Layout, buf []byte) error {
-	for _, r := range l.Layers {
+	for _, r := range l.Runs() {
 		h := sha256.New()
 		if _, err := io.CopyBuffer(h, io.NewSectionReader(f, r.FileOff, r.Unpadded), buf); err != nil {
-			return fmt.Errorf("trunk: pack: read back layer %d: %w", r.Layer, err)
+			return fmt.Errorf("trunk: pack: read back %s: %w", itemName(r.Layer), err)
 		}
 		if !bytes.Equal(h.Sum(nil), r.SHA256) {
-			return fmt.Errorf("%w: layer %d read back differently from what was written", ErrChecksum, r.Layer)
+			return fmt.Errorf("%w: %s read back differently from what was written", ErrChecksum, itemName(r.Layer))
 		}
 	}
 	return nil
@@ -301,7 +333,11 @@ func verifyBin(f *os.File, l *Layout, buf []byte) error {
 
 // writeLayout writes trunk.json through a temporary file and a rename.
 func writeLayout(path string, l *Layout) error {
-	b := []byte(`{"n_layers":` + strconv.Itoa(l.NumLayers) + `,"align":` + strconv.FormatInt(l.Align, 10) + `,"layers":[`)
+	b := []byte(`{"n_layers":` + strconv.Itoa(l.NumLayers) + `,"align":` + strconv.FormatInt(l.Align, 10))
+	if l.Model != "" {
+		b = append(b, `,"model":"`+l.Model+`"`...)
+	}
+	b = append(b, `,"layers":[`...)
 	for i, r := range l.Layers {
 		if i > 0 {
 			b = append(b, ',')
@@ -312,47 +348,62 @@ func writeLayout(path string, l *Layout) error {
 		b = strictjson.AppendQuote(b, r.Shard)
 		b = append(b, `,"run_start":`...)
 		b = strconv.AppendInt(b, r.RunStart, 10)
-		b = append(b, `,"nbytes":`...)
-		b = strconv.AppendInt(b, r.NBytes, 10)
-		b = append(b, `,"file_off":`...)
-		b = strconv.AppendInt(b, r.FileOff, 10)
-		b = append(b, `,"sha256":"`...)
-		b = append(b, hex.EncodeToString(r.SHA256)...)
-		b = append(b, `","tensors":{`...)
-		for k, t := range r.Tensors {
-			if k > 0 {
-				b = append(b, ',')
-			}
-			b = strictjson.AppendQuote(b, t.Name)
-			b = append(b, `:{"off":`...)
-			b = strconv.AppendInt(b, t.Off, 10)
-			b = append(b, `,"nbytes":`...)
-			b = strconv.AppendInt(b, t.NBytes, 10)
-			b = append(b, `,"dtype":`...)
-			b = strictjson.AppendQuote(b, t.DType)
-			b = append(b, `,"shape":[`...)
-			for d, n := range t.Shape {
-				if d > 0 {
-					b = append(b, ',')
-				}
-				b = strconv.AppendInt(b, n, 10)
-			}
-			b = append(b, ']')
-			if t.Format != "" {
-				b = append(b, `,"format":`...)
-				b = strictjson.AppendQuote(b, t.Format)
-			}
-			if t.Format == FormatLossless12 {
-				b = append(b, `,"escapes":`...)
-				b = strconv.AppendInt(b, int64(t.Escapes), 10)
-			}
-			b = append(b, '}')
-		}
-		b = append(b, "}}"...)
+		b = append(b, ',')
+		b = appendRun(b, &r)
 	}
-	b = append(b, "\n]}\n"...)
+	b = append(b, "\n]"...)
+	for _, mr := range modelRuns {
+		if r := *l.run(mr.item); r != nil {
+			b = append(b, ",\n"...)
+			b = strictjson.AppendQuote(b, mr.key)
+			b = append(b, ":{"...)
+			b = appendRun(b, r)
+		}
+	}
+	b = append(b, "}\n"...)
 	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("trunk: pack: %w", err)
 	}
 	return nil
+}
+
+// appendRun appends a run's nbytes, file_off, sha256 and tensors, and the brace that closes it.
+func appendRun(b []byte, r *LayerRun) []byte {
+	b = append(b, `"nbytes":`...)
+	b = strconv.AppendInt(b, r.NBytes, 10)
+	b = append(b, `,"file_off":`...)
+	b = strconv.AppendInt(b, r.FileOff, 10)
+	b = append(b, `,"sha256":"`...)
+	b = append(b, hex.EncodeToString(r.SHA256)...)
+	b = append(b, `","tensors":{`...)
+	for k, t := range r.Tensors {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = strictjson.AppendQuote(b, t.Name)
+		b = append(b, `:{"off":`...)
+		b = strconv.AppendInt(b, t.Off, 10)
+		b = append(b, `,"nbytes":`...)
+		b = strconv.AppendInt(b, t.NBytes, 10)
+		b = append(b, `,"dtype":`...)
+		b = strictjson.AppendQuote(b, t.DType)
+		b = append(b, `,"shape":[`...)
+		for d, n := range t.Shape {
+			if d > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, n, 10)
+		}
+		b = append(b, ']')
+		if t.Format != "" {
+			b = append(b, `,"format":`...)
+			b = strictjson.AppendQuote(b, t.Format)
+		}
+		if t.Format == FormatLossless12 {
+			b = append(b, `,"escapes":`...)
+			b = strconv.AppendInt(b, int64(t.Escapes), 10)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "}}"...)
 }

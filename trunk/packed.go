@@ -15,9 +15,10 @@ import (
 )
 
 // Packed is an opened packed trunk (trunk.bin and trunk.json, §8): each
-// layer's dense tensors are looked up here instead of in the checkpoint's
-// shards, as safetensors tensors whose File is the trunk.bin path, so a
-// Store streams them like any other.
+// layer's dense tensors, and the embedding table and output head when the
+// pack holds them, are looked up here instead of in the checkpoint's shards,
+// as safetensors tensors whose File is the trunk.bin path, so a Store
+// streams them like any other.
 type Packed struct {
 	bin, layoutPath string
 	layout          *Layout
@@ -35,7 +36,7 @@ func OpenPacked(dir string, numLayers int, exp Expect, open storage.Opener) (*Pa
 	}
 	p := &Packed{bin: filepath.Join(dir, BinName), layoutPath: filepath.Join(dir, LayoutName),
 		layout: l, tensors: map[string]*safetensors.Tensor{}, formats: map[string]RunTensor{}}
-	for _, r := range l.Layers {
+	for _, r := range l.Runs() {
 		for _, t := range r.Tensors {
 			dt, _ := safetensors.ParseDType(t.DType) // ReadLayout allowed only known dtypes
 			p.tensors[t.Name] = &safetensors.Tensor{Name: t.Name, DType: dt, Shape: t.Shape, File: p.bin,
@@ -101,7 +102,8 @@ func (p *Packed) Holds(t *safetensors.Tensor) bool { return t.File == p.bin }
 // LayoutPath is the path of trunk.json, for messages naming what it lacks.
 func (p *Packed) LayoutPath() string { return p.layoutPath }
 
-// Checksums lists every layer run's sha256 (Options.Verify).
+// Checksums lists every run's sha256 (Options.Verify): the layers', and the embedding's and
+// the head's (items Embed and Head) when the pack holds them.
 func (p *Packed) Checksums() []Checksum { return p.layout.Checksums(p.bin) }
 
 // ReadF32 reads a small tensor of trunk.bin and widens it exactly.
@@ -125,19 +127,22 @@ func (p *Packed) Close() error {
 	return p.f.Close()
 }
 
-// Verify reads every layer run of trunk.bin once, checks its sha256 against trunk.json and
-// checks every lossless12 tensor block by block (§6.11.4), without loading a model; it holds one
-// tensor at a time. It returns every problem found, joined (each a *LayerError wrapping ErrChecksum,
-// lossless12.ErrMalformed or ErrLayout and naming the layer and tensor); progress, if not nil,
-// receives the bytes read and the total.
+// Verify reads every run of trunk.bin once (the layers', then the embedding's and the head's
+// when the pack holds them), checks its sha256 against trunk.json and checks every lossless12
+// tensor block by block (§6.11.4), without loading a model; it holds one tensor at a time. It
+// returns every problem found, joined (each a *LayerError wrapping ErrChecksum,
+// lossless12.ErrMalformed or ErrLayout and naming the run and tensor; the embedding's and the
+// head's have Layer Embed and Head); progress, if not nil, receives the bytes read and the total.
 func (p *Packed) Verify(progress func(done, total int64)) error {
 	var total, done int64
-	for _, r := range p.layout.Layers {
+	runs := p.layout.Runs()
+	for _, r := range runs {
 		total += r.Unpadded
 	}
 	var errs []error
 	var buf []byte
-	for _, r := range p.layout.Layers {
+	for _, r := range runs {
+		name := itemName(r.Layer)
 		h := sha256.New()
 		var found []error // the format's findings, reported when the bytes are the ones packed
 		ts := slices.Clone(r.Tensors)
@@ -154,7 +159,7 @@ func (p *Packed) Verify(progress func(done, total int64)) error {
 				}
 				b := buf[:span[1]]
 				if err := storage.ReadFull(p.f, b, r.FileOff+span[0]); err != nil {
-					return fmt.Errorf("%s: layer %d: %w", p.bin, r.Layer, err)
+					return fmt.Errorf("%s: %s: %w", p.bin, name, err)
 				}
 				h.Write(b)
 				done += span[1]
@@ -168,15 +173,15 @@ func (p *Packed) Verify(progress func(done, total int64)) error {
 			}
 			m, err := lossless12.Open(buf[:t.NBytes])
 			if err != nil {
-				found = append(found, &LayerError{r.Layer, fmt.Errorf("layer %d: %s: %w", r.Layer, t.Name, err)})
+				found = append(found, &LayerError{r.Layer, fmt.Errorf("%s: %s: %w", name, t.Name, err)})
 				continue
 			}
 			if hd := m.Header(); int64(hd.Rows) != t.Shape[0] || int64(hd.Cols) != t.Shape[1] || hd.Escapes != t.Escapes {
-				found = append(found, &LayerError{r.Layer, fmt.Errorf("%w: layer %d: %s: its header disagrees with trunk.json", ErrLayout, r.Layer, t.Name)})
+				found = append(found, &LayerError{r.Layer, fmt.Errorf("%w: %s: %s: its header disagrees with trunk.json", ErrLayout, name, t.Name)})
 			}
 		}
 		if got := h.Sum(nil); r.SHA256 != nil && !bytes.Equal(got, r.SHA256) {
-			errs = append(errs, &LayerError{r.Layer, fmt.Errorf("%w: layer %d of %s: sha256 %x, trunk.json says %x", ErrChecksum, r.Layer, p.bin, got, r.SHA256)})
+			errs = append(errs, &LayerError{r.Layer, fmt.Errorf("%w: %s of %s: sha256 %x, trunk.json says %x", ErrChecksum, name, p.bin, got, r.SHA256)})
 			continue // the blocks of changed bytes say nothing more
 		}
 		errs = append(errs, found...)

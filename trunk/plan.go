@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/k3-project/k3/quant"
 	"github.com/k3-project/k3/storage"
 )
 
@@ -65,6 +66,9 @@ type Plan struct {
 	LayerBytes   int64 `json:"layer_bytes"`
 	HeadBytes    int64 `json:"head_bytes"`
 	EmbedRowSize int64 `json:"embedding_row_bytes"`
+	// Lossless12Bytes are the bytes of the tensors planned in lossless12 (§6.11), embedding
+	// included: what ChooseSource weighs.
+	Lossless12Bytes int64 `json:"lossless12_bytes,omitempty"`
 }
 
 // Hit returns the share of the walk's items (layers and head) that are pinned: the
@@ -171,6 +175,9 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 		t := &tensors[i]
 		if err := t.check(); err != nil {
 			return nil, err
+		}
+		if t.Format == quant.Lossless12 {
+			p.Lossless12Bytes += t.Size
 		}
 		if t.Item == Embed {
 			if embed != nil {
@@ -331,8 +338,58 @@ func key(id int) int {
 }
 
 func (p *Plan) pinnedItem(id int) bool {
-	if id == Head {
+	switch id {
+	case Head:
 		return p.HeadPinned
+	case Embed:
+		return p.EmbedPinned
 	}
 	return slices.Contains(p.Pinned, id) // only at Open; a caller's Plan need not be sorted
+}
+
+// Source says where a model reads the matrices a packed trunk holds in lossless12 (§6.11.6):
+// the pack's encoded bytes, or the checkpoint's bf16 originals they were encoded from. Both give
+// the same bits; they differ in the bytes held and read and in the time decoding takes.
+type Source string
+
+// The sources of a packed trunk's lossless12 matrices.
+const (
+	SourceAuto   Source = ""       // ChooseSource decides
+	SourcePacked Source = "packed" // the pack's encoded matrices
+	SourceShards Source = "shards" // the checkpoint's bf16 originals
+)
+
+// Lossless12Threads is the fewest threads at which a resident lossless12 trunk is taken to
+// decode as fast as the bf16 one: the bf16 mat-vec reads a resident matrix at the memory rate on
+// one core, so decoding pays on one thread (§6.11.5) and is hidden by the memory rate from two
+// on, the design point of issue 27. On a machine whose decode is slower it is the one-thread time
+// ratio of a lossless12 to a bf16 mat-vec over a resident matrix, rounded up.
+const Lossless12Threads = 2
+
+// ChooseSource decides where a model on threads threads reads a packed trunk's lossless12
+// matrices, and says why in a phrase. packed is the plan over the pack; shards the plan over the
+// bf16 originals under the same budget, nil when the shards cannot provide them; minThreads the
+// fewest threads at which a resident lossless12 matrix decodes as fast as bf16
+// (Lossless12Threads). want other than SourceAuto is obeyed (SourceShards needs shards).
+// Otherwise the originals are read only where the format loses: when both plans pin
+// everything (nothing streams, so the pack saves no reads) and there are fewer threads than
+// minThreads; anywhere else the pack is read, as its bytes are what streams or what fits.
+func ChooseSource(want Source, packed, shards *Plan, threads, minThreads int) (Source, string) {
+	switch {
+	case want == SourcePacked:
+		return SourcePacked, "asked for"
+	case want == SourceShards:
+		return SourceShards, "asked for"
+	case packed.Lossless12Bytes == 0:
+		return SourcePacked, "no matrix of the pack is in lossless12"
+	case packed.StreamBytes > 0:
+		return SourcePacked, fmt.Sprintf("the budget streams %s a pass, fewer bytes in lossless12", Size(packed.StreamBytes))
+	case threads >= minThreads:
+		return SourcePacked, fmt.Sprintf("resident, decoded on %d threads", threads)
+	case shards == nil:
+		return SourcePacked, "the shards do not provide the bf16 originals"
+	case shards.StreamBytes > 0:
+		return SourcePacked, fmt.Sprintf("the bf16 originals would stream %s a pass under the budget", Size(shards.StreamBytes))
+	}
+	return SourceShards, fmt.Sprintf("everything resident on %d thread(s), fewer than %d: bf16 is read at the memory rate, lossless12 would be decoded slower", threads, minThreads)
 }

@@ -29,6 +29,8 @@ type Options struct {
 	ChunkBytes int64
 	// Verify lists packed layers whose run is checked against its sha256 on first load.
 	Verify []Checksum
+	// NoRecheck skips comparing every streamed piece's bytes with its first read (§8.6).
+	NoRecheck bool
 	// Runner, when set, runs the row splits of streamed and pinned matrices (quant.MatVecOn);
 	// nil starts goroutines per call.
 	Runner quant.Runner
@@ -68,6 +70,10 @@ type Stats struct {
 	// VerifyWaitSeconds is time compute waited for a read-ahead fill that was checking its
 	// layer's checksum (first load only); it is not in WaitSeconds.
 	VerifyWaitSeconds float64 `json:"verify_wait_seconds"`
+	// RecheckBytes and RecheckSeconds: streamed bytes compared with their first read (CRC-32C of
+	// a 4 KiB page in every 64 KiB, every fill, §8.6) and the time that took.
+	RecheckBytes   int64   `json:"recheck_bytes"`
+	RecheckSeconds float64 `json:"recheck_seconds"`
 }
 
 // Overlap returns the share of streaming device time hidden behind compute.
@@ -117,6 +123,8 @@ type piece struct {
 	r0, r1 int
 	off, n int64
 	ctor   func(int, int, []byte) (quant.Matrix, error)
+	sum    uint32 // CRC-32C of the first read (recheck)
+	summed bool
 }
 
 type openFile struct {
@@ -157,6 +165,7 @@ type Store struct {
 	stats    Stats
 	verifyMu sync.Mutex    // serialises first-load verification; never held with mu
 	mode     atomic.Uint32 // 1 once any streamed read fell back to buffered
+	rechecks rechecks
 }
 
 type itemState struct {
@@ -355,6 +364,7 @@ func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	st := s.stats
 	s.mu.Unlock()
+	st.RecheckBytes, st.RecheckSeconds = s.rechecks.bytes.Load(), time.Duration(s.rechecks.nanos.Load()).Seconds()
 	st.Mode = "direct"
 	if s.mode.Load() != 0 {
 		st.Mode = "buffered"
@@ -571,6 +581,9 @@ func (s *Store) fillPiece(buf []byte, p *piece) (quant.Matrix, time.Duration, ti
 	data, err := s.read(p.t.Item, p.label(), p.f, buf, p.off, p.n)
 	d := time.Since(t0)
 	if err != nil {
+		return nil, d, v, err
+	}
+	if err := s.recheck(p.t.Item, p, data); err != nil {
 		return nil, d, v, err
 	}
 	m, err := p.ctor(p.r1-p.r0, p.t.Cols, data)

@@ -431,7 +431,7 @@ func FuzzParseLayout(f *testing.F) {
 			require.ErrorIs(t, err, ErrLayout)
 			return
 		}
-		for _, r := range l.Layers {
+		for _, r := range l.Runs() {
 			require.False(t, r.FileOff%4096 != 0 || r.NBytes%4096 != 0 || r.FileOff+r.NBytes > 1<<20, "accepted a bad run %+v", r)
 		}
 	})

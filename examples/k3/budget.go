@@ -19,7 +19,7 @@ import (
 // budgetFlags are the memory flags run and plan share; the trunk-shape ones (--trunk,
 // --trunk-slot-mb) are also the ladder's.
 var budgetFlags = flagSpec{
-	"--preset": true, "--trunk": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
+	"--preset": true, "--trunk": true, "--trunk-source": true, "--trunk-gb": true, "--trunk-ring": true, "--trunk-slot-mb": true,
 	"--cache-gb": true, "--cache-policy": true, "--prefetch": true, "--config": true, "--layers": true,
 }
 
@@ -33,6 +33,8 @@ const budgetUsage = `memory (flags apply in argv order: a later --trunk-gb or --
   --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest
                      (default: memory-map every shard)
   --trunk DIR        read the layers from a packed trunk (k3 pack-trunk)
+  --trunk-source S   where a lossless12 pack's matrices are read from: packed, or shards (the
+                     checkpoint's bf16 originals) (default: the plan's choice, which it prints)
   --trunk-ring N     ring slots, 1..8 (default 2; 1 = no read-ahead)
   --trunk-slot-mb X  largest piece streamed per slot in MB (default 67.1; smaller lowers the floor)
   --cache-gb X       serve routed experts from a cache of X GB (0: read every expert, keep none,
@@ -92,7 +94,17 @@ func parseBudget(a *args) budget {
 		}
 	}
 	if dir := a.vals["--trunk"]; dir != "" {
-		b.trunk = append(b.trunk, k3.WithPackedTrunk(dir))
+		var src trunk.Source
+		switch v, ok := a.vals["--trunk-source"]; {
+		case !ok || v == "auto":
+		case v == string(trunk.SourcePacked) || v == string(trunk.SourceShards):
+			src = trunk.Source(v)
+		default:
+			a.check(usagef("--trunk-source", "%q is not auto, %s or %s", v, trunk.SourcePacked, trunk.SourceShards))
+		}
+		b.trunk = append(b.trunk, k3.WithPackedTrunk(dir, src))
+	} else if a.has("--trunk-source") {
+		a.check(usagef("--trunk-source", "needs --trunk"))
 	}
 	if !presetTrunk {
 		if t := a.gb("--trunk-gb", 0); t > 0 {

@@ -45,6 +45,7 @@ func TestBudgetFlags(t *testing.T) {
 		{"--trunk-ring", "9", "outside [1, 8]"},
 		{"--trunk-slot-mb", "0.001", "below one 4096-byte page"},
 		{"--trunk", "", "empty value"},
+		{"--trunk-source", "shards", "needs --trunk"},
 	} {
 		code, _, stderr := runCLI(t, "run", "nowhere", "--ids", "1", c.flag, c.val)
 		assert.Equal(t, exitUsage, code, "%s %s", c.flag, c.val)
@@ -58,7 +59,7 @@ func TestBudgetFlags(t *testing.T) {
 func TestRunUnderBudgets(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			ref := readRef(t, dir)
+			ref := testkit.LoadReference(t, dir)
 			packed := t.TempDir()
 			code, _, stderr := runCLI(t, "pack-trunk", dir, packed)
 			require.Equal(t, exitOK, code, stderr)
@@ -74,7 +75,7 @@ func TestRunUnderBudgets(t *testing.T) {
 				require.Equal(t, exitOK, code, stderr)
 				assert.Contains(t, stderr, "memory plan")
 				assert.Less(t, strings.Index(stderr, "memory plan"), strings.Index(stderr, "loaded in"), "the plan is printed before loading")
-				var rep struct {
+				rep := testkit.ReadJSON[struct {
 					FullIDs    []int `json:"full_ids"`
 					TrunkBytes int64 `json:"trunk_bytes_read"`
 					Plan       struct {
@@ -82,10 +83,7 @@ func TestRunUnderBudgets(t *testing.T) {
 							Total int64 `json:"total_bytes"`
 						} `json:"trunk"`
 					} `json:"plan"`
-				}
-				b, err := os.ReadFile(out)
-				require.NoError(t, err)
-				require.NoError(t, json.Unmarshal(b, &rep))
+				}](t, out)
 				assert.Equal(t, ref.FullIDs, rep.FullIDs, "%v", extra)
 				require.NotNil(t, rep.Plan.Trunk)
 				if extra[1] == "0.0002" {
@@ -109,12 +107,9 @@ func TestLadder(t *testing.T) {
 	out, err := exec.Command(bin, "ladder", dir, "--budgets", "floor,0.0002,0.001,all,mapped", "--ids", "1,2,3", "--gen", "3", "--out", js).Output()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "VERDICT: all 5 rungs emitted identical ids")
-	var l struct {
+	l := testkit.ReadJSON[struct {
 		Rungs []rung `json:"rungs"`
-	}
-	b, err := os.ReadFile(js)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &l))
+	}](t, js)
 	require.Len(t, l.Rungs, 5)
 	for _, r := range l.Rungs {
 		assert.Empty(t, r.RunError)
@@ -125,27 +120,13 @@ func TestLadder(t *testing.T) {
 	assert.Positive(t, l.Rungs[0].ReadPerToken)
 }
 
-type fixtureRef struct {
-	PromptIDs []int `json:"prompt_ids"`
-	FullIDs   []int `json:"full_ids"`
-}
-
-func readRef(t *testing.T, dir string) fixtureRef {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-	require.NoError(t, err)
-	var r fixtureRef
-	require.NoError(t, json.Unmarshal(b, &r))
-	return r
-}
-
 func joinIDs(ids []int) string { return strings.Trim(strings.ReplaceAll(jsonText(ids), " ", ""), "[]") }
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestConfigAndLayersFlags(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := readRef(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
 	require.NoError(t, err)
 	alt := filepath.Join(t.TempDir(), "alt.json")
@@ -154,14 +135,11 @@ func TestConfigAndLayersFlags(t *testing.T) {
 	code, _, stderr := runCLI(t, "run", dir, "--ids", joinIDs(ref.PromptIDs), "--gen", "2", "--no-stop", "--config", alt, "--layers", "3", "--out", out)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stderr, "running 3 of")
-	var rep struct {
+	rep := testkit.ReadJSON[struct {
 		Requested int `json:"layers_requested"`
 		Completed int `json:"layers_completed"`
 		Layers    int `json:"layers"`
-	}
-	raw, err := os.ReadFile(out)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(raw, &rep))
+	}](t, out)
 	assert.Equal(t, 3, rep.Requested)
 	assert.Equal(t, 3, rep.Completed)
 	code, _, stderr = runCLI(t, "run", dir, "--ids", "1", "--layers", "1000")
@@ -246,7 +224,7 @@ func TestExecPlanPresets(t *testing.T) {
 // the reference; the JSON has the §11.1 keys, and each step line its hit and bytes read.
 func TestExecRunPresetFloor(t *testing.T) {
 	dir := testkit.Models(t)[0]
-	ref := readRef(t, dir)
+	ref := testkit.LoadReference(t, dir)
 	cwd := t.TempDir()
 	r := execK3(t, cwd, "", "run", dir, "--ids", joinIDs(ref.PromptIDs), "--gen", itoa(len(ref.FullIDs)-len(ref.PromptIDs)),
 		"--no-stop", "--preset", "floor", "--out", "r.json")

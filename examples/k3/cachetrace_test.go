@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -150,19 +147,11 @@ func TestSparseProgress(t *testing.T) {
 // TestExecSimCacheFIFO: a FIFO in place of the trace is refused at once
 // (exit 1, named), never opened in a way that blocks.
 func TestExecSimCacheFIFO(t *testing.T) {
-	cwd := t.TempDir()
-	p := filepath.Join(cwd, "fifo.bin")
+	p := filepath.Join(t.TempDir(), "fifo.bin")
 	require.NoError(t, syscall.Mkfifo(p, 0o644))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, k3Binary(t), "sim-cache", p)
-	cmd.Dir = cwd
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, ctx.Err(), "sim-cache blocked on a FIFO")
-	ee, ok := err.(*exec.ExitError)
-	require.True(t, ok, "%v: %s", err, out)
-	assert.Equal(t, exitRuntime, ee.ExitCode())
-	assert.Contains(t, string(out), "not a regular file")
+	r := execBounded(t, 30*time.Second, "sim-cache", p)
+	assert.Equal(t, exitRuntime, r.code)
+	assert.Contains(t, r.stdout+r.stderr, "not a regular file")
 }
 
 // dumpTrace runs the first fixture model for gen tokens under a tiny expert cache with
@@ -181,17 +170,14 @@ func dumpTrace(t *testing.T, gen int) (dir, cwd string) {
 // count as the run's cache counters) and drawn as a valid SVG.
 func TestExecCacheTraceSimCache(t *testing.T) {
 	_, cwd := dumpTrace(t, 6)
-	var rep struct {
+	rep := testkit.ReadJSON[struct {
 		Cache struct {
 			ExpertBytes int64 `json:"expert_bytes"`
 			Run         struct {
 				Requests int64 `json:"requests"`
 			} `json:"run"`
 		} `json:"cache_stats"`
-	}
-	b, err := os.ReadFile(filepath.Join(cwd, "r.json"))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &rep))
+	}](t, filepath.Join(cwd, "r.json"))
 	require.Positive(t, rep.Cache.Run.Requests)
 
 	svg := filepath.Join(cwd, "sim.svg")
@@ -264,23 +250,15 @@ func TestExecTraceDumpHeader(t *testing.T) {
 // size limit, which write(2) reports part-way as a full disk does) exits
 // non-zero, names the dump, and leaves no expert_trace.bin.
 func TestExecTraceDumpFullDisk(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh to set the file size limit with")
-	}
 	dir := testkit.Models(t)[0]
 	cwd := t.TempDir()
-	// ulimit -f counts 512- or 1024-byte blocks depending on the shell: 1 block is less than the
-	// trace of 12 tokens either way. Go ignores SIGXFSZ, so writes fail with EFBIG.
-	cmd := exec.Command(sh, "-c", `ulimit -f 1 && exec "$0" "$@"`, k3Binary(t), "run", dir, "--ids", "1,2,3,4",
+	// One block is less than the trace of 12 tokens, whichever block size the shell counts.
+	r := execLimited(t, cwd, 1, "run", dir, "--ids", "1,2,3,4",
 		"--gen", "8", "--no-stop", "--cache-gb", "0.0001", "--dump-cache-trace", "tr", "--out", "r.json")
-	cmd.Dir = cwd
-	out, err := cmd.CombinedOutput()
-	ee, ok := err.(*exec.ExitError)
-	require.True(t, ok, "want a non-zero exit, got %v\n%s", err, out)
-	require.Equal(t, exitRuntime, ee.ExitCode(), "%s", out)
-	require.Contains(t, string(out), "k3: --dump-cache-trace: trace: ")
-	require.Contains(t, string(out), "file too large")
+	out := r.stdout + r.stderr
+	require.Equal(t, exitRuntime, r.code, "%s", out)
+	require.Contains(t, out, "k3: --dump-cache-trace: trace: ")
+	require.Contains(t, out, "file too large")
 	es, err := os.ReadDir(filepath.Join(cwd, "tr"))
 	require.NoError(t, err)
 	var names []string
@@ -288,7 +266,7 @@ func TestExecTraceDumpFullDisk(t *testing.T) {
 		names = append(names, e.Name())
 	}
 	require.Empty(t, names, "nothing left in the dump directory")
-	require.False(t, strings.Contains(string(out), "panic"))
+	require.False(t, strings.Contains(out, "panic"))
 }
 
 // TestTraceDumpSignal: SIGTERM stops generation; the trace of what ran is

@@ -211,13 +211,7 @@ func TestExecBindFailure(t *testing.T) {
 // default (incremental) decoding.
 func TestExecFixtureRuns(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
-		b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-		require.NoError(t, err)
-		var ref struct {
-			PromptIDs []int `json:"prompt_ids"`
-			FullIDs   []int `json:"full_ids"`
-		}
-		require.NoError(t, json.Unmarshal(b, &ref))
+		ref := testkit.LoadReference(t, dir)
 		cwd := t.TempDir()
 		r := execK3(t, cwd, "", "run", dir, "--ids", strings.Trim(jsonText(ref.PromptIDs), "[]"),
 			"--gen", strconv.Itoa(len(ref.FullIDs)-len(ref.PromptIDs)), "--no-stop", "--out", "r.json", "--dump-logits", "l.f32")

@@ -19,18 +19,11 @@ import (
 	"github.com/k3-project/k3/tokenizer"
 )
 
-// refIDs is the part of a fixture model's reference.json these tests read.
-type refIDs struct {
-	PromptIDs []int `json:"prompt_ids"`
-	FullIDs   []int `json:"full_ids"`
-}
-
-func loadFixtureRef(t *testing.T, dir string) refIDs {
+// loadFixtureRef is dir's reference for the tests that generate five tokens or more past the
+// prompt: a shorter continuation would leave them nothing to compare.
+func loadFixtureRef(t *testing.T, dir string) *testkit.Reference {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-	require.NoError(t, err)
-	var r refIDs
-	require.NoError(t, json.Unmarshal(b, &r))
+	r := testkit.LoadReference(t, dir)
 	require.Greater(t, len(r.FullIDs), len(r.PromptIDs)+4, "%s: reference continuation too short", dir)
 	return r
 }
@@ -62,14 +55,10 @@ func parseCSV(t *testing.T, line string) []int {
 // reportIDs reads generated_ids from a run report.
 func reportIDs(t *testing.T, path string) (generated []int, rep map[string]any) {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var r struct {
+	r := testkit.ReadJSON[struct {
 		Generated []int `json:"generated_ids"`
-	}
-	require.NoError(t, json.Unmarshal(b, &r))
-	require.NoError(t, json.Unmarshal(b, &rep))
-	return r.Generated, rep
+	}](t, path)
+	return r.Generated, testkit.ReadJSON[map[string]any](t, path)
 }
 
 // TestExecTextOnStdout: stdout is exactly the generated text (the bytes of the generated ids),

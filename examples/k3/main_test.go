@@ -130,15 +130,7 @@ func TestInfoCommands(t *testing.T) {
 
 func readReport(t *testing.T, path string) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r map[string]any
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, b)
-	}
-	return r
+	return testkit.ReadJSON[map[string]any](t, path)
 }
 
 func ints(t *testing.T, v any) []int {
@@ -306,17 +298,7 @@ func TestSynthCommand(t *testing.T) {
 // TestFixtureModels: the CLI reproduces every model fixture's greedy continuation.
 func TestFixtureModels(t *testing.T) {
 	for _, dir := range testkit.Models(t) {
-		b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ref struct {
-			PromptIDs []int `json:"prompt_ids"`
-			FullIDs   []int `json:"full_ids"`
-		}
-		if err := json.Unmarshal(b, &ref); err != nil {
-			t.Fatal(err)
-		}
+		ref := testkit.LoadReference(t, dir)
 		out := filepath.Join(t.TempDir(), "r.json")
 		ids := strings.Trim(jsonText(ref.PromptIDs), "[]")
 		n := strconv.Itoa(len(ref.FullIDs) - len(ref.PromptIDs))

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -125,7 +124,7 @@ func TestServeCommand(t *testing.T) {
 			texts := map[string]string{}
 			for _, seed := range []string{"1234", "99"} {
 				out := filepath.Join(t.TempDir(), "run.json")
-				code, _, stderr := runCLI(t, "run", dir, "--tok", tk.Dir, "--ids", ids, "--gen", strconv.Itoa(gen),
+				code, _, stderr := runCLI(t, "run", dir, "--tok", tk.Dir, "--ids", ids, "--gen", itoa(gen),
 					"--temperature", "0.9", "--top-p", "0.95", "--top-k", "40", "--repeat-penalty", "1.1", "--seed", seed, "--out", out)
 				if code != exitOK {
 					t.Fatalf("k3 run: exit %d: %s", code, stderr)

@@ -130,8 +130,10 @@ func verify(a *args, stdout, stderr io.Writer) int {
 }
 
 // verifyTrunk checks the packed trunk in td against the layers of the model in dir, without
-// loading the model: trunk.json, then every layer run's sha256 and every lossless12 block
-// ((*trunk.Packed).Verify). It reports a line per layer and returns the number of problems.
+// loading the model: trunk.json (which must name the model's identity, §3.6), then every run's
+// sha256 and every lossless12 block ((*trunk.Packed).Verify) — the layers', and the embedding's
+// and the head's when the pack holds them. It reports a line per run and returns the number of
+// problems.
 func verifyTrunk(stderr io.Writer, dir, td string) int {
 	problem := func(err error) int {
 		fmt.Fprintf(stderr, "k3 verify: trunk %s: %v\n", td, err)
@@ -142,11 +144,27 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 		return problem(fmt.Errorf("the model's layers: %w", err))
 	}
 	exp := trunk.Expect{Tensor: func(layer int, t trunk.RunTensor) error {
-		if !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)) {
+		switch {
+		case layer == trunk.Embed && t.Name != layout.EmbedName:
+			return fmt.Errorf("not the embedding table (%s)", layout.EmbedName)
+		case layer == trunk.Head && t.Name != layout.HeadName:
+			return fmt.Errorf("not the output head (%s)", layout.HeadName)
+		case layer >= 0 && !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)):
 			return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layout.LayerPrefix(layer))
 		}
 		return nil
 	}}
+	// The trunk must be this model's (§3.6), as k3.Open requires.
+	ck, err := safetensors.Open(dir)
+	if err != nil {
+		return problem(fmt.Errorf("the model: %w", err))
+	}
+	id, _, err := checkpoint.Identify(ck, cfg)
+	ck.Close()
+	if err != nil {
+		return problem(fmt.Errorf("the model: %w", err))
+	}
+	exp.Model = id.String()
 	l, err := trunk.ReadLayout(td, cfg.NumLayers, exp)
 	if err != nil {
 		return problem(err)
@@ -157,7 +175,7 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 	}
 	defer p.Close()
 	var total int64
-	for _, r := range l.Layers {
+	for _, r := range l.Runs() {
 		total += r.Unpadded
 	}
 	m := newMeter(stderr, total, "k3 verify: trunk", "")
@@ -170,15 +188,15 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 		errs = []error{verr}
 	}
 	n := 0
-	for _, e := range errs { // an error that names no layer (a read failing) is still reported
-		if layerOf(e) < 0 {
+	for _, e := range errs { // an error that names no run (a read failing) is still reported
+		if _, ok := errors.AsType[*trunk.LayerError](e); !ok {
 			n += problem(e)
 		}
 	}
-	for _, r := range l.Layers {
+	for _, r := range l.Runs() {
 		var mine []error
 		for _, e := range errs {
-			if layerOf(e) == r.Layer {
+			if le, ok := errors.AsType[*trunk.LayerError](e); ok && le.Layer == r.Layer {
 				mine = append(mine, e)
 			}
 		}
@@ -202,22 +220,27 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 		if l12 > 0 {
 			blocks = fmt.Sprintf(" (%d lossless12, every block valid)", l12)
 		}
-		fmt.Fprintf(stderr, "k3 verify: trunk %s: layer %d: ok: %d tensors%s, %s, %s\n",
-			td, r.Layer, len(r.Tensors), blocks, size(r.Unpadded), what)
+		name := fmt.Sprintf("layer %d", r.Layer)
+		switch r.Layer {
+		case trunk.Embed:
+			name = "embedding"
+		case trunk.Head:
+			name = "lm_head"
+		}
+		fmt.Fprintf(stderr, "k3 verify: trunk %s: %s: ok: %d tensors%s, %s, %s\n",
+			td, name, len(r.Tensors), blocks, size(r.Unpadded), what)
 	}
 	if n == 0 {
-		fmt.Fprintf(stderr, "k3 verify: trunk %s: %d layer(s), %s: ok\n", td, len(l.Layers), size(total))
+		runs := fmt.Sprintf("%d layer(s)", len(l.Layers))
+		if l.Embedding != nil {
+			runs += " + embedding"
+		}
+		if l.Head != nil {
+			runs += " + lm_head"
+		}
+		fmt.Fprintf(stderr, "k3 verify: trunk %s: %s, %s: ok\n", td, runs, size(total))
 	}
 	return n
-}
-
-// layerOf is the layer a problem of (*trunk.Packed).Verify belongs to, −1 when it is not one
-// layer's (a read failing).
-func layerOf(err error) int {
-	if le, ok := errors.AsType[*trunk.LayerError](err); ok {
-		return le.Layer
-	}
-	return -1
 }
 
 // readManifest reads --manifest; an unreadable or malformed file is a usage error.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // maxLine is the longest line Lines reads.
@@ -45,6 +46,22 @@ func JSONLines[T any](path string, fn func(T) error) error {
 		}
 		return fn(v)
 	})
+}
+
+// ReadJSON decodes the file path, one JSON value (a report, an index, a
+// fixture's expectations), into a new T, failing the test when the file
+// cannot be read or does not decode.
+func ReadJSON[T any](tb testing.TB, path string) T {
+	tb.Helper()
+	var v T
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return v
 }
 
 // TextCase is one text of the tokenizer fixtures' cases.json: its id, file,

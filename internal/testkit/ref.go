@@ -23,3 +23,26 @@ func RefF16(h uint16) float64 {
 	}
 	return sign * math.Ldexp(float64(1024+f), e-25)
 }
+
+// RefR16 is the R16 reduction of §5.2 written out plainly over weights already
+// widened to float64, before the final rounding to float32: sixteen lane sums
+// in element order, the fixed tree over them, then the tail in order. It is
+// the one reference every kernel's R16 result (bf16, the integer formats,
+// lossless12) must equal bit for bit.
+func RefR16(w []float64, x []float32) float64 {
+	n := len(x)
+	m := n &^ 15
+	var a [16]float64
+	for i := range m {
+		a[i%16] += w[i] * float64(x[i])
+	}
+	var c [4]float64
+	for l := range 4 {
+		c[l] = (a[l] + a[l+4]) + (a[l+8] + a[l+12])
+	}
+	acc := (c[0] + c[1]) + (c[2] + c[3])
+	for i := m; i < n; i++ {
+		acc += w[i] * float64(x[i])
+	}
+	return acc
+}

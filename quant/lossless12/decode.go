@@ -13,9 +13,10 @@ type Matrix struct {
 	rb   int    // bytes per row
 	rows []byte // the rows, after the header
 	// simd selects the assembly decoder for blocks without escapes, fused
-	// the mat-vec that decodes in registers (set at Open from the CPU;
-	// tests clear them to run the pure-Go twin).
-	simd, fused bool
+	// the mat-vec that decodes in registers, wide its AVX-512 kernel over
+	// the AVX2 one (set at Open from the CPU; tests clear them to run the
+	// lower levels and the pure-Go twin).
+	simd, fused, wide bool
 }
 
 // Open checks every byte of an encoded matrix and returns it: the header,
@@ -29,7 +30,7 @@ func Open(data []byte) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2, fused: haveFused}
+	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2, fused: haveFused, wide: haveWide}
 	most := 0
 	for r := range h.Rows {
 		if h.Cols == 0 {
@@ -65,13 +66,13 @@ func OpenRows(cols, escapes int, data []byte) (*Matrix, error) {
 		if len(data) != 0 {
 			return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes of rows of 0 bytes", len(data))}
 		}
-		return &Matrix{h: h, simd: haveAVX2, fused: haveFused}, nil
+		return &Matrix{h: h, simd: haveAVX2, fused: haveFused, wide: haveWide}, nil
 	}
 	if int64(len(data))%rb != 0 || int64(len(data))/rb >= MaxDim {
 		return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes is not a whole number of %d-byte rows", len(data), rb)}
 	}
 	h.Rows = int(int64(len(data)) / rb)
-	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2, fused: haveFused}
+	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2, fused: haveFused, wide: haveWide}
 	for r := range h.Rows {
 		if _, err := m.checkRow(r); err != nil {
 			return nil, err
@@ -97,7 +98,7 @@ func (m *Matrix) Slice(lo, hi int) *Matrix {
 	}
 	h := m.h
 	h.Rows = hi - lo
-	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd, fused: m.fused}
+	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd, fused: m.fused, wide: m.wide}
 }
 
 // parts splits row r into its four areas.
@@ -175,17 +176,22 @@ func (m *Matrix) DecodeRow(dst []float32, r int) {
 
 // decodeRow is the decoder every kernel runs: Open has checked the row, so
 // every index names an exponent inside the byte and every escape has its
-// byte. A whole block without escapes (nearly all of them) takes a fast
-// path: the assembly decoder where the CPU has one, else its pure-Go twin,
+// byte. With AVX-512 the assembly decodes every whole block; otherwise a
+// whole block without escapes (nearly all of them) takes a fast path: the
+// AVX2 decoder where the CPU has one, else its pure-Go twin,
 // which looks the 15 exponents up in a table, two weights per index byte;
 // the rest go weight by weight. Every path writes the same bytes.
 func (m *Matrix) decodeRow(dst []byte, r int) {
 	bases, sm, nib, esc := m.parts(r)
 	cols := m.h.Cols
-	ne := 0
+	ne, k0 := 0, 0
+	if m.simd && m.wide {
+		// The AVX-512 decoder takes every whole block, escapes included.
+		k0, ne = decodeRowWide(m.rows[r*m.rb:(r+1)*m.rb], m.h, dst)
+	}
 	var tab [16]uint16
 	full := cols / BlockSize
-	for k := 0; k < len(bases); k++ {
+	for k := k0; k < len(bases); k++ {
 		if m.simd && k < full {
 			// The assembly decodes the whole blocks up to the next escape.
 			k += decodeBlocks(dst[2*k*BlockSize:], sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], full-k)

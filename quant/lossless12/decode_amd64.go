@@ -48,3 +48,78 @@ func dotBlocks(sm, nib, bases []byte, x []float64, n int, acc *[16]float64) int 
 	_ = x[BlockSize*n-1]
 	return dotBlocksAVX2(&sm[0], &nib[0], &bases[0], &x[0], n, acc)
 }
+
+// haveWide gates the AVX-512 fused kernel (dot512_amd64.s): VBMI for the
+// nibble split, VBMI2 for the escape expand, GFNI for the bit moves;
+// GODEBUG=cpu.avx512f=off (or any of the others off) falls back to the
+// AVX2 kernel.
+var haveWide = haveFused && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
+	cpu.X86.HasAVX512VBMI && cpu.X86.HasAVX512VBMI2 && cpu.X86.HasAVX512GFNI
+
+// The AVX-512 kernels: rows 0 … 3 (or 1, or 0) of a pass starting at row,
+// each rb bytes after the last, from the block whose base, sign-and-mantissa
+// bytes and index bytes are at the given offsets in a row, up to n blocks;
+// esc is the offset of the escape area. They add to the lanes in acc (even
+// lanes, then odd, in the scaled domain of dot512_amd64.s), move the escape
+// counts in ne, and return how many blocks they took: fewer than n when a
+// block's window base is above 240. Having taken all n, with out not nil,
+// they store the rows' float32 results at out instead.
+
+//go:noescape
+func dotRows4x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
+
+//go:noescape
+func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
+
+//go:noescape
+func dotRows1x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
+
+// dotRowsWide runs the AVX-512 kernel over the whole blocks k … k+n−1 of
+// nr (1, 2 or 4) rows at the start of rows, x being the activations of all
+// the whole blocks in the kernel's order and scale, and returns the blocks
+// it took (0 without the kernel). Given out (rows of whole blocks only), a
+// call that takes the last block stores the rows' results there instead of
+// their lanes.
+func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][16]float64, ne *[4]int, out []float32) int {
+	if !haveWide || n == 0 {
+		return 0
+	}
+	rb := int(h.RowBytes())
+	nb := int(blocks(int64(h.Cols)))
+	_ = rows[nr*rb-1]
+	if k < 0 || n < 0 || k+n > h.Cols/BlockSize || len(x) < (k+n)*BlockSize {
+		panic("lossless12: dotRowsWide beyond the whole blocks")
+	}
+	base, sm, nib, esc := k, nb+k*BlockSize, nb+h.Cols+k*BlockSize/2, nb+h.Cols+(h.Cols+1)/2
+	xk := &x[k*BlockSize]
+	var o *float32
+	if out != nil {
+		o = &out[:nr][0]
+	}
+	switch nr {
+	case 4:
+		return dotRows4x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne, o)
+	case 2:
+		return dotRows2x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne, o)
+	case 1:
+		return dotRows1x512(&rows[0], base, sm, nib, esc, rb, xk, n, acc, ne, o)
+	}
+	panic("lossless12: dotRowsWide of 1, 2 or 4 rows")
+}
+
+//go:noescape
+func decodeRow512(row *byte, sm, nib, esc int, dst *byte, n int) int
+
+// decodeRowWide decodes the whole blocks of the row (its bytes) into dst
+// with the AVX-512 decoder and returns how many blocks it decoded (all, or
+// 0 without the decoder) and the escape bytes they use.
+func decodeRowWide(row []byte, h Header, dst []byte) (k, ne int) {
+	n := h.Cols / BlockSize
+	if !haveWide || n == 0 {
+		return 0, 0
+	}
+	nb := int(blocks(int64(h.Cols)))
+	_ = row[h.RowBytes()-1]
+	_ = dst[2*BlockSize*n-1]
+	return n, decodeRow512(&row[0], nb, nb+h.Cols, nb+h.Cols+(h.Cols+1)/2, &dst[0], n)
+}

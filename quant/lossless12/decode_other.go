@@ -13,3 +13,14 @@ const haveFused = false
 
 // dotBlocks does nothing here: the kernels decode into a scratch buffer.
 func dotBlocks(sm, nib, bases []byte, x []float64, n int, acc *[16]float64) int { return 0 }
+
+// haveWide is false: this build has no assembly.
+const haveWide = false
+
+// dotRowsWide takes no block here: Go adds every block to the lanes.
+func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][16]float64, ne *[4]int, out []float32) int {
+	return 0
+}
+
+// decodeRowWide decodes nothing here: the Go decoder does every block.
+func decodeRowWide(row []byte, h Header, dst []byte) (k, ne int) { return 0, 0 }

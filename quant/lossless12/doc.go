@@ -30,15 +30,19 @@
 //
 // # Kernels
 //
-// MatVec decodes in registers where the CPU has AVX2 and FMA: the window's
-// exponents are looked up with VPSHUFB, each bf16 code is rebuilt, widened
-// and multiplied into the sixteen lanes of the R16 reduction of §5.2; a
-// block with an escape is added by Go, in its place. MatMul decodes a chunk
-// of rows (at most 256 KiB) into bf16 bytes and reduces them with the bf16
-// kernels of internal/kernels/dot. Every output equals the bf16 matrix's at
-// every SIMD level. Each assembly path has a pure-Go twin (the purego build
-// tag, GODEBUG=cpu.avx2=off, other architectures) that gives the same bits,
-// which the tests check on every matrix they use.
+// MatVec decodes in registers. With AVX-512 (VBMI, VBMI2, GFNI) it takes
+// four rows a pass, builds each weight directly as a float64 scaled by a
+// power of two (the activations carry the inverse scale, so every rounding
+// is the bf16 kernel's) and decodes escapes with VPEXPANDB; with AVX2 and
+// FMA it looks the window's exponents up with VPSHUFB, one row a call, and
+// a block with an escape is added by Go, in its place. Either multiplies
+// into the sixteen lanes of the R16 reduction of §5.2. MatMul decodes a
+// chunk of rows (at most 256 KiB) into bf16 bytes and reduces them with the
+// bf16 kernels of internal/kernels/dot. Every output equals the bf16
+// matrix's at every SIMD level. Each assembly path has a pure-Go twin (the
+// purego build tag, GODEBUG=cpu.avx512f=off or cpu.avx2=off, other
+// architectures) that gives the same bits, which the tests check on every
+// matrix they use.
 //
 // It is a leaf package: it imports nothing model-specific and nothing from
 // the rest of quant.

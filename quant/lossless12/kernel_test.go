@@ -14,24 +14,11 @@ import (
 // r16 is the R16 reduction of §5.2 written out plainly, the reference both
 // the bf16 kernel and this package's kernels must equal.
 func r16(w []byte, x []float32) float32 {
-	var a [16]float64
-	n := len(x)
-	m := n &^ 15
-	wf := func(i int) float64 {
-		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(w[2*i:])) << 16))
+	wf := make([]float64, len(x))
+	for i := range wf {
+		wf[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(w[2*i:])) << 16))
 	}
-	for i := range m {
-		a[i%16] += wf(i) * float64(x[i])
-	}
-	var c [4]float64
-	for l := range 4 {
-		c[l] = (a[l] + a[l+4]) + (a[l+8] + a[l+12])
-	}
-	acc := (c[0] + c[1]) + (c[2] + c[3])
-	for i := m; i < n; i++ {
-		acc += wf(i) * float64(x[i])
-	}
-	return float32(acc)
+	return float32(testkit.RefR16(wf, x))
 }
 
 // cancelling draws a [rows, cols] bf16 matrix and n activation rows for

@@ -94,7 +94,7 @@ func TestDecoderLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("assembly decoder: %v, fused mat-vec: %v (the tests compare them with the pure-Go twin)", m.simd, m.fused)
+	t.Logf("assembly decoder: %v, fused mat-vec: %v, AVX-512: %v (the tests compare them with the pure-Go twin)", m.simd, m.fused, m.wide)
 }
 
 func mustEncode(t testing.TB, rows, cols int, w []byte) []byte {

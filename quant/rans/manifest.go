@@ -27,7 +27,11 @@ var ErrManifest = errors.New("rans: bad manifest")
 // Manifest lists every coded tensor of a repacked checkpoint with the
 // SHA-256 of its decoded bytes (which are the source tensor's bytes).
 type Manifest struct {
-	Version int             `json:"version"`
+	Version int `json:"version"`
+	// Model is the source model's identity (§3.6), 64 lowercase hex digits, which the coded copy
+	// keeps: CheckModel and Verify refuse a copy whose dense tensors no longer have it. "" when
+	// the source has no config.json, or the manifest predates identities.
+	Model   string          `json:"model,omitempty"`
 	Tensors []ManifestEntry `json:"tensors"` // sorted by name, unique
 }
 
@@ -85,6 +89,9 @@ func ParseManifest(r io.Reader) (*Manifest, error) {
 	}
 	if m.Version != ManifestVersion {
 		return nil, fmt.Errorf("%w: version %d, want %d", ErrManifest, m.Version, ManifestVersion)
+	}
+	if m.Model != "" && (len(m.Model) != 64 || m.Model != hexLower(m.Model)) {
+		return nil, fmt.Errorf("%w: model %q is not 64 lowercase hex digits", ErrManifest, m.Model)
 	}
 	for i, e := range m.Tensors {
 		bad := func(format string, a ...any) error {

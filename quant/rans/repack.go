@@ -110,11 +110,16 @@ func Repack(src, out string, opts RepackOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := &repacker{ck: ck, out: out, opts: opts, ctx: ctx, workers: workers, plan: plan}
+	// The copy keeps its model's identity (§3.6); the manifest carries it so a copy whose dense
+	// shards change later is refused (CheckModel).
+	if r.man.Model, err = identify(src, ck); err != nil {
+		return nil, fmt.Errorf("rans: repack: %w", err)
+	}
 	// Only now, with the source read and the selection valid, is the output touched.
 	if err := prepareOut(out, opts.Force); err != nil {
 		return nil, err
 	}
-	r := &repacker{ck: ck, out: out, opts: opts, ctx: ctx, workers: workers, plan: plan}
 	for _, j := range plan.jobs {
 		r.prog.TotalTensors++
 		r.prog.TotalBytes += j.t.Size

@@ -37,7 +37,8 @@ type VerifyReport struct {
 // SHA-256; every tensor stamped with a CFS1 weight format is in the
 // manifest; no unstamped tensor looks like a record. All problems are
 // reported (errors.Join), each matching ErrMismatch, ErrCorrupt, ErrUnstamped
-// or ErrManifest.
+// or ErrManifest; and when the manifest names its model, the checkpoint must
+// still be that model (ErrOtherModel, §3.6).
 func Verify(dir string, opts VerifyOptions) (*VerifyReport, error) {
 	f, err := os.Open(filepath.Join(dir, ManifestFileName))
 	if err != nil {
@@ -58,6 +59,15 @@ func Verify(dir string, opts VerifyOptions) (*VerifyReport, error) {
 		return nil, fmt.Errorf("rans: verify: %w", err)
 	}
 	var errs []error
+	if man.Model != "" {
+		id, err := identify(dir, ck)
+		if err == nil {
+			err = checkModel(man.Model, id)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	listed := make(map[string]bool, len(man.Tensors))
 	for _, e := range man.Tensors {
 		listed[e.Name] = true

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // These tests compare the assembly kernels with the pure-Go twin at the
@@ -96,7 +98,7 @@ func TestAsmKernelsBitwise(t *testing.T) {
 				want00 := k.head(w0, xa)
 				want10 := k.head(w1, xa)
 				want01 := k.head(w0, xb)
-				ref := refR16Acc(widenRow(k.f, w0, m), xa)
+				ref := testkit.RefR16(widenRow(k.f, w0, m), xa)
 				if !sameBits64(want00, ref) {
 					t.Fatalf("%s m=%d: generic head %v, reference %v", k.f.name, m, want00, ref)
 				}

@@ -17,26 +17,7 @@ func refBF16(h uint16) float64 {
 
 // refR16 is R16 over already-widened weights.
 func refR16(w []float64, x []float32) float32 {
-	return float32(refR16Acc(w, x))
-}
-
-// refR16Acc is refR16 before the final rounding to float32.
-func refR16Acc(w []float64, x []float32) float64 {
-	n := len(x)
-	m := 16 * (n / 16)
-	var a [16]float64
-	for i := 0; i < m; i++ {
-		a[i%16] = a[i%16] + w[i]*float64(x[i])
-	}
-	var c [4]float64
-	for l := 0; l < 4; l++ {
-		c[l] = (a[l] + a[l+4]) + (a[l+8] + a[l+12])
-	}
-	acc := (c[0] + c[1]) + (c[2] + c[3])
-	for i := m; i < n; i++ {
-		acc = acc + w[i]*float64(x[i])
-	}
-	return acc
+	return float32(testkit.RefR16(w, x))
 }
 
 // format describes one weight encoding for table-driven tests.

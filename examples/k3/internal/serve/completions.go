@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/k3-project/k3"
 	"github.com/k3-project/k3/sample"
@@ -381,7 +380,7 @@ func (s *Server) generate(ctx context.Context, w http.ResponseWriter, j *job) *a
 		writeJSON(w, http.StatusOK, c)
 		return nil
 	}
-	c.Choices = []choice{{Text: text.flush(), FinishReason: &reason}}
+	c.Choices = []choice{{Text: text.take(), FinishReason: &reason}}
 	if ev.send(c) == nil && j.usage {
 		c.Choices, c.Usage = []choice{}, &u
 		ev.send(c)
@@ -423,39 +422,17 @@ func (e *events) write(b []byte) error {
 	return e.rc.Flush()
 }
 
-// utf8Stream holds back a UTF-8 sequence that a later token may complete, so that every streamed
-// piece is whole characters and the pieces concatenate to the text of the whole completion.
-// Invalid bytes become U+FFFD as tokenizer.ReplaceInvalidUTF8 replaces them.
+// utf8Stream gathers the text Generate releases between two events. The library releases
+// whole characters only (GenerateOptions.OnText holds back a sequence a later token may
+// complete), so every piece is whole characters and replacing each piece's invalid bytes gives
+// the text of the whole completion.
 type utf8Stream struct{ pending []byte }
 
 func (u *utf8Stream) push(b []byte) { u.pending = append(u.pending, b...) }
 
-// take returns what is final: everything but an incomplete sequence at the end.
+// take returns the text released since the last take.
 func (u *utf8Stream) take() string {
-	n := completePrefix(u.pending)
-	s := tokenizer.ReplaceInvalidUTF8(u.pending[:n])
-	u.pending = append(u.pending[:0], u.pending[n:]...)
-	return s
-}
-
-// flush returns everything, an incomplete sequence at the end included (the completion is over).
-func (u *utf8Stream) flush() string {
 	s := tokenizer.ReplaceInvalidUTF8(u.pending)
 	u.pending = u.pending[:0]
 	return s
-}
-
-// completePrefix is the length of b up to an incomplete but so far valid sequence at its end. It
-// cuts only before a byte that starts a sequence, so replacing invalid bytes piece by piece gives
-// the same text as replacing them in the whole.
-func completePrefix(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i > len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				return i
-			}
-			break
-		}
-	}
-	return len(b)
 }

@@ -1,0 +1,271 @@
+package lossless12
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/k3-project/k3/internal/kernels/dot"
+	"github.com/k3-project/k3/internal/kernels/parallel"
+	"github.com/k3-project/k3/internal/testkit"
+)
+
+// A level is one way MatVec runs on this machine, forced on a copy of a
+// matrix: the AVX-512 kernel, the AVX2 one, or the pure-Go twin (decode,
+// then the bf16 kernel).
+type level struct {
+	name string
+	set  func(*Matrix)
+}
+
+// levels lists the levels this binary and CPU can run, lowest first.
+func levels() []level {
+	ls := []level{{"go", func(m *Matrix) { m.simd, m.fused, m.wide = false, false, false }}}
+	if haveFused {
+		ls = append(ls, level{"avx2", func(m *Matrix) { m.simd, m.fused, m.wide = haveAVX2, true, false }})
+	}
+	if haveWide {
+		ls = append(ls, level{"avx512", func(m *Matrix) { m.simd, m.fused, m.wide = haveAVX2, true, true }})
+	}
+	return ls
+}
+
+// on returns a copy of m that runs at level l.
+func (l level) on(m *Matrix) *Matrix {
+	c := *m
+	l.set(&c)
+	return &c
+}
+
+// escapeEverywhere draws a [rows, cols] bf16 matrix of Gaussian weights
+// (whose blocks would not escape) and gives row i one escape in every block
+// k, at position (i + k) mod 64, and a second one, 23 further on, in every
+// third row; the activations cancel as cancellingX's do. Over 64 rows every
+// position of a block holds an escape. Each escape is a weight 2^15 to 2^18
+// times smaller than the block's largest, just below its window, so that
+// a wrong escape byte changes the float32 result.
+func escapeEverywhere(r *rand.Rand, rows, cols int) ([]byte, []float32) {
+	w, x := cancellingX(r, rows, cols, 1)
+	code := func(i, c int) int { return 2 * (i*cols + c) }
+	for i := range rows {
+		for lo := 0; lo < cols; lo += BlockSize {
+			hi := min(lo+BlockSize, cols)
+			emax := 0
+			for c := lo; c < hi; c++ {
+				emax = max(emax, int(w[code(i, c)+1]&0x7F)<<1|int(w[code(i, c)]>>7))
+			}
+			for _, p := range []int{(i + lo/BlockSize) % BlockSize, (i + lo/BlockSize + 23) % BlockSize} {
+				if c := lo + p; c < hi {
+					e := max(emax-15-r.IntN(4), 0) // 0: a window at 0, no escape
+					v := uint16(r.IntN(2))<<15 | uint16(e)<<7 | uint16(r.IntN(128))
+					w[code(i, c)], w[code(i, c)+1] = byte(v), byte(v>>8)
+				}
+				if i%3 != 0 {
+					break
+				}
+			}
+		}
+	}
+	return w, x
+}
+
+// escapePositions returns, for each position in a block, how many whole
+// blocks of m escape there.
+func escapePositions(m *Matrix) [BlockSize]int {
+	var n [BlockSize]int
+	for r := range m.h.Rows {
+		_, _, nib, _ := m.parts(r)
+		for c := 0; c < m.h.Cols/BlockSize*BlockSize; c++ {
+			if nib[c/2]>>(4*(c&1))&0xF == EscapeIndex {
+				n[c%BlockSize]++
+			}
+		}
+	}
+	return n
+}
+
+// TestLevelsMatchBF16 runs every level on every row range of small
+// matrices — odd row counts, each pass width of the AVX-512 kernel and its
+// leftovers, widths with and without a short last block — on three kinds
+// of cancelling data, and requires the bits of dot.MatVecBF16 (and of
+// dot.MatMulBF16 for a batch of three rows, which decodes at each level).
+func TestLevelsMatchBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 5))
+	gens := []struct {
+		name string
+		gen  func(rows, cols int) ([]byte, []float32)
+	}{
+		{"cancelling", func(rows, cols int) ([]byte, []float32) { return cancelling(r, rows, cols, 1) }},
+		{"cancellingX", func(rows, cols int) ([]byte, []float32) { return cancellingX(r, rows, cols, 1) }},
+		{"escapes", func(rows, cols int) ([]byte, []float32) { return escapeEverywhere(r, rows, cols) }},
+	}
+	ls := levels()
+	for _, cols := range []int{64, 128, 200, 1000, 1024} {
+		for _, rows := range []int{1, 2, 3, 5, 7, 9, 64} {
+			for _, g := range gens {
+				gname, gen := g.name, g.gen
+				w, x := gen(rows, cols)
+				m := mustOpen(t, rows, cols, w)
+				want := make([]float32, rows)
+				dot.MatVecBF16(want, w, x)
+				step := 1
+				if rows > 9 {
+					step = 13
+				}
+				_, xs := gen(0, cols)
+				xs = append(append(xs, x...), xs...)
+				wantN := make([]float32, 3*rows)
+				dot.MatMulBF16(wantN, rows, w, xs, 3)
+				for _, l := range ls {
+					ml := l.on(m)
+					name := fmt.Sprintf("%s [%d,%d] %s", l.name, rows, cols, gname)
+					gotN := make([]float32, 3*rows)
+					ml.MatMul(gotN, rows, xs, 3)
+					testkit.RequireSameBits(t, name+" MatMul", gotN, wantN)
+					got := make([]float32, rows)
+					ml.MatVec(got, x)
+					testkit.RequireSameBits(t, name, got, want)
+					for lo := 0; lo < rows; lo += step {
+						for hi := lo + 1; hi <= rows; hi += step {
+							part := got[:hi-lo]
+							clear(part)
+							ml.MatVecRows(part, x, lo, hi)
+							testkit.RequireSameBits(t, fmt.Sprintf("%s rows [%d,%d)", name, lo, hi), part, want[lo:hi])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestEscapesEveryPosition checks that escapeEverywhere puts an escape in
+// every position of a whole block, so TestLevelsMatchBF16 runs the
+// kernels' escape path at each, and compares the levels on a wider matrix
+// of it (K3's hidden size).
+func TestEscapesEveryPosition(t *testing.T) {
+	const rows, cols = 67, 7168
+	w, x := escapeEverywhere(rand.New(rand.NewPCG(3, 4)), rows, cols)
+	m := mustOpen(t, rows, cols, w)
+	for p, n := range escapePositions(m) {
+		if n == 0 {
+			t.Fatalf("no whole block escapes at position %d", p)
+		}
+	}
+	want := make([]float32, rows)
+	dot.MatVecBF16(want, w, x)
+	for _, l := range levels() {
+		got := make([]float32, rows)
+		l.on(m).MatVec(got, x)
+		testkit.RequireSameBits(t, l.name, got, want)
+	}
+}
+
+// TestLevelsWorkers splits the rows over 1, 2 and 3 workers as the engine
+// does (each calls MatVecRows on its range) and requires the bits of one
+// call.
+func TestLevelsWorkers(t *testing.T) {
+	const rows, cols = 203, 1000
+	w, x := cancelling(rand.New(rand.NewPCG(8, 9)), rows, cols, 1)
+	m := mustOpen(t, rows, cols, w)
+	want := make([]float32, rows)
+	dot.MatVecBF16(want, w, x)
+	for _, l := range levels() {
+		ml := l.on(m)
+		for _, workers := range []int{1, 2, 3} {
+			got := make([]float32, rows)
+			parallel.For(rows, workers, 1, func(lo, hi int) { ml.MatVecRows(got[lo:hi], x, lo, hi) })
+			testkit.RequireSameBits(t, fmt.Sprintf("%s workers=%d", l.name, workers), got, want)
+		}
+	}
+}
+
+// TestLevelsNoAllocs requires that a mat-vec allocates nothing at any
+// level once the scratch pools are warm.
+func TestLevelsNoAllocs(t *testing.T) {
+	testkit.SkipAllocsUnderRace(t)
+	const rows, cols = 37, 1000
+	w, x := cancelling(rand.New(rand.NewPCG(1, 2)), rows, cols, 1)
+	m := mustOpen(t, rows, cols, w)
+	dst := make([]float32, rows)
+	for _, l := range levels() {
+		ml := l.on(m)
+		testkit.NoAllocs(t, l.name+" MatVec", 20, func() { ml.MatVec(dst, x) })
+		testkit.NoAllocs(t, l.name+" MatVecRows", 20, func() { ml.MatVecRows(dst[:30], x, 5, 35) })
+	}
+}
+
+// TestGODEBUGLevels re-runs the level tests in a child with the AVX-512
+// and then the AVX2 kernels turned off by GODEBUG, as a user on such a CPU
+// would run, and checks that Open then picks the level below.
+func TestGODEBUGLevels(t *testing.T) {
+	if v, ok := testkit.ChildArg("K3_L12_GODEBUG"); ok {
+		m := mustOpen(t, 1, 64, make([]byte, 128))
+		fmt.Printf("LEVEL %s wide=%v fused=%v\n", v, m.wide, m.fused)
+		return
+	}
+	if !haveFused {
+		t.Skip("no assembly kernels in this build or on this CPU")
+	}
+	for _, c := range []struct{ godebug, want string }{
+		{"cpu.avx512f=off", "wide=false fused=true"},
+		{"cpu.avx2=off", "wide=false fused=false"},
+	} {
+		t.Setenv("GODEBUG", c.godebug)
+		out := testkit.RunChild(t, "TestGODEBUGLevels", "K3_L12_GODEBUG", c.godebug)
+		if line := testkit.ChildLine(t, out, "LEVEL"); !strings.HasSuffix(line, c.want) {
+			t.Errorf("GODEBUG=%s: %q, want %s", c.godebug, line, c.want)
+		}
+		for _, test := range []string{"TestLevelsMatchBF16", "TestEscapesEveryPosition", "TestKernelsMatchBF16"} {
+			out := testkit.RunChild(t, test, "K3_L12_LEVELS", c.godebug)
+			if !strings.Contains(string(out), "PASS") || strings.Contains(string(out), "no tests to run") {
+				t.Errorf("GODEBUG=%s %s:\n%s", c.godebug, test, out)
+			}
+		}
+	}
+}
+
+// TestLevelsNonFiniteBlocks puts NaNs in rows of passes of four, two and
+// one rows, so that their blocks' windows reach exponent 255
+// (base 241), which the AVX-512 kernel cannot build in its scaled domain
+// and hands back to Go in the middle of a pass; the rows sharing those
+// passes, with escapes on both sides of the hand-back, must keep their
+// exact bits, and those rows must come out non-finite as the bf16 kernel's
+// do (a NaN's payload is the hardware's).
+func TestLevelsNonFiniteBlocks(t *testing.T) {
+	const rows, cols = 11, 1000
+	w, x := escapeEverywhere(rand.New(rand.NewPCG(5, 6)), rows, cols)
+	put := func(r, c int, code uint16) { w[2*(r*cols+c)], w[2*(r*cols+c)+1] = byte(code), byte(code>>8) }
+	// Passes: rows 0–3 and 4–7 of four, 8–9 of two, 10 of one; a block
+	// with a non-finite weight at each position of each pass.
+	hand := map[int]int{1: 3, 3: 7, 4: 4, 6: 9, 8: 12, 9: 2, 10: 5} // row: block
+	for r, k := range hand {
+		// A NaN, of a payload of its own: built as a finite weight, an
+		// exponent 255 would give a finite result, or an infinity, where
+		// the bf16 kernel gives a NaN.
+		put(r, k*BlockSize+(r*7)%BlockSize, 0x7F81+uint16(r))
+	}
+	put(7, 15*BlockSize+3, 0xFF80) // −Inf, in the short last block
+	m := mustOpen(t, rows, cols, w)
+	bad := map[int]bool{7: true}
+	for r, k := range hand {
+		bad[r] = true
+		if bases, _, _, _ := m.parts(r); bases[k] != MaxBase {
+			t.Fatalf("row %d block %d: base %d, want %d", r, k, bases[k], MaxBase)
+		}
+	}
+	want := make([]float32, rows)
+	dot.MatVecBF16(want, w, x)
+	for i, v := range want {
+		if finite := !math.IsInf(float64(v), 0) && v == v; finite == bad[i] {
+			t.Fatalf("row %d: the bf16 kernel gives %v", i, v)
+		}
+	}
+	for _, l := range levels() {
+		got := make([]float32, rows)
+		l.on(m).MatVec(got, x)
+		testkit.RequireSameBitsOrNaN(t, l.name, got, want)
+	}
+}
