@@ -90,7 +90,8 @@ func escapePositions(m *Matrix) [BlockSize]int {
 // matrices — odd row counts, each pass width of the AVX-512 kernel and its
 // leftovers, widths with and without a short last block — on three kinds
 // of cancelling data, and requires the bits of dot.MatVecBF16 (and of
-// dot.MatMulBF16 for a batch of three rows, which decodes at each level).
+// dot.MatMulBF16 for batches of three and five rows: the first runs as
+// fused mat-vecs, the second decodes to bf16, at each level).
 func TestLevelsMatchBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 5))
 	gens := []struct {
@@ -114,16 +115,23 @@ func TestLevelsMatchBF16(t *testing.T) {
 				if rows > 9 {
 					step = 13
 				}
+				// Batches of three rows (run as fused mat-vecs) and of five (decoded to bf16 once).
 				_, xs := gen(0, cols)
 				xs = append(append(xs, x...), xs...)
-				wantN := make([]float32, 3*rows)
-				dot.MatMulBF16(wantN, rows, w, xs, 3)
+				xs = append(append(xs, x...), xs[:cols]...)
+				wants := map[int][]float32{}
+				for _, n := range []int{fusedRowsMax, fusedRowsMax + 2} {
+					wants[n] = make([]float32, n*rows)
+					dot.MatMulBF16(wants[n], rows, w, xs[:n*cols], n)
+				}
 				for _, l := range ls {
 					ml := l.on(m)
 					name := fmt.Sprintf("%s [%d,%d] %s", l.name, rows, cols, gname)
-					gotN := make([]float32, 3*rows)
-					ml.MatMul(gotN, rows, xs, 3)
-					testkit.RequireSameBits(t, name+" MatMul", gotN, wantN)
+					for n, wantN := range wants {
+						gotN := make([]float32, n*rows)
+						ml.MatMul(gotN, rows, xs[:n*cols], n)
+						testkit.RequireSameBits(t, fmt.Sprintf("%s MatMul of %d", name, n), gotN, wantN)
+					}
 					got := make([]float32, rows)
 					ml.MatVec(got, x)
 					testkit.RequireSameBits(t, name, got, want)

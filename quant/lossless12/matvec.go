@@ -95,6 +95,12 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 		}
 		return
 	}
+	if m.fused && n <= fusedRowsMax {
+		for t := range n {
+			m.matVecFused(dst[t*stride:t*stride+rows], x[t*cols:(t+1)*cols], lo, hi)
+		}
+		return
+	}
 	cr, rb := m.chunkRows(), 2*cols
 	p := getScratch(min(cr, rows) * rb)
 	for r0 := lo; r0 < hi; r0 += cr {
@@ -107,6 +113,13 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 	}
 	scratch.Put(p)
 }
+
+// fusedRowsMax is the most activation rows MatMul runs as that many fused
+// mat-vecs rather than by decoding the weights to bf16 once for all of them:
+// decoding a row to bf16 costs about three fused mat-vecs of it (a decode
+// step of the perf checkpoint, which calls MatMul with one row, spent 60% of
+// its time there before this), so from four rows on the decode pays.
+const fusedRowsMax = 3
 
 // matVecFused computes rows [lo, hi) with a kernel that decodes in
 // registers: the AVX-512 one where the CPU has it, else the AVX2 one.
