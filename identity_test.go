@@ -99,6 +99,21 @@ func (o *onLayer) LayerDone(layer int, _ time.Duration) {
 	}
 }
 
+// armedStep prefills a new session of m, then steps it once with tr armed, so that tr's fn runs
+// after the step's first layer; it returns the session and the step's error.
+func armedStep(t *testing.T, m *k3.Model, tr *onLayer) (*k3.Session, error) {
+	t.Helper()
+	s := m.NewSession()
+	ctx := context.Background()
+	require.NoError(t, s.Prefill(ctx, []int{1, 2, 3}))
+	id, err := s.Next()
+	require.NoError(t, err)
+	tr.mu.Lock()
+	tr.arm = true
+	tr.mu.Unlock()
+	return s, s.Step(ctx, id)
+}
+
 // budgeted returns the options that stream the dense weights of dir at the trunk's floor.
 func budgeted(t *testing.T, dir string, opts ...k3.Option) []k3.Option {
 	t.Helper()
@@ -171,15 +186,8 @@ func TestPackedTrunkOverwrittenMidRun(t *testing.T) {
 	}
 	tr := &onLayer{fn: dd}
 	m := openModel(t, dir, budgeted(t, dir, k3.WithPackedTrunk(pdir), k3.WithTracer(tr))...)
-	s := m.NewSession()
-	ctx := context.Background()
-	require.NoError(t, s.Prefill(ctx, []int{1, 2, 3}))
-	id, err := s.Next()
-	require.NoError(t, err)
-	tr.mu.Lock()
-	tr.arm = true
-	tr.mu.Unlock()
-	requireChanged(t, s.Step(ctx, id), bin, s)
+	s, err := armedStep(t, m, tr)
+	requireChanged(t, err, bin, s)
 }
 
 // TestPackedTrunkOfSiblingRefused: a trunk packed from a same-geometry sibling is refused at
@@ -278,15 +286,7 @@ func TestChangeNamedBeforeItsSymptom(t *testing.T) {
 	shards, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
 	require.NoError(t, err)
 	m := openModel(t, dir, k3.WithTrunkBudget(1<<30), k3.WithCacheBudget(0), k3.WithTracer(tr))
-	s := m.NewSession()
-	ctx := context.Background()
-	require.NoError(t, s.Prefill(ctx, []int{1, 2, 3}))
-	id, err := s.Next()
-	require.NoError(t, err)
-	tr.mu.Lock()
-	tr.arm = true
-	tr.mu.Unlock()
-	err = s.Step(ctx, id)
+	_, err = armedStep(t, m, tr)
 	require.ErrorIs(t, err, storage.ErrChanged)
 	_, isLoad := errors.AsType[*cache.ExpertLoadError](err)
 	require.False(t, isLoad, "%v: the symptom is not the error", err)

@@ -112,11 +112,7 @@ func TestLayoutFormatViolations(t *testing.T) {
 	tensor := func(d map[string]any, name string) map[string]any {
 		return d["layers"].([]any)[0].(map[string]any)["tensors"].(map[string]any)[name].(map[string]any)
 	}
-	cases := []struct {
-		name   string
-		mutate func(d map[string]any)
-		want   string
-	}{
+	cases := []layoutViolation{
 		{"unknown format", func(d map[string]any) { tensor(d, "layers.0.a")["format"] = "lossless11" }, `"lossless11" is not`},
 		{"format not a string", func(d map[string]any) { tensor(d, "layers.0.a")["format"] = 12 }, "format"},
 		{"escapes missing", func(d map[string]any) { delete(tensor(d, "layers.0.a"), "escapes") }, "without escapes"},
@@ -138,18 +134,7 @@ func TestLayoutFormatViolations(t *testing.T) {
 			delete(tensor(d, "layers.0.a"), "escapes")
 		}, "needs"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var d map[string]any
-			require.NoError(t, json.Unmarshal(good, &d))
-			c.mutate(d)
-			data, err := json.Marshal(d)
-			require.NoError(t, err)
-			_, err = ParseLayout(data, binSize, 2, Expect{})
-			require.ErrorIs(t, err, ErrLayout)
-			assert.Contains(t, err.Error(), c.want)
-		})
-	}
+	requireViolations(t, good, binSize, cases)
 }
 
 // TestLossless12Seed: the fuzz seed with format fields is a valid trunk.json, read with the
@@ -167,4 +152,29 @@ func TestLossless12Seed(t *testing.T) {
 	}
 	assert.Equal(t, map[string][2]any{"layers.0.a": {FormatLossless12, 0}, "layers.0.b": {FormatBF16, 0},
 		"layers.0.c": {"", 0}, "layers.1.a": {FormatLossless12, 1}}, got)
+}
+
+// layoutViolation is a change to a valid trunk.json that ParseLayout must refuse with ErrLayout
+// and a message containing want.
+type layoutViolation struct {
+	name   string
+	mutate func(d map[string]any)
+	want   string
+}
+
+// requireViolations applies each case to a copy of good and requires its refusal.
+func requireViolations(t *testing.T, good []byte, binSize int64, cases []layoutViolation) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var d map[string]any
+			require.NoError(t, json.Unmarshal(good, &d))
+			c.mutate(d)
+			data, err := json.Marshal(d)
+			require.NoError(t, err)
+			_, err = ParseLayout(data, binSize, 2, Expect{})
+			require.ErrorIs(t, err, ErrLayout)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
 }

@@ -186,11 +186,7 @@ func TestLayoutEmbedHead(t *testing.T) {
 		}
 		return nil
 	}
-	cases := []struct {
-		name   string
-		mutate func(d map[string]any)
-		want   string
-	}{
+	cases := []layoutViolation{
 		{"not an object", func(d map[string]any) { d["head"] = []any{} }, "head is array"},
 		{"file_off missing", func(d map[string]any) { delete(run(d, "head"), "file_off") }, "file_off is missing"},
 		{"unaligned", func(d map[string]any) { run(d, "embedding")["file_off"] = 4097 }, "multiples of 4096"},
@@ -211,18 +207,7 @@ func TestLayoutEmbedHead(t *testing.T) {
 		{"tensor past the run", func(d map[string]any) { tensor(d, "head")["off"] = 4096 }, "ends past the run"},
 		{"format checked", func(d map[string]any) { delete(tensor(d, "embedding"), "escapes") }, "embedding: embed: format lossless12 without escapes"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var d map[string]any
-			require.NoError(t, json.Unmarshal(good, &d))
-			c.mutate(d)
-			data, err := json.Marshal(d)
-			require.NoError(t, err)
-			_, err = ParseLayout(data, binSize, 2, Expect{})
-			require.ErrorIs(t, err, ErrLayout)
-			assert.Contains(t, err.Error(), c.want)
-		})
-	}
+	requireViolations(t, good, binSize, cases)
 }
 
 // TestChooseSource: the pack's lossless12 matrices are read as the bf16 originals only when
