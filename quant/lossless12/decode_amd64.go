@@ -108,6 +108,28 @@ func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][
 }
 
 //go:noescape
+func dotPasses4x512(row *byte, sm, nib, esc, rb int, x *float64, n, passes int, out *float32) int
+
+// passesWide runs the AVX-512 kernel over passes of four rows at the start
+// of rows that have whole blocks only, storing each row's result in out,
+// and returns how many passes it finished: fewer than passes when the
+// next pass holds a block the kernel hands back (and 0 without the
+// kernel), which the caller runs through dotRowsWide.
+func passesWide(rows []byte, h Header, x []float64, passes int, out []float32) int {
+	n := h.Cols / BlockSize
+	if !haveWide || passes <= 0 || n == 0 {
+		return 0
+	}
+	if n*BlockSize != h.Cols || len(x) < h.Cols || len(out) < 4*passes {
+		panic("lossless12: passesWide on rows with a short block")
+	}
+	rb := int(h.RowBytes())
+	_ = rows[4*passes*rb-1]
+	nb := int(blocks(int64(h.Cols)))
+	return passes - dotPasses4x512(&rows[0], nb, nb+h.Cols, nb+h.Cols+h.Cols/2, rb, &x[0], n, passes, &out[0])
+}
+
+//go:noescape
 func decodeRow512(row *byte, sm, nib, esc int, dst *byte, n int) int
 
 // decodeRowWide decodes the whole blocks of the row (its bytes) into dst

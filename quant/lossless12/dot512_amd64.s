@@ -446,6 +446,117 @@ r4esc3:
 	ESCAPE(R13)
 	JMP r4back3
 
+// func dotPasses4x512(row *byte, sm, nib, esc, rb int, x *float64, n, passes int, out *float32) int
+//
+// Runs passes passes of four rows of n whole blocks each (rows with no
+// other columns), from zero lanes, the first at row, each 4·rb bytes after
+// the last, and stores each pass's four float32 results at out, out+16, …:
+// one call for a whole row range, so that narrow rows (a few blocks) do not
+// pay a call, the constants, the lanes' loads and stores and Go's setup per
+// four rows. A pass meeting a window base above 240 is dropped half done
+// (its rows' results not stored) and the call returns the passes left,
+// that one included, for Go to run with dotRows4x512, which hands the
+// block back; otherwise it returns 0. The same registers as dotRows4x512,
+// with base at the row's start (block 0).
+TEXT ·dotPasses4x512(SB), NOSPLIT, $0-80
+	MOVQ row+0(FP), SI
+	MOVQ rb+32(FP), BX
+	LEAQ (BX)(BX*2), R9
+	CONSTS512
+
+p4pass:
+	MOVQ esc+24(FP), R10
+	ADDQ SI, R10
+	LEAQ (R10)(BX*1), R11
+	LEAQ (R10)(BX*2), R12
+	LEAQ (R10)(R9*1), R13
+	MOVQ sm+8(FP), DI
+	ADDQ SI, DI
+	MOVQ nib+16(FP), R8
+	ADDQ SI, R8
+	MOVQ x+40(FP), DX
+	MOVQ n+48(FP), CX
+	LEAQ (DI)(BX*4), R14
+	LEAQ (R8)(BX*4), R15
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+
+p4block:
+	BASEOK((SI), p4ret)
+	BASEOK((SI)(BX*1), p4ret)
+	BASEOK((SI)(BX*2), p4ret)
+	BASEOK((SI)(R9*1), p4ret)
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(BX*1)
+	PREFETCHT0 (R14)(BX*2)
+	PREFETCHT0 (R14)(R9*1)
+	PREFETCHT0 (R15)
+	PREFETCHT0 (R15)(BX*1)
+	PREFETCHT0 (R15)(BX*2)
+	PREFETCHT0 (R15)(R9*1)
+	PREFETCHT0 512(DI)
+	PREFETCHT0 512(DI)(BX*1)
+	PREFETCHT0 512(DI)(BX*2)
+	PREFETCHT0 512(DI)(R9*1)
+	LOADX
+	EXPS((R8), (SI))
+	JNZ p4esc0
+p4back0:
+	WEIGHTS((DI), Z0, Z1)
+	EXPS((R8)(BX*1), (SI)(BX*1))
+	JNZ p4esc1
+p4back1:
+	WEIGHTS((DI)(BX*1), Z2, Z3)
+	EXPS((R8)(BX*2), (SI)(BX*2))
+	JNZ p4esc2
+p4back2:
+	WEIGHTS((DI)(BX*2), Z4, Z5)
+	EXPS((R8)(R9*1), (SI)(R9*1))
+	JNZ p4esc3
+p4back3:
+	WEIGHTS((DI)(R9*1), Z6, Z7)
+	ADDQ $64, R14
+	ADDQ $32, R15
+	NEXT
+	JNZ p4block
+
+	MOVQ out+64(FP), DX
+	FINISH(Z0, Y0, X0, Z1, Y1, X1, 0)
+	FINISH(Z2, Y2, X2, Z3, Y3, X3, 4)
+	FINISH(Z4, Y4, X4, Z5, Y5, X5, 8)
+	FINISH(Z6, Y6, X6, Z7, Y7, X7, 12)
+	ADDQ $16, out+64(FP)
+	// SI is past the pass's n bases: back to its row 0, on four rows.
+	SUBQ n+48(FP), SI
+	LEAQ (SI)(BX*4), SI
+	DECQ passes+56(FP)
+	JNZ p4pass
+
+p4ret:
+	MOVQ passes+56(FP), AX
+	MOVQ AX, ret+72(FP)
+	VZEROUPPER
+	RET
+
+p4esc0:
+	ESCAPE(R10)
+	JMP p4back0
+p4esc1:
+	ESCAPE(R11)
+	JMP p4back1
+p4esc2:
+	ESCAPE(R12)
+	JMP p4back2
+p4esc3:
+	ESCAPE(R13)
+	JMP p4back3
+
 // func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
 TEXT ·dotRows2x512(SB), NOSPLIT, $0-96
 	START

@@ -156,6 +156,14 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 	var buf [2 * BlockSize]byte
 	whole := full*BlockSize == m.h.Cols // the lanes hold every column of a row
 	for r := lo; r < hi; {
+		if whole && hi-r >= 4 {
+			// Rows of whole blocks: one call for every pass of four.
+			if p := passesWide(m.rows[r*m.rb:], m.h, xp, (hi-r)/4, dst[r-lo:]); p > 0 {
+				r += 4 * p
+				continue
+			}
+			// The pass at r hands a block back: it runs below.
+		}
 		nr := 4
 		switch {
 		case hi-r >= 4:
