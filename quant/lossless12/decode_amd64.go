@@ -50,7 +50,8 @@ func dotBlocks(sm, nib, bases []byte, x []float64, n int, acc *[16]float64) int 
 }
 
 // haveWide gates the AVX-512 fused kernel (dot512_amd64.s): VBMI for the
-// nibble split, VBMI2 for the escape expand, GFNI for the bit moves;
+// byte permutes that build the weights, VBMI2 for the escape expand,
+// GFNI for the bit moves;
 // GODEBUG=cpu.avx512f=off (or any of the others off) falls back to the
 // AVX2 kernel.
 var haveWide = haveFused && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
@@ -130,18 +131,25 @@ func passesWide(rows []byte, h Header, x []float64, passes int, out []float32) i
 }
 
 //go:noescape
-func decodeRow512(row *byte, sm, nib, esc int, dst *byte, n int) int
+func decodeRows512(row *byte, sm, nib, esc, rb int, dst *byte, n, rows int) int
 
-// decodeRowWide decodes the whole blocks of the row (its bytes) into dst
-// with the AVX-512 decoder and returns how many blocks it decoded (all, or
-// 0 without the decoder) and the escape bytes they use.
-func decodeRowWide(row []byte, h Header, dst []byte) (k, ne int) {
+// decodeRowsWide decodes the whole blocks of nr rows (their bytes, at the
+// start of rows) into dst, 2·Cols bytes a row, with the AVX-512 decoder and
+// returns how many blocks of each row it decoded (all, or 0 without the
+// decoder) and the escape bytes the last row's use. Only rows of whole
+// blocks are decoded more than one a call (the caller decodes the others'
+// short block between them).
+func decodeRowsWide(rows []byte, nr int, h Header, dst []byte) (k, ne int) {
 	n := h.Cols / BlockSize
-	if !haveWide || n == 0 {
+	if !haveWide || n == 0 || nr <= 0 {
 		return 0, 0
 	}
+	if nr > 1 && n*BlockSize != h.Cols {
+		panic("lossless12: decodeRowsWide of several rows with a short block")
+	}
+	rb := int(h.RowBytes())
 	nb := int(blocks(int64(h.Cols)))
-	_ = row[h.RowBytes()-1]
-	_ = dst[2*BlockSize*n-1]
-	return n, decodeRow512(&row[0], nb, nb+h.Cols, nb+h.Cols+(h.Cols+1)/2, &dst[0], n)
+	_ = rows[(nr-1)*rb+int(h.RowBytes())-1]
+	_ = dst[2*h.Cols*(nr-1)+2*BlockSize*n-1]
+	return n, decodeRows512(&rows[0], nb, nb+h.Cols, nb+h.Cols+(h.Cols+1)/2, rb, &dst[0], n, nr)
 }
