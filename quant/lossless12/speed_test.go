@@ -71,3 +71,34 @@ func BenchmarkVsBF16(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeRows times the decode to bf16 that MatMul of four rows or
+// more runs, on matrices that stay in the caches (so the figure is the
+// decoder's, not the memory's): row by row, one call each, and a 256 KiB
+// chunk of rows a call, as MatMul decodes them. The metric is G weights/s.
+func BenchmarkDecodeRows(b *testing.B) {
+	for _, shape := range [][2]int{{1024, 256}, {256, 2048}} {
+		rows, cols := shape[0], shape[1]
+		w := gaussianBF16(rand.New(rand.NewPCG(27, uint64(cols))), rows, cols, 0.02)
+		m := mustOpen(b, rows, cols, w)
+		cr := m.chunkRows()
+		buf := make([]byte, 2*cols*cr)
+		for _, chunked := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%dx%d/chunked=%v", rows, cols, chunked), func(b *testing.B) {
+				for b.Loop() {
+					for r0 := 0; r0 < rows; r0 += cr {
+						r1 := min(r0+cr, rows)
+						if chunked {
+							m.decodeRows(buf, r0, r1)
+							continue
+						}
+						for r := r0; r < r1; r++ {
+							m.decodeRow(buf[(r-r0)*2*cols:(r-r0+1)*2*cols], r)
+						}
+					}
+				}
+				b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
+			})
+		}
+	}
+}
