@@ -187,7 +187,7 @@ func (m *Matrix) decodeRow(dst []byte, r int) {
 	ne, k0 := 0, 0
 	if m.simd && m.wide {
 		// The AVX-512 decoder takes every whole block, escapes included.
-		k0, ne = decodeRowWide(m.rows[r*m.rb:(r+1)*m.rb], m.h, dst)
+		k0, ne = decodeRowsWide(m.rows[r*m.rb:(r+1)*m.rb], 1, m.h, dst)
 	}
 	var tab [16]uint16
 	full := cols / BlockSize
@@ -219,6 +219,21 @@ func (m *Matrix) decodeRow(dst []byte, r int) {
 			}
 		}
 		ne = decodeSlow(dst[2*lo:2*hi], sm[lo:hi], nib, lo, esc, bb, ne)
+	}
+}
+
+// decodeRows decodes rows [r0, r1) into dst, 2·Cols bytes a row, as
+// decodeRow does each; rows of whole blocks take one call into the AVX-512
+// decoder for all of them.
+func (m *Matrix) decodeRows(dst []byte, r0, r1 int) {
+	rb := 2 * m.h.Cols
+	if m.simd && m.wide && m.h.Cols%BlockSize == 0 && r1-r0 > 1 {
+		if k, _ := decodeRowsWide(m.rows[r0*m.rb:r1*m.rb], r1-r0, m.h, dst); k > 0 {
+			return
+		}
+	}
+	for r := r0; r < r1; r++ {
+		m.decodeRow(dst[(r-r0)*rb:(r-r0+1)*rb], r)
 	}
 }
 

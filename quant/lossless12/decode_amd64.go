@@ -50,7 +50,8 @@ func dotBlocks(sm, nib, bases []byte, x []float64, n int, acc *[16]float64) int 
 }
 
 // haveWide gates the AVX-512 fused kernel (dot512_amd64.s): VBMI for the
-// nibble split, VBMI2 for the escape expand, GFNI for the bit moves;
+// byte permutes that build the weights, VBMI2 for the escape expand,
+// GFNI for the bit moves;
 // GODEBUG=cpu.avx512f=off (or any of the others off) falls back to the
 // AVX2 kernel.
 var haveWide = haveFused && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL &&
@@ -108,18 +109,47 @@ func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][
 }
 
 //go:noescape
-func decodeRow512(row *byte, sm, nib, esc int, dst *byte, n int) int
+func dotPasses4x512(row *byte, sm, nib, esc, rb int, x *float64, n, passes int, out *float32) int
 
-// decodeRowWide decodes the whole blocks of the row (its bytes) into dst
-// with the AVX-512 decoder and returns how many blocks it decoded (all, or
-// 0 without the decoder) and the escape bytes they use.
-func decodeRowWide(row []byte, h Header, dst []byte) (k, ne int) {
+// passesWide runs the AVX-512 kernel over passes of four rows at the start
+// of rows that have whole blocks only, storing each row's result in out,
+// and returns how many passes it finished: fewer than passes when the
+// next pass holds a block the kernel hands back (and 0 without the
+// kernel), which the caller runs through dotRowsWide.
+func passesWide(rows []byte, h Header, x []float64, passes int, out []float32) int {
 	n := h.Cols / BlockSize
-	if !haveWide || n == 0 {
+	if !haveWide || passes <= 0 || n == 0 {
+		return 0
+	}
+	if n*BlockSize != h.Cols || len(x) < h.Cols || len(out) < 4*passes {
+		panic("lossless12: passesWide on rows with a short block")
+	}
+	rb := int(h.RowBytes())
+	_ = rows[4*passes*rb-1]
+	nb := int(blocks(int64(h.Cols)))
+	return passes - dotPasses4x512(&rows[0], nb, nb+h.Cols, nb+h.Cols+h.Cols/2, rb, &x[0], n, passes, &out[0])
+}
+
+//go:noescape
+func decodeRows512(row *byte, sm, nib, esc, rb int, dst *byte, n, rows int) int
+
+// decodeRowsWide decodes the whole blocks of nr rows (their bytes, at the
+// start of rows) into dst, 2·Cols bytes a row, with the AVX-512 decoder and
+// returns how many blocks of each row it decoded (all, or 0 without the
+// decoder) and the escape bytes the last row's use. Only rows of whole
+// blocks are decoded more than one a call (the caller decodes the others'
+// short block between them).
+func decodeRowsWide(rows []byte, nr int, h Header, dst []byte) (k, ne int) {
+	n := h.Cols / BlockSize
+	if !haveWide || n == 0 || nr <= 0 {
 		return 0, 0
 	}
+	if nr > 1 && n*BlockSize != h.Cols {
+		panic("lossless12: decodeRowsWide of several rows with a short block")
+	}
+	rb := int(h.RowBytes())
 	nb := int(blocks(int64(h.Cols)))
-	_ = row[h.RowBytes()-1]
-	_ = dst[2*BlockSize*n-1]
-	return n, decodeRow512(&row[0], nb, nb+h.Cols, nb+h.Cols+(h.Cols+1)/2, &dst[0], n)
+	_ = rows[(nr-1)*rb+int(h.RowBytes())-1]
+	_ = dst[2*h.Cols*(nr-1)+2*BlockSize*n-1]
+	return n, decodeRows512(&rows[0], nb, nb+h.Cols, nb+h.Cols+(h.Cols+1)/2, rb, &dst[0], n, nr)
 }

@@ -22,5 +22,8 @@ func dotRowsWide(rows []byte, nr int, h Header, x []float64, k, n int, acc *[4][
 	return 0
 }
 
-// decodeRowWide decodes nothing here: the Go decoder does every block.
-func decodeRowWide(row []byte, h Header, dst []byte) (k, ne int) { return 0, 0 }
+// decodeRowsWide decodes nothing here: the Go decoder does every block.
+func decodeRowsWide(rows []byte, nr int, h Header, dst []byte) (k, ne int) { return 0, 0 }
+
+// passesWide runs no pass here: Go adds every block to the lanes.
+func passesWide(rows []byte, h Header, x []float64, passes int, out []float32) int { return 0 }

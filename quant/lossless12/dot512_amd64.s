@@ -23,9 +23,11 @@
 // decodes rows to bf16 with the same exponent steps.
 //
 // Per row and block:
-//   - VPERMQ spreads the 32 index bytes over the eight qwords (two per
-//     sixteen columns) and VPMULTISHIFTQB moves each column's nibble to
-//     its byte: the 64 indices in column order.
+//   - VPMOVZXBW widens the 32 index bytes to words, each holding the
+//     indices of two columns; a shift by four and a bit select move each
+//     high nibble to its word's high byte: the 64 indices in column order,
+//     with one cross-lane shuffle (there are few to spare: the permutes
+//     that build the weights are what bounds the kernel).
 //   - e = base + index (the window is base, base+1, …, so no table); the
 //     indices 15 form a mask, and the rare block with one fills those
 //     bytes from the row's escape area with VPEXPANDB, which takes the
@@ -65,32 +67,7 @@
 // next escape byte, R14 and R15 the prefetch pointers, DX the
 // activations, CX the blocks left, AX scratch. Z0–Z7 the lanes
 // (row i in Z2i even, Z2i+1 odd), Z8–Z15 the block's activations,
-// Z16–Z23 scratch, Z24–Z31 constants.
-
-// Qword order 0, 0, 1, 1, 2, 2, 3, 3: each qword of index bytes (sixteen
-// columns) to the two qwords of bytes its nibbles become.
-DATA l12spread<>+0(SB)/8, $0
-DATA l12spread<>+8(SB)/8, $0
-DATA l12spread<>+16(SB)/8, $1
-DATA l12spread<>+24(SB)/8, $1
-DATA l12spread<>+32(SB)/8, $2
-DATA l12spread<>+40(SB)/8, $2
-DATA l12spread<>+48(SB)/8, $3
-DATA l12spread<>+56(SB)/8, $3
-GLOBL l12spread<>(SB), RODATA|NOPTR, $64
-
-// Bit offsets in each qword for VPMULTISHIFTQB: 0, 4, …, 28 (nibbles 0–7
-// to bytes 0–7) in the even qwords, 32, 36, …, 60 (nibbles 8–15) in the
-// odd ones.
-DATA l12nibshift<>+0(SB)/8, $0x1c1814100c080400
-DATA l12nibshift<>+8(SB)/8, $0x3c3834302c282420
-DATA l12nibshift<>+16(SB)/8, $0x1c1814100c080400
-DATA l12nibshift<>+24(SB)/8, $0x3c3834302c282420
-DATA l12nibshift<>+32(SB)/8, $0x1c1814100c080400
-DATA l12nibshift<>+40(SB)/8, $0x3c3834302c282420
-DATA l12nibshift<>+48(SB)/8, $0x1c1814100c080400
-DATA l12nibshift<>+56(SB)/8, $0x3c3834302c282420
-GLOBL l12nibshift<>(SB), RODATA|NOPTR, $64
+// Z16–Z23 scratch, Z27–Z31 constants.
 
 // VGF2P8AFFINEQB matrices (row i of the matrix, the byte 7−i of the
 // qword, selects the input bits of output bit i): l12gf5 moves bits 0–2
@@ -186,8 +163,6 @@ DATA l12t3o<>+56(SB)/8, $0x3f1f7f0000000000
 GLOBL l12t3o<>(SB), RODATA|NOPTR, $64
 
 #define CONSTS512 \
-	VMOVDQU64 l12spread<>(SB), Z24; \
-	VMOVDQU64 l12nibshift<>(SB), Z26; \
 	MOVL $0x0f0f0f0f, AX; \
 	VPBROADCASTD AX, Z27; \
 	MOVL $0x80808080, AX; \
@@ -214,10 +189,9 @@ GLOBL l12t3o<>(SB), RODATA|NOPTR, $64
 // EXPS leaves in Z16 the exponents of a block in column order, the
 // escaped ones still base+15, and in K1 the escaped columns.
 #define EXPS(NIB, BASE) \
-	VMOVDQU64 NIB, Y16; \
-	VPERMQ Z16, Z24, Z16; \
-	VPMULTISHIFTQB Z16, Z26, Z16; \
-	VPANDQ Z27, Z16, Z16; \
+	VPMOVZXBW NIB, Z16; \
+	VPSLLW $4, Z16, Z17; \
+	VPTERNLOGD $0xA8, Z27, Z17, Z16; \
 	VPCMPEQB Z27, Z16, K1; \
 	VPBROADCASTB BASE, Z17; \
 	VPADDB Z17, Z16, Z16; \
@@ -446,6 +420,117 @@ r4esc3:
 	ESCAPE(R13)
 	JMP r4back3
 
+// func dotPasses4x512(row *byte, sm, nib, esc, rb int, x *float64, n, passes int, out *float32) int
+//
+// Runs passes passes of four rows of n whole blocks each (rows with no
+// other columns), from zero lanes, the first at row, each 4·rb bytes after
+// the last, and stores each pass's four float32 results at out, out+16, …:
+// one call for a whole row range, so that narrow rows (a few blocks) do not
+// pay a call, the constants, the lanes' loads and stores and Go's setup per
+// four rows. A pass meeting a window base above 240 is dropped half done
+// (its rows' results not stored) and the call returns the passes left,
+// that one included, for Go to run with dotRows4x512, which hands the
+// block back; otherwise it returns 0. The same registers as dotRows4x512,
+// with base at the row's start (block 0).
+TEXT ·dotPasses4x512(SB), NOSPLIT, $0-80
+	MOVQ row+0(FP), SI
+	MOVQ rb+32(FP), BX
+	LEAQ (BX)(BX*2), R9
+	CONSTS512
+
+p4pass:
+	MOVQ esc+24(FP), R10
+	ADDQ SI, R10
+	LEAQ (R10)(BX*1), R11
+	LEAQ (R10)(BX*2), R12
+	LEAQ (R10)(R9*1), R13
+	MOVQ sm+8(FP), DI
+	ADDQ SI, DI
+	MOVQ nib+16(FP), R8
+	ADDQ SI, R8
+	MOVQ x+40(FP), DX
+	MOVQ n+48(FP), CX
+	LEAQ (DI)(BX*4), R14
+	LEAQ (R8)(BX*4), R15
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+
+p4block:
+	BASEOK((SI), p4ret)
+	BASEOK((SI)(BX*1), p4ret)
+	BASEOK((SI)(BX*2), p4ret)
+	BASEOK((SI)(R9*1), p4ret)
+	PREFETCHT0 (R14)
+	PREFETCHT0 (R14)(BX*1)
+	PREFETCHT0 (R14)(BX*2)
+	PREFETCHT0 (R14)(R9*1)
+	PREFETCHT0 (R15)
+	PREFETCHT0 (R15)(BX*1)
+	PREFETCHT0 (R15)(BX*2)
+	PREFETCHT0 (R15)(R9*1)
+	PREFETCHT0 512(DI)
+	PREFETCHT0 512(DI)(BX*1)
+	PREFETCHT0 512(DI)(BX*2)
+	PREFETCHT0 512(DI)(R9*1)
+	LOADX
+	EXPS((R8), (SI))
+	JNZ p4esc0
+p4back0:
+	WEIGHTS((DI), Z0, Z1)
+	EXPS((R8)(BX*1), (SI)(BX*1))
+	JNZ p4esc1
+p4back1:
+	WEIGHTS((DI)(BX*1), Z2, Z3)
+	EXPS((R8)(BX*2), (SI)(BX*2))
+	JNZ p4esc2
+p4back2:
+	WEIGHTS((DI)(BX*2), Z4, Z5)
+	EXPS((R8)(R9*1), (SI)(R9*1))
+	JNZ p4esc3
+p4back3:
+	WEIGHTS((DI)(R9*1), Z6, Z7)
+	ADDQ $64, R14
+	ADDQ $32, R15
+	NEXT
+	JNZ p4block
+
+	MOVQ out+64(FP), DX
+	FINISH(Z0, Y0, X0, Z1, Y1, X1, 0)
+	FINISH(Z2, Y2, X2, Z3, Y3, X3, 4)
+	FINISH(Z4, Y4, X4, Z5, Y5, X5, 8)
+	FINISH(Z6, Y6, X6, Z7, Y7, X7, 12)
+	ADDQ $16, out+64(FP)
+	// SI is past the pass's n bases: back to its row 0, on four rows.
+	SUBQ n+48(FP), SI
+	LEAQ (SI)(BX*4), SI
+	DECQ passes+56(FP)
+	JNZ p4pass
+
+p4ret:
+	MOVQ passes+56(FP), AX
+	MOVQ AX, ret+72(FP)
+	VZEROUPPER
+	RET
+
+p4esc0:
+	ESCAPE(R10)
+	JMP p4back0
+p4esc1:
+	ESCAPE(R11)
+	JMP p4back1
+p4esc2:
+	ESCAPE(R12)
+	JMP p4back2
+p4esc3:
+	ESCAPE(R13)
+	JMP p4back3
+
 // func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
 TEXT ·dotRows2x512(SB), NOSPLIT, $0-96
 	START
@@ -551,27 +636,37 @@ DATA l12qperm<>+48(SB)/8, $3
 DATA l12qperm<>+56(SB)/8, $7
 GLOBL l12qperm<>(SB), RODATA|NOPTR, $64
 
-// func decodeRow512(row *byte, sm, nib, esc int, dst *byte, n int) int
+// func decodeRows512(row *byte, sm, nib, esc, rb int, dst *byte, n, rows int) int
 //
-// Decodes the first n > 0 whole blocks of the row at row (sm, nib and esc
-// the offsets of its areas) into little-endian bf16 at dst and returns how
-// many escape bytes they use. Per block, EXPS and ESCAPE give the
-// exponents as for the mat-vec; the high byte of each code is
-// (s & 0x80) | e>>1 and the low byte (e & 1)<<7 | (s & 0x7f), one shift and
-// one bit select each, and VPUNPCKLBW / VPUNPCKHBW interleave them, from
-// qword order 0, 4, 1, 5, 2, 6, 3, 7, into the 128 bytes of the block.
-TEXT ·decodeRow512(SB), NOSPLIT, $0-56
-	MOVQ row+0(FP), SI
-	MOVQ sm+8(FP), DI
-	ADDQ SI, DI
-	MOVQ nib+16(FP), R8
-	ADDQ SI, R8
-	MOVQ esc+24(FP), R10
-	ADDQ SI, R10
-	MOVQ dst+32(FP), R11
-	MOVQ n+40(FP), CX
+// Decodes the first n > 0 whole blocks of rows > 0 rows, the first at row
+// and each rb bytes after the last (sm, nib and esc the offsets of a row's
+// areas), into little-endian bf16 at dst, n·128 bytes a row one after the
+// other, and returns how many escape bytes the last row's blocks use. One
+// call decodes a chunk of rows of whole blocks, so a narrow row does not
+// pay a call and the constants. Per block, EXPS and ESCAPE give the
+// exponents in column order as for the mat-vec; the high byte of each
+// code is (s & 0x80) | e>>1 and the low byte (e & 1)<<7 | (s & 0x7f), one
+// shift and one bit select each, and VPUNPCKLBW / VPUNPCKHBW interleave
+// them, from qword order 0, 4, 1, 5, 2, 6, 3, 7, into the block's 128
+// bytes (two VPERMI2B instead, with no VPERMQ, are slower on the
+// development host: its permutes of bytes across lanes cost more).
+TEXT ·decodeRows512(SB), NOSPLIT, $0-72
+	MOVQ row+0(FP), R12
+	MOVQ rb+32(FP), BX
+	MOVQ dst+40(FP), R11
+	MOVQ rows+56(FP), R9
 	CONSTS512
 	VMOVDQU64 l12qperm<>(SB), Z28
+
+d5row:
+	MOVQ R12, SI
+	MOVQ sm+8(FP), DI
+	ADDQ R12, DI
+	MOVQ nib+16(FP), R8
+	ADDQ R12, R8
+	MOVQ esc+24(FP), R10
+	ADDQ R12, R10
+	MOVQ n+48(FP), CX
 
 d5block:
 	EXPS((R8), (SI))
@@ -594,10 +689,16 @@ d5back:
 	DECQ CX
 	JNZ d5block
 
+	ADDQ BX, R12
+	DECQ R9
+	JNZ d5row
+
+	// The last row's cursor, less its area's start.
 	MOVQ esc+24(FP), AX
-	ADDQ row+0(FP), AX
+	ADDQ R12, AX
+	SUBQ BX, AX
 	SUBQ AX, R10
-	MOVQ R10, ret+48(FP)
+	MOVQ R10, ret+64(FP)
 	VZEROUPPER
 	RET
 

@@ -243,37 +243,46 @@ func TestGODEBUGLevels(t *testing.T) {
 // exact bits, and those rows must come out non-finite as the bf16 kernel's
 // do (a NaN's payload is the hardware's).
 func TestLevelsNonFiniteBlocks(t *testing.T) {
-	const rows, cols = 11, 1000
-	w, x := escapeEverywhere(rand.New(rand.NewPCG(5, 6)), rows, cols)
-	put := func(r, c int, code uint16) { w[2*(r*cols+c)], w[2*(r*cols+c)+1] = byte(code), byte(code>>8) }
-	// Passes: rows 0–3 and 4–7 of four, 8–9 of two, 10 of one; a block
-	// with a non-finite weight at each position of each pass.
-	hand := map[int]int{1: 3, 3: 7, 4: 4, 6: 9, 8: 12, 9: 2, 10: 5} // row: block
-	for r, k := range hand {
-		// A NaN, of a payload of its own: built as a finite weight, an
-		// exponent 255 would give a finite result, or an infinity, where
-		// the bf16 kernel gives a NaN.
-		put(r, k*BlockSize+(r*7)%BlockSize, 0x7F81+uint16(r))
-	}
-	put(7, 15*BlockSize+3, 0xFF80) // −Inf, in the short last block
-	m := mustOpen(t, rows, cols, w)
-	bad := map[int]bool{7: true}
-	for r, k := range hand {
-		bad[r] = true
-		if bases, _, _, _ := m.parts(r); bases[k] != MaxBase {
-			t.Fatalf("row %d block %d: base %d, want %d", r, k, bases[k], MaxBase)
+	// 1000 columns end in a short block; 1024 do not, so their passes of
+	// four run in one call (passesWide), which stops at the pass that hands
+	// a block back: four clean rows in front make it stop after one pass.
+	for _, shape := range []struct{ cols, clean int }{{1000, 0}, {1024, 4}} {
+		cols, c0 := shape.cols, shape.clean
+		rows := 11 + c0
+		w, x := escapeEverywhere(rand.New(rand.NewPCG(5, 6)), rows, cols)
+		put := func(r, c int, code uint16) {
+			w[2*((r+c0)*cols+c)], w[2*((r+c0)*cols+c)+1] = byte(code), byte(code>>8)
 		}
-	}
-	want := make([]float32, rows)
-	dot.MatVecBF16(want, w, x)
-	for i, v := range want {
-		if finite := !math.IsInf(float64(v), 0) && v == v; finite == bad[i] {
-			t.Fatalf("row %d: the bf16 kernel gives %v", i, v)
+		// Passes: rows 0–3 and 4–7 of four, 8–9 of two, 10 of one (after
+		// the clean rows); a block with a non-finite weight at each
+		// position of each pass.
+		hand := map[int]int{1: 3, 3: 7, 4: 4, 6: 9, 8: 12, 9: 2, 10: 5} // row: block
+		for r, k := range hand {
+			// A NaN, of a payload of its own: built as a finite weight, an
+			// exponent 255 would give a finite result, or an infinity, where
+			// the bf16 kernel gives a NaN.
+			put(r, k*BlockSize+(r*7)%BlockSize, 0x7F81+uint16(r))
 		}
-	}
-	for _, l := range levels() {
-		got := make([]float32, rows)
-		l.on(m).MatVec(got, x)
-		testkit.RequireSameBitsOrNaN(t, l.name, got, want)
+		put(7, 15*BlockSize+3, 0xFF80) // −Inf, in the last block
+		m := mustOpen(t, rows, cols, w)
+		bad := map[int]bool{7 + c0: true}
+		for r, k := range hand {
+			bad[r+c0] = true
+			if bases, _, _, _ := m.parts(r + c0); bases[k] != MaxBase {
+				t.Fatalf("row %d block %d: base %d, want %d", r+c0, k, bases[k], MaxBase)
+			}
+		}
+		want := make([]float32, rows)
+		dot.MatVecBF16(want, w, x)
+		for i, v := range want {
+			if finite := !math.IsInf(float64(v), 0) && v == v; finite == bad[i] {
+				t.Fatalf("%d columns, row %d: the bf16 kernel gives %v", cols, i, v)
+			}
+		}
+		for _, l := range levels() {
+			got := make([]float32, rows)
+			l.on(m).MatVec(got, x)
+			testkit.RequireSameBitsOrNaN(t, fmt.Sprintf("%s %d columns", l.name, cols), got, want)
+		}
 	}
 }

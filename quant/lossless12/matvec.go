@@ -62,9 +62,7 @@ func (m *Matrix) MatVecRows(dst, x []float32, lo, hi int) {
 	for r0 := lo; r0 < hi; r0 += cr {
 		r1 := min(r0+cr, hi)
 		buf := (*p)[:(r1-r0)*rb]
-		for r := r0; r < r1; r++ {
-			m.decodeRow(buf[(r-r0)*rb:(r-r0+1)*rb], r)
-		}
+		m.decodeRows(buf, r0, r1)
 		dot.MatVecBF16(dst[r0-lo:r1-lo], buf, x)
 	}
 	scratch.Put(p)
@@ -106,9 +104,7 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 	for r0 := lo; r0 < hi; r0 += cr {
 		r1 := min(r0+cr, hi)
 		buf := (*p)[:(r1-r0)*rb]
-		for r := r0; r < r1; r++ {
-			m.decodeRow(buf[(r-r0)*rb:(r-r0+1)*rb], r)
-		}
+		m.decodeRows(buf, r0, r1)
 		dot.MatMulBF16(dst[r0-lo:], stride, buf, x, n)
 	}
 	scratch.Put(p)
@@ -156,6 +152,14 @@ func (m *Matrix) matVecWide(dst, x []float32, lo, hi int) {
 	var buf [2 * BlockSize]byte
 	whole := full*BlockSize == m.h.Cols // the lanes hold every column of a row
 	for r := lo; r < hi; {
+		if whole && hi-r >= 4 {
+			// Rows of whole blocks: one call for every pass of four.
+			if p := passesWide(m.rows[r*m.rb:], m.h, xp, (hi-r)/4, dst[r-lo:]); p > 0 {
+				r += 4 * p
+				continue
+			}
+			// The pass at r hands a block back: it runs below.
+		}
 		nr := 4
 		switch {
 		case hi-r >= 4:
