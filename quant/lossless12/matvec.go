@@ -112,9 +112,9 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 
 // fusedRowsMax is the most activation rows MatMul runs as that many fused
 // mat-vecs rather than by decoding the weights to bf16 once for all of them:
-// decoding a row to bf16 costs about three fused mat-vecs of it (a decode
-// step of the perf checkpoint, which calls MatMul with one row, spent 60% of
-// its time there before this), so from four rows on the decode pays.
+// decoding costs about two to three fused mat-vecs (a decode step of the
+// perf checkpoint, which calls MatMul with one row, takes 1.7–1.9× as long
+// through the decoder, §6.11.5), so from four rows on the decode pays.
 const fusedRowsMax = 3
 
 // matVecFused computes rows [lo, hi) with a kernel that decodes in
