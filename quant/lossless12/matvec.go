@@ -112,10 +112,9 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 
 // fusedRowsMax is the most activation rows MatMul runs as that many fused
 // mat-vecs rather than by decoding the weights to bf16 once for all of them:
-// decoding costs about two to three fused mat-vecs (a decode step of the
-// perf checkpoint, which calls MatMul with one row, takes 1.7–1.9× as long
-// through the decoder, §6.11.5), so from four rows on the decode pays.
-const fusedRowsMax = 3
+// decoding costs about one fused mat-vec and a bf16 mat-mul much less than a
+// mat-vec per extra row (§6.11.5), so from three rows on the decode pays.
+const fusedRowsMax = 2
 
 // matVecFused computes rows [lo, hi) with a kernel that decodes in
 // registers: the AVX-512 one where the CPU has it, else the AVX2 one.
