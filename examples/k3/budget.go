@@ -27,7 +27,7 @@ var budgetFlags = flagSpec{
 const budgetUsage = `memory (flags apply in argv order: a later --trunk-gb or --cache-gb overrides --preset):
   --preset NAME      laptop, desktop, workstation, server, max (trunk/cache GB of §11.1),
                      floor (the model's trunk floor, no expert cache, experts read a few at a
-                     time; run collects garbage at 10% heap growth unless GOGC is set) or auto
+                     time; run and serve collect garbage at 10% heap growth unless GOGC is set) or auto
                      (from MemAvailable and the cgroup memory.max) (k3 --list-presets prints
                      the table)
   --trunk-gb X       hold the dense weights in X decimal GB: pin the largest, stream the rest

@@ -184,6 +184,7 @@ func serveModel(o *serveOptions, stderr io.Writer, sigs chan os.Signal, ready fu
 	// What the requests in flight may add on top of the plan: each holds a session.
 	perReq := plan.KDAStateBytes + plan.MLABytesPerPosition*int64(o.limits.MaxPromptTokens+o.limits.MaxTokens+1)
 	fmt.Fprintf(stderr, "k3 serve: sessions: at most %d in flight, each at most %.1f MB of state\n", o.limits.MaxConcurrent, float64(perReq)/1e6)
+	defer o.budget.lowGC()() // at the floor preset, as run does
 	m, err := k3.Open(o.modelDir, opts...)
 	if err != nil {
 		return failed(stderr, openExit(err), err)
@@ -192,6 +193,7 @@ func serveModel(o *serveOptions, stderr io.Writer, sigs chan os.Signal, ready fu
 	for _, w := range m.Warnings() {
 		fmt.Fprintf(stderr, "k3 serve: warning: %s\n", w)
 	}
+	o.budget.settle()
 	stop, dropped := k3.DefaultStop(enc, cfg)
 	if len(dropped) > 0 {
 		fmt.Fprintf(stderr, "k3 serve: note: default stop ids %v are outside the vocabulary [0, %d) and cannot occur\n", dropped, cfg.Vocab)
