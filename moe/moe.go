@@ -2,6 +2,7 @@ package moe
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -355,6 +356,11 @@ func (m *MoE) runWavesOverlapped(ws *Workspace, wave int, uniq, start, slots []i
 				defer next.wg.Done()
 				next.experts, next.release, next.err = m.fetchWave(ids, dst)
 			}(uniq[w1:min(nu, w1+wave)], bufs[i^1][:0])
+			// Yield so that the read-ahead issues its reads now: the wave's
+			// compute keeps every P busy for less than a preemption slice,
+			// so otherwise the reads would start only once it had ended
+			// (measured: no overlap at all without this).
+			runtime.Gosched()
 		}
 		m.runWave(ws, experts, release, start[w0:w1+1], slots, z, y, grain)
 		if w1 == nu {
