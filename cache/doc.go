@@ -47,10 +47,12 @@
 // align4096(expertBytes + 2·4096) bytes, so every slot starts on a 4096-byte
 // boundary. A budget below TopK + 1 slots is refused (ErrBudgetTooSmall names
 // the minimum); Budget 0 runs without a cache, reading every request into
-// per-call scratch memory that is reused and retains nothing, of TopK slots
-// or Config.ScratchSlots. NewPlan reads a budget from one slot to below
+// scratch memory that is reused and retains nothing, of TopK slots or
+// Config.ScratchSlots. NewPlan reads a budget from one slot to below
 // TopK + 1 slots as that scratch size, which is how a caller with a memory
-// budget asks for it.
+// budget asks for it. A call takes one scratch slot per expert, so two
+// calls of half the scratch each can be in flight at once: the MoE reads
+// its next half-wave while the current one runs (moe.WaveOverlapper).
 //
 // Experts (moe.ExpertSource) serves a
 // layer's picks: resident experts are hits, the others are given a slot

@@ -21,9 +21,11 @@ type Plan struct {
 	ScratchBytes int64 `json:"scratch_bytes"`
 	// ScratchSlots is how many experts that buffer holds (TopK unless
 	// PlanConfig.ScratchSlots or a budget below MinBudget asks fewer) and Waves the read rounds per MoE
-	// layer and token, ⌈TopK / ScratchSlots⌉; both 0 with a cache. The
-	// results are bit-identical; the cost is time, since each round's reads
-	// finish before its experts run and fewer reads are in flight at once.
+	// layer and token, ⌈TopK / ScratchSlots⌉; both 0 with a cache. With
+	// two slots or more the MoE reads each round as two half-rounds, the
+	// second read while the first runs (docs §9.2), in the same scratch. The
+	// results are bit-identical; the cost is time, since fewer reads are in
+	// flight at once. The figures below predate the half-rounds:
 	// Measured with BenchmarkScratchWaves (budget 0, one decode token
 	// through every MoE layer, one worker; 2 cores shared with a load of 8
 	// to 10, experts in the page cache), against the TopK scratch: on the

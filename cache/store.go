@@ -129,7 +129,15 @@ type Store struct {
 	cur        counters
 	pred       [][]int // pending predictions per layer index
 	last       [][]int // previous demand picks per layer index (speculation)
-	scratch    []*arena
+	// Budget 0: the read scratch of MaxBatch slots, mapped on first use,
+	// whose free slots calls take one per expert, so that two calls of
+	// MaxBatch/2 experts (the MoE's overlapped half-waves) share it and the
+	// scratch the plan promises is all they use; scratch pools whole
+	// arenas of MaxBatch slots for calls that find too few free slots
+	// (callers holding more leases at once than the MoE does).
+	scratchMem  *arena
+	scratchFree []int32
+	scratch     []*arena
 
 	leases sync.Pool
 	bg     sync.WaitGroup
@@ -378,25 +386,29 @@ type leaseSet struct {
 	errs    []error
 	pending []int
 	waits   []int
-	direct  *arena // budget 0: the scratch holding this call's experts
+	// direct, at budget 0, is the pooled arena holding this call's experts
+	// when the shared scratch had too few free slots; otherwise slots are
+	// the shared scratch slots it took.
+	direct *arena
 }
 
 func (ls *leaseSet) release() {
 	s := ls.s
-	if ls.direct != nil {
-		s.mu.Lock()
+	s.mu.Lock()
+	switch {
+	case ls.direct != nil:
 		s.scratch = append(s.scratch, ls.direct)
-		s.mu.Unlock()
 		ls.direct = nil
-	} else {
-		s.mu.Lock()
+	case s.nslots == 0:
+		s.scratchFree = append(s.scratchFree, ls.slots...)
+	default:
 		for _, sl := range ls.slots {
 			if sl >= 0 {
 				s.slots[sl].leases--
 			}
 		}
-		s.mu.Unlock()
 	}
+	s.mu.Unlock()
 	ls.slots = ls.slots[:0]
 	s.leases.Put(ls)
 }
@@ -873,26 +885,29 @@ func (s *Store) direct(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 	}
 	s.demand(layer, li, ids)
 	s.add(func(c *counters) { c.misses += int64(len(ids)) })
-	var sc *arena
-	if n := len(s.scratch); n > 0 {
-		sc = s.scratch[n-1]
-		s.scratch = s.scratch[:n-1]
-	}
+	sc, err := s.takeScratch(ls, len(ids))
 	s.mu.Unlock()
+	if err != nil {
+		s.leases.Put(ls)
+		return nil, nil, &ExpertLoadError{Layer: layer, Expert: -1, Err: err}
+	}
 	if sc == nil {
-		var err error
 		if sc, err = newArena(int64(s.maxBatch)*s.slotBytes, false); err != nil {
 			s.leases.Put(ls)
 			return nil, nil, &ExpertLoadError{Layer: layer, Expert: -1, Err: err}
 		}
+		ls.direct = sc
 	}
-	ls.direct = sc
 	out := slices.Grow(dst[:0], len(ids))[:len(ids)]
 	errs := slices.Grow(ls.errs[:0], len(ids))[:len(ids)]
 	t0 := time.Now()
 	var dec atomic.Int64
 	s.parallel(len(ids), func(rd *reader, i int) {
-		mem := sc.mem[int64(i)*s.slotBytes : int64(i+1)*s.slotBytes]
+		at := int64(i)
+		if ls.direct == nil {
+			at = int64(ls.slots[i])
+		}
+		mem := sc.mem[at*s.slotBytes : (at+1)*s.slotBytes]
 		var d time.Duration
 		out[i], d, errs[i] = s.fill(mem, &s.locs[s.key(li, ids[i])], rd)
 		dec.Add(int64(d))
@@ -927,6 +942,42 @@ func (s *Store) direct(layer, li int, ids []int, dst []moe.Expert) ([]moe.Expert
 	}
 	return out, ls.fn, nil
 }
+
+// takeScratch gives a budget-0 call of n experts its read memory: n free
+// slots of the shared scratch, recorded in ls.slots, returning that arena;
+// else a pooled arena of its own, recorded in ls.direct; nil when the
+// caller must map a new one. Called under mu.
+func (s *Store) takeScratch(ls *leaseSet, n int) (*arena, error) {
+	if s.scratchMem == nil {
+		a, err := newArena(int64(s.maxBatch)*s.slotBytes, false)
+		if err != nil {
+			return nil, err
+		}
+		s.scratchMem = a
+		for i := s.maxBatch - 1; i >= 0; i-- {
+			s.scratchFree = append(s.scratchFree, int32(i)) // pop order 0, 1, 2, …
+		}
+	}
+	if k := len(s.scratchFree); k >= n {
+		ls.slots = append(ls.slots[:0], s.scratchFree[k-n:]...)
+		s.scratchFree = s.scratchFree[:k-n]
+		return s.scratchMem, nil
+	}
+	if k := len(s.scratch); k > 0 {
+		ls.direct = s.scratch[k-1]
+		s.scratch = s.scratch[:k-1]
+		return ls.direct, nil
+	}
+	return nil, nil
+}
+
+// OverlapWaves implements moe.WaveOverlapper: without a cache the read
+// scratch is taken slot by slot, so a second call of up to MaxBatch/2
+// experts can read while the first one's experts are leased, within the
+// scratch the plan promises. With a cache, two calls could lease more slots
+// than a small cache can give up at once; with one scratch slot there is
+// nothing to halve.
+func (s *Store) OverlapWaves() bool { return s.nslots == 0 && s.maxBatch >= 2 }
 
 // BeginStep marks the start of a token step: the step counters restart and
 // content published before this call counts as resident for the true hit
@@ -965,6 +1016,10 @@ func (s *Store) Close() error {
 		return errors.Join(errs...)
 	}
 	errs = append(errs, s.arena.free())
+	if len(s.scratchFree) == s.maxBatch { // else leased views keep it mapped
+		errs = append(errs, s.scratchMem.free())
+		s.scratchMem, s.scratchFree = nil, nil
+	}
 	for _, a := range s.scratch {
 		errs = append(errs, a.free())
 	}

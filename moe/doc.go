@@ -17,7 +17,9 @@
 // so the result is bit-identical to routing the positions one at a time
 // (§4.10, E1) and to any worker count. A source implementing
 // BatchLimiter gets the union in waves of at most MaxBatch experts, with the
-// same result.
+// same result; one that is also a WaveOverlapper gets half-waves, each
+// leased on another goroutine while the previous one runs, so that its
+// reads overlap the compute (§9.2).
 //
 // Scratch memory comes from a Workspace: ForwardRoutedWith and
 // Dense.ForwardWith take one from the caller (one per goroutine, shareable

@@ -61,3 +61,15 @@ func (m *MemExperts) Experts(layer int, ids []int, dst []Expert) ([]Expert, func
 type BatchLimiter interface {
 	MaxBatch() int
 }
+
+// WaveOverlapper is implemented by a BatchLimiter that can serve a second
+// Experts call of a layer while the experts of the first are still leased,
+// as long as the two together lease at most MaxBatch experts (an expert
+// cache without a cache, whose read scratch is taken slot by slot). When
+// OverlapWaves reports true, a layer whose union needs more than
+// ⌊MaxBatch/2⌋ experts fetches it in half-waves of ⌊MaxBatch/2⌋ and leases
+// each half-wave while the previous one runs, so the source's reads overlap
+// the compute; the output is bit-identical to a single wave.
+type WaveOverlapper interface {
+	OverlapWaves() bool
+}

@@ -2,6 +2,7 @@ package moe
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -58,7 +59,9 @@ type MoE struct {
 	shared *Dense // nil without shared experts
 	src    ExpertSource
 	limit  BatchLimiter // src, when it limits the experts per call
-	pool   sync.Pool    // *Workspace for calls that bring none
+	// overlap: src reads a half-wave while the previous one is leased.
+	overlap bool
+	pool    sync.Pool // *Workspace for calls that bring none
 	// minWork is parallel.MinWork: the fewest operations worth a goroutine
 	// when experts are split. In-package tests set 1 to force the split on
 	// small layers, which must not change a bit.
@@ -96,6 +99,9 @@ func New(cfg Config, w Weights, src ExpertSource) (*MoE, error) {
 	}
 	m := &MoE{cfg: cfg, minWork: parallel.MinWork, router: r, down: w.Down, up: w.Up, src: src}
 	m.limit, _ = src.(BatchLimiter)
+	if o, ok := src.(WaveOverlapper); ok && m.limit != nil {
+		m.overlap = o.OverlapWaves()
+	}
 	if cfg.LatentNorm {
 		m.norm = w.Norm
 	}
@@ -225,10 +231,14 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 	// A source that can lease only so many experts at once (a small cache)
 	// gets the union in waves; every y[slot] is computed by the same
 	// kernels either way and summed below in pick order, so waves change no
-	// bit.
-	wave := nu
+	// bit. A source that overlaps waves gets half-waves, each read while
+	// the previous one runs.
+	wave, overlap := nu, false
 	if m.limit != nil {
-		if mb := m.limit.MaxBatch(); mb > 0 && mb < nu {
+		switch mb := m.limit.MaxBatch(); {
+		case m.overlap && mb >= 2 && mb/2 < nu:
+			wave, overlap = mb/2, true
+		case mb > 0 && mb < nu:
 			wave = mb
 		}
 	}
@@ -240,10 +250,19 @@ func (m *MoE) ForwardRoutedWith(dst, x []float32, T int, ids []int, ws *Workspac
 		ws.parts[i] = expertPart{zin: ws.f32.Take(T * l), yout: ws.f32.Take(T * l),
 			g: ws.f32.Take(T * ni), u: ws.f32.Take(T * ni)}
 	}
-	for w0 := 0; w0 < nu; w0 += wave {
-		w1 := min(nu, w0+wave)
-		if err := m.runWave(ws, uniq[w0:w1], start[w0:w1+1], slots, z, y, grain); err != nil {
+	if overlap {
+		if err := m.runWavesOverlapped(ws, wave, uniq, start, slots, z, y, grain); err != nil {
 			return err
+		}
+	} else {
+		for w0 := 0; w0 < nu; w0 += wave {
+			w1 := min(nu, w0+wave)
+			experts, release, err := m.fetchWave(uniq[w0:w1], ws.experts[:0])
+			if err != nil {
+				return err
+			}
+			ws.experts = experts[:0] // keep the capacity for the next call
+			m.runWave(ws, experts, release, start[w0:w1+1], slots, z, y, grain)
 		}
 	}
 
@@ -290,32 +309,75 @@ func (t *combineSplit) Run(lo, hi int) {
 	}
 }
 
-// runWave fetches the experts uniq (one wave of the call's union), runs
-// each over the positions that picked it (start indexes slots, relative to
-// the wave) and releases them.
-func (m *MoE) runWave(ws *Workspace, uniq, start, slots []int, z, y []float32, grain int) error {
+// fetchWave leases the experts uniq (one wave of the call's union) into
+// dst[:0] and checks their shapes; on error nothing stays leased.
+func (m *MoE) fetchWave(uniq []int, dst []Expert) ([]Expert, func(), error) {
 	c := m.cfg
-	nu := len(uniq)
-	experts, release, err := m.src.Experts(c.Layer, uniq, ws.experts[:0])
+	experts, release, err := m.src.Experts(c.Layer, uniq, dst)
 	if err != nil {
 		// The source names the expert (the expert cache's error type does); the forward pass
 		// fails instead of skipping it (§4.8).
-		return fmt.Errorf("moe: layer %d: routed experts: %w", c.Layer, err)
+		return nil, nil, fmt.Errorf("moe: layer %d: routed experts: %w", c.Layer, err)
 	}
-	ws.experts = experts[:0] // keep the capacity for the next call
 	if release == nil {
 		release = noRelease
 	}
-	if len(experts) != nu {
+	if len(experts) != len(uniq) {
 		release()
-		return fmt.Errorf("moe: layer %d: the expert source returned %d experts for %d ids", c.Layer, len(experts), nu)
+		return nil, nil, fmt.Errorf("moe: layer %d: the expert source returned %d experts for %d ids", c.Layer, len(experts), len(uniq))
 	}
 	for n, ex := range experts {
 		if err := m.checkExpert(ex); err != nil {
 			release()
-			return fmt.Errorf("moe: layer %d: expert %d: %w", c.Layer, uniq[n], err)
+			return nil, nil, fmt.Errorf("moe: layer %d: expert %d: %w", c.Layer, uniq[n], err)
 		}
 	}
+	return experts, release, nil
+}
+
+// runWavesOverlapped runs the union uniq in waves of wave experts, leasing
+// wave i+1 on another goroutine while wave i runs (§9.2): the source's
+// reads then overlap the compute instead of following it. The waves run in
+// the same order over the same slots as without overlap, so no bit changes.
+func (m *MoE) runWavesOverlapped(ws *Workspace, wave int, uniq, start, slots []int, z, y []float32, grain int) error {
+	nu := len(uniq)
+	bufs := &ws.waveBufs
+	experts, release, err := m.fetchWave(uniq[:min(nu, wave)], bufs[0][:0])
+	for w0, i := 0, 0; ; i ^= 1 {
+		if err != nil {
+			return err
+		}
+		bufs[i] = experts[:0] // keep the capacity for the next call
+		w1 := min(nu, w0+wave)
+		next := &ws.next
+		if w1 < nu {
+			next.wg.Add(1)
+			go func(ids []int, dst []Expert) {
+				defer next.wg.Done()
+				next.experts, next.release, next.err = m.fetchWave(ids, dst)
+			}(uniq[w1:min(nu, w1+wave)], bufs[i^1][:0])
+			// Yield so that the read-ahead issues its reads now: the wave's
+			// compute keeps every P busy for less than a preemption slice,
+			// so otherwise the reads would start only once it had ended
+			// (measured: no overlap at all without this).
+			runtime.Gosched()
+		}
+		m.runWave(ws, experts, release, start[w0:w1+1], slots, z, y, grain)
+		if w1 == nu {
+			return nil
+		}
+		next.wg.Wait()
+		experts, release, err = next.experts, next.release, next.err
+		next.experts, next.release, next.err = nil, nil, nil
+		w0 = w1
+	}
+}
+
+// runWave runs the leased experts of one wave, each over the positions that
+// picked it (start indexes slots, relative to the wave), and releases them.
+func (m *MoE) runWave(ws *Workspace, experts []Expert, release func(), start, slots []int, z, y []float32, grain int) {
+	c := m.cfg
+	nu := len(experts)
 	r := &ws.run
 	*r = expertRun{m: m, experts: experts, start: start, slots: slots, z: z, y: y}
 	wk := c.Pool.Limit(c.Workers)
@@ -332,7 +394,6 @@ func (m *MoE) runWave(ws *Workspace, uniq, start, slots []int, z, y []float32, g
 	}
 	*r = expertRun{} // drop references to the caller's data
 	release()
-	return nil
 }
 
 func noRelease() {}

@@ -1,6 +1,10 @@
 package moe
 
-import "github.com/k3-project/k3/internal/kernels/arena"
+import (
+	"sync"
+
+	"github.com/k3-project/k3/internal/kernels/arena"
+)
 
 // Workspace holds the scratch memory of MoE and Dense Forward calls, so that
 // a steady decode loop allocates nothing of its own. Buffers grow on demand
@@ -19,8 +23,21 @@ type Workspace struct {
 	order []int // the expert split's claiming order
 	glu   gluSplit
 	comb  combineSplit
-	// experts is handed to ExpertSource.Experts as its destination.
+	// experts is handed to ExpertSource.Experts as its destination;
+	// waveBufs are the two destinations of overlapped waves, and next the
+	// lease of the wave being read ahead.
+	experts  []Expert
+	waveBufs [2][]Expert
+	next     waveFetch
+}
+
+// waveFetch is the outcome of leasing a wave on another goroutine; wg is
+// done when the other fields are set.
+type waveFetch struct {
+	wg      sync.WaitGroup
 	experts []Expert
+	release func()
+	err     error
 }
 
 // NewWorkspace returns an empty workspace.
