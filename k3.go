@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -460,20 +459,11 @@ func prepare(dir string, opts []Option, identify bool) (*Model, *prepared, error
 	m.plan = Plan{Mapped: true, Packed: o.packedDir}
 	d := &prepared{opts: o}
 	if o.packedDir != "" {
-		exp := trunk.Expect{Tensor: func(layer int, t trunk.RunTensor) error {
-			switch {
-			case layer == trunk.Embed && t.Name != layout.EmbedName:
-				return fmt.Errorf("not the embedding table (%s)", layout.EmbedName)
-			case layer == trunk.Head && t.Name != layout.HeadName:
-				return fmt.Errorf("not the output head (%s)", layout.HeadName)
-			case layer >= 0 && !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)):
-				return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layout.LayerPrefix(layer))
-			}
-			return nil
-		}}
+		var model string
 		if identify {
-			exp.Model = m.integ.Identity.String()
+			model = m.integ.Identity.String()
 		}
+		exp := checkpoint.TrunkExpect(model)
 		if m.packed, err = trunk.OpenPacked(o.packedDir, cfg.NumLayers, exp, o.open); err != nil {
 			m.Close()
 			return nil, nil, fmt.Errorf("k3: open %s: %w", dir, err)

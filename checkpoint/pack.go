@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/k3-project/k3/config"
 	"github.com/k3-project/k3/layout"
@@ -84,6 +85,24 @@ type PackOption func(*trunk.PackOptions)
 // checkpoint stores it) or "lossless12" (§6.11).
 func WithTrunkFormat(format string) PackOption {
 	return func(o *trunk.PackOptions) { o.Format = format }
+}
+
+// TrunkExpect returns what a packed trunk of a released checkpoint must hold beyond its own
+// consistency (trunk.ReadLayout, trunk.OpenPacked): every layer run's tensors are that layer's,
+// the embedding and head runs hold the embedding table and the output head, and, when model is
+// not empty, trunk.json names that model's identity (§3.6; Identity.String).
+func TrunkExpect(model string) trunk.Expect {
+	return trunk.Expect{Model: model, Tensor: func(layer int, t trunk.RunTensor) error {
+		switch {
+		case layer == trunk.Embed && t.Name != layout.EmbedName:
+			return fmt.Errorf("not the embedding table (%s)", layout.EmbedName)
+		case layer == trunk.Head && t.Name != layout.HeadName:
+			return fmt.Errorf("not the output head (%s)", layout.HeadName)
+		case layer >= 0 && !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)):
+			return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layout.LayerPrefix(layer))
+		}
+		return nil
+	}}
 }
 
 // trunkTensors lists each layer's trunk tensors (§3.4's class, by name).

@@ -6,11 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/k3-project/k3/checkpoint"
 	"github.com/k3-project/k3/config"
-	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/safetensors"
 	"github.com/k3-project/k3/storage"
 	"github.com/k3-project/k3/trunk"
@@ -143,17 +141,6 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 	if err != nil {
 		return problem(fmt.Errorf("the model's layers: %w", err))
 	}
-	exp := trunk.Expect{Tensor: func(layer int, t trunk.RunTensor) error {
-		switch {
-		case layer == trunk.Embed && t.Name != layout.EmbedName:
-			return fmt.Errorf("not the embedding table (%s)", layout.EmbedName)
-		case layer == trunk.Head && t.Name != layout.HeadName:
-			return fmt.Errorf("not the output head (%s)", layout.HeadName)
-		case layer >= 0 && !strings.HasPrefix(t.Name, layout.LayerPrefix(layer)):
-			return fmt.Errorf("not a tensor of layer %d (want prefix %s)", layer, layout.LayerPrefix(layer))
-		}
-		return nil
-	}}
 	// The trunk must be this model's (§3.6), as k3.Open requires.
 	ck, err := safetensors.Open(dir)
 	if err != nil {
@@ -164,7 +151,7 @@ func verifyTrunk(stderr io.Writer, dir, td string) int {
 	if err != nil {
 		return problem(fmt.Errorf("the model: %w", err))
 	}
-	exp.Model = id.String()
+	exp := checkpoint.TrunkExpect(id.String())
 	l, err := trunk.ReadLayout(td, cfg.NumLayers, exp)
 	if err != nil {
 		return problem(err)
