@@ -172,3 +172,11 @@ func (w *Watch) Close() error {
 	w.files, w.byPath, w.closed = nil, nil, true
 	return first
 }
+
+// size is f's size. For an *os.File on unix it comes from fstat(2) without allocating (File.Stat
+// allocates its FileInfo), which matters because the mapped path re-checks every shard's size
+// after every forward pass.
+func size(f File) (int64, error) {
+	id, err := identityOf(f)
+	return id.Size, err
+}
