@@ -317,6 +317,49 @@ GLOBL l12t3o<>(SB), RODATA|NOPTR, $64
 DATA l12two128<>+0(SB)/8, $0x47f0000000000000
 GLOBL l12two128<>(SB), RODATA|NOPTR, $8
 
+// BLOCK4 runs one block of the four rows at SI, DI, R8 (strides BX, R9 = 3·BX): it leaves for
+// OUT when a row's window base is one the kernel hands back (BASEOK), prefetches, decodes each
+// row's weights into its accumulator pair (Z0/Z1 … Z6/Z7), and advances. A row with an escape
+// jumps to blkesc0 … blkesc3, which return to blkback0 … blkback3: labels of the function that
+// expands it (labels are function-scoped), as dotRows4x512 and dotPasses4x512 both do.
+#define BLOCK4(OUT) \
+	BASEOK((SI), OUT); \
+	BASEOK((SI)(BX*1), OUT); \
+	BASEOK((SI)(BX*2), OUT); \
+	BASEOK((SI)(R9*1), OUT); \
+	PREFETCHT0 (R14); \
+	PREFETCHT0 (R14)(BX*1); \
+	PREFETCHT0 (R14)(BX*2); \
+	PREFETCHT0 (R14)(R9*1); \
+	PREFETCHT0 (R15); \
+	PREFETCHT0 (R15)(BX*1); \
+	PREFETCHT0 (R15)(BX*2); \
+	PREFETCHT0 (R15)(R9*1); \
+	PREFETCHT0 512(DI); \
+	PREFETCHT0 512(DI)(BX*1); \
+	PREFETCHT0 512(DI)(BX*2); \
+	PREFETCHT0 512(DI)(R9*1); \
+	LOADX; \
+	EXPS((R8), (SI)); \
+	JNZ blkesc0; \
+blkback0: \
+	WEIGHTS((DI), Z0, Z1); \
+	EXPS((R8)(BX*1), (SI)(BX*1)); \
+	JNZ blkesc1; \
+blkback1: \
+	WEIGHTS((DI)(BX*1), Z2, Z3); \
+	EXPS((R8)(BX*2), (SI)(BX*2)); \
+	JNZ blkesc2; \
+blkback2: \
+	WEIGHTS((DI)(BX*2), Z4, Z5); \
+	EXPS((R8)(R9*1), (SI)(R9*1)); \
+	JNZ blkesc3; \
+blkback3: \
+	WEIGHTS((DI)(R9*1), Z6, Z7); \
+	ADDQ $64, R14; \
+	ADDQ $32, R15; \
+	NEXT
+
 // func dotRows4x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
 TEXT ·dotRows4x512(SB), NOSPLIT, $0-96
 	START
@@ -333,42 +376,7 @@ TEXT ·dotRows4x512(SB), NOSPLIT, $0-96
 	LEAQ (R8)(BX*4), R15
 
 r4block:
-	BASEOK((SI), r4out)
-	BASEOK((SI)(BX*1), r4out)
-	BASEOK((SI)(BX*2), r4out)
-	BASEOK((SI)(R9*1), r4out)
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(BX*1)
-	PREFETCHT0 (R14)(BX*2)
-	PREFETCHT0 (R14)(R9*1)
-	PREFETCHT0 (R15)
-	PREFETCHT0 (R15)(BX*1)
-	PREFETCHT0 (R15)(BX*2)
-	PREFETCHT0 (R15)(R9*1)
-	PREFETCHT0 512(DI)
-	PREFETCHT0 512(DI)(BX*1)
-	PREFETCHT0 512(DI)(BX*2)
-	PREFETCHT0 512(DI)(R9*1)
-	LOADX
-	EXPS((R8), (SI))
-	JNZ r4esc0
-r4back0:
-	WEIGHTS((DI), Z0, Z1)
-	EXPS((R8)(BX*1), (SI)(BX*1))
-	JNZ r4esc1
-r4back1:
-	WEIGHTS((DI)(BX*1), Z2, Z3)
-	EXPS((R8)(BX*2), (SI)(BX*2))
-	JNZ r4esc2
-r4back2:
-	WEIGHTS((DI)(BX*2), Z4, Z5)
-	EXPS((R8)(R9*1), (SI)(R9*1))
-	JNZ r4esc3
-r4back3:
-	WEIGHTS((DI)(R9*1), Z6, Z7)
-	ADDQ $64, R14
-	ADDQ $32, R15
-	NEXT
+	BLOCK4(r4out)
 	JNZ r4block
 
 r4out:
@@ -407,18 +415,18 @@ r4acc:
 	VZEROUPPER
 	RET
 
-r4esc0:
+blkesc0:
 	ESCAPE(R10)
-	JMP r4back0
-r4esc1:
+	JMP blkback0
+blkesc1:
 	ESCAPE(R11)
-	JMP r4back1
-r4esc2:
+	JMP blkback1
+blkesc2:
 	ESCAPE(R12)
-	JMP r4back2
-r4esc3:
+	JMP blkback2
+blkesc3:
 	ESCAPE(R13)
-	JMP r4back3
+	JMP blkback3
 
 // func dotPasses4x512(row *byte, sm, nib, esc, rb int, x *float64, n, passes int, out *float32) int
 //
@@ -462,42 +470,7 @@ p4pass:
 	VPXORQ Z7, Z7, Z7
 
 p4block:
-	BASEOK((SI), p4ret)
-	BASEOK((SI)(BX*1), p4ret)
-	BASEOK((SI)(BX*2), p4ret)
-	BASEOK((SI)(R9*1), p4ret)
-	PREFETCHT0 (R14)
-	PREFETCHT0 (R14)(BX*1)
-	PREFETCHT0 (R14)(BX*2)
-	PREFETCHT0 (R14)(R9*1)
-	PREFETCHT0 (R15)
-	PREFETCHT0 (R15)(BX*1)
-	PREFETCHT0 (R15)(BX*2)
-	PREFETCHT0 (R15)(R9*1)
-	PREFETCHT0 512(DI)
-	PREFETCHT0 512(DI)(BX*1)
-	PREFETCHT0 512(DI)(BX*2)
-	PREFETCHT0 512(DI)(R9*1)
-	LOADX
-	EXPS((R8), (SI))
-	JNZ p4esc0
-p4back0:
-	WEIGHTS((DI), Z0, Z1)
-	EXPS((R8)(BX*1), (SI)(BX*1))
-	JNZ p4esc1
-p4back1:
-	WEIGHTS((DI)(BX*1), Z2, Z3)
-	EXPS((R8)(BX*2), (SI)(BX*2))
-	JNZ p4esc2
-p4back2:
-	WEIGHTS((DI)(BX*2), Z4, Z5)
-	EXPS((R8)(R9*1), (SI)(R9*1))
-	JNZ p4esc3
-p4back3:
-	WEIGHTS((DI)(R9*1), Z6, Z7)
-	ADDQ $64, R14
-	ADDQ $32, R15
-	NEXT
+	BLOCK4(p4ret)
 	JNZ p4block
 
 	MOVQ out+64(FP), DX
@@ -518,18 +491,18 @@ p4ret:
 	VZEROUPPER
 	RET
 
-p4esc0:
+blkesc0:
 	ESCAPE(R10)
-	JMP p4back0
-p4esc1:
+	JMP blkback0
+blkesc1:
 	ESCAPE(R11)
-	JMP p4back1
-p4esc2:
+	JMP blkback1
+blkesc2:
 	ESCAPE(R12)
-	JMP p4back2
-p4esc3:
+	JMP blkback2
+blkesc3:
 	ESCAPE(R13)
-	JMP p4back3
+	JMP blkback3
 
 // func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
 TEXT ·dotRows2x512(SB), NOSPLIT, $0-96
