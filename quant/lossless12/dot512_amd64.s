@@ -317,6 +317,22 @@ GLOBL l12t3o<>(SB), RODATA|NOPTR, $64
 DATA l12two128<>+0(SB)/8, $0x47f0000000000000
 GLOBL l12two128<>(SB), RODATA|NOPTR, $8
 
+// ESCAPES4 are BLOCK4's escape paths, one per row: each takes the row's escaped exponents from
+// its cursor (R10 … R13, ESCAPE) and returns into the block.
+#define ESCAPES4 \
+blkesc0: \
+	ESCAPE(R10); \
+	JMP blkback0; \
+blkesc1: \
+	ESCAPE(R11); \
+	JMP blkback1; \
+blkesc2: \
+	ESCAPE(R12); \
+	JMP blkback2; \
+blkesc3: \
+	ESCAPE(R13); \
+	JMP blkback3
+
 // BLOCK4 runs one block of the four rows at SI, DI, R8 (strides BX, R9 = 3·BX): it leaves for
 // OUT when a row's window base is one the kernel hands back (BASEOK), prefetches, decodes each
 // row's weights into its accumulator pair (Z0/Z1 … Z6/Z7), and advances. A row with an escape
@@ -415,18 +431,7 @@ r4acc:
 	VZEROUPPER
 	RET
 
-blkesc0:
-	ESCAPE(R10)
-	JMP blkback0
-blkesc1:
-	ESCAPE(R11)
-	JMP blkback1
-blkesc2:
-	ESCAPE(R12)
-	JMP blkback2
-blkesc3:
-	ESCAPE(R13)
-	JMP blkback3
+	ESCAPES4
 
 // func dotPasses4x512(row *byte, sm, nib, esc, rb int, x *float64, n, passes int, out *float32) int
 //
@@ -491,18 +496,7 @@ p4ret:
 	VZEROUPPER
 	RET
 
-blkesc0:
-	ESCAPE(R10)
-	JMP blkback0
-blkesc1:
-	ESCAPE(R11)
-	JMP blkback1
-blkesc2:
-	ESCAPE(R12)
-	JMP blkback2
-blkesc3:
-	ESCAPE(R13)
-	JMP blkback3
+	ESCAPES4
 
 // func dotRows2x512(row *byte, base, sm, nib, esc, rb int, x *float64, n int, acc *[4][16]float64, ne *[4]int, out *float32) int
 TEXT ·dotRows2x512(SB), NOSPLIT, $0-96
