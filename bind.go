@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/k3-project/k3/config"
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/layout"
 	"github.com/k3-project/k3/quant"
@@ -34,7 +35,7 @@ type binder struct {
 	// experts[l][e] are the six tensors of layer l's routed expert e (mapped experts only).
 	experts [][][]bound
 	dense   []trunk.Tensor // every dense matrix, in walk order
-	side    int64          // bytes of the float32 copies of vectors
+	side    int64          // bytes the built model holds for the vectors (heldBytes)
 	// cachedExperts: the expert store (cache.Store) locates and checks the routed experts,
 	// which may be entropy-coded, so the binder leaves them alone.
 	cachedExperts bool
@@ -47,7 +48,7 @@ type bound struct {
 	t    *safetensors.Tensor // nil: missing or refused (already reported)
 	ctor func(int, int, []byte) (quant.Matrix, error)
 	mat  quant.Matrix
-	vec  []float32
+	vec  nn.Vec // at its stored width when gain(spec.Key) and stored BF16 or F16, else float32
 }
 
 // walk binds the tensors of the configuration's first nlayers layers.
@@ -225,7 +226,7 @@ func (b *binder) vector(e *bound) {
 		return
 	}
 	e.t = t
-	b.side += 4 * t.NumElements()
+	b.side += heldBytes(s.Key, t.DType, t.NumElements())
 	b.count(s.Class, t, t.NumElements())
 }
 
@@ -346,7 +347,15 @@ func (b *binder) loadOne(e *bound, store *trunk.Store, pool *parallel.Pool) {
 			// Only the first H (the alternative shape's one dimension) entries are used.
 			v = v[:s.Alt[0]]
 		}
-		e.vec = v
+		e.vec = nn.F32(v)
+		if gain(s.Key) && (e.t.DType == safetensors.BF16 || e.t.DType == safetensors.F16) {
+			// Values widened from 16 bits narrow back exactly; a failure would be a reader
+			// bug, and holding float32 would exceed what the plan charged (heldBytes).
+			var ok bool
+			if e.vec, ok = nn.Narrow(v, e.t.DType == safetensors.F16); !ok {
+				fail(fmt.Errorf("%v values do not narrow back to %v", e.t.DType, e.t.DType))
+			}
+		}
 		return
 	}
 	if store != nil {
@@ -399,9 +408,53 @@ func (v values) mat(key string) quant.Matrix {
 
 func (v values) vec(key string) []float32 {
 	if e := v[key]; e != nil {
-		return e.vec
+		return e.vec.Float32()
 	}
 	return nil
+}
+
+// gain returns an RMSNorm gain as held (see gain, the function).
+func (v values) gain(key string) nn.Vec {
+	if e := v[key]; e != nil {
+		return e.vec
+	}
+	return nn.Vec{}
+}
+
+// gain reports whether the vector with this table key is an RMSNorm gain. The built model holds
+// gains at their stored width (nn.Vec, widened exactly where used), so a BF16 or F16 gain costs
+// 2 bytes per element; build reads them with values.gain.
+func gain(key string) bool {
+	switch key {
+	case "model.norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight",
+		"self_attn.q_a_layernorm.weight", "self_attn.kv_a_layernorm.weight",
+		"block_sparse_moe.routed_expert_norm.weight":
+		return true
+	}
+	return false
+}
+
+// attnResVector reports whether the vector with this table key is an AttnRes key norm or
+// pseudo-query: build folds each pair into one float32 vector of their common width
+// (nn.NewAttnRes), 2 bytes per stored element whatever the dtype.
+func attnResVector(key string) bool {
+	switch key {
+	case "model.output_attn_res_norm.weight", "model.output_attn_res_proj.weight",
+		"self_attention_res_norm.weight", "self_attention_res_proj.weight",
+		"mlp_res_norm.weight", "mlp_res_proj.weight":
+		return true
+	}
+	return false
+}
+
+// heldBytes is what the built model holds for a vector of n elements stored as d: the side
+// bytes the trunk plan charges (§8.5). Every other vector is held as float32.
+func heldBytes(key string, d safetensors.DType, n int64) int64 {
+	switch {
+	case attnResVector(key), gain(key) && (d == safetensors.BF16 || d == safetensors.F16):
+		return 2 * n
+	}
+	return 4 * n
 }
 
 // ClassInfo counts the tensors of one class.

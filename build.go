@@ -16,7 +16,7 @@ import (
 func (m *Model) build(b *binder) error {
 	top := index(b.model)
 	m.embed, m.lmHead = top.mat("model.embed_tokens.weight"), top.mat("lm_head.weight")
-	m.norm = top.vec("model.norm.weight")
+	m.norm = top.gain("model.norm.weight")
 	if _, ok := m.embed.(quant.RowDecoder); !ok {
 		return &BindError{Dir: m.dir, Mismatched: []string{fmt.Sprintf("%s: format %v cannot gather rows", top["model.embed_tokens.weight"].spec.Name, m.embed.Format())}}
 	}
@@ -47,7 +47,7 @@ func (m *Model) buildLayer(b *binder, l int) error {
 	E := c.Hidden
 	lay := &m.layers[l]
 	var err error
-	lay.res = nn.Residual{InputNorm: v.vec("input_layernorm.weight"), PostNorm: v.vec("post_attention_layernorm.weight"),
+	lay.res = nn.Residual{InputNorm: v.gain("input_layernorm.weight"), PostNorm: v.gain("post_attention_layernorm.weight"),
 		Eps: m.eps, Boundary: c.IsBoundary(l)}
 	if lay.res.AttnRes, err = nn.NewAttnRes(v.vec("self_attention_res_norm.weight"), v.vec("self_attention_res_proj.weight"), m.eps); err != nil {
 		return fmt.Errorf("layer %d self_attention_res: %w", l, err)
@@ -60,9 +60,9 @@ func (m *Model) buildLayer(b *binder, l int) error {
 			Hidden: E, Heads: c.MLAHeads, QLoRA: c.QLoRA, KVLoRA: c.KVLoRA, NoPE: c.QKNope, Rope: c.QKRope,
 			VHead: c.VHead, OutGate: c.MLAOutGate, RMSEps: m.eps, Workers: m.threads, Pool: m.pool,
 		}, attention.MLAWeights{
-			QA: v.mat("self_attn.q_a_proj.weight"), QANorm: v.vec("self_attn.q_a_layernorm.weight"),
+			QA: v.mat("self_attn.q_a_proj.weight"), QANorm: v.gain("self_attn.q_a_layernorm.weight"),
 			QB: v.mat("self_attn.q_b_proj.weight"), KVA: v.mat("self_attn.kv_a_proj_with_mqa.weight"),
-			KVANorm: v.vec("self_attn.kv_a_layernorm.weight"), KVB: v.mat("self_attn.kv_b_proj.weight"),
+			KVANorm: v.gain("self_attn.kv_a_layernorm.weight"), KVB: v.mat("self_attn.kv_b_proj.weight"),
 			G: v.mat("self_attn.g_proj.weight"), O: v.mat("self_attn.o_proj.weight"),
 		})
 	} else {
@@ -152,7 +152,7 @@ func (m *Model) buildFFN(b *binder, v values, l int) (ffn, error) {
 	w := moe.Weights{
 		Gate: v.mat(p + "gate.weight"), Bias: v.vec(p + "gate.e_score_correction_bias"),
 		Down: v.mat(p + "routed_expert_down_proj.weight"), Up: v.mat(p + "routed_expert_up_proj.weight"),
-		Norm:       v.vec(p + "routed_expert_norm.weight"),
+		Norm:       v.gain(p + "routed_expert_norm.weight"),
 		SharedGate: v.mat(p + "shared_experts.gate_proj.weight"), SharedUp: v.mat(p + "shared_experts.up_proj.weight"),
 		SharedDown: v.mat(p + "shared_experts.down_proj.weight"),
 	}

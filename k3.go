@@ -294,7 +294,7 @@ type Model struct {
 
 	embed  quant.Matrix // [V, E]; rows gathered and widened exactly
 	lmHead quant.Matrix // [V, E]
-	norm   []float32    // final RMSNorm gain [E]
+	norm   nn.Vec       // final RMSNorm gain [E], at its stored width
 	outAgg *nn.AttnRes  // output_attn_res_{norm,proj}
 	eps    float32
 	layers []layer
@@ -511,8 +511,8 @@ func prepare(dir string, opts []Option, identify bool) (*Model, *prepared, error
 	return m, d, nil
 }
 
-// withSide returns pc charging side bytes of float32 vectors: each walk (the pack's, the
-// shards') widens its own.
+// withSide returns pc charging the side bytes of the vectors a walk binds (heldBytes): each
+// walk (the pack's, the shards') loads its own.
 func withSide(pc trunk.PlanConfig, side int64) trunk.PlanConfig {
 	pc.SideBytes = side
 	return pc

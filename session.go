@@ -329,14 +329,14 @@ func (s *Session) forward(ctx context.Context, ids []int, mode logitsMode) ([]fl
 	var logits []float32
 	switch mode {
 	case logitsAll:
-		nn.RMSNormRows(out, out, m.norm, m.eps)
+		m.norm.RMSNormRows(out, out, m.eps)
 		logits = make([]float32, T*V)
 		if err := w.guard(func() error { quant.MatMulParallel(m.lmHead, logits, V, out, T, m.threads); return nil }); err != nil {
 			return nil, fail(-1, err)
 		}
 	default:
 		last := out // the last position's row
-		nn.RMSNormRows(last, last, m.norm, m.eps)
+		m.norm.RMSNormRows(last, last, m.eps)
 		// s.logits is private (Logits and Snapshot copy it), so the last pass's buffer is reused.
 		if cap(s.logbuf) < V {
 			s.logbuf = make([]float32, V)

@@ -468,7 +468,7 @@ func (m *Model) sharedWalk(batch []*walkReq) {
 	}
 	logits := reuse(&w.logits, nh*V)
 	if nh > 0 {
-		nn.RMSNormRows(last, last, m.norm, m.eps)
+		m.norm.RMSNormRows(last, last, m.eps)
 		if err := wt.guard(func() error { quant.MatMulParallel(m.lmHead, logits, V, last, nh, m.threads); return nil }); err != nil {
 			fail(-1, err)
 			return

@@ -2,6 +2,7 @@ package attention_test
 
 import (
 	"fmt"
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"math"
 	"math/rand/v2"
 
@@ -87,8 +88,8 @@ func ExampleMLA() {
 		attention.MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
 			OutGate: true, RMSEps: 1e-5},
 		attention.MLAWeights{
-			QA: randMatrix(r, Rq, E), QANorm: randVec(r, Rq, 1), QB: randMatrix(r, Hm*(dn+dr), Rq),
-			KVA: randMatrix(r, Rkv+dr, E), KVANorm: randVec(r, Rkv, 1), KVB: randMatrix(r, Hm*(dn+dv), Rkv),
+			QA: randMatrix(r, Rq, E), QANorm: nn.F32(randVec(r, Rq, 1)), QB: randMatrix(r, Hm*(dn+dr), Rq),
+			KVA: randMatrix(r, Rkv+dr, E), KVANorm: nn.F32(randVec(r, Rkv, 1)), KVB: randMatrix(r, Hm*(dn+dv), Rkv),
 			O: randMatrix(r, E, Hm*dv), G: randMatrix(r, Hm*dv, E),
 		})
 	if err != nil {
@@ -115,8 +116,8 @@ func ExampleWorkspace() {
 	mla, err := attention.NewMLA(
 		attention.MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv, RMSEps: 1e-5},
 		attention.MLAWeights{
-			QA: randMatrix(r, Rq, E), QANorm: randVec(r, Rq, 1), QB: randMatrix(r, Hm*(dn+dr), Rq),
-			KVA: randMatrix(r, Rkv+dr, E), KVANorm: randVec(r, Rkv, 1), KVB: randMatrix(r, Hm*(dn+dv), Rkv),
+			QA: randMatrix(r, Rq, E), QANorm: nn.F32(randVec(r, Rq, 1)), QB: randMatrix(r, Hm*(dn+dr), Rq),
+			KVA: randMatrix(r, Rkv+dr, E), KVANorm: nn.F32(randVec(r, Rkv, 1)), KVB: randMatrix(r, Hm*(dn+dv), Rkv),
 			O: randMatrix(r, E, Hm*dv),
 		})
 	if err != nil {

@@ -1,6 +1,7 @@
 package attention
 
 import (
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"math/rand/v2"
 	"testing"
 
@@ -41,8 +42,8 @@ func kdaWeights(r *rand.Rand, c KDAConfig, alog int, mat func(rows, cols int) qu
 // c.OutGate) like kdaWeights, in field order.
 func mlaWeights(r *rand.Rand, c MLAConfig, mat func(rows, cols int) quant.Matrix) MLAWeights {
 	E, Hm, dn, dr, dv := c.Hidden, c.Heads, c.NoPE, c.Rope, c.VHead
-	w := MLAWeights{QA: mat(c.QLoRA, E), QANorm: testkit.Gaussian(r, c.QLoRA, 1), QB: mat(Hm*(dn+dr), c.QLoRA),
-		KVA: mat(c.KVLoRA+dr, E), KVANorm: testkit.Gaussian(r, c.KVLoRA, 1), KVB: mat(Hm*(dn+dv), c.KVLoRA),
+	w := MLAWeights{QA: mat(c.QLoRA, E), QANorm: nn.F32(testkit.Gaussian(r, c.QLoRA, 1)), QB: mat(Hm*(dn+dr), c.QLoRA),
+		KVA: mat(c.KVLoRA+dr, E), KVANorm: nn.F32(testkit.Gaussian(r, c.KVLoRA, 1)), KVB: mat(Hm*(dn+dv), c.KVLoRA),
 		O: mat(E, Hm*dv)}
 	if c.OutGate {
 		w.G = mat(Hm*dv, E)

@@ -2,6 +2,7 @@ package attention
 
 import (
 	"fmt"
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -26,9 +27,9 @@ func mlaFromFixture(t testing.TB, f *opfix.Fixture, prefix string, workers int, 
 	cfg := MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
 		OutGate: true, RMSEps: 1e-5, Workers: workers}
 	w := MLAWeights{
-		QA: g("q_a_proj_weight", Rq, E), QANorm: f.F32(prefix+"q_a_layernorm_weight", Rq),
+		QA: g("q_a_proj_weight", Rq, E), QANorm: nn.F32(f.F32(prefix+"q_a_layernorm_weight", Rq)),
 		QB: g("q_b_proj_weight", Hm*(dn+dr), Rq), KVA: g("kv_a_proj_with_mqa_weight", Rkv+dr, E),
-		KVANorm: f.F32(prefix+"kv_a_layernorm_weight", Rkv), KVB: g("kv_b_proj_weight", Hm*(dn+dv), Rkv),
+		KVANorm: nn.F32(f.F32(prefix+"kv_a_layernorm_weight", Rkv)), KVB: g("kv_b_proj_weight", Hm*(dn+dv), Rkv),
 		O: g("o_proj_weight", E, Hm*dv), G: g("g_proj_weight", Hm*dv, E),
 	}
 	m, err := NewMLA(cfg, w)

@@ -36,8 +36,8 @@ type PlanConfig struct {
 	// SlotBytes caps a slot (0 means DefaultSlotBytes); tensors larger than a slot stream in
 	// row ranges. It never goes below the floor's slot.
 	SlotBytes int64
-	// SideBytes are resident bytes outside the matrices that the budget must also cover (the
-	// float32 copies of norms, biases and other small vectors).
+	// SideBytes are resident bytes outside the matrices that the budget must also cover (norms,
+	// biases, conv taps and other small vectors as the model holds them).
 	SideBytes int64
 }
 
@@ -97,7 +97,7 @@ func (p *Plan) String() string {
 	} else {
 		fmt.Fprintf(&b, "  embedding   rows read per token (%d B each)\n", p.EmbedRowSize)
 	}
-	fmt.Fprintf(&b, "  side        %s  float32 norms, biases and small vectors\n", Size(p.SideBytes))
+	fmt.Fprintf(&b, "  side        %s  norm gains at stored width, AttnRes folds, float32 biases and taps\n", Size(p.SideBytes))
 	fmt.Fprintf(&b, "  streamed    %s per pass (trunk hit %.1f%%)\n", Size(p.StreamBytes), 100*p.Hit())
 	fmt.Fprintf(&b, "  total       %s", Size(p.Total))
 	return b.String()

@@ -39,7 +39,7 @@ func TestResidualStepAllocations(t *testing.T) {
 		}
 		return nil
 	}
-	inner := &Residual{InputNorm: vec(), PostNorm: vec(), AttnRes: agg(), MLPRes: agg(), Eps: 1e-5}
+	inner := &Residual{InputNorm: F32(vec()), PostNorm: F32(vec()), AttnRes: agg(), MLPRes: agg(), Eps: 1e-5}
 	boundary := *inner
 	boundary.Boundary = true
 	out := agg()
@@ -141,7 +141,7 @@ func TestResidualForwardFrom(t *testing.T) {
 		}
 		return nil
 	}
-	inner := &Residual{InputNorm: vec(E), PostNorm: vec(E), AttnRes: agg(), MLPRes: agg(), Eps: 1e-5}
+	inner := &Residual{InputNorm: F32(vec(E)), PostNorm: F32(vec(E)), AttnRes: agg(), MLPRes: agg(), Eps: 1e-5}
 	boundary := *inner
 	boundary.Boundary = true
 	out := agg()

@@ -15,7 +15,7 @@
 // are those of the Go loops (which the tests compare them with).
 //
 // Activations are row-major []float32 ([T][width] for T positions). The
-// package imports only internal/kernels/fmath, internal/kernels/parallel and
-// golang.org/x/sys/cpu; it must never import attention, moe, config, quant,
-// safetensors or the root package.
+// package imports only internal/kernels/fmath, internal/kernels/floatbits,
+// internal/kernels/parallel and golang.org/x/sys/cpu; it must never import
+// attention, moe, config, quant, safetensors or the root package.
 package nn

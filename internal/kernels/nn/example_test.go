@@ -18,7 +18,7 @@ func ExampleResidual() {
 		}
 		return a
 	}
-	layer := &nn.Residual{InputNorm: ones, PostNorm: ones, AttnRes: agg(), MLPRes: agg(), Eps: 1e-5, Boundary: true}
+	layer := &nn.Residual{InputNorm: nn.F32(ones), PostNorm: nn.F32(ones), AttnRes: agg(), MLPRes: agg(), Eps: 1e-5, Boundary: true}
 	s, err := nn.NewStream([]float32{1, 2, 3, 4}, T, E) // the token embedding
 	if err != nil {
 		fmt.Println(err)

@@ -173,21 +173,21 @@ func forRows(T, workers, n int, fn func(t int, scratch [][]float32) error) error
 // (§4.3): the two pre-norms, the two aggregators and whether the layer
 // starts a block (L mod b == 0).
 type Residual struct {
-	InputNorm []float32 // input_layernorm gain [E]
-	PostNorm  []float32 // post_attention_layernorm gain [E]
-	AttnRes   *AttnRes  // self_attention_res_{norm,proj}
-	MLPRes    *AttnRes  // mlp_res_{norm,proj}
-	Eps       float32   // RMSEps
-	Boundary  bool      // layer index mod AttnResBlock == 0
+	InputNorm Vec      // input_layernorm gain [E]
+	PostNorm  Vec      // post_attention_layernorm gain [E]
+	AttnRes   *AttnRes // self_attention_res_{norm,proj}
+	MLPRes    *AttnRes // mlp_res_{norm,proj}
+	Eps       float32  // RMSEps
+	Boundary  bool     // layer index mod AttnResBlock == 0
 }
 
 // Validate checks that every part is present and of width e.
 func (r *Residual) Validate(e int) error {
 	switch {
-	case len(r.InputNorm) != e:
-		return fmt.Errorf("nn: residual: input norm has %d elements, want %d", len(r.InputNorm), e)
-	case len(r.PostNorm) != e:
-		return fmt.Errorf("nn: residual: post-attention norm has %d elements, want %d", len(r.PostNorm), e)
+	case r.InputNorm.Len() != e:
+		return fmt.Errorf("nn: residual: input norm has %d elements, want %d", r.InputNorm.Len(), e)
+	case r.PostNorm.Len() != e:
+		return fmt.Errorf("nn: residual: post-attention norm has %d elements, want %d", r.PostNorm.Len(), e)
 	case r.AttnRes == nil || r.AttnRes.Width() != e:
 		return fmt.Errorf("nn: residual: missing or mis-sized pre-attention AttnRes (want width %d)", e)
 	case r.MLPRes == nil || r.MLPRes.Width() != e:
@@ -295,13 +295,13 @@ func rowsFrom(rows [][]float32, off int) [][]float32 {
 	return rows
 }
 
-func normRows(dst, x, w []float32, eps float32, T, workers int) {
-	e := len(w)
+func normRows(dst, x []float32, w Vec, eps float32, T, workers int) {
+	e := w.Len()
 	if parallel.Chunks(T, workers, 1) <= 1 {
-		RMSNormRows(dst, x, w, eps)
+		w.RMSNormRows(dst, x, eps)
 		return
 	}
 	parallel.For(T, workers, 1, func(lo, hi int) {
-		RMSNormRows(dst[lo*e:hi*e], x[lo*e:hi*e], w, eps)
+		w.RMSNormRows(dst[lo*e:hi*e], x[lo*e:hi*e], eps)
 	})
 }

@@ -125,11 +125,11 @@ func TestAttnResErrorsAndRawValues(t *testing.T) {
 
 func TestResidualValidate(t *testing.T) {
 	a, _ := NewAttnRes([]float32{1, 1}, []float32{1, 1}, 1e-5)
-	r := &Residual{InputNorm: []float32{1, 1}, PostNorm: []float32{1}, AttnRes: a, MLPRes: a, Eps: 1e-5}
+	r := &Residual{InputNorm: F32([]float32{1, 1}), PostNorm: F32([]float32{1}), AttnRes: a, MLPRes: a, Eps: 1e-5}
 	if err := r.Validate(2); err == nil {
 		t.Error("short post norm accepted")
 	}
-	r.PostNorm = []float32{1, 1}
+	r.PostNorm = F32([]float32{1, 1})
 	r.MLPRes = nil
 	if err := r.Validate(2); err == nil {
 		t.Error("missing aggregator accepted")

@@ -1,6 +1,10 @@
 package nn
 
-import "math"
+import (
+	"math"
+
+	"github.com/k3-project/k3/internal/kernels/floatbits"
+)
 
 // L2Eps is f32(1e−6), the epsilon inside L2Norm's square root (§5.1).
 const L2Eps float32 = 1e-6
@@ -48,14 +52,21 @@ func rmsScale(ss float64, n int, eps float32) float32 {
 // RMSNorm sets dst_i = w_i ⊗ (x_i ⊗ r) with r = RMSScale(x, eps) (§4.1:
 // mean of squares, eps inside the root). dst may alias x. len(w), len(dst)
 // and len(x) must be equal.
-func RMSNorm(dst, x, w []float32, eps float32) {
+func RMSNorm(dst, x, w []float32, eps float32) { F32(w).RMSNorm(dst, x, eps) }
+
+// RMSNormRows applies RMSNorm to each of the len(x)/len(w) rows of x.
+func RMSNormRows(dst, x, w []float32, eps float32) { F32(w).RMSNormRows(dst, x, eps) }
+
+// RMSNorm is the package's RMSNorm with w as the gain, read at its held
+// width and widened exactly per element.
+func (w Vec) RMSNorm(dst, x []float32, eps float32) {
 	scaleRow(dst, x, w, RMSScale(x, eps))
 }
 
-// RMSNormRows applies RMSNorm to each of the len(x)/len(w) rows of x, four
+// RMSNormRows applies RMSNorm to each of the len(x)/w.Len() rows of x, four
 // rows' sums of squares at a time (sumSquares4).
-func RMSNormRows(dst, x, w []float32, eps float32) {
-	n := len(w)
+func (w Vec) RMSNormRows(dst, x []float32, eps float32) {
+	n := w.Len()
 	lo := 0
 	for ; lo+4*n <= len(x); lo += 4 * n {
 		x0, x1, x2, x3 := x[lo:lo+n], x[lo+n:lo+2*n], x[lo+2*n:lo+3*n], x[lo+3*n:lo+4*n]
@@ -66,16 +77,31 @@ func RMSNormRows(dst, x, w []float32, eps float32) {
 		scaleRow(dst[lo+3*n:lo+4*n], x3, w, rmsScale(s3, n, eps))
 	}
 	for ; lo+n <= len(x); lo += n {
-		RMSNorm(dst[lo:lo+n], x[lo:lo+n], w, eps)
+		w.RMSNorm(dst[lo:lo+n], x[lo:lo+n], eps)
 	}
 }
 
 // scaleRow sets dst_i = w_i ⊗ (x_i ⊗ r), RMSNorm's output given its scale.
-func scaleRow(dst, x, w []float32, r float32) {
-	w = w[:len(x)]
+// A narrow gain is widened in the loop: the same float32 w_i, so the same
+// product, as from a widened copy.
+func scaleRow(dst, x []float32, w Vec, r float32) {
 	dst = dst[:len(x)]
-	for i, v := range x {
-		dst[i] = w[i] * (v * r)
+	switch {
+	case w.f32 != nil:
+		g := w.f32[:len(x)]
+		for i, v := range x {
+			dst[i] = g[i] * (v * r)
+		}
+	case w.half:
+		g := w.bits[:len(x)]
+		for i, v := range x {
+			dst[i] = floatbits.F16(g[i]) * (v * r)
+		}
+	default:
+		g := w.bits[:len(x)]
+		for i, v := range x {
+			dst[i] = floatbits.BF16(g[i]) * (v * r)
+		}
 	}
 }
 
