@@ -427,7 +427,7 @@ func (v values) gain(key string) nn.Vec {
 func gain(key string) bool {
 	switch key {
 	case "model.norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight",
-		"self_attn.q_a_layernorm.weight", "self_attn.kv_a_layernorm.weight",
+		"self_attn.q_a_layernorm.weight", "self_attn.kv_a_layernorm.weight", "self_attn.o_norm.weight",
 		"block_sparse_moe.routed_expert_norm.weight":
 		return true
 	}

@@ -74,7 +74,7 @@ func (m *Model) buildLayer(b *binder, l int) error {
 			G: v.mat("self_attn.g_proj.weight"), FA: v.mat("self_attn.f_a_proj.weight"), FB: v.mat("self_attn.f_b_proj.weight"),
 			B: v.mat("self_attn.b_proj.weight"), O: v.mat("self_attn.o_proj.weight"),
 			QConv: v.vec("self_attn.q_conv1d.weight"), KConv: v.vec("self_attn.k_conv1d.weight"), VConv: v.vec("self_attn.v_conv1d.weight"),
-			ALog: v.vec("self_attn.A_log"), DtBias: v.vec("self_attn.dt_bias"), ONorm: v.vec("self_attn.o_norm.weight"),
+			ALog: v.vec("self_attn.A_log"), DtBias: v.vec("self_attn.dt_bias"), ONorm: v.gain("self_attn.o_norm.weight"),
 		})
 	}
 	if err != nil {

@@ -2,11 +2,11 @@ package attention_test
 
 import (
 	"fmt"
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"math"
 	"math/rand/v2"
 
 	"github.com/k3-project/k3/attention"
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/quant"
 )
 
@@ -38,7 +38,7 @@ func ExampleKDA() {
 			Q: randMatrix(r, P, E), K: randMatrix(r, P, E), V: randMatrix(r, P, E), G: randMatrix(r, P, E),
 			B: randMatrix(r, H, E), FA: randMatrix(r, D, E), FB: randMatrix(r, P, D), O: randMatrix(r, E, P),
 			QConv: randVec(r, P*K, 0.5), KConv: randVec(r, P*K, 0.5), VConv: randVec(r, P*K, 0.5),
-			ALog: randVec(r, H, 0.5), DtBias: randVec(r, P, 0.5), ONorm: randVec(r, D, 1),
+			ALog: randVec(r, H, 0.5), DtBias: randVec(r, P, 0.5), ONorm: nn.F32(randVec(r, D, 1)),
 		})
 	if err != nil {
 		fmt.Println(err)

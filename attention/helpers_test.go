@@ -1,10 +1,10 @@
 package attention
 
 import (
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
@@ -35,7 +35,7 @@ func kdaWeights(r *rand.Rand, c KDAConfig, alog int, mat func(rows, cols int) qu
 	return KDAWeights{Q: mat(P, E), K: mat(P, E), V: mat(P, E), G: mat(P, E),
 		B: mat(H, E), FA: mat(D, E), FB: mat(P, D), O: mat(E, P),
 		QConv: testkit.Gaussian(r, P*K, 0.5), KConv: testkit.Gaussian(r, P*K, 0.5), VConv: testkit.Gaussian(r, P*K, 0.5),
-		ALog: testkit.Gaussian(r, alog, 0.5), DtBias: testkit.Gaussian(r, P, 0.5), ONorm: testkit.Gaussian(r, D, 1)}
+		ALog: testkit.Gaussian(r, alog, 0.5), DtBias: testkit.Gaussian(r, P, 0.5), ONorm: nn.F32(testkit.Gaussian(r, D, 1))}
 }
 
 // mlaWeights draws MLA weights of c's shapes (the output gate when

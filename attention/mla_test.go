@@ -2,11 +2,11 @@ package attention
 
 import (
 	"fmt"
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"

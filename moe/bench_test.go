@@ -2,10 +2,10 @@ package moe
 
 import (
 	"fmt"
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 )

@@ -1,10 +1,10 @@
 package moe
 
 import (
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"

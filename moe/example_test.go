@@ -2,9 +2,9 @@ package moe_test
 
 import (
 	"fmt"
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"math/rand/v2"
 
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 )

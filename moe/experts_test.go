@@ -2,12 +2,12 @@ package moe
 
 import (
 	"errors"
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"

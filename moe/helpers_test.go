@@ -1,9 +1,9 @@
 package moe
 
 import (
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"testing"
 
+	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 

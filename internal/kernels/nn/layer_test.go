@@ -138,7 +138,7 @@ func bindLayer(t *testing.T, f *opfix.Fixture, c tiny, workers int) layer {
 			FB: b.m("self_attn_f_b_proj_weight", P, c.D), O: b.m("self_attn_o_proj_weight", E, P),
 			QConv: f.F32("self_attn_q_conv1d_weight", P, 1, c.K), KConv: f.F32("self_attn_k_conv1d_weight", P, 1, c.K),
 			VConv: f.F32("self_attn_v_conv1d_weight", P, 1, c.K), ALog: f.F32("self_attn_A_log", c.H),
-			DtBias: f.F32("self_attn_dt_bias", P), ONorm: f.F32("self_attn_o_norm_weight", c.D),
+			DtBias: f.F32("self_attn_dt_bias", P), ONorm: nn.F32(f.F32("self_attn_o_norm_weight", c.D)),
 		})
 		if err != nil {
 			t.Fatal(err)
