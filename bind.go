@@ -208,8 +208,8 @@ func (b *binder) matrix(e *bound) {
 }
 
 // vector checks a small tensor, read once at open and held as heldBytes says: a vector (BF16,
-// F16, F32 or F64 with the released or the alternative shape), convolution taps or A_log. A_log's parameters are counted
-// as stored, padding included, as §3.5's resident-set figure does.
+// F16, F32 or F64 with the released or the alternative shape), convolution taps or A_log.
+// A_log's parameters are counted as stored, padding included, as §3.5's resident-set figure does.
 func (b *binder) vector(e *bound) {
 	s := e.spec
 	t := b.lookup(s)
