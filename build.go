@@ -60,9 +60,9 @@ func (m *Model) buildLayer(b *binder, l int) error {
 			Hidden: E, Heads: c.MLAHeads, QLoRA: c.QLoRA, KVLoRA: c.KVLoRA, NoPE: c.QKNope, Rope: c.QKRope,
 			VHead: c.VHead, OutGate: c.MLAOutGate, RMSEps: m.eps, Workers: m.threads, Pool: m.pool,
 		}, attention.MLAWeights{
-			QA: v.mat("self_attn.q_a_proj.weight"), QANorm: v.gain("self_attn.q_a_layernorm.weight"),
+			QA: v.mat("self_attn.q_a_proj.weight"), QANorm: v.vec("self_attn.q_a_layernorm.weight"),
 			QB: v.mat("self_attn.q_b_proj.weight"), KVA: v.mat("self_attn.kv_a_proj_with_mqa.weight"),
-			KVANorm: v.gain("self_attn.kv_a_layernorm.weight"), KVB: v.mat("self_attn.kv_b_proj.weight"),
+			KVANorm: v.vec("self_attn.kv_a_layernorm.weight"), KVB: v.mat("self_attn.kv_b_proj.weight"),
 			G: v.mat("self_attn.g_proj.weight"), O: v.mat("self_attn.o_proj.weight"),
 		})
 	} else {
@@ -74,7 +74,7 @@ func (m *Model) buildLayer(b *binder, l int) error {
 			G: v.mat("self_attn.g_proj.weight"), FA: v.mat("self_attn.f_a_proj.weight"), FB: v.mat("self_attn.f_b_proj.weight"),
 			B: v.mat("self_attn.b_proj.weight"), O: v.mat("self_attn.o_proj.weight"),
 			QConv: v.vec("self_attn.q_conv1d.weight"), KConv: v.vec("self_attn.k_conv1d.weight"), VConv: v.vec("self_attn.v_conv1d.weight"),
-			ALog: v.vec("self_attn.A_log"), DtBias: v.vec("self_attn.dt_bias"), ONorm: v.gain("self_attn.o_norm.weight"),
+			ALog: v.vec("self_attn.A_log"), DtBias: v.vec("self_attn.dt_bias"), ONorm: v.vec("self_attn.o_norm.weight"),
 		})
 	}
 	if err != nil {
@@ -152,7 +152,7 @@ func (m *Model) buildFFN(b *binder, v values, l int) (ffn, error) {
 	w := moe.Weights{
 		Gate: v.mat(p + "gate.weight"), Bias: v.vec(p + "gate.e_score_correction_bias"),
 		Down: v.mat(p + "routed_expert_down_proj.weight"), Up: v.mat(p + "routed_expert_up_proj.weight"),
-		Norm:       v.gain(p + "routed_expert_norm.weight"),
+		Norm:       v.vec(p + "routed_expert_norm.weight"),
 		SharedGate: v.mat(p + "shared_experts.gate_proj.weight"), SharedUp: v.mat(p + "shared_experts.up_proj.weight"),
 		SharedDown: v.mat(p + "shared_experts.down_proj.weight"),
 	}

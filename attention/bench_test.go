@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
@@ -42,7 +41,7 @@ func BenchmarkKDAStep(b *testing.B) {
 	w := KDAWeights{Q: bw.bf16(b, P, E), K: bw.bf16(b, P, E), V: bw.bf16(b, P, E), G: bw.bf16(b, P, E),
 		B: bw.bf16(b, H, E), FA: bw.bf16(b, D, E), FB: bw.bf16(b, P, D), O: bw.bf16(b, E, P),
 		QConv: testkit.Gaussian(bw.rng, P*K, 0.3), KConv: testkit.Gaussian(bw.rng, P*K, 0.3), VConv: testkit.Gaussian(bw.rng, P*K, 0.3),
-		ALog: testkit.Gaussian(bw.rng, H, 0.5), DtBias: testkit.Gaussian(bw.rng, P, 0.5), ONorm: nn.F32(testkit.Gaussian(bw.rng, D, 1))}
+		ALog: testkit.Gaussian(bw.rng, H, 0.5), DtBias: testkit.Gaussian(bw.rng, P, 0.5), ONorm: testkit.Gaussian(bw.rng, D, 1)}
 	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bw.bytes)) })
 	for _, T := range []int{1, 32} {
 		x := testkit.Gaussian(bw.rng, T*E, 1)

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 
 	"github.com/k3-project/k3/attention"
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/quant"
 )
 
@@ -38,7 +37,7 @@ func ExampleKDA() {
 			Q: randMatrix(r, P, E), K: randMatrix(r, P, E), V: randMatrix(r, P, E), G: randMatrix(r, P, E),
 			B: randMatrix(r, H, E), FA: randMatrix(r, D, E), FB: randMatrix(r, P, D), O: randMatrix(r, E, P),
 			QConv: randVec(r, P*K, 0.5), KConv: randVec(r, P*K, 0.5), VConv: randVec(r, P*K, 0.5),
-			ALog: randVec(r, H, 0.5), DtBias: randVec(r, P, 0.5), ONorm: nn.F32(randVec(r, D, 1)),
+			ALog: randVec(r, H, 0.5), DtBias: randVec(r, P, 0.5), ONorm: randVec(r, D, 1),
 		})
 	if err != nil {
 		fmt.Println(err)
@@ -88,8 +87,8 @@ func ExampleMLA() {
 		attention.MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
 			OutGate: true, RMSEps: 1e-5},
 		attention.MLAWeights{
-			QA: randMatrix(r, Rq, E), QANorm: nn.F32(randVec(r, Rq, 1)), QB: randMatrix(r, Hm*(dn+dr), Rq),
-			KVA: randMatrix(r, Rkv+dr, E), KVANorm: nn.F32(randVec(r, Rkv, 1)), KVB: randMatrix(r, Hm*(dn+dv), Rkv),
+			QA: randMatrix(r, Rq, E), QANorm: randVec(r, Rq, 1), QB: randMatrix(r, Hm*(dn+dr), Rq),
+			KVA: randMatrix(r, Rkv+dr, E), KVANorm: randVec(r, Rkv, 1), KVB: randMatrix(r, Hm*(dn+dv), Rkv),
 			O: randMatrix(r, E, Hm*dv), G: randMatrix(r, Hm*dv, E),
 		})
 	if err != nil {
@@ -116,8 +115,8 @@ func ExampleWorkspace() {
 	mla, err := attention.NewMLA(
 		attention.MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv, RMSEps: 1e-5},
 		attention.MLAWeights{
-			QA: randMatrix(r, Rq, E), QANorm: nn.F32(randVec(r, Rq, 1)), QB: randMatrix(r, Hm*(dn+dr), Rq),
-			KVA: randMatrix(r, Rkv+dr, E), KVANorm: nn.F32(randVec(r, Rkv, 1)), KVB: randMatrix(r, Hm*(dn+dv), Rkv),
+			QA: randMatrix(r, Rq, E), QANorm: randVec(r, Rq, 1), QB: randMatrix(r, Hm*(dn+dr), Rq),
+			KVA: randMatrix(r, Rkv+dr, E), KVANorm: randVec(r, Rkv, 1), KVB: randMatrix(r, Hm*(dn+dv), Rkv),
 			O: randMatrix(r, E, Hm*dv),
 		})
 	if err != nil {

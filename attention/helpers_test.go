@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
@@ -35,15 +34,15 @@ func kdaWeights(r *rand.Rand, c KDAConfig, alog int, mat func(rows, cols int) qu
 	return KDAWeights{Q: mat(P, E), K: mat(P, E), V: mat(P, E), G: mat(P, E),
 		B: mat(H, E), FA: mat(D, E), FB: mat(P, D), O: mat(E, P),
 		QConv: testkit.Gaussian(r, P*K, 0.5), KConv: testkit.Gaussian(r, P*K, 0.5), VConv: testkit.Gaussian(r, P*K, 0.5),
-		ALog: testkit.Gaussian(r, alog, 0.5), DtBias: testkit.Gaussian(r, P, 0.5), ONorm: nn.F32(testkit.Gaussian(r, D, 1))}
+		ALog: testkit.Gaussian(r, alog, 0.5), DtBias: testkit.Gaussian(r, P, 0.5), ONorm: testkit.Gaussian(r, D, 1)}
 }
 
 // mlaWeights draws MLA weights of c's shapes (the output gate when
 // c.OutGate) like kdaWeights, in field order.
 func mlaWeights(r *rand.Rand, c MLAConfig, mat func(rows, cols int) quant.Matrix) MLAWeights {
 	E, Hm, dn, dr, dv := c.Hidden, c.Heads, c.NoPE, c.Rope, c.VHead
-	w := MLAWeights{QA: mat(c.QLoRA, E), QANorm: nn.F32(testkit.Gaussian(r, c.QLoRA, 1)), QB: mat(Hm*(dn+dr), c.QLoRA),
-		KVA: mat(c.KVLoRA+dr, E), KVANorm: nn.F32(testkit.Gaussian(r, c.KVLoRA, 1)), KVB: mat(Hm*(dn+dv), c.KVLoRA),
+	w := MLAWeights{QA: mat(c.QLoRA, E), QANorm: testkit.Gaussian(r, c.QLoRA, 1), QB: mat(Hm*(dn+dr), c.QLoRA),
+		KVA: mat(c.KVLoRA+dr, E), KVANorm: testkit.Gaussian(r, c.KVLoRA, 1), KVB: mat(Hm*(dn+dv), c.KVLoRA),
 		O: mat(E, Hm*dv)}
 	if c.OutGate {
 		w.G = mat(Hm*dv, E)

@@ -41,7 +41,7 @@ type KDAWeights struct {
 	QConv, KConv, VConv []float32
 	ALog                []float32 // A_log: H or more entries; entry h is head h's log rate
 	DtBias              []float32 // dt_bias [P]
-	ONorm               nn.Vec    // o_norm.weight [D], shared by all heads
+	ONorm               []float32 // o_norm.weight [D], shared by all heads
 }
 
 // KDA is one bound Kimi Delta Attention layer. It is immutable and safe for
@@ -87,12 +87,13 @@ func NewKDA(cfg KDAConfig, w KDAWeights) (*KDA, error) {
 		return nil, fmt.Errorf("attention: kda: A_log has %d entries, want at least heads = %d", len(w.ALog), h)
 	}
 	vecs := []struct {
-		name   string
-		len, n int
-	}{{"dt_bias", len(w.DtBias), p}, {"o_norm", w.ONorm.Len(), d}}
+		name string
+		v    []float32
+		n    int
+	}{{"dt_bias", w.DtBias, p}, {"o_norm", w.ONorm, d}}
 	for _, v := range vecs {
-		if v.len != v.n {
-			return nil, fmt.Errorf("attention: kda: %s has %d entries, want %d", v.name, v.len, v.n)
+		if len(v.v) != v.n {
+			return nil, fmt.Errorf("attention: kda: %s has %d entries, want %d", v.name, len(v.v), v.n)
 		}
 	}
 	k := &KDA{cfg: cfg, w: w, minWork: parallel.MinWork, rate: make([]float32, h), qScale: float32(1 / math.Sqrt(float64(d)))}
@@ -436,7 +437,7 @@ func (kc *kdaCall) gate(lo, hi int) {
 	o, g := kc.o, kc.g
 	for th := lo; th < hi; th++ {
 		o0 := th * d // (t·p + hh·d) with p = h·d
-		kc.k.w.ONorm.RMSNorm(o[o0:o0+d], o[o0:o0+d], c.RMSEps)
+		nn.RMSNorm(o[o0:o0+d], o[o0:o0+d], kc.k.w.ONorm, c.RMSEps)
 		nn.MulSigmoid(o[o0:o0+d], o[o0:o0+d], g[o0:o0+d])
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/k3-project/k3/internal/kernels/fmath"
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 )
@@ -86,7 +85,7 @@ func kdaFromFixture(t *testing.T, f *opfix.Fixture, workers int) *KDA {
 		B: f.Matrix("b_proj", H, E), FA: f.Matrix("f_a", D, E),
 		FB: f.Matrix("f_b", P, D), O: f.Matrix("o_proj", E, P),
 		QConv: f.F32("q_conv", P, 1, K), KConv: f.F32("k_conv", P, 1, K), VConv: f.F32("v_conv", P, 1, K),
-		ALog: f.F32("A_log", H), DtBias: f.F32("dt_bias", P), ONorm: nn.F32(f.F32("o_norm", D)),
+		ALog: f.F32("A_log", H), DtBias: f.F32("dt_bias", P), ONorm: f.F32("o_norm", D),
 	}
 	k, err := NewKDA(cfg, w)
 	if err != nil {
@@ -209,7 +208,7 @@ func TestBindErrors(t *testing.T) {
 	good := KDAWeights{Q: randBF16(t, r, 8, 4), K: randBF16(t, r, 8, 4), V: randBF16(t, r, 8, 4), G: randBF16(t, r, 8, 4),
 		B: randBF16(t, r, 2, 4), FA: randBF16(t, r, 4, 4), FB: randBF16(t, r, 8, 4), O: randBF16(t, r, 4, 8),
 		QConv: make([]float32, 16), KConv: make([]float32, 16), VConv: make([]float32, 16),
-		ALog: make([]float32, 4), DtBias: make([]float32, 8), ONorm: nn.F32(make([]float32, 4))}
+		ALog: make([]float32, 4), DtBias: make([]float32, 8), ONorm: make([]float32, 4)}
 	cfg := KDAConfig{Hidden: 4, Heads: 2, HeadDim: 4, ConvK: 2, GateLB: -5, RMSEps: 1e-5}
 	if _, err := NewKDA(cfg, good); err != nil {
 		t.Fatalf("valid KDA refused: %v", err)

@@ -34,10 +34,10 @@ type MLAConfig struct {
 // §3.3). Matrices are [out, in].
 type MLAWeights struct {
 	QA      quant.Matrix // q_a_proj [Rq, E]
-	QANorm  nn.Vec       // q_a_layernorm [Rq]
+	QANorm  []float32    // q_a_layernorm [Rq]
 	QB      quant.Matrix // q_b_proj [Hm·(dn+dr), Rq]
 	KVA     quant.Matrix // kv_a_proj_with_mqa [Rkv+dr, E]
-	KVANorm nn.Vec       // kv_a_layernorm [Rkv]
+	KVANorm []float32    // kv_a_layernorm [Rkv]
 	KVB     quant.Matrix // kv_b_proj [Hm·(dn+dv), Rkv]
 	O       quant.Matrix // o_proj [E, Hm·dv]
 	G       quant.Matrix // g_proj [Hm·dv, E]; required iff OutGate
@@ -92,9 +92,9 @@ func NewMLA(cfg MLAConfig, w MLAWeights) (*MLA, error) {
 			return nil, err
 		}
 	}
-	if w.QANorm.Len() != rq || w.KVANorm.Len() != rkv {
+	if len(w.QANorm) != rq || len(w.KVANorm) != rkv {
 		return nil, fmt.Errorf("attention: mla: q_a_layernorm has %d entries (want %d), kv_a_layernorm %d (want %d)",
-			w.QANorm.Len(), rq, w.KVANorm.Len(), rkv)
+			len(w.QANorm), rq, len(w.KVANorm), rkv)
 	}
 	m := &MLA{cfg: cfg, w: w, minWork: parallel.MinWork, scale: float32(1 / math.Sqrt(float64(dq)))}
 	if !cfg.OutGate {
@@ -348,7 +348,7 @@ func (m *MLA) forward(dst, x []float32, T, from int, segs []mlaSeg, ws *Workspac
 
 	cq := ws.f32.Take(tq * rq)
 	quant.MatMulParallel(m.w.QA, cq, rq, xq, tq, wk)
-	m.w.QANorm.RMSNormRows(cq, cq, cfg.RMSEps)
+	nn.RMSNormRows(cq, cq, m.w.QANorm, cfg.RMSEps)
 	q := ws.f32.Take(tq * hm * dq)
 	quant.MatMulParallel(m.w.QB, q, hm*dq, cq, tq, wk)
 
@@ -361,7 +361,7 @@ func (m *MLA) forward(dst, x []float32, T, from int, segs []mlaSeg, ws *Workspac
 	quant.MatMulParallel(m.w.KVA, kv, kw, x, T, wk)
 	for t := range T {
 		row := kv[t*kw : (t+1)*kw]
-		m.w.KVANorm.RMSNorm(row[:rkv], row[:rkv], cfg.RMSEps)
+		nn.RMSNorm(row[:rkv], row[:rkv], m.w.KVANorm, cfg.RMSEps)
 	}
 	if batched {
 		off := 0

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
@@ -27,9 +26,9 @@ func mlaFromFixture(t testing.TB, f *opfix.Fixture, prefix string, workers int, 
 	cfg := MLAConfig{Hidden: E, Heads: Hm, QLoRA: Rq, KVLoRA: Rkv, NoPE: dn, Rope: dr, VHead: dv,
 		OutGate: true, RMSEps: 1e-5, Workers: workers}
 	w := MLAWeights{
-		QA: g("q_a_proj_weight", Rq, E), QANorm: nn.F32(f.F32(prefix+"q_a_layernorm_weight", Rq)),
+		QA: g("q_a_proj_weight", Rq, E), QANorm: f.F32(prefix+"q_a_layernorm_weight", Rq),
 		QB: g("q_b_proj_weight", Hm*(dn+dr), Rq), KVA: g("kv_a_proj_with_mqa_weight", Rkv+dr, E),
-		KVANorm: nn.F32(f.F32(prefix+"kv_a_layernorm_weight", Rkv)), KVB: g("kv_b_proj_weight", Hm*(dn+dv), Rkv),
+		KVANorm: f.F32(prefix+"kv_a_layernorm_weight", Rkv), KVB: g("kv_b_proj_weight", Hm*(dn+dv), Rkv),
 		O: g("o_proj_weight", E, Hm*dv), G: g("g_proj_weight", Hm*dv, E),
 	}
 	m, err := NewMLA(cfg, w)

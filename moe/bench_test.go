@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/quant"
 )
@@ -51,7 +50,7 @@ func BenchmarkMoEStep(b *testing.B) {
 		experts[e] = Expert{W1: mx(I, L), W3: mx(I, L), W2: mx(L, I)}
 	}
 	w := Weights{Gate: bf16(NE, E), Bias: make([]float32, NE), Down: bf16(L, E), Up: bf16(E, L),
-		Norm: nn.F32(randv(L)), SharedGate: bf16(SI, E), SharedUp: bf16(SI, E), SharedDown: bf16(E, SI)}
+		Norm: randv(L), SharedGate: bf16(SI, E), SharedUp: bf16(SI, E), SharedDown: bf16(E, SI)}
 	bytesPerStep += K * 3 * expertBytes
 	b.Run("readloop", func(b *testing.B) { testkit.ReadLoop(b, make([]byte, bytesPerStep)) })
 	for _, T := range []int{1, 32} {

@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/kernels/parallel"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
@@ -42,7 +41,7 @@ func TestOutputDigests(t *testing.T) {
 	for e := range experts {
 		experts[e] = Expert{W1: mx(I, L), W3: mx(I, L), W2: mx(L, I)}
 	}
-	w := Weights{Gate: bf16(NE, E), Bias: randm(NE, 0.05), Down: bf16(L, E), Up: bf16(E, L), Norm: nn.F32(randm(L, 1)),
+	w := Weights{Gate: bf16(NE, E), Bias: randm(NE, 0.05), Down: bf16(L, E), Up: bf16(E, L), Norm: randm(L, 1),
 		SharedGate: bf16(SI, E), SharedUp: bf16(SI, E), SharedDown: bf16(E, SI)}
 	dg, du, dd := bf16(SI, E), bf16(SI, E), bf16(E, SI)
 	x := randm(T*E, 1)
@@ -108,7 +107,7 @@ func decodeStepAllocations(t *testing.T, workers int, pool *parallel.Pool) {
 	src := NewMemExperts(map[int][]Expert{1: all})
 	m, err := New(Config{Layer: 1, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 1, Renorm: true,
 		LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5, Workers: workers, Pool: pool},
-		Weights{Gate: nm(NE, E), Down: nm(L, E), Up: nm(E, L), Norm: nn.F32(make([]float32, L)),
+		Weights{Gate: nm(NE, E), Down: nm(L, E), Up: nm(E, L), Norm: make([]float32, L),
 			SharedGate: nm(SI, E), SharedUp: nm(SI, E), SharedDown: nm(E, SI)}, src)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/moe"
 	"github.com/k3-project/k3/quant"
 )
@@ -38,7 +37,7 @@ func ExampleMoE() {
 		moe.Config{Layer: 1, Hidden: E, Latent: L, Inter: I, TopK: 2, RoutedScale: 1, Renorm: true,
 			LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5},
 		moe.Weights{Gate: randMatrix(r, NE, E), Bias: []float32{0, 0, 0, 1}, // expert 3 is favoured
-			Down: randMatrix(r, L, E), Up: randMatrix(r, E, L), Norm: nn.F32(norm),
+			Down: randMatrix(r, L, E), Up: randMatrix(r, E, L), Norm: norm,
 			SharedGate: randMatrix(r, SI, E), SharedUp: randMatrix(r, SI, E), SharedDown: randMatrix(r, E, SI)},
 		moe.NewMemExperts(map[int][]moe.Expert{1: experts}))
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 	"github.com/k3-project/k3/quant"
@@ -80,7 +79,7 @@ func TestMoEMXFP4Experts(t *testing.T) {
 	cfg := Config{Layer: 4, Hidden: E, Latent: L, Inter: I, TopK: K, RoutedScale: 2.5, Renorm: true,
 		LatentNorm: true, Beta1: 4, Beta2: 25, RMSEps: 1e-5}
 	w := Weights{Gate: opfix.Matrix(t, randm(NE, E, 0.3), NE, E), Bias: randm(NE, 1, 0.05)[:NE],
-		Down: opfix.Matrix(t, randm(L, E, 0.2), L, E), Up: opfix.Matrix(t, randm(E, L, 0.2), E, L), Norm: nn.F32(randm(L, 1, 1)[:L])}
+		Down: opfix.Matrix(t, randm(L, E, 0.2), L, E), Up: opfix.Matrix(t, randm(E, L, 0.2), E, L), Norm: randm(L, 1, 1)[:L]}
 	mq, err := New(cfg, w, NewMemExperts(map[int][]Expert{4: q4}))
 	if err != nil {
 		t.Fatal(err)

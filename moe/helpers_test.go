@@ -3,7 +3,6 @@ package moe
 import (
 	"testing"
 
-	"github.com/k3-project/k3/internal/kernels/nn"
 	"github.com/k3-project/k3/internal/testkit/opfix"
 )
 
@@ -27,7 +26,7 @@ func moeFromFixture(t testing.TB, f *opfix.Fixture, prefix string, layer, worker
 	w := Weights{
 		Gate: f.Matrix(prefix+"gate_weight", NE, E), Bias: f.F32(prefix+"e_score_correction_bias", NE),
 		Down: f.Matrix(prefix+"down_weight", L, E), Up: f.Matrix(prefix+"up_weight", E, L),
-		Norm:       nn.F32(f.F32(prefix+"norm_weight", L)),
+		Norm:       f.F32(prefix+"norm_weight", L),
 		SharedGate: f.Matrix(prefix+"shared_w1_weight", SI, E),
 		SharedUp:   f.Matrix(prefix+"shared_w3_weight", SI, E),
 		SharedDown: f.Matrix(prefix+"shared_w2_weight", E, SI),

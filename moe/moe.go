@@ -42,7 +42,7 @@ type Weights struct {
 	Bias       []float32    // gate.e_score_correction_bias [NE]
 	Down       quant.Matrix // routed_expert_down_proj [ℓ, E]
 	Up         quant.Matrix // routed_expert_up_proj [E, ℓ]
-	Norm       nn.Vec       // routed_expert_norm [ℓ]; required iff LatentNorm
+	Norm       []float32    // routed_expert_norm [ℓ]; required iff LatentNorm
 	SharedGate quant.Matrix // shared_experts.gate_proj [SI, E]; nil when there is no shared expert
 	SharedUp   quant.Matrix // shared_experts.up_proj [SI, E]
 	SharedDown quant.Matrix // shared_experts.down_proj [E, SI]
@@ -55,7 +55,7 @@ type MoE struct {
 	router *Router
 	down   quant.Matrix
 	up     quant.Matrix
-	norm   nn.Vec
+	norm   []float32
 	shared *Dense // nil without shared experts
 	src    ExpertSource
 	limit  BatchLimiter // src, when it limits the experts per call
@@ -90,8 +90,8 @@ func New(cfg Config, w Weights, src ExpertSource) (*MoE, error) {
 	if w.Up == nil || w.Up.Rows() != e || w.Up.Cols() != l {
 		return nil, fmt.Errorf("moe: layer %d: routed_expert_up_proj missing or not [%d, %d]", cfg.Layer, e, l)
 	}
-	if cfg.LatentNorm && w.Norm.Len() != l {
-		return nil, fmt.Errorf("moe: layer %d: routed_expert_norm has %d entries, want %d", cfg.Layer, w.Norm.Len(), l)
+	if cfg.LatentNorm && len(w.Norm) != l {
+		return nil, fmt.Errorf("moe: layer %d: routed_expert_norm has %d entries, want %d", cfg.Layer, len(w.Norm), l)
 	}
 	r, err := NewRouter(w.Gate, w.Bias, cfg.TopK, cfg.Renorm, cfg.RoutedScale)
 	if err != nil {
@@ -303,8 +303,8 @@ func (t *combineSplit) Run(lo, hi int) {
 				ut[i] = ut[i] + float32(wj*v)
 			}
 		}
-		if t.m.norm.Len() > 0 {
-			t.m.norm.RMSNorm(ut, ut, c.RMSEps)
+		if t.m.norm != nil {
+			nn.RMSNorm(ut, ut, t.m.norm, c.RMSEps)
 		}
 	}
 }

@@ -15,7 +15,7 @@ const (
 )
 
 // Tensor describes one dense weight matrix: where its bytes are and how the layer math uses it.
-// Small vectors are not Tensors: callers widen them to float32 once at open and count them as
+// Small vectors are not Tensors: callers read them once at open and count what they hold as
 // side bytes.
 type Tensor struct {
 	Item   int    // layer index, Head or Embed

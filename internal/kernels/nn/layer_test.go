@@ -116,9 +116,9 @@ func bindLayer(t *testing.T, f *opfix.Fixture, c tiny, workers int) layer {
 		dq := c.dn + c.dr
 		m, err := attention.NewMLA(attention.MLAConfig{Hidden: E, Heads: c.Hm, QLoRA: c.Rq, KVLoRA: c.Rkv, NoPE: c.dn,
 			Rope: c.dr, VHead: c.dv, OutGate: c.outGate, RMSEps: c.eps, Workers: workers}, attention.MLAWeights{
-			QA: b.m("self_attn_q_a_proj_weight", c.Rq, E), QANorm: nn.F32(f.F32("self_attn_q_a_layernorm_weight", c.Rq)),
+			QA: b.m("self_attn_q_a_proj_weight", c.Rq, E), QANorm: f.F32("self_attn_q_a_layernorm_weight", c.Rq),
 			QB: b.m("self_attn_q_b_proj_weight", c.Hm*dq, c.Rq), KVA: b.m("self_attn_kv_a_proj_with_mqa_weight", c.Rkv+c.dr, E),
-			KVANorm: nn.F32(f.F32("self_attn_kv_a_layernorm_weight", c.Rkv)), KVB: b.m("self_attn_kv_b_proj_weight", c.Hm*(c.dn+c.dv), c.Rkv),
+			KVANorm: f.F32("self_attn_kv_a_layernorm_weight", c.Rkv), KVB: b.m("self_attn_kv_b_proj_weight", c.Hm*(c.dn+c.dv), c.Rkv),
 			O: b.m("self_attn_o_proj_weight", E, c.Hm*c.dv), G: b.m("self_attn_g_proj_weight", c.Hm*c.dv, E),
 		})
 		if err != nil {
@@ -138,7 +138,7 @@ func bindLayer(t *testing.T, f *opfix.Fixture, c tiny, workers int) layer {
 			FB: b.m("self_attn_f_b_proj_weight", P, c.D), O: b.m("self_attn_o_proj_weight", E, P),
 			QConv: f.F32("self_attn_q_conv1d_weight", P, 1, c.K), KConv: f.F32("self_attn_k_conv1d_weight", P, 1, c.K),
 			VConv: f.F32("self_attn_v_conv1d_weight", P, 1, c.K), ALog: f.F32("self_attn_A_log", c.H),
-			DtBias: f.F32("self_attn_dt_bias", P), ONorm: nn.F32(f.F32("self_attn_o_norm_weight", c.D)),
+			DtBias: f.F32("self_attn_dt_bias", P), ONorm: f.F32("self_attn_o_norm_weight", c.D),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +156,7 @@ func bindLayer(t *testing.T, f *opfix.Fixture, c tiny, workers int) layer {
 	mo, err := moe.New(moe.Config{Layer: idx, Hidden: E, Latent: c.L, Inter: c.I, TopK: c.k, RoutedScale: c.scale,
 		Renorm: c.renorm, LatentNorm: c.latentNorm, Beta1: c.b1, Beta2: c.b2, RMSEps: c.eps, Workers: workers}, moe.Weights{
 		Gate: b.m("mlp_gate_weight", c.NE, E), Bias: f.F32("mlp_e_score_correction_bias", c.NE),
-		Down: b.m("mlp_down_weight", c.L, E), Up: b.m("mlp_up_weight", E, c.L), Norm: nn.F32(f.F32("mlp_norm_weight", c.L)),
+		Down: b.m("mlp_down_weight", c.L, E), Up: b.m("mlp_up_weight", E, c.L), Norm: f.F32("mlp_norm_weight", c.L),
 		SharedGate: b.m("mlp_shared_w1_weight", c.SI, E), SharedUp: b.m("mlp_shared_w3_weight", c.SI, E),
 		SharedDown: b.m("mlp_shared_w2_weight", E, c.SI),
 	}, moe.NewMemExperts(map[int][]moe.Expert{idx: experts}))
