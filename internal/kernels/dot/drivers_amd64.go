@@ -134,15 +134,20 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		gemmMatMul(f, dst, stride, w, x, n, rows, cols)
 		return
 	}
-	sp := getScratch(n*m + 8)
+	rb := f.size * cols
+	block := max(1, matMulBlockBytes/rb)
+	var accLen int
+	if f.r2xs4 != nil && n >= 4 {
+		accLen = block / 2 * 128
+	}
+	sp := getScratch(n*m + 8 + accLen)
 	s := (*sp)[:n*m]
 	a := (*[4]float64)((*sp)[n*m:])
 	a8 := (*[8]float64)((*sp)[n*m:])
+	acc := (*sp)[n*m+8:]
 	for t := range n {
 		widen(f, s[t*m:(t+1)*m], x[t*cols:(t+1)*cols])
 	}
-	rb := f.size * cols
-	block := max(1, matMulBlockBytes/rb)
 	for r0 := 0; r0 < rows; r0 += block {
 		r1 := min(rows, r0+block)
 		t := 0
@@ -151,16 +156,7 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 				s0, s1, s2, s3 := &s[t*m], &s[(t+1)*m], &s[(t+2)*m], &s[(t+3)*m]
 				r := r0
 				if f.r2xs4 != nil {
-					for ; r+1 < r1; r += 2 {
-						wr := w[r*rb : (r+1)*rb]
-						wq := w[(r+1)*rb : (r+2)*rb]
-						f.r2xs4(&wr[0], &wq[0], s0, s1, s2, s3, m, a8)
-						for j := range 4 {
-							xj := x[(t+j)*cols : (t+j+1)*cols]
-							dst[(t+j)*stride+r] = float32(f.tail(a8[j], wr, xj, m))
-							dst[(t+j)*stride+r+1] = float32(f.tail(a8[4+j], wq, xj, m))
-						}
-					}
+					r = matMulPairs(f, dst, stride, w, x, s, acc, a8, t, m, cols, r0, r1)
 				}
 				for ; r < r1; r++ {
 					wr := w[r*rb : (r+1)*rb]
@@ -187,4 +183,43 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		}
 	}
 	scratchPool.Put(sp)
+}
+
+// matMulColBlock is the columns per call of the two-row kernel in
+// matMulPairs: the four activation rows' 4·512·8 = 16 KiB of a block stay in
+// L1 while every weight pair of the row block passes over them, instead of
+// 64–230 KiB of them coming from L2 for every pair, which held the kernel to
+// about half the FMA peak (-bench MatMulLevel against -bench FMAPeak).
+const matMulColBlock = 512
+
+// matMulPairs sets, for activation rows t..t+3, the outputs of the weight
+// rows of [r0, r1) two at a time and returns the first row it did not do. It
+// walks the columns in blocks of matMulColBlock, keeping each output's
+// sixteen unreduced lane partials in acc between blocks: every lane still
+// adds its columns in ascending order, so the heads are those of one pass.
+func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, s, acc []float64, a8 *[8]float64, t, m, cols, r0, r1 int) int {
+	rb := f.size * cols
+	pairs := (r1 - r0) / 2
+	acc = acc[:pairs*128]
+	clear(acc)
+	s0, s1, s2, s3 := s[t*m:(t+1)*m], s[(t+1)*m:(t+2)*m], s[(t+2)*m:(t+3)*m], s[(t+3)*m:(t+4)*m]
+	for c := 0; c < m; c += matMulColBlock {
+		k := min(matMulColBlock, m-c)
+		for p := range pairs {
+			r := r0 + 2*p
+			f.r2xs4(&w[r*rb+c*f.size], &w[(r+1)*rb+c*f.size], &s0[c], &s1[c], &s2[c], &s3[c], k, (*[128]float64)(acc[p*128:]))
+		}
+	}
+	for p := range pairs {
+		r := r0 + 2*p
+		f.reduce8((*[128]float64)(acc[p*128:]), a8)
+		wr := w[r*rb : (r+1)*rb]
+		wq := w[(r+1)*rb : (r+2)*rb]
+		for j := range 4 {
+			xj := x[(t+j)*cols : (t+j+1)*cols]
+			dst[(t+j)*stride+r] = float32(f.tail(a8[j], wr, xj, m))
+			dst[(t+j)*stride+r+1] = float32(f.tail(a8[4+j], wq, xj, m))
+		}
+	}
+	return r0 + 2*pairs
 }
