@@ -130,7 +130,7 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		genericMatMul(f.dot, f.size, dst, stride, w, x, n, rows, cols)
 		return
 	}
-	if f.panel != nil && n >= gemmMinRows {
+	if f.panel != nil && (n >= gemmMinRowsPairs || f.r2xs4 == nil && n >= gemmMinRows) {
 		gemmMatMul(f, dst, stride, w, x, n, rows, cols)
 		return
 	}
