@@ -138,7 +138,7 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 	block := max(1, matMulBlockBytes/rb)
 	var accLen int
 	if f.r2xs4 != nil && n >= 2 {
-		accLen = matMulPairsMax * 128
+		accLen = pairsPerRun(m) * 128
 	}
 	sp := getScratch(n*m + 8 + accLen)
 	s := (*sp)[:n*m]
@@ -209,6 +209,17 @@ const matMulColBlock = 512
 // pairs cost 5% and at 4 pairs 20% (-bench MatMulLevel n4, n8).
 const matMulPairsMax = 32
 
+// pairsPerRun is how many weight pairs matMulPairs carries through the
+// column blocks together for m columns: matMulPairsMax, or one when the
+// columns are a single block and no partial has to wait, so that small
+// matrices keep the 1 KiB of scratch they need.
+func pairsPerRun(m int) int {
+	if m > matMulColBlock {
+		return matMulPairsMax
+	}
+	return 1
+}
+
 // matMulPairs sets, for the nx activation rows t.. (widened in xs, the last
 // repeated up to four), the outputs of the weight rows of [r0, r1) two at a
 // time and returns the first row it did not do. It
@@ -218,8 +229,9 @@ const matMulPairsMax = 32
 func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a8 *[8]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
 	rb := f.size * cols
 	end := r1 - (r1-r0)%2
-	for ; r0 < end; r0 += 2 * matMulPairsMax {
-		pairs := min(matMulPairsMax, (end-r0)/2)
+	run := pairsPerRun(m)
+	for ; r0 < end; r0 += 2 * run {
+		pairs := min(run, (end-r0)/2)
 		clear(acc[:pairs*128])
 		for c := 0; c < m; c += matMulColBlock {
 			k := min(matMulColBlock, m-c)
