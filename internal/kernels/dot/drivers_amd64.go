@@ -222,10 +222,10 @@ func pairsPerRun(m int) int {
 
 // matMulPairs sets, for the nx activation rows t.. (widened in xs, the last
 // repeated up to four), the outputs of the weight rows of [r0, r1) two at a
-// time and returns the first row it did not do. It
-// walks the columns in blocks of matMulColBlock, keeping each output's
-// sixteen unreduced lane partials in acc between blocks: every lane still
-// adds its columns in ascending order, so the heads are those of one pass.
+// time and returns the first row it did not do. It walks the columns in
+// blocks of matMulColBlock, keeping each output's sixteen unreduced lane
+// partials in acc between blocks: every lane still adds its columns in
+// ascending order, so the heads are those of one pass.
 func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a8 *[8]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
 	rb := f.size * cols
 	end := r1 - (r1-r0)%2
