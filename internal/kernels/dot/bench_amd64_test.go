@@ -83,7 +83,7 @@ func BenchmarkMatMulLevel(b *testing.B) {
 	const rows, cols = 3072, 3584
 	lw := lazyWeights(f, rows*cols, 7)
 	for _, lv := range benchLevels(f) {
-		for _, n := range []int{4, 16, 32, 64, 256} {
+		for _, n := range []int{2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512} {
 			b.Run(fmt.Sprintf("%s/%s/%dx%d/n%d", f.name, lv.name, rows, cols, n), func(b *testing.B) {
 				if !lv.ok {
 					b.Skip("CPU lacks the features")

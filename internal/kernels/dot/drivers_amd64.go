@@ -130,46 +130,51 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		genericMatMul(f.dot, f.size, dst, stride, w, x, n, rows, cols)
 		return
 	}
-	if f.panel != nil && n >= gemmMinRows {
+	if f.panel != nil && (n >= gemmMinRowsPairs || f.r2xs4 == nil && n >= gemmMinRows) {
 		gemmMatMul(f, dst, stride, w, x, n, rows, cols)
 		return
 	}
-	sp := getScratch(n*m + 8)
+	rb := f.size * cols
+	block := max(1, matMulBlockBytes/rb)
+	var accLen int
+	if f.r2xs4 != nil && n >= 2 {
+		accLen = pairsPerRun(m) * 128
+	}
+	sp := getScratch(n*m + 8 + accLen)
 	s := (*sp)[:n*m]
 	a := (*[4]float64)((*sp)[n*m:])
 	a8 := (*[8]float64)((*sp)[n*m:])
+	acc := (*sp)[n*m+8:]
 	for t := range n {
 		widen(f, s[t*m:(t+1)*m], x[t*cols:(t+1)*cols])
 	}
-	rb := f.size * cols
-	block := max(1, matMulBlockBytes/rb)
 	for r0 := 0; r0 < rows; r0 += block {
 		r1 := min(rows, r0+block)
 		t := 0
-		if f.xs4 != nil {
-			for ; t+3 < n; t += 4 {
-				s0, s1, s2, s3 := &s[t*m], &s[(t+1)*m], &s[(t+2)*m], &s[(t+3)*m]
-				r := r0
-				if f.r2xs4 != nil {
-					for ; r+1 < r1; r += 2 {
-						wr := w[r*rb : (r+1)*rb]
-						wq := w[(r+1)*rb : (r+2)*rb]
-						f.r2xs4(&wr[0], &wq[0], s0, s1, s2, s3, m, a8)
-						for j := range 4 {
-							xj := x[(t+j)*cols : (t+j+1)*cols]
-							dst[(t+j)*stride+r] = float32(f.tail(a8[j], wr, xj, m))
-							dst[(t+j)*stride+r+1] = float32(f.tail(a8[4+j], wq, xj, m))
-						}
-					}
-				}
-				for ; r < r1; r++ {
-					wr := w[r*rb : (r+1)*rb]
-					f.xs4(&wr[0], s0, s1, s2, s3, m, a)
-					for j := range 4 {
-						dst[(t+j)*stride+r] = float32(f.tail(a[j], wr, x[(t+j)*cols:(t+j+1)*cols], m))
-					}
+		// Groups of four activation rows. With the two-row kernel a last
+		// group of two or three runs as four, its last row repeated and
+		// the copies' outputs dropped: that is cheaper than the
+		// two-activation form, whose activations come from L2 for every
+		// weight row (-bench MatMulLevel n2 against n4).
+		for f.xs4 != nil && (t+3 < n || f.r2xs4 != nil && t+1 < n) {
+			nx := min(4, n-t)
+			var xs [4][]float64
+			for j := range xs {
+				u := t + min(j, nx-1)
+				xs[j] = s[u*m : (u+1)*m]
+			}
+			r := r0
+			if f.r2xs4 != nil {
+				r = matMulPairs(f, dst, stride, w, x, acc, a8, &xs, t, nx, m, cols, r0, r1)
+			}
+			for ; r < r1; r++ {
+				wr := w[r*rb : (r+1)*rb]
+				f.xs4(&wr[0], &xs[0][0], &xs[1][0], &xs[2][0], &xs[3][0], m, a)
+				for j := range nx {
+					dst[(t+j)*stride+r] = float32(f.tail(a[j], wr, x[(t+j)*cols:(t+j+1)*cols], m))
 				}
 			}
+			t += nx
 		}
 		for ; t+1 < n; t += 2 {
 			xa := x[t*cols : (t+1)*cols]
@@ -187,4 +192,65 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		}
 	}
 	scratchPool.Put(sp)
+}
+
+// matMulColBlock is the columns per call of the two-row kernel in
+// matMulPairs: the four activation rows' 4·512·8 = 16 KiB of a block stay in
+// L1 while every weight pair of the row block passes over them, instead of
+// 64–230 KiB of them coming from L2 for every pair, which held the kernel to
+// about half the FMA peak (-bench MatMulLevel against -bench FMAPeak).
+const matMulColBlock = 512
+
+// matMulPairsMax bounds the weight pairs matMulPairs carries through the
+// column blocks at once (their partials take 1 KiB a pair), so the scratch
+// stays small however narrow the matrix. Each activation block is fetched
+// from L2 once per such run of pairs, so the bound is as large as a row
+// block of 2048 columns: at 3072×3584 (18 pairs a block) capping at 16
+// pairs cost 5% and at 4 pairs 20% (-bench MatMulLevel n4, n8).
+const matMulPairsMax = 32
+
+// pairsPerRun is how many weight pairs matMulPairs carries through the
+// column blocks together for m columns: matMulPairsMax, or one when the
+// columns are a single block and no partial has to wait, so that small
+// matrices keep the 1 KiB of scratch they need.
+func pairsPerRun(m int) int {
+	if m > matMulColBlock {
+		return matMulPairsMax
+	}
+	return 1
+}
+
+// matMulPairs sets, for the nx activation rows t.. (widened in xs, the last
+// repeated up to four), the outputs of the weight rows of [r0, r1) two at a
+// time and returns the first row it did not do. It walks the columns in
+// blocks of matMulColBlock, keeping each output's sixteen unreduced lane
+// partials in acc between blocks: every lane still adds its columns in
+// ascending order, so the heads are those of one pass.
+func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a8 *[8]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
+	rb := f.size * cols
+	end := r1 - (r1-r0)%2
+	run := pairsPerRun(m)
+	for ; r0 < end; r0 += 2 * run {
+		pairs := min(run, (end-r0)/2)
+		clear(acc[:pairs*128])
+		for c := 0; c < m; c += matMulColBlock {
+			k := min(matMulColBlock, m-c)
+			for p := range pairs {
+				r := r0 + 2*p
+				f.r2xs4(&w[r*rb+c*f.size], &w[(r+1)*rb+c*f.size], &xs[0][c], &xs[1][c], &xs[2][c], &xs[3][c], k, (*[128]float64)(acc[p*128:]))
+			}
+		}
+		for p := range pairs {
+			r := r0 + 2*p
+			f.reduce8((*[128]float64)(acc[p*128:]), a8)
+			wr := w[r*rb : (r+1)*rb]
+			wq := w[(r+1)*rb : (r+2)*rb]
+			for j := range nx {
+				xj := x[(t+j)*cols : (t+j+1)*cols]
+				dst[(t+j)*stride+r] = float32(f.tail(a8[j], wr, xj, m))
+				dst[(t+j)*stride+r+1] = float32(f.tail(a8[4+j], wq, xj, m))
+			}
+		}
+	}
+	return end
 }

@@ -53,8 +53,15 @@ func f16Xs2x512(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
 //go:noescape
 func f16Xs4x512(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
 
-// bf16R2Xs4x512 writes to r[4i+t] the head of weight row i (w0, w1) against
-// activation row t (x0..x3).
+// bf16R2Xs4x512 adds to acc the lane partials of weight rows i (w0, w1)
+// against activation rows t (x0..x3) over m columns, output 4i+t at
+// acc[16(4i+t):16(4i+t+1)]; acc starts at zero and carries the partials
+// between column blocks.
 //
 //go:noescape
-func bf16R2Xs4x512(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, r *[8]float64)
+func bf16R2Xs4x512(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, acc *[128]float64)
+
+// bf16Reduce8x512 writes to r[o] the R16 head of output o's partials in acc.
+//
+//go:noescape
+func bf16Reduce8x512(acc *[128]float64, r *[8]float64)

@@ -593,12 +593,19 @@ f165x4loop:
 
 
 // Two weight rows against four activation rows: each 64-byte load of x
-// serves two rows' multiply-adds, halving the activation traffic from L2 that
-// bounds the four-activation form. Accumulators: Z(2·(4i+t)), Z(2·(4i+t)+1)
-// for weight row i and activation row t; the weights' f64 halves sit in
-// Z16–Z19 and the bf16 mask in Y31, above the registers the reductions use.
+// serves two rows' multiply-adds, halving the activation traffic that bounds
+// the four-activation form. Accumulators: Z(2·(4i+t)), Z(2·(4i+t)+1) for
+// weight row i and activation row t; the weights' f64 halves sit in Z16–Z19
+// and the bf16 mask in Y31.
 //
-// func bf16R2Xs4x512(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, r *[8]float64)
+// The kernel resumes from and leaves its sixteen accumulators unreduced in
+// acc (Zk at acc[8k:8k+8]), so the caller can split the columns into blocks
+// whose activations stay in L1 (asmMatMul) and reduce once at the end with
+// bf16Reduce8x512. Each lane still adds its columns in ascending order; only
+// where its partial waits between blocks changes, and a store and reload of
+// an f64 is exact.
+//
+// func bf16R2Xs4x512(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, acc *[128]float64)
 TEXT ·bf16R2Xs4x512(SB), NOSPLIT, $0-64
 	MOVQ w0+0(FP), SI
 	MOVQ w1+8(FP), DI
@@ -607,10 +614,25 @@ TEXT ·bf16R2Xs4x512(SB), NOSPLIT, $0-64
 	MOVQ x2+32(FP), R8
 	MOVQ x3+40(FP), R9
 	MOVQ m+48(FP), CX
-	CLEAR8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	CLEAR8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
-	MOVL $0xffff0000, AX
-	VPBROADCASTD AX, Y31
+	MOVQ acc+56(FP), AX
+	VMOVUPD 0(AX), Z0
+	VMOVUPD 64(AX), Z1
+	VMOVUPD 128(AX), Z2
+	VMOVUPD 192(AX), Z3
+	VMOVUPD 256(AX), Z4
+	VMOVUPD 320(AX), Z5
+	VMOVUPD 384(AX), Z6
+	VMOVUPD 448(AX), Z7
+	VMOVUPD 512(AX), Z8
+	VMOVUPD 576(AX), Z9
+	VMOVUPD 640(AX), Z10
+	VMOVUPD 704(AX), Z11
+	VMOVUPD 768(AX), Z12
+	VMOVUPD 832(AX), Z13
+	VMOVUPD 896(AX), Z14
+	VMOVUPD 960(AX), Z15
+	MOVL $0xffff0000, R10
+	VPBROADCASTD R10, Y31
 
 b5r2x4loop:
 	PREFETCHT0 PFDIST(SI)
@@ -658,26 +680,49 @@ b5r2x4loop:
 	SUBQ $16, CX
 	JNZ  b5r2x4loop
 
-	// Park row 1's accumulators above Z15 so row 0's reductions can use
-	// Z8–Z10 as scratch, then bring them back.
-	VMOVAPD Z8, Z16
-	VMOVAPD Z9, Z17
-	VMOVAPD Z10, Z18
-	VMOVAPD Z11, Z19
-	VMOVAPD Z12, Z20
-	VMOVAPD Z13, Z21
-	VMOVAPD Z14, Z22
-	VMOVAPD Z15, Z23
-	MOVQ r+56(FP), AX
+	VMOVUPD Z0, 0(AX)
+	VMOVUPD Z1, 64(AX)
+	VMOVUPD Z2, 128(AX)
+	VMOVUPD Z3, 192(AX)
+	VMOVUPD Z4, 256(AX)
+	VMOVUPD Z5, 320(AX)
+	VMOVUPD Z6, 384(AX)
+	VMOVUPD Z7, 448(AX)
+	VMOVUPD Z8, 512(AX)
+	VMOVUPD Z9, 576(AX)
+	VMOVUPD Z10, 640(AX)
+	VMOVUPD Z11, 704(AX)
+	VMOVUPD Z12, 768(AX)
+	VMOVUPD Z13, 832(AX)
+	VMOVUPD Z14, 896(AX)
+	VMOVUPD Z15, 960(AX)
+	VZEROUPPER
+	RET
+
+// bf16Reduce8x512 reduces the eight outputs bf16R2Xs4x512 left in acc by the
+// R16 tree and writes their heads to r, in the same order.
+//
+// func bf16Reduce8x512(acc *[128]float64, r *[8]float64)
+TEXT ·bf16Reduce8x512(SB), NOSPLIT, $0-16
+	MOVQ acc+0(FP), SI
+	MOVQ r+8(FP), AX
+	VMOVUPD 0(SI), Z0
+	VMOVUPD 64(SI), Z1
+	VMOVUPD 128(SI), Z2
+	VMOVUPD 192(SI), Z3
+	VMOVUPD 256(SI), Z4
+	VMOVUPD 320(SI), Z5
+	VMOVUPD 384(SI), Z6
+	VMOVUPD 448(SI), Z7
 	REDUCE4_BF16_STORE(0, 8, 16, 24)
-	VMOVAPD Z16, Z0
-	VMOVAPD Z17, Z1
-	VMOVAPD Z18, Z2
-	VMOVAPD Z19, Z3
-	VMOVAPD Z20, Z4
-	VMOVAPD Z21, Z5
-	VMOVAPD Z22, Z6
-	VMOVAPD Z23, Z7
+	VMOVUPD 512(SI), Z0
+	VMOVUPD 576(SI), Z1
+	VMOVUPD 640(SI), Z2
+	VMOVUPD 704(SI), Z3
+	VMOVUPD 768(SI), Z4
+	VMOVUPD 832(SI), Z5
+	VMOVUPD 896(SI), Z6
+	VMOVUPD 960(SI), Z7
 	REDUCE4_BF16_STORE(32, 40, 48, 56)
 	VZEROUPPER
 	RET

@@ -53,9 +53,12 @@ type asmFormat struct {
 	xs4    func(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64)
 	tail   func(acc float64, w []byte, x []float32, from int) float64
 	dot    func(w []byte, x []float32) float32 // pure-Go twin, for cols < 16
-	// r2xs4 is two weight rows against four activation rows (r[4i+t]); nil
-	// where no such kernel exists.
-	r2xs4 func(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, r *[8]float64)
+	// r2xs4 is two weight rows against four activation rows, accumulating
+	// unreduced lane partials in acc across column blocks; reduce8 turns
+	// them into the eight heads (r[4i+t]). Both nil where no such kernel
+	// exists.
+	r2xs4   func(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, acc *[128]float64)
+	reduce8 func(acc *[128]float64, r *[8]float64)
 	// panel widens a weight row into gemmMatMul's panel; nil where the
 	// packed mat-mul does not run (AVX2).
 	panel func(dst *float64, w *byte, m, hi int)
@@ -67,14 +70,14 @@ type asmFormat struct {
 }
 
 var (
-	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32, nil, nil, nil}
-	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, nil, tailBF16, genericBF16, nil, nil, nil}
-	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16, nil, nil, nil}
+	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32, nil, nil, nil, nil}
+	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, nil, tailBF16, genericBF16, nil, nil, nil, nil}
+	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16, nil, nil, nil, nil}
 
 	fmtF32x512 = &asmFormat{"f32/avx512", sizeF32, layoutNatural,
-		f32Rows1x512, f32Rows2x512, f32Xs2x512, f32Rows4x512, f32Xs4x512, tailF32, genericF32, nil, f32Panel512, nil}
+		f32Rows1x512, f32Rows2x512, f32Xs2x512, f32Rows4x512, f32Xs4x512, tailF32, genericF32, nil, nil, f32Panel512, nil}
 	fmtBF16x512 = &asmFormat{"bf16/avx512", sizeBF16, layoutBF16x5,
-		bf16Rows1x512, bf16Rows2x512, bf16Xs2x512, bf16Rows4x512, bf16Xs4x512, tailBF16, genericBF16, bf16R2Xs4x512, bf16Panel512, bf16Panel512x4}
+		bf16Rows1x512, bf16Rows2x512, bf16Xs2x512, bf16Rows4x512, bf16Xs4x512, tailBF16, genericBF16, bf16R2Xs4x512, bf16Reduce8x512, bf16Panel512, bf16Panel512x4}
 	fmtF16x512 = &asmFormat{"f16/avx512", sizeF16, layoutNatural,
-		f16Rows1x512, f16Rows2x512, f16Xs2x512, f16Rows4x512, f16Xs4x512, tailF16, genericF16, nil, f16Panel512, nil}
+		f16Rows1x512, f16Rows2x512, f16Xs2x512, f16Rows4x512, f16Xs4x512, tailF16, genericF16, nil, nil, f16Panel512, nil}
 )
