@@ -152,11 +152,14 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		r1 := min(rows, r0+block)
 		t := 0
 		// Groups of four activation rows. With the two-row kernel a last
-		// group of two or three runs as four, its last row repeated and
-		// the copies' outputs dropped: that is cheaper than the
-		// two-activation form, whose activations come from L2 for every
-		// weight row (-bench MatMulLevel n2 against n4).
-		for f.xs4 != nil && (t+3 < n || f.r2xs4 != nil && t+1 < n) {
+		// group of three, or of two whose activations overflow L1, runs as
+		// four, its last row repeated and the copies' outputs dropped: that
+		// is cheaper than the two-activation form, whose activations then
+		// come from L2 for every weight row (-bench MatMulLevel n2 against
+		// n4 at 3584 columns). Two rows that fit L1 stay two: repeating
+		// them doubles the multiply-adds (a two-session walk of the perf
+		// checkpoint, 2048 columns, took 48 ms padded and 34 ms not).
+		for f.xs4 != nil && (t+3 < n || f.r2xs4 != nil && (t+2 < n || t+1 < n && 16*m > pairsL1)) {
 			nx := min(4, n-t)
 			var xs [4][]float64
 			for j := range xs {
@@ -200,6 +203,10 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 // 64–230 KiB of them coming from L2 for every pair, which held the kernel to
 // about half the FMA peak (-bench MatMulLevel against -bench FMAPeak).
 const matMulColBlock = 512
+
+// pairsL1 is the most bytes of widened activations two rows may take and
+// still be read from L1 by the two-activation form.
+const pairsL1 = 32 << 10
 
 // matMulPairsMax bounds the weight pairs matMulPairs carries through the
 // column blocks at once (their partials take 1 KiB a pair), so the scratch
