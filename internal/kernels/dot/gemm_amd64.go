@@ -74,10 +74,13 @@ const (
 	// the per-pass kernels (BenchmarkMatMulLevel).
 	gemmMinRows = 32
 	// gemmMinRowsPairs is gemmMinRows for a format with the column-blocked
-	// two-row kernel (r2xs4), which keeps up with the packed path longer:
-	// bf16 3072×3584, ms per call, passes against packed, n32 7.6 / 10.2,
-	// n64 14.9 / 16.5, n128 29.9 / 31.8, n256 59.2 / 60.9, n512 122 / 118.
-	gemmMinRowsPairs = 512
+	// two-row kernel (r2xs4). Alone, the blocked passes keep up with the
+	// packed path longer (bf16 3072×3584, ms per call, passes against
+	// packed: n32 7.6 / 10.2, n64 14.9 / 16.5, n256 59.2 / 60.9), but a
+	// 256-token prefill of the perf checkpoint took 1.84 s through the
+	// passes against 1.67 s packed (-bench Floor), so the switch stays at
+	// gemmMinRows until a threshold is measured on whole prefills.
+	gemmMinRowsPairs = gemmMinRows
 	// gemmChunk is the columns per gemm4x6 pass: six activation rows' half
 	// of a chunk (12 KiB) stay in L1 while every row block of the group
 	// passes over them.
