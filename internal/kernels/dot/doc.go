@@ -22,9 +22,9 @@
 // FMA (F16 also needs F16C; four ymm accumulators, two rows per pass). The
 // bf16 mat-mul passes two weight rows over four activation rows in column
 // blocks whose activations stay in L1. From 32 activation rows on, the
-// AVX-512 mat-mul is packed
-// like a GEMM: a group of weight rows is widened once into a float64 panel
-// and every six activation rows pass over it in column chunks, the
+// AVX-512 mat-mul is packed like a GEMM: a group of weight rows is widened
+// once into a float64 panel and every six activation rows pass over it in
+// column chunks, the
 // accumulators stored unrounded between chunks (gemm_amd64.go), so a
 // widened weight serves all n rows instead of four.
 // Everywhere else, under the purego build tag, or on older CPUs the pure-Go
