@@ -24,9 +24,8 @@
 // blocks whose activations stay in L1. From 32 activation rows on, the
 // AVX-512 mat-mul is packed like a GEMM: a group of weight rows is widened
 // once into a float64 panel and every six activation rows pass over it in
-// column chunks, the
-// accumulators stored unrounded between chunks (gemm_amd64.go), so a
-// widened weight serves all n rows instead of four.
+// column chunks, the accumulators stored unrounded between chunks
+// (gemm_amd64.go), so a widened weight serves all n rows instead of four.
 // Everywhere else, under the purego build tag, or on older CPUs the pure-Go
 // twin in generic.go runs. Every level keeps the R16 lane partition and tree,
 // so all give identical bits; the tests run every level the CPU has against
