@@ -421,15 +421,17 @@ func (v values) gain(key string) nn.Vec {
 	return nn.Vec{}
 }
 
-// gain reports whether the vector with this table key is an RMSNorm gain the model applies
-// itself: the residual stream's input and post-attention norms and the final norm, the bulk of
-// the gains (2·E per layer). The built model holds them at their stored width (nn.Vec, widened
-// exactly where used), so a BF16 or F16 gain costs 2 bytes per element; build reads them with
-// values.gain. The gains inside attention and moe (q_a, kv_a, o_norm, routed_expert_norm) are
-// fields of those packages' exported weight types, which take []float32, and stay float32.
+// gain reports whether the vector with this table key is an RMSNorm gain. The built model holds
+// gains at their stored width (nn.Vec, widened exactly where used), so a BF16 or F16 gain costs
+// 2 bytes per element: the residual stream's and the final norms are built from values.gain;
+// those inside attention and moe (q_a, kv_a, o_norm, routed_expert_norm) are handed over as
+// float32, as those packages' exported weight types take them, and narrowed back exactly by
+// their constructors (nn.Narrowest), which keep no float32 copy.
 func gain(key string) bool {
 	switch key {
-	case "model.norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight":
+	case "model.norm.weight", "input_layernorm.weight", "post_attention_layernorm.weight",
+		"self_attn.q_a_layernorm.weight", "self_attn.kv_a_layernorm.weight", "self_attn.o_norm.weight",
+		"block_sparse_moe.routed_expert_norm.weight":
 		return true
 	}
 	return false

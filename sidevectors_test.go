@@ -16,8 +16,9 @@ import (
 	"github.com/k3-project/k3/safetensors"
 )
 
-// gainSuffixes name the RMSNorm gains a model holds at their stored width.
-var gainSuffixes = []string{"input_layernorm.weight", "post_attention_layernorm.weight", "model.norm.weight"}
+// gainSuffixes name the RMSNorm gains, the vectors a model holds at their stored width.
+var gainSuffixes = []string{"input_layernorm.weight", "post_attention_layernorm.weight",
+	"q_a_layernorm.weight", "kv_a_layernorm.weight", "o_norm.weight", "routed_expert_norm.weight", "model.norm.weight"}
 
 func isGainName(name string) bool {
 	for _, s := range gainSuffixes {

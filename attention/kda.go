@@ -51,6 +51,7 @@ type KDA struct {
 	w                   KDAWeights
 	convQ, convK, convV *nn.ShortConv
 	rate                []float32 // A_h = f32(exp(f64(A_log[h]))), per head
+	oNorm               nn.Vec    // w.ONorm as narrow as its values allow (nn.Narrowest); w keeps none
 	qScale              float32   // f32(1/sqrt(f64(D)))
 	pool                sync.Pool // *Workspace for calls that bring none
 	// minWork is parallel.MinWork: the fewest operations worth a goroutine
@@ -96,7 +97,9 @@ func NewKDA(cfg KDAConfig, w KDAWeights) (*KDA, error) {
 			return nil, fmt.Errorf("attention: kda: %s has %d entries, want %d", v.name, len(v.v), v.n)
 		}
 	}
-	k := &KDA{cfg: cfg, w: w, minWork: parallel.MinWork, rate: make([]float32, h), qScale: float32(1 / math.Sqrt(float64(d)))}
+	k := &KDA{cfg: cfg, w: w, minWork: parallel.MinWork, rate: make([]float32, h), qScale: float32(1 / math.Sqrt(float64(d))),
+		oNorm: nn.Narrowest(w.ONorm)}
+	k.w.ONorm = nil
 	var err error
 	for _, c := range []struct {
 		name string
@@ -437,7 +440,7 @@ func (kc *kdaCall) gate(lo, hi int) {
 	o, g := kc.o, kc.g
 	for th := lo; th < hi; th++ {
 		o0 := th * d // (t·p + hh·d) with p = h·d
-		nn.RMSNorm(o[o0:o0+d], o[o0:o0+d], kc.k.w.ONorm, c.RMSEps)
+		kc.k.oNorm.RMSNorm(o[o0:o0+d], o[o0:o0+d], c.RMSEps)
 		nn.MulSigmoid(o[o0:o0+d], o[o0:o0+d], g[o0:o0+d])
 	}
 }

@@ -52,7 +52,11 @@ type MLA struct {
 	uk    rowSource      // key half of kv_b, row h·dn + j = W_uk,h[j] ∈ R^Rkv
 	uv    []quant.Matrix // per head, kv_b rows h·(dn+dv)+dn .. (h+1)·(dn+dv)
 	scale float32        // f32(1/sqrt(f64(dn+dr)))
-	pool  sync.Pool      // *Workspace for calls that bring none
+	// qaNorm and kvaNorm are w.QANorm and w.KVANorm held as narrow as their values allow
+	// (nn.Narrowest: two bytes an element for gains widened from bf16 or f16), widened exactly
+	// where they are used; w keeps neither slice.
+	qaNorm, kvaNorm nn.Vec
+	pool            sync.Pool // *Workspace for calls that bring none
 	// minWork is parallel.MinWork: the fewest operations worth a goroutine
 	// when heads are split. In-package tests set 1 to force the split on
 	// small layers, which must not change a bit.
@@ -96,7 +100,9 @@ func NewMLA(cfg MLAConfig, w MLAWeights) (*MLA, error) {
 		return nil, fmt.Errorf("attention: mla: q_a_layernorm has %d entries (want %d), kv_a_layernorm %d (want %d)",
 			len(w.QANorm), rq, len(w.KVANorm), rkv)
 	}
-	m := &MLA{cfg: cfg, w: w, minWork: parallel.MinWork, scale: float32(1 / math.Sqrt(float64(dq)))}
+	m := &MLA{cfg: cfg, w: w, minWork: parallel.MinWork, scale: float32(1 / math.Sqrt(float64(dq))),
+		qaNorm: nn.Narrowest(w.QANorm), kvaNorm: nn.Narrowest(w.KVANorm)}
+	m.w.QANorm, m.w.KVANorm = nil, nil
 	if !cfg.OutGate {
 		m.w.G = nil
 	}
@@ -348,7 +354,7 @@ func (m *MLA) forward(dst, x []float32, T, from int, segs []mlaSeg, ws *Workspac
 
 	cq := ws.f32.Take(tq * rq)
 	quant.MatMulParallel(m.w.QA, cq, rq, xq, tq, wk)
-	nn.RMSNormRows(cq, cq, m.w.QANorm, cfg.RMSEps)
+	m.qaNorm.RMSNormRows(cq, cq, cfg.RMSEps)
 	q := ws.f32.Take(tq * hm * dq)
 	quant.MatMulParallel(m.w.QB, q, hm*dq, cq, tq, wk)
 
@@ -361,7 +367,7 @@ func (m *MLA) forward(dst, x []float32, T, from int, segs []mlaSeg, ws *Workspac
 	quant.MatMulParallel(m.w.KVA, kv, kw, x, T, wk)
 	for t := range T {
 		row := kv[t*kw : (t+1)*kw]
-		nn.RMSNorm(row[:rkv], row[:rkv], m.w.KVANorm, cfg.RMSEps)
+		m.kvaNorm.RMSNorm(row[:rkv], row[:rkv], cfg.RMSEps)
 	}
 	if batched {
 		off := 0

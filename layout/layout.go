@@ -123,8 +123,8 @@ type Kind uint8
 const (
 	// Matrix is a [rows, cols] weight matrix, stored BF16, F16 or F32.
 	Matrix Kind = iota
-	// Vector is a small vector (BF16, F16, F32 or F64), read once at open: the model holds the
-	// residual and final RMSNorm gains at their stored width and the rest widened to float32.
+	// Vector is a small vector (BF16, F16, F32 or F64), read once at open: the model holds
+	// RMSNorm gains at their stored width and the rest widened to float32.
 	Vector
 	// Conv is a depthwise convolution's taps, [P, 1, K] as released or [P, K].
 	Conv

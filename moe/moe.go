@@ -55,7 +55,7 @@ type MoE struct {
 	router *Router
 	down   quant.Matrix
 	up     quant.Matrix
-	norm   []float32
+	norm   nn.Vec // w.Norm as narrow as its values allow (nn.Narrowest)
 	shared *Dense // nil without shared experts
 	src    ExpertSource
 	limit  BatchLimiter // src, when it limits the experts per call
@@ -103,7 +103,7 @@ func New(cfg Config, w Weights, src ExpertSource) (*MoE, error) {
 		m.overlap = o.OverlapWaves()
 	}
 	if cfg.LatentNorm {
-		m.norm = w.Norm
+		m.norm = nn.Narrowest(w.Norm)
 	}
 	if w.SharedGate != nil || w.SharedUp != nil || w.SharedDown != nil {
 		if m.shared, err = NewDensePool(w.SharedGate, w.SharedUp, w.SharedDown, cfg.Beta1, cfg.Beta2, cfg.Workers, cfg.Pool); err != nil {
@@ -303,8 +303,8 @@ func (t *combineSplit) Run(lo, hi int) {
 				ut[i] = ut[i] + float32(wj*v)
 			}
 		}
-		if t.m.norm != nil {
-			nn.RMSNorm(ut, ut, t.m.norm, c.RMSEps)
+		if t.m.norm.Len() > 0 {
+			t.m.norm.RMSNorm(ut, ut, c.RMSEps)
 		}
 	}
 }

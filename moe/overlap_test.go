@@ -153,7 +153,7 @@ func overlapMoE(t *testing.T, f *opfix.Fixture, workers, limit, waves, failAt in
 	m.minWork = 1 // split the experts over the workers even on this small layer
 	ls := &overlapSource{limitedSource: limitedSource{countingSource: countingSource{inner: src}, limit: limit},
 		waves: waves, failAt: failAt, called: make(chan struct{}, waves+1), overlap: true}
-	w := Weights{Gate: m.router.gate, Bias: m.router.bias, Down: m.down, Up: m.up, Norm: m.norm,
+	w := Weights{Gate: m.router.gate, Bias: m.router.bias, Down: m.down, Up: m.up, Norm: m.norm.Float32(),
 		SharedGate: m.shared.gate, SharedUp: m.shared.up, SharedDown: m.shared.down}
 	m2, err := New(m.cfg, w, ls)
 	if err != nil {

@@ -99,7 +99,7 @@ func TestNewFindsBatchLimiter(t *testing.T) {
 	f := opfix.Load(t, "moe")
 	m, src := moeFromFixture(t, f, "", 4, 1)
 	ls := &limitedSource{countingSource: countingSource{inner: src}, limit: 1}
-	w := Weights{Gate: m.router.gate, Bias: m.router.bias, Down: m.down, Up: m.up, Norm: m.norm,
+	w := Weights{Gate: m.router.gate, Bias: m.router.bias, Down: m.down, Up: m.up, Norm: m.norm.Float32(),
 		SharedGate: m.shared.gate, SharedUp: m.shared.up, SharedDown: m.shared.down}
 	m2, err := New(m.cfg, w, ls)
 	if err != nil {

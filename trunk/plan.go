@@ -97,7 +97,7 @@ func (p *Plan) String() string {
 	} else {
 		fmt.Fprintf(&b, "  embedding   rows read per token (%d B each)\n", p.EmbedRowSize)
 	}
-	fmt.Fprintf(&b, "  side        %s  residual norm gains at stored width, AttnRes folds, float32 rest\n", Size(p.SideBytes))
+	fmt.Fprintf(&b, "  side        %s  norm gains at stored width, AttnRes folds, float32 rest\n", Size(p.SideBytes))
 	fmt.Fprintf(&b, "  streamed    %s per pass (trunk hit %.1f%%)\n", Size(p.StreamBytes), 100*p.Hit())
 	fmt.Fprintf(&b, "  total       %s", Size(p.Total))
 	return b.String()

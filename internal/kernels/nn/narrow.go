@@ -49,6 +49,18 @@ func Narrow(v []float32, half bool) (Vec, bool) {
 	return Vec{bits: bits, half: half}, true
 }
 
+// Narrowest returns v held as bfloat16 patterns when every element has one,
+// else as binary16 patterns when every element has one, else as float32: a
+// gain whose values were widened from either 16-bit format is held in two
+// bytes an element whatever format its caller widened it from.
+func Narrowest(v []float32) Vec {
+	if n, ok := Narrow(v, false); ok {
+		return n
+	}
+	n, _ := Narrow(v, true)
+	return n
+}
+
 // Len returns the number of elements.
 func (v Vec) Len() int {
 	if v.f32 != nil {

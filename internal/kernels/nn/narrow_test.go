@@ -84,3 +84,26 @@ func TestNarrowRMSNormSameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowest: values widened from bfloat16 are held as bfloat16, values only binary16 can hold
+// as binary16 (2 bytes each either way), and values neither can hold as float32, unchanged.
+func TestNarrowest(t *testing.T) {
+	bf := []float32{floatbits.BF16(0x3f80), floatbits.BF16(0xc2f7), floatbits.BF16(0x0001)}
+	f16 := []float32{floatbits.F16(0x3c01), floatbits.F16(0x0001)} // more mantissa than bf16 has
+	wide := []float32{1, math.Nextafter32(1, 2)}
+	for _, c := range []struct {
+		name  string
+		v     []float32
+		bytes int64
+	}{{"bf16", bf, 2}, {"f16", f16, 2}, {"f32", wide, 4}} {
+		n := Narrowest(c.v)
+		if got := n.Bytes(); got != c.bytes*int64(len(c.v)) {
+			t.Errorf("%s: %d bytes, want %d", c.name, got, c.bytes*int64(len(c.v)))
+		}
+		for i, x := range n.Float32() {
+			if math.Float32bits(x) != math.Float32bits(c.v[i]) {
+				t.Errorf("%s[%d]: %v held as %v", c.name, i, c.v[i], x)
+			}
+		}
+	}
+}
