@@ -34,3 +34,38 @@ func FuzzGemm(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMatMulPasses drives the per-pass mat-mul below the packed path at
+// every level with a shape from the first bytes (activation rows in every
+// remainder of four, so the repeated-row groups run, and columns up to four
+// of matMulColBlock's blocks, with and without a tail) and data from a
+// generator seeded by the rest, special values included, and holds it to
+// the pure-Go driver bit for bit.
+func FuzzMatMulPasses(f *testing.F) {
+	f.Add(uint8(9), uint8(110), uint8(2), uint64(1), false)
+	f.Add(uint8(40), uint8(230), uint8(6), uint64(2), true)
+	f.Add(uint8(3), uint8(57), uint8(11), uint64(3), false)
+	f.Fuzz(func(t *testing.T, rowsB, colsB, nB uint8, seed uint64, special bool) {
+		rows := 1 + int(rowsB%48)
+		cols := 16 + int(colsB)*9
+		n := 2 + int(nB%15)
+		r := rand.New(rand.NewPCG(seed, uint64(rows*cols*n)))
+		for _, k := range kernelSets() {
+			if !k.ok {
+				continue
+			}
+			w := randW(r, k.f, rows, cols, 0, special)
+			x := randX(r, n*cols, special)
+			if !special {
+				cancelRows(k.f, w, x, n, rows, cols)
+			}
+			got, want := asmAndGenericMatMul(k, w, x, n, rows, cols)
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Fatalf("%s rows=%d cols=%d n=%d: position %d row %d: %g, generic %g",
+						k.af.name, rows, cols, n, i/rows, i%rows, got[i], want[i])
+				}
+			}
+		}
+	})
+}
