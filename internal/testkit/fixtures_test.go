@@ -282,3 +282,35 @@ func TestTextCases(t *testing.T) {
 		t.Errorf("without long: %q, %d bytes", texts, n)
 	}
 }
+
+// TestModuleRootSkipsNestedModules: from a package of a nested module (examples/k3 has a
+// go.mod of its own) the fixtures are looked for beside the repository's root module, which
+// is the go.mod declaring github.com/k3-project/k3, not beside the nearest go.mod.
+func TestModuleRootSkipsNestedModules(t *testing.T) {
+	repo := t.TempDir()
+	nested := filepath.Join(repo, "examples", "k3")
+	pkg := filepath.Join(nested, "internal", "serve")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for dir, text := range map[string]string{
+		repo:   "module \"github.com/k3-project/k3\"\n\ngo 1.26\n",
+		nested: "module github.com/k3-project/k3/examples/k3\n\ngo 1.26\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(pkg)
+	got, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := filepath.EvalSymlinks(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = filepath.EvalSymlinks(got); got != want {
+		t.Errorf("moduleRoot from %s = %s, want %s", pkg, got, want)
+	}
+}
