@@ -35,15 +35,12 @@ type weightSource interface {
 	// err is the first read failure of the pass: a streamed matrix that cannot read its bytes
 	// computes NaN and records why here instead of failing the call it is in.
 	err() error
-	// settle is the check the pass's result must pass before it is reported.
-	settle() error
 }
 
 func newWeights(ck *safetensors.Checkpoint, store *trunk.Store, experts *cache.Store, watch *storage.Watch) *weights {
 	w := &weights{serial: store != nil || experts != nil, watch: watch}
 	if store == nil || experts == nil {
-		w.mapped = ck
-		w.sources = append(w.sources, mappedShards{ck})
+		w.mapped = ck // guarded against faults; its changes are the watch's to find
 	}
 	if store != nil {
 		w.sources = append(w.sources, trunkStore{store})
@@ -107,43 +104,24 @@ func (w *weights) guard(fn func() error) error {
 	return err
 }
 
-// settle returns the pass's read failure, a file that changed during it (whatever was read
-// may mix two files' bytes), or the first source's objection to its result.
+// settle returns the pass's read failure, or a file that changed during it: whatever was read
+// may mix two files' bytes. A shard that shrank under its mapping by less than a page reads
+// zeros instead of faulting; its identity (size included) catches that too.
 func (w *weights) settle() error {
 	if err := w.err(); err != nil {
 		return err
 	}
-	if err := w.check(); err != nil {
-		return err
-	}
-	for _, s := range w.sources {
-		if err := s.settle(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.check()
 }
-
-// mappedShards are weights read through memory-mapped shards.
-type mappedShards struct{ ck *safetensors.Checkpoint }
-
-func (mappedShards) begin()     {}
-func (mappedShards) err() error { return nil }
-
-// settle re-checks the shard sizes: a shard that shrank under its mapping by less than a page
-// reads zeros instead of faulting.
-func (m mappedShards) settle() error { return m.ck.CheckSizes() }
 
 // trunkStore is the budgeted dense-weight store.
 type trunkStore struct{ s *trunk.Store }
 
-func (t trunkStore) begin()      { t.s.ClearErr() }
-func (t trunkStore) err() error  { return t.s.Err() }
-func (trunkStore) settle() error { return nil }
+func (t trunkStore) begin()     { t.s.ClearErr() }
+func (t trunkStore) err() error { return t.s.Err() }
 
 // expertCache is the routed-expert cache; its failures reach the pass through the MoE layers.
 type expertCache struct{ s *cache.Store }
 
-func (e expertCache) begin()      { e.s.BeginStep() }
-func (expertCache) err() error    { return nil }
-func (expertCache) settle() error { return nil }
+func (e expertCache) begin()   { e.s.BeginStep() }
+func (expertCache) err() error { return nil }
