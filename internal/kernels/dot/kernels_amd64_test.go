@@ -189,12 +189,7 @@ func TestAsmMatchesGenericDrivers(t *testing.T) {
 			if !special {
 				cancelRows(k.f, w, x, n, rows, cols)
 			}
-			got, want := asmAndGenericMatMul(k, w, x, n, rows, cols)
-			for i := range got {
-				if !sameBits(got[i], want[i]) {
-					t.Fatalf("%s rows=%d cols=%d n=%d elem %d: %g vs generic %g", k.af.name, rows, cols, n, i, got[i], want[i])
-				}
-			}
+			got, want := requireMatMulAsGeneric(t, k, w, x, n, rows, cols)
 			asmMatVec(k.af, got[:rows], w, x[:cols])
 			genericMatVec(k.f.gen, k.f.size, want[:rows], w, x[:cols])
 			for i := range rows {
@@ -220,12 +215,7 @@ func TestAsmLevelsAgreeLarge(t *testing.T) {
 		}
 		x := randX(r, n*cols, false)
 		w := randW(r, k.f, rows, cols, 1, false)
-		got, want := asmAndGenericMatMul(k, w, x, n, rows, cols)
-		for i := range got {
-			if !sameBits(got[i], want[i]) {
-				t.Fatalf("%s elem %d: %g vs generic %g", k.af.name, i, got[i], want[i])
-			}
-		}
+		requireMatMulAsGeneric(t, k, w, x, n, rows, cols)
 	}
 }
 
@@ -331,5 +321,19 @@ func asmAndGenericMatMul(k kernelSet, w []byte, x []float32, n, rows, cols int) 
 	got, want = make([]float32, n*rows), make([]float32, n*rows)
 	asmMatMul(k.af, got, rows, w, x, n, rows, cols)
 	genericMatMul(k.f.gen, k.f.size, want, rows, w, x, n, rows, cols)
+	return got, want
+}
+
+// requireMatMulAsGeneric runs asmAndGenericMatMul and fails t at the first output whose bits
+// differ, naming the shape, position and row; it returns both products.
+func requireMatMulAsGeneric(t *testing.T, k kernelSet, w []byte, x []float32, n, rows, cols int) (got, want []float32) {
+	t.Helper()
+	got, want = asmAndGenericMatMul(k, w, x, n, rows, cols)
+	for i := range got {
+		if !sameBits(got[i], want[i]) {
+			t.Fatalf("%s rows=%d cols=%d n=%d: position %d row %d: %g, generic %g",
+				k.af.name, rows, cols, n, i/rows, i%rows, got[i], want[i])
+		}
+	}
 	return got, want
 }
