@@ -55,3 +55,41 @@
 	VEXTRACTF64X4 $1, ZO, YD; \
 	REDUCE_BF16(YE, XE, YO, XO, YC, XC, YD, XD, XT)
 
+// LOAD_ACC16 and STORE_ACC16 move sixteen zmm accumulators Z0–Z15 from and to
+// 1 KiB at R: partial lane sums kept in memory between column blocks or
+// chunks (a store and reload of a float64 is exact, so no bit changes).
+#define LOAD_ACC16(R) \
+	VMOVUPD 0(R), Z0; \
+	VMOVUPD 64(R), Z1; \
+	VMOVUPD 128(R), Z2; \
+	VMOVUPD 192(R), Z3; \
+	VMOVUPD 256(R), Z4; \
+	VMOVUPD 320(R), Z5; \
+	VMOVUPD 384(R), Z6; \
+	VMOVUPD 448(R), Z7; \
+	VMOVUPD 512(R), Z8; \
+	VMOVUPD 576(R), Z9; \
+	VMOVUPD 640(R), Z10; \
+	VMOVUPD 704(R), Z11; \
+	VMOVUPD 768(R), Z12; \
+	VMOVUPD 832(R), Z13; \
+	VMOVUPD 896(R), Z14; \
+	VMOVUPD 960(R), Z15
+
+#define STORE_ACC16(R) \
+	VMOVUPD Z0, 0(R); \
+	VMOVUPD Z1, 64(R); \
+	VMOVUPD Z2, 128(R); \
+	VMOVUPD Z3, 192(R); \
+	VMOVUPD Z4, 256(R); \
+	VMOVUPD Z5, 320(R); \
+	VMOVUPD Z6, 384(R); \
+	VMOVUPD Z7, 448(R); \
+	VMOVUPD Z8, 512(R); \
+	VMOVUPD Z9, 576(R); \
+	VMOVUPD Z10, 640(R); \
+	VMOVUPD Z11, 704(R); \
+	VMOVUPD Z12, 768(R); \
+	VMOVUPD Z13, 832(R); \
+	VMOVUPD Z14, 896(R); \
+	VMOVUPD Z15, 960(R)
