@@ -73,12 +73,20 @@ func OpenRows(cols, escapes int, data []byte) (*Matrix, error) {
 	}
 	h.Rows = int(int64(len(data)) / rb)
 	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2, fused: haveFused, wide: haveWide}
-	for r := range h.Rows {
-		if _, err := m.checkRow(r); err != nil {
-			return nil, err
-		}
+	if err := m.checkRows(); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// checkRows checks every row in order and returns the first fault.
+func (m *Matrix) checkRows() error {
+	for r := range m.h.Rows {
+		if _, err := m.checkRow(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Header returns the matrix's header.
@@ -113,30 +121,27 @@ func (m *Matrix) parts(r int) (bases, sm, nib, esc []byte) {
 func (m *Matrix) checkRow(r int) (int, error) {
 	bases, _, nib, esc := m.parts(r)
 	cols := m.h.Cols
+	full := cols / BlockSize
 	ne := 0
-	for k, bb := range bases {
-		b := int(bb)
-		if b > MaxBase {
-			return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d above %d", b, MaxBase)}
-		}
-		emax := 0
-		for c := k * BlockSize; c < min((k+1)*BlockSize, cols); c++ {
-			idx := int(nib[c/2]>>(4*(c&1))) & 0xF
-			e := b + idx
-			if idx == EscapeIndex {
-				if ne == len(esc) {
-					return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes beyond the row's %d escape bytes", c, len(esc))}
-				}
-				e = int(esc[ne])
-				ne++
-				if e >= b {
-					return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes exponent %d, not below the window base %d", c, e, b)}
-				}
+	for k := 0; k < len(bases); k++ {
+		// Whole blocks without escapes whose base is 0 or whose indices reach the top of the
+		// window are canonical, and are checked many indices at a time: this runs on every
+		// streamed read of a piece, so it must cost little beside the mat-vec. Any other block
+		// (escapes, a fault, the last partial block) takes checkBlock, which names the fault.
+		if k < full {
+			var j int
+			if m.simd {
+				j = plainBlocks(nib[k*BlockSize/2:full*BlockSize/2], bases[k:full], full-k, m.rb)
+			} else {
+				j = plainBlocksGo(nib[k*BlockSize/2:full*BlockSize/2], bases[k:full])
 			}
-			emax = max(emax, e)
+			if k += j; k == len(bases) {
+				break
+			}
 		}
-		if want := canonicalBase(emax); b != want {
-			return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d, the weights' largest exponent %d gives %d", b, emax, want)}
+		var err error
+		if ne, err = checkBlock(r, k, int(bases[k]), cols, nib, esc, ne); err != nil {
+			return 0, err
 		}
 	}
 	if cols%2 == 1 && nib[len(nib)-1]>>4 != 0 {
@@ -146,6 +151,70 @@ func (m *Matrix) checkRow(r int) (int, error) {
 		if esc[i] != 0 {
 			return 0, &MalformedError{Row: r, Block: -1, Reason: fmt.Sprintf("escape byte %d is unused but not zero", i)}
 		}
+	}
+	return ne, nil
+}
+
+// Nibble masks of plainBlock.
+const (
+	nibbleLow3 = 0x7777777777777777
+	nibbleOne  = 0x1111111111111111
+	nibbleTop  = 0x8888888888888888
+)
+
+// plainBlocksGo returns how many of the blocks from nib and bases (one base each) plainBlock
+// accepts before the first it does not.
+func plainBlocksGo(nib, bases []byte) int {
+	for k, b := range bases {
+		if b > MaxBase || !plainBlock(nib[k*BlockSize/2:(k+1)*BlockSize/2], b) {
+			return k
+		}
+	}
+	return len(bases)
+}
+
+// plainBlock reports whether the BlockSize/2 index bytes of one block hold no escape index and,
+// for a base above 0, at least one index 14 (EscapeIndex-1): then the block's largest exponent is
+// base+14 and the base is the canonical one. It does not say why a block fails.
+//
+// A nibble n is 15 exactly when (n&7)+1 carries into its top bit while that bit is set; the add
+// never carries into the next nibble. n is 14 exactly when n^1 is 15.
+func plainBlock(nib []byte, base byte) bool {
+	nib = nib[:BlockSize/2]
+	var escapes, top uint64
+	for i := 0; i < BlockSize/2; i += 8 {
+		w := binary.LittleEndian.Uint64(nib[i : i+8])
+		escapes |= ((w & nibbleLow3) + nibbleOne) & w
+		x := w ^ nibbleOne
+		top |= ((x & nibbleLow3) + nibbleOne) & x
+	}
+	return escapes&nibbleTop == 0 && (base == 0 || top&nibbleTop != 0)
+}
+
+// checkBlock checks block k of row r column by column, ne escapes having been used before it,
+// and returns the escapes used after it.
+func checkBlock(r, k, b, cols int, nib, esc []byte, ne int) (int, error) {
+	if b > MaxBase {
+		return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d above %d", b, MaxBase)}
+	}
+	emax := 0
+	for c := k * BlockSize; c < min((k+1)*BlockSize, cols); c++ {
+		idx := int(nib[c/2]>>(4*(c&1))) & 0xF
+		e := b + idx
+		if idx == EscapeIndex {
+			if ne == len(esc) {
+				return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes beyond the row's %d escape bytes", c, len(esc))}
+			}
+			e = int(esc[ne])
+			ne++
+			if e >= b {
+				return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes exponent %d, not below the window base %d", c, e, b)}
+			}
+		}
+		emax = max(emax, e)
+	}
+	if want := canonicalBase(emax); b != want {
+		return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d, the weights' largest exponent %d gives %d", b, emax, want)}
 	}
 	return ne, nil
 }

@@ -17,6 +17,24 @@ var haveAVX2 = cpu.X86.HasAVX2
 //go:noescape
 func decodeBlocksAVX2(dst, sm, nib, bases *byte, n int) int
 
+// plainBlocksAVX2 returns how many of the n blocks from nib and bases plainBlock accepts before
+// the first it does not, prefetching ahead bytes beyond each block's indices (a prefetch never
+// faults, wherever it points).
+//
+//go:noescape
+func plainBlocksAVX2(nib, bases *byte, n, ahead int) int
+
+// plainBlocks is plainBlocksGo in assembly, or 0 without AVX2 (the caller then runs the twin).
+// ahead is where the indices of the next row start, relative to this row's.
+func plainBlocks(nib, bases []byte, n, ahead int) int {
+	if !haveAVX2 || n == 0 {
+		return 0
+	}
+	_ = nib[BlockSize/2*n-1]
+	_ = bases[n-1]
+	return plainBlocksAVX2(&nib[0], &bases[0], n, ahead)
+}
+
 func decodeBlocks(dst, sm, nib, bases []byte, n int) int {
 	if !haveAVX2 || n == 0 {
 		return 0

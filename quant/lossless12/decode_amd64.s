@@ -245,3 +245,58 @@ end:
 	VZEROUPPER
 	MOVQ BX, ret+48(FP)
 	RET
+
+DATA l12x0e<>+0(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA l12x0e<>+8(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA l12x0e<>+16(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA l12x0e<>+24(SB)/8, $0x0e0e0e0e0e0e0e0e
+GLOBL l12x0e<>(SB), RODATA|NOPTR, $32
+
+// func plainBlocksAVX2(nib, bases *byte, n, ahead int) int
+//
+// The count of leading blocks of n that plainBlock accepts: base at most 241, no index 15, and
+// for a base above 0 some index 14. One block's 32 index bytes a step, each step prefetching
+// the bytes ahead bytes further on (the next row's indices: a piece is checked row by row, and
+// its bytes have just been read from the device, so none is in a cache).
+TEXT ·plainBlocksAVX2(SB), NOSPLIT, $0-40
+	MOVQ nib+0(FP), SI
+	MOVQ bases+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVQ ahead+24(FP), DX
+	XORQ AX, AX
+	VMOVDQU l12nib<>(SB), Y15
+	VMOVDQU l12x0e<>(SB), Y14
+
+plainloop:
+	CMPQ AX, CX
+	JAE  plaindone
+	MOVBLZX (DI)(AX*1), BX
+	CMPL BX, $241
+	JA   plaindone
+	PREFETCHT0 (SI)(DX*1)
+	VMOVDQU (SI), Y0
+	VPSRLW $4, Y0, Y1
+	VPAND Y15, Y0, Y0
+	VPAND Y15, Y1, Y1
+	VPCMPEQB Y15, Y0, Y2
+	VPCMPEQB Y15, Y1, Y3
+	VPOR Y2, Y3, Y2
+	VPTEST Y2, Y2
+	JNZ  plaindone // an escape
+	TESTL BX, BX
+	JZ   plainnext
+	VPCMPEQB Y14, Y0, Y2
+	VPCMPEQB Y14, Y1, Y3
+	VPOR Y2, Y3, Y2
+	VPTEST Y2, Y2
+	JZ   plaindone // a base above 0 whose window top is unused
+
+plainnext:
+	ADDQ $32, SI
+	INCQ AX
+	JMP  plainloop
+
+plaindone:
+	VZEROUPPER
+	MOVQ AX, ret+32(FP)
+	RET

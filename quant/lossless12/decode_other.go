@@ -8,6 +8,9 @@ const haveAVX2 = false
 // decodeBlocks decodes nothing: the Go decoder does every block.
 func decodeBlocks(dst, sm, nib, bases []byte, n int) int { return 0 }
 
+// plainBlocks checks nothing: plainBlocksGo does every block.
+func plainBlocks(nib, bases []byte, n, ahead int) int { return 0 }
+
 // haveFused is false: this build has no assembly.
 const haveFused = false
 

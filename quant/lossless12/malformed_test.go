@@ -347,3 +347,67 @@ func TestWriteSeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainBlocks holds the fast check of whole blocks (the SWAR twin and, with AVX2, the
+// assembly) to the column-by-column one: a run of blocks is accepted exactly up to the first
+// block that has an escape index or that checkBlock refuses, on blocks built to sit on every
+// side of the rule (bases 0, 1, MaxBase and above it; no index 14, one at every position; an
+// escape at every position).
+func TestPlainBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 12))
+	const n = 64
+	nib := make([]byte, n*BlockSize/2)
+	bases := make([]byte, n)
+	esc := bytes.Repeat([]byte{0}, BlockSize) // room for every escape; their exponents are 0
+	ends := map[int]int{}
+	for trial := range 4000 {
+		for k := range n {
+			bases[k] = []byte{0, 1, 113, MaxBase, MaxBase + 1, 255, byte(r.IntN(256))}[r.IntN(7)]
+			kind := r.IntN(5)
+			if r.IntN(32) != 0 { // mostly blocks that pass, so that runs reach the end
+				bases[k], kind = []byte{0, 1, 113, MaxBase}[r.IntN(4)], 0
+			}
+			blk := nib[k*BlockSize/2 : (k+1)*BlockSize/2]
+			for i := range blk {
+				blk[i] = byte(r.IntN(14)) | byte(r.IntN(14))<<4 // indices 0–13
+			}
+			switch kind {
+			case 0, 4: // the window's top used once, at any column
+				c := r.IntN(BlockSize)
+				blk[c/2] = blk[c/2]&^(0xF<<(4*(c&1))) | 14<<(4*(c&1))
+			case 1: // an escape at any column, perhaps beside the top
+				c := r.IntN(BlockSize)
+				blk[c/2] |= 0xF << (4 * (c & 1))
+				if r.IntN(2) == 0 {
+					c = r.IntN(BlockSize)
+					blk[c/2] = blk[c/2]&^(0xF<<(4*(c&1))) | 14<<(4*(c&1))
+				}
+			case 2: // every index at the top
+				for i := range blk {
+					blk[i] = 0xEE
+				}
+			}
+		}
+		want := n
+		for k := range n {
+			ne, err := checkBlock(0, k, int(bases[k]), n*BlockSize, nib, esc, 0)
+			if err != nil || ne != 0 {
+				want = k
+				break
+			}
+		}
+		if got := plainBlocksGo(nib, bases); got != want {
+			t.Fatalf("trial %d: the Go check accepts %d blocks, the column check %d", trial, got, want)
+		}
+		if haveAVX2 {
+			if got := plainBlocks(nib, bases, n, len(nib)); got != want {
+				t.Fatalf("trial %d: the assembly check accepts %d blocks, the column check %d", trial, got, want)
+			}
+		}
+		ends[want]++
+	}
+	// The trials must stop at many places, the end included, or the rule is not exercised.
+	if len(ends) < 10 || ends[n] == 0 {
+		t.Fatalf("the trials stopped at %d different blocks, %d ran to the end", len(ends), ends[n])
+	}
+}
