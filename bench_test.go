@@ -327,6 +327,7 @@ func trunk12(b *testing.B, dir string, tokBytes int64, prompt []int, buf []byte,
 		tokBytes   int64
 		s1, s2     float64 // decode s/token, all pinned
 		floorBytes float64 // trunk bytes read per token at the floor budget
+		floorStep  float64 // decode s/token at the floor budget, two threads
 	}
 	res := map[string]result{}
 	m, err := k3.Open(dir)
@@ -359,16 +360,18 @@ func trunk12(b *testing.B, dir string, tokBytes int64, prompt []int, buf []byte,
 		}
 		r.s1 = median(measureDecode(b, dir, 1, prompt, buf, sink, k3.WithPackedTrunk(p)).step)
 		r.s2 = median(measureDecode(b, dir, 2, prompt, buf, sink, k3.WithPackedTrunk(p)).step)
-		r.floorBytes = floorReadPerToken(b, dir, p, prompt)
+		r.floorBytes, r.floorStep = floorReadPerToken(b, dir, p, prompt)
 		res[f] = r
-		fmt.Printf("trunk %s: bytes touched per decode token %d (%.3f GB); decode (all pinned) %.1f ms/token at 1 thread (reading %s), %.1f at 2 (reading %s); floor budget reads %.3f GB/token\n",
-			f, r.tokBytes, float64(r.tokBytes)/1e9, 1e3*r.s1, src[1], 1e3*r.s2, src[2], r.floorBytes/1e9)
+		fmt.Printf("trunk %s: bytes touched per decode token %d (%.3f GB); decode (all pinned) %.1f ms/token at 1 thread (reading %s), %.1f at 2 (reading %s); floor budget reads %.3f GB/token in %.1f ms at 2 threads\n",
+			f, r.tokBytes, float64(r.tokBytes)/1e9, 1e3*r.s1, src[1], 1e3*r.s2, src[2], r.floorBytes/1e9, 1e3*r.floorStep)
 		if src[1] != trunk.SourcePacked {
 			s1 := median(measureDecode(b, dir, 1, prompt, buf, sink, k3.WithPackedTrunk(p, trunk.SourcePacked)).step)
 			fmt.Printf("trunk %s read from the pack at 1 thread: %.1f ms/token (%.2f× the plan's choice)\n", f, 1e3*s1, s1/r.s1)
 		}
 	}
 	bf, l := res["bf16"], res["lossless12"]
+	fmt.Printf("trunk at the floor budget, 2 threads: lossless12 %.1f ms/token, bf16 %.1f (speedup %.2f)\n",
+		1e3*l.floorStep, 1e3*bf.floorStep, bf.floorStep/l.floorStep)
 	fmt.Printf("TRUNK12 bytes=%.3f decode_1t=%.2f decode_2t=%.2f floor_read=%.3f\n",
 		float64(l.tokBytes)/float64(bf.tokBytes), bf.s1/l.s1, bf.s2/l.s2, l.floorBytes/bf.floorBytes)
 	b.ReportMetric(float64(l.tokBytes)/float64(bf.tokBytes), "trunk12_bytes/bf16")
@@ -376,8 +379,9 @@ func trunk12(b *testing.B, dir string, tokBytes int64, prompt []int, buf []byte,
 }
 
 // floorReadPerToken opens dir with the packed trunk p at its floor budget (two threads) and
-// returns the median bytes the trunk store reads for one decode step.
-func floorReadPerToken(b *testing.B, dir, p string, prompt []int) float64 {
+// returns the median bytes the trunk store reads for one decode step and the median time of one
+// (every streamed piece read and checked again, so the lossless12 check shows here).
+func floorReadPerToken(b *testing.B, dir, p string, prompt []int) (float64, float64) {
 	b.Helper()
 	pl, err := k3.PlanFor(dir, k3.WithPackedTrunk(p, trunk.SourcePacked), k3.WithTrunkBudget(1<<40))
 	if err != nil {
@@ -385,16 +389,18 @@ func floorReadPerToken(b *testing.B, dir, p string, prompt []int) float64 {
 	}
 	m, s, next, snap := decodeReady(b, dir, 2, prompt, k3.WithPackedTrunk(p), k3.WithTrunkBudget(pl.Trunk.Floor))
 	defer m.Close()
-	var per []float64
+	var per, secs []float64
 	for range floorReps {
 		if err := s.Restore(snap); err != nil {
 			b.Fatal(err)
 		}
 		before := m.Stats().Trunk.TotalBytes()
+		t0 := time.Now()
 		if err := s.Step(context.Background(), next); err != nil {
 			b.Fatal(err)
 		}
+		secs = append(secs, time.Since(t0).Seconds())
 		per = append(per, float64(m.Stats().Trunk.TotalBytes()-before))
 	}
-	return median(per)
+	return median(per), median(secs)
 }

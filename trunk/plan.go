@@ -63,6 +63,11 @@ type Plan struct {
 	SideBytes    int64 `json:"side_bytes"`
 	Total        int64 `json:"total_bytes"`
 	ReadAhead    bool  `json:"read_ahead"` // a background reader runs (at least two slots)
+	// Split says the ring is the bytes of the one slot the budget allows, cut in two slots so
+	// that the next piece is read while the current one is computed on; a piece larger than a
+	// slot (a whole matrix the layer reads by rows) takes both, and is read while neither is
+	// in use. RingBytes may then exceed Slots·SlotBytes by less than one alignment unit.
+	Split bool `json:"split_slot,omitempty"`
 	LayerBytes   int64 `json:"layer_bytes"`
 	HeadBytes    int64 `json:"head_bytes"`
 	EmbedRowSize int64 `json:"embedding_row_bytes"`
@@ -88,7 +93,11 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&b, "trunk budget %s (floor %s)\n", Size(p.Budget), Size(p.Floor))
 	fmt.Fprintf(&b, "  pinned      %s  %d/%d layers%s\n", Size(p.PinnedBytes), len(p.Pinned), p.Layers, map[bool]string{true: " + lm_head", false: ""}[p.HeadPinned])
 	if p.Slots > 0 {
-		fmt.Fprintf(&b, "  ring        %s  %d × %s slots, read-ahead %v\n", Size(p.RingBytes), p.Slots, Size(p.SlotBytes), p.ReadAhead)
+		split := ""
+		if p.Split {
+			split = " (one slot's bytes, split: a whole matrix larger than a slot takes both)"
+		}
+		fmt.Fprintf(&b, "  ring        %s  %d × %s slots, read-ahead %v%s\n", Size(p.RingBytes), p.Slots, Size(p.SlotBytes), p.ReadAhead, split)
 	} else {
 		fmt.Fprintf(&b, "  ring        none (everything pinned)\n")
 	}
@@ -170,7 +179,7 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 	p := &Plan{Budget: cfg.Budget, Layers: numLayers, SideBytes: cfg.SideBytes, Pinned: []int{}}
 	items := make(map[int]*item)
 	var embed *Tensor
-	var minSlot, maxSlot int64
+	var minSlot, maxSlot, rowSlot int64 // rowSlot: the largest piece of a matrix that streams by rows
 	for i := range tensors {
 		t := &tensors[i]
 		if err := t.check(); err != nil {
@@ -202,6 +211,9 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 			p.LayerBytes += t.Size
 		}
 		minSlot = max(minSlot, minPiece(t))
+		if !t.Whole {
+			rowSlot = max(rowSlot, minPiece(t))
+		}
 		maxSlot = max(maxSlot, roundUp(t.Size+window, storage.Alignment))
 	}
 	if embed != nil {
@@ -319,7 +331,13 @@ func NewPlan(tensors []Tensor, numLayers int, cfg PlanConfig) (*Plan, error) {
 	}
 	slices.Sort(p.Pinned)
 	p.Slots, p.SlotBytes, p.RingBytes = r, slot, int64(r)*slot
-	p.ReadAhead = r >= 2
+	// One slot reads and computes in turn. When its halves still hold a row of every matrix
+	// that streams by rows, two half slots read the next piece meanwhile in the same bytes; a
+	// whole matrix larger than a half takes both (§8.6). A ring of 1 asked for keeps one slot.
+	if half := (slot / 2) &^ (storage.Alignment - 1); r == 1 && ring >= 2 && half >= rowSlot && rowSlot > 0 {
+		p.Slots, p.SlotBytes, p.Split = 2, half, true
+	}
+	p.ReadAhead = p.Slots >= 2
 	p.PinnedBytes = pinned
 	if embed != nil && streamed == 0 {
 		if e := pinnedBytes(embed); pinned+e <= avail {

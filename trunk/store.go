@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -114,10 +115,14 @@ type slot struct {
 	holds    int
 	mat      quant.Matrix // view of the payload, built once per fill
 	prefetch bool         // filled by read-ahead and not yet used
+	// In a split ring (Plan.Split) a wide piece fills slot 0 over the whole ring: slot 0 has
+	// wide set and the other slot covered, which no fill may claim until slot 0 is refilled.
+	wide, covered bool
 }
 
 // piece is a row range of one tensor, streamed through one slot.
 type piece struct {
+	wide   bool // larger than a slot of a split ring: it takes the whole ring
 	t      *Tensor
 	f      *openFile
 	r0, r1 int
@@ -323,7 +328,9 @@ func (s *Store) addPieces(t *Tensor, f *openFile, ctor func(int, int, []byte) (q
 	m := &Matrix{s: s, t: t, rows: t.Rows, lo: 0, hi: t.Rows, first: len(s.pieces), per: per}
 	for r0 := 0; r0 < t.Rows; r0 += per {
 		r1 := min(t.Rows, r0+per)
-		s.pieces = append(s.pieces, piece{t: t, f: f, r0: r0, r1: r1, off: t.Offset + int64(r0)*rb, n: int64(r1-r0) * rb, ctor: ctor})
+		off, n := t.Offset+int64(r0)*rb, int64(r1-r0)*rb
+		wide := s.plan.Split && storage.WindowLen(off, n) > s.plan.SlotBytes
+		s.pieces = append(s.pieces, piece{t: t, f: f, r0: r0, r1: r1, off: off, n: n, ctor: ctor, wide: wide})
 	}
 	m.last = len(s.pieces)
 	return m
@@ -415,6 +422,17 @@ func (s *Store) acquire(pc int) (quant.Matrix, int, error) {
 	if err := s.Err(); err != nil {
 		return nil, -1, err // fail fast: the pass is lost already
 	}
+	m, i, woke, err := s.acquireLocked(pc)
+	if woke {
+		// The reader was made runnable on this goroutine's P, where it would wait until the
+		// kernel about to run blocks; yielding lets it issue the next read now, so the read
+		// overlaps this piece's compute instead of following it.
+		runtime.Gosched()
+	}
+	return m, i, err
+}
+
+func (s *Store) acquireLocked(pc int) (_ quant.Matrix, _ int, woke bool, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Acquires++
@@ -425,7 +443,7 @@ func (s *Store) acquire(pc int) (quant.Matrix, int, error) {
 	defer func() { s.stats.WaitSeconds += waited.Seconds() }()
 	for {
 		if s.close {
-			return nil, -1, ErrClosed
+			return nil, -1, woke, ErrClosed
 		}
 		if i := s.find(pc); i >= 0 {
 			sl := &s.slots[i]
@@ -438,8 +456,8 @@ func (s *Store) acquire(pc int) (quant.Matrix, int, error) {
 				if waited == 0 {
 					s.stats.Hits++
 				}
-				s.setWalk(pc)
-				return sl.mat, i, nil
+				woke = s.setWalk(pc)
+				return sl.mat, i, woke, nil
 			}
 			t0 := time.Now()
 			verifying := s.unverified(s.pieces[pc].t.Item)
@@ -461,18 +479,18 @@ func (s *Store) acquire(pc int) (quant.Matrix, int, error) {
 				waited += time.Since(t0)
 				continue
 			}
-			return nil, -1, fmt.Errorf("%w: %d slots, piece %d of %s", ErrRingExhausted, len(s.slots), pc, s.pieces[pc].t.Name)
+			return nil, -1, woke, fmt.Errorf("%w: %d slots, piece %d of %s", ErrRingExhausted, len(s.slots), pc, s.pieces[pc].t.Name)
 		}
 		s.stats.Misses++
-		s.setWalk(pc)
+		woke = s.setWalk(pc)
 		t0 := time.Now()
 		v, err := s.fill(i, pc, false)
 		waited += time.Since(t0) - v
 		if err != nil {
-			return nil, -1, err
+			return nil, -1, woke, err
 		}
 		s.slots[i].holds++
-		return s.slots[i].mat, i, nil
+		return s.slots[i].mat, i, woke, nil
 	}
 }
 
@@ -489,14 +507,19 @@ func (s *Store) release(i int) {
 
 func (s *Store) next(pc int) int { return (pc + 1) % len(s.pieces) }
 
-func (s *Store) setWalk(pc int) {
+// setWalk records pc as the piece in use and reports whether it woke the reader.
+func (s *Store) setWalk(pc int) bool {
 	if s.walk != pc {
 		s.walk = pc
-		select {
-		case s.wake <- struct{}{}:
-		default:
+		if len(s.slots) >= 2 {
+			select {
+			case s.wake <- struct{}{}:
+				return true
+			default:
+			}
 		}
 	}
+	return false
 }
 
 func (s *Store) find(pc int) int {
@@ -520,11 +543,20 @@ func (s *Store) protected(q, from int) bool {
 // outside the protected window from pc, else the one holding the farthest upcoming piece. Leased
 // and filling slots are never candidates.
 func (s *Store) victim(pc int) int {
+	if s.pieces[pc].wide {
+		// The whole ring, so every slot must be free; slot 0 takes it.
+		for i := range s.slots {
+			if s.slots[i].state == slotFilling || s.slots[i].holds > 0 {
+				return -1
+			}
+		}
+		return 0
+	}
 	best, bestD := -1, -1
 	n := len(s.pieces)
 	for i := range s.slots {
 		sl := &s.slots[i]
-		if sl.state == slotFilling || sl.holds > 0 {
+		if sl.state == slotFilling || sl.holds > 0 || sl.covered {
 			continue
 		}
 		if sl.state == slotEmpty {
@@ -546,10 +578,27 @@ func (s *Store) victim(pc int) int {
 // It returns the time spent verifying the piece's packed layer on first load.
 func (s *Store) fill(i, pc int, ahead bool) (time.Duration, error) {
 	sl := &s.slots[i]
-	sl.piece, sl.state, sl.mat, sl.prefetch = pc, slotFilling, nil, false
 	p := &s.pieces[pc]
+	buf := sl.buf
+	if sl.wide || p.wide {
+		// Slot 0 leaves or takes the whole ring: the others are free again, or covered (the
+		// caller has checked that they hold nothing in use and that none is filling).
+		for k := range s.slots {
+			if k != i {
+				s.slots[k].covered = p.wide
+				if p.wide {
+					s.slots[k].piece, s.slots[k].state, s.slots[k].mat, s.slots[k].prefetch = -1, slotEmpty, nil, false
+				}
+			}
+		}
+		sl.wide = p.wide
+	}
+	if p.wide {
+		buf = s.ring.buf[:s.plan.RingBytes:s.plan.RingBytes]
+	}
+	sl.piece, sl.state, sl.mat, sl.prefetch = pc, slotFilling, nil, false
 	s.mu.Unlock()
-	m, d, v, err := s.fillPiece(sl.buf, p)
+	m, d, v, err := s.fillPiece(buf, p)
 	s.mu.Lock()
 	s.stats.DeviceSeconds += d.Seconds()
 	if err != nil {
@@ -759,9 +808,12 @@ func (s *Store) aheadTarget() (int, int) {
 		if s.find(pc) >= 0 {
 			continue
 		}
+		if s.pieces[pc].wide {
+			return -1, -1 // read on demand, once neither slot is in use
+		}
 		for i := range s.slots {
 			sl := &s.slots[i]
-			if sl.state == slotFilling || sl.holds > 0 {
+			if sl.state == slotFilling || sl.holds > 0 || sl.covered {
 				continue
 			}
 			if sl.state == slotEmpty || !s.protected(sl.piece, s.walk) {

@@ -169,6 +169,64 @@ func TestRingNeverServesStaleBytes(t *testing.T) {
 	}
 }
 
+// TestSplitRing checks the floor of a trunk whose rows are small beside its one whole matrix:
+// the plan cuts the one slot in two (read-ahead in the same bytes), a ring of 1 asked for keeps
+// one slot, and walks through the split ring with random read delays give the resident
+// results, the whole matrix read over both halves and every other piece read ahead.
+func TestSplitRing(t *testing.T) {
+	_, ts := source(t, 5, 512, 40)
+	for i := range ts {
+		if ts[i].Name == "layers.2.a" {
+			ts[i].Whole = true // 40 960 bytes, read by rows in the layer's own order
+		}
+	}
+	x := make([]float32, 40)
+	for i := range x {
+		x[i] = float32(i%5) - 2
+	}
+	want := reference(t, ts, x)
+	all, err := NewPlan(ts, 5, PlanConfig{Budget: 1 << 40})
+	require.NoError(t, err)
+	p, err := NewPlan(ts, 5, PlanConfig{Budget: all.Floor})
+	require.NoError(t, err)
+	assert.Equal(t, [5]any{true, 2, int64(24576), int64(49152), true}, [5]any{p.Split, p.Slots, p.SlotBytes, p.RingBytes, p.ReadAhead})
+	assert.Equal(t, all.Floor, p.Total, "the split costs no byte")
+	assert.Contains(t, p.String(), "2 × 24.6 kB slots, read-ahead true (one slot's bytes, split")
+	one, err := NewPlan(ts, 5, PlanConfig{Budget: all.Floor, Ring: 1})
+	require.NoError(t, err)
+	assert.Equal(t, [3]any{false, 1, false}, [3]any{one.Split, one.Slots, one.ReadAhead})
+
+	for _, workers := range []int{1, 2} {
+		open := func(path string) (storage.File, error) {
+			f, err := storage.Open(path)
+			return &slowFile{File: f, r: rand.New(rand.NewPCG(uint64(workers), 5)), fail: -1}, err
+		}
+		s, err := Open(p, ts, Options{Open: open, ChunkBytes: 4096})
+		require.NoError(t, err)
+		wide := 0
+		for _, pc := range s.pieces {
+			if pc.wide {
+				wide++
+				assert.Equal(t, "layers.2.a", pc.t.Name)
+			}
+		}
+		require.Equal(t, 1, wide, "the whole matrix alone takes both slots")
+		for pass := range 4 {
+			for _, tt := range ts {
+				m, ok := s.Matrix(tt.Name)
+				require.True(t, ok)
+				got := make([]float32, tt.Rows)
+				quant.MatVecParallel(m, got, x, workers)
+				require.NoError(t, s.Err())
+				require.Equal(t, want[tt.Name], got, "pass %d %s, %d workers", pass, tt.Name, workers)
+			}
+		}
+		st := s.Stats()
+		assert.Positive(t, st.PrefetchUsed, "pieces are read ahead and used")
+		require.NoError(t, s.Close())
+	}
+}
+
 func TestStreamReadFailure(t *testing.T) {
 	_, ts := source(t, 3, 64, 32)
 	p, err := NewPlan(ts, 3, PlanConfig{Budget: 3 * 12288, SlotBytes: 1})
