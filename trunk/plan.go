@@ -50,24 +50,24 @@ type Plan struct {
 	// matrix, or a whole matrix the layer reads by rows) plus its read window.
 	MinSlot int64 `json:"min_slot_bytes"`
 
-	Layers       int   `json:"layers"`
-	Pinned       []int `json:"pinned_layers"`
-	HeadPinned   bool  `json:"head_pinned"`
-	EmbedPinned  bool  `json:"embedding_pinned"`
-	PinnedBytes  int64 `json:"pinned_bytes"`            // arena bytes of every pinned matrix
-	EmbedBytes   int64 `json:"embedding_bytes"`         // resident embedding table (0 when its rows are read per token)
-	StreamBytes  int64 `json:"streamed_bytes_per_pass"` // bytes read per full pass over the layers and the head
-	Slots        int   `json:"ring_slots"`
-	SlotBytes    int64 `json:"slot_bytes"`
-	RingBytes    int64 `json:"ring_bytes"`
-	SideBytes    int64 `json:"side_bytes"`
-	Total        int64 `json:"total_bytes"`
-	ReadAhead    bool  `json:"read_ahead"` // a background reader runs (at least two slots)
+	Layers      int   `json:"layers"`
+	Pinned      []int `json:"pinned_layers"`
+	HeadPinned  bool  `json:"head_pinned"`
+	EmbedPinned bool  `json:"embedding_pinned"`
+	PinnedBytes int64 `json:"pinned_bytes"`            // arena bytes of every pinned matrix
+	EmbedBytes  int64 `json:"embedding_bytes"`         // resident embedding table (0 when its rows are read per token)
+	StreamBytes int64 `json:"streamed_bytes_per_pass"` // bytes read per full pass over the layers and the head
+	Slots       int   `json:"ring_slots"`
+	SlotBytes   int64 `json:"slot_bytes"`
+	RingBytes   int64 `json:"ring_bytes"`
+	SideBytes   int64 `json:"side_bytes"`
+	Total       int64 `json:"total_bytes"`
+	ReadAhead   bool  `json:"read_ahead"` // a background reader runs (at least two slots)
 	// Split says the ring is the bytes of the one slot the budget allows, cut in two slots so
 	// that the next piece is read while the current one is computed on; a piece larger than a
 	// slot (a whole matrix the layer reads by rows) takes both, and is read while neither is
 	// in use. RingBytes may then exceed Slots·SlotBytes by less than one alignment unit.
-	Split bool `json:"split_slot,omitempty"`
+	Split        bool  `json:"split_slot,omitempty"`
 	LayerBytes   int64 `json:"layer_bytes"`
 	HeadBytes    int64 `json:"head_bytes"`
 	EmbedRowSize int64 `json:"embedding_row_bytes"`
