@@ -348,7 +348,7 @@ func (b *binder) loadOne(e *bound, store *trunk.Store, pool *parallel.Pool) {
 			v = v[:s.Alt[0]]
 		}
 		e.vec = nn.F32(v)
-		if gain(s.Key) && (e.t.DType == safetensors.BF16 || e.t.DType == safetensors.F16) {
+		if narrowGain(s.Key, e.t.DType) {
 			// Values widened from 16 bits narrow back exactly; a failure would be a reader
 			// bug, and holding float32 would exceed what the plan charged (heldBytes).
 			var ok bool
@@ -437,6 +437,12 @@ func gain(key string) bool {
 	return false
 }
 
+// narrowGain reports whether a vector with this table key stored as d is held at 2 bytes an
+// element: an RMSNorm gain stored in BF16 or F16.
+func narrowGain(key string, d safetensors.DType) bool {
+	return gain(key) && (d == safetensors.BF16 || d == safetensors.F16)
+}
+
 // attnResVector reports whether the vector with this table key is an AttnRes key norm or
 // pseudo-query: build folds each pair into one float32 vector of their common width
 // (nn.NewAttnRes), 2 bytes per stored element whatever the dtype.
@@ -454,7 +460,7 @@ func attnResVector(key string) bool {
 // bytes the trunk plan charges (§8.5). Every other vector is held as float32.
 func heldBytes(key string, d safetensors.DType, n int64) int64 {
 	switch {
-	case attnResVector(key), gain(key) && (d == safetensors.BF16 || d == safetensors.F16):
+	case attnResVector(key), narrowGain(key, d):
 		return 2 * n
 	}
 	return 4 * n

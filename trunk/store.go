@@ -115,9 +115,9 @@ type slot struct {
 	holds    int
 	mat      quant.Matrix // view of the payload, built once per fill
 	prefetch bool         // filled by read-ahead and not yet used
-	// In a split ring (Plan.Split) a wide piece fills slot 0 over the whole ring: slot 0 has
-	// wide set and the other slot covered, which no fill may claim until slot 0 is refilled.
-	wide, covered bool
+	// wide: in a split ring (Plan.Split) slot 0 holds, or last failed to read, a wide piece
+	// over the whole ring, so the other slot is covered (Store.covered) until slot 0 is refilled.
+	wide bool
 }
 
 // piece is a row range of one tensor, streamed through one slot.
@@ -505,6 +505,9 @@ func (s *Store) release(i int) {
 	s.mu.Unlock()
 }
 
+// covered reports whether slot i lies under a wide piece in slot 0 (§8.6), where no fill may go.
+func (s *Store) covered(i int) bool { return i != 0 && s.slots[0].wide }
+
 func (s *Store) next(pc int) int { return (pc + 1) % len(s.pieces) }
 
 // setWalk records pc as the piece in use and reports whether it woke the reader.
@@ -556,7 +559,7 @@ func (s *Store) victim(pc int) int {
 	n := len(s.pieces)
 	for i := range s.slots {
 		sl := &s.slots[i]
-		if sl.state == slotFilling || sl.holds > 0 || sl.covered {
+		if sl.state == slotFilling || sl.holds > 0 || s.covered(i) {
 			continue
 		}
 		if sl.state == slotEmpty {
@@ -580,22 +583,15 @@ func (s *Store) fill(i, pc int, ahead bool) (time.Duration, error) {
 	sl := &s.slots[i]
 	p := &s.pieces[pc]
 	buf := sl.buf
-	if sl.wide || p.wide {
-		// Slot 0 leaves or takes the whole ring: the others are free again, or covered (the
-		// caller has checked that they hold nothing in use and that none is filling).
-		for k := range s.slots {
-			if k != i {
-				s.slots[k].covered = p.wide
-				if p.wide {
-					s.slots[k].piece, s.slots[k].state, s.slots[k].mat, s.slots[k].prefetch = -1, slotEmpty, nil, false
-				}
-			}
-		}
-		sl.wide = p.wide
-	}
 	if p.wide {
+		// Slot 0 takes the whole ring: whatever the others held goes (the caller has checked
+		// that none is in use or filling), and they stay covered until slot 0 is refilled.
+		for k := 1; k < len(s.slots); k++ {
+			s.slots[k].piece, s.slots[k].state, s.slots[k].mat, s.slots[k].prefetch = -1, slotEmpty, nil, false
+		}
 		buf = s.ring.buf[:s.plan.RingBytes:s.plan.RingBytes]
 	}
+	sl.wide = p.wide
 	sl.piece, sl.state, sl.mat, sl.prefetch = pc, slotFilling, nil, false
 	s.mu.Unlock()
 	m, d, v, err := s.fillPiece(buf, p)
@@ -813,7 +809,7 @@ func (s *Store) aheadTarget() (int, int) {
 		}
 		for i := range s.slots {
 			sl := &s.slots[i]
-			if sl.state == slotFilling || sl.holds > 0 || sl.covered {
+			if sl.state == slotFilling || sl.holds > 0 || s.covered(i) {
 				continue
 			}
 			if sl.state == slotEmpty || !s.protected(sl.piece, s.walk) {

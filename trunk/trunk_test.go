@@ -118,6 +118,25 @@ func (s *slowFile) ReadAt(p []byte, off int64) (int, error) {
 	return s.File.ReadAt(p, off)
 }
 
+// walkMatches walks every matrix of ts through s passes times, on workers workers, and requires
+// each MatVec to equal want; more, when set, checks each matrix further after its MatVec.
+func walkMatches(t *testing.T, s *Store, ts []Tensor, x []float32, want map[string][]float32, passes, workers int, more func(quant.Matrix, Tensor)) {
+	t.Helper()
+	for pass := range passes {
+		for _, tt := range ts {
+			m, ok := s.Matrix(tt.Name)
+			require.True(t, ok)
+			got := make([]float32, tt.Rows)
+			quant.MatVecParallel(m, got, x, workers)
+			require.NoError(t, s.Err())
+			require.Equal(t, want[tt.Name], got, "pass %d %s, %d workers", pass, tt.Name, workers)
+			if more != nil {
+				more(m, tt)
+			}
+		}
+	}
+}
+
 // TestRingNeverServesStaleBytes walks the pieces many times through rings of 1 … 8 slots with
 // random read delays and checks every result against resident matrices: a slot in use or
 // holding an upcoming piece being overwritten would change a value.
@@ -143,21 +162,13 @@ func TestRingNeverServesStaleBytes(t *testing.T) {
 				s, err := Open(p, ts, Options{Open: open, ChunkBytes: 4096})
 				require.NoError(t, err)
 				defer s.Close()
-				for pass := range 5 {
-					for _, tt := range ts {
-						m, ok := s.Matrix(tt.Name)
-						require.True(t, ok)
-						got := make([]float32, tt.Rows)
-						quant.MatVecParallel(m, got, x, workers)
-						require.NoError(t, s.Err())
-						require.Equal(t, want[tt.Name], got, "pass %d %s", pass, tt.Name)
-						// A sliced view and DecodeRow see the same bytes.
-						sub := m.Slice(3, tt.Rows-1)
-						g2 := make([]float32, tt.Rows-4)
-						sub.MatVec(g2, x)
-						require.Equal(t, want[tt.Name][3:tt.Rows-1], g2)
-					}
-				}
+				walkMatches(t, s, ts, x, want, 5, workers, func(m quant.Matrix, tt Tensor) {
+					// A sliced view and DecodeRow see the same bytes.
+					sub := m.Slice(3, tt.Rows-1)
+					g2 := make([]float32, tt.Rows-4)
+					sub.MatVec(g2, x)
+					require.Equal(t, want[tt.Name][3:tt.Rows-1], g2)
+				})
 				st := s.Stats()
 				if ring == 1 {
 					assert.Zero(t, st.Prefetches, "no read-ahead with one slot")
@@ -211,16 +222,7 @@ func TestSplitRing(t *testing.T) {
 			}
 		}
 		require.Equal(t, 1, wide, "the whole matrix alone takes both slots")
-		for pass := range 4 {
-			for _, tt := range ts {
-				m, ok := s.Matrix(tt.Name)
-				require.True(t, ok)
-				got := make([]float32, tt.Rows)
-				quant.MatVecParallel(m, got, x, workers)
-				require.NoError(t, s.Err())
-				require.Equal(t, want[tt.Name], got, "pass %d %s, %d workers", pass, tt.Name, workers)
-			}
-		}
+		walkMatches(t, s, ts, x, want, 4, workers, nil)
 		st := s.Stats()
 		assert.Positive(t, st.PrefetchUsed, "pieces are read ahead and used")
 		require.NoError(t, s.Close())
