@@ -44,11 +44,15 @@
 
 // ROWLOOP runs one pass over the n elements in CX from BX = 0: ZPASS
 // sixteen at a time while sixteen remain and the byte at Z is set, then
-// YPASS eight at a time; it returns from the function.
-#define ROWLOOP(Z, ZPASS, YPASS) \
+// YPASS eight at a time; it returns from the function. The scalars arrive
+// broadcast in ymm registers (VEX encoding, so a CPU without AVX-512 never
+// meets an EVEX instruction); ZWIDEN widens them to zmm on the AVX-512
+// branch only.
+#define ROWLOOP(Z, ZWIDEN, ZPASS, YPASS) \
 	XORQ BX, BX; \
 	CMPB Z, $0; \
 	JEQ  rl_ymm; \
+	ZWIDEN; \
 rl_zmm: \
 	LEAQ 16(BX), AX; \
 	CMPQ AX, CX; \
@@ -72,25 +76,27 @@ rl_done: \
 #define WO_Y WRITEOUT(Y0, Y1, Y6, Y7)
 #define WD_Z WRITEDECAY(Z0, Z1, Z6, Z7, Z8, Z9)
 #define WD_Y WRITEDECAY(Y0, Y1, Y6, Y7, Y8, Y9)
+#define WIDEN67 VBROADCASTSS X6, Z6; VBROADCASTSS X7, Z7
+#define WIDEN6789 WIDEN67; VBROADCASTSS X8, Z8; VBROADCASTSS X9, Z9
 
 // func decayReadAVX(row, u *float32, a, k float32, n int, z bool)
 TEXT ·decayReadAVX(SB), NOSPLIT, $0-33
 	MOVQ row+0(FP), DI
 	MOVQ u+8(FP), SI
-	VBROADCASTSS a+16(FP), Z6
-	VBROADCASTSS k+20(FP), Z7
+	VBROADCASTSS a+16(FP), Y6
+	VBROADCASTSS k+20(FP), Y7
 	MOVQ n+24(FP), CX
-	ROWLOOP(z+32(FP), DR_Z, DR_Y)
+	ROWLOOP(z+32(FP), WIDEN67, DR_Z, DR_Y)
 
 // func writeOutAVX(row, o, e *float32, kb, q float32, n int, z bool)
 TEXT ·writeOutAVX(SB), NOSPLIT, $0-41
 	MOVQ row+0(FP), DI
 	MOVQ o+8(FP), SI
 	MOVQ e+16(FP), DX
-	VBROADCASTSS kb+24(FP), Z6
-	VBROADCASTSS q+28(FP), Z7
+	VBROADCASTSS kb+24(FP), Y6
+	VBROADCASTSS q+28(FP), Y7
 	MOVQ n+32(FP), CX
-	ROWLOOP(z+40(FP), WO_Z, WO_Y)
+	ROWLOOP(z+40(FP), WIDEN67, WO_Z, WO_Y)
 
 // func writeDecayAVX(row, o, e, u *float32, kb, q, a, k float32, n int, z bool)
 TEXT ·writeDecayAVX(SB), NOSPLIT, $0-57
@@ -98,12 +104,12 @@ TEXT ·writeDecayAVX(SB), NOSPLIT, $0-57
 	MOVQ o+8(FP), SI
 	MOVQ e+16(FP), DX
 	MOVQ u+24(FP), R8
-	VBROADCASTSS kb+32(FP), Z6
-	VBROADCASTSS q+36(FP), Z7
-	VBROADCASTSS a+40(FP), Z8
-	VBROADCASTSS k+44(FP), Z9
+	VBROADCASTSS kb+32(FP), Y6
+	VBROADCASTSS q+36(FP), Y7
+	VBROADCASTSS a+40(FP), Y8
+	VBROADCASTSS k+44(FP), Y9
 	MOVQ n+48(FP), CX
-	ROWLOOP(z+56(FP), WD_Z, WD_Y)
+	ROWLOOP(z+56(FP), WIDEN6789, WD_Z, WD_Y)
 
 // WRITEDECAY for whole rows of 128 with o, u and e in registers: o in
 // Z0–Z7, u in Z8–Z15, e in Z16–Z23; Z28 = kb, Z29 = q, Z30 = a, Z31 = k.
