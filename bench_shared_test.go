@@ -111,8 +111,8 @@ func sharedTable(name string, runs []sharedRun) float64 {
 //
 //	K3_PERF_DIR=<dir> go test -run '^$' -bench Shared -benchtime 1x .
 //
-// With K3_SHARED_PROFILE=<file> it also writes a CPU profile of the timed steps of eight
-// sessions at the floor (go tool pprof <file>).
+// With K3_SHARED_PROFILE=<file> it also writes CPU profiles of the timed steps of eight
+// sessions, at the floor to <file> and mapped to <file>.mapped (go tool pprof <file>).
 //
 // The last line reads SHARED floor_8x=<aggregate speedup of 8 sessions over 1 at the floor>
 // mapped_8x=<the same, mapped>. The checkpoint is synthesized into K3_PERF_DIR on first use.
@@ -143,9 +143,11 @@ func benchShared(b *testing.B, dir string, steps int) {
 			}
 			var runs []sharedRun
 			for _, n := range []int{1, 2, 4, 8} {
-				profile := ""
-				if i == 0 && n == 8 {
-					profile = os.Getenv("K3_SHARED_PROFILE")
+				profile := os.Getenv("K3_SHARED_PROFILE")
+				if n != 8 || profile == "" {
+					profile = ""
+				} else if i == 1 {
+					profile += ".mapped"
 				}
 				runs = append(runs, measureShared(b, m, n, steps, profile))
 			}

@@ -139,6 +139,9 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 	var accLen int
 	if f.r2xs4 != nil && n >= 2 {
 		accLen = pairsPerRun(m) * 128
+		if f.r3xs4 != nil {
+			accLen = pairsPerRun(m) * 192
+		}
 	}
 	sp := getScratch(n*m + 8 + accLen)
 	s := (*sp)[:n*m]
@@ -151,15 +154,15 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 	for r0 := 0; r0 < rows; r0 += block {
 		r1 := min(rows, r0+block)
 		t := 0
-		// Groups of four activation rows. With the two-row kernel a last
-		// group of three, or of two whose activations overflow L1, runs as
-		// four, its last row repeated and the copies' outputs dropped: that
+		// Groups of four activation rows. Where the format pads (f.pad), a
+		// last group of three, or of two whose activations overflow L1, runs
+		// as four, its last row repeated and the copies' outputs dropped: that
 		// is cheaper than the two-activation form, whose activations then
 		// come from L2 for every weight row (-bench MatMulLevel n2 against
 		// n4 at 3584 columns). Two rows that fit L1 stay two: repeating
 		// them doubles the multiply-adds (a two-session walk of the perf
 		// checkpoint, 2048 columns, took 48 ms padded and 34 ms not).
-		for f.xs4 != nil && (t+3 < n || f.r2xs4 != nil && (t+2 < n || t+1 < n && 16*m > pairsL1)) {
+		for f.xs4 != nil && (t+3 < n || f.pad && f.r2xs4 != nil && (t+2 < n || t+1 < n && 16*m > pairsL1)) {
 			nx := min(4, n-t)
 			var xs [4][]float64
 			for j := range xs {
@@ -235,8 +238,11 @@ func pairsPerRun(m int) int {
 // ascending order, so the heads are those of one pass.
 func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a8 *[8]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
 	rb := f.size * cols
-	end := r1 - (r1-r0)%2
 	run := pairsPerRun(m)
+	if f.r3xs4 != nil {
+		r0 = matMulTriples(f, dst, stride, w, x, acc, xs, t, nx, m, cols, r0, r1)
+	}
+	end := r1 - (r1-r0)%2
 	for ; r0 < end; r0 += 2 * run {
 		pairs := min(run, (end-r0)/2)
 		clear(acc[:pairs*128])
@@ -256,6 +262,39 @@ func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32,
 				xj := x[(t+j)*cols : (t+j+1)*cols]
 				dst[(t+j)*stride+r] = float32(f.tail(a8[j], wr, xj, m))
 				dst[(t+j)*stride+r+1] = float32(f.tail(a8[4+j], wq, xj, m))
+			}
+		}
+	}
+	return end
+}
+
+// matMulTriples is matMulPairs with the weight rows three at a time (r3xs4),
+// for the rows of [r0, r1) up to the last multiple of three; it returns the
+// first row it did not do, and the caller does the rest in pairs.
+func matMulTriples(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
+	rb := f.size * cols
+	end := r1 - (r1-r0)%3
+	run := pairsPerRun(m)
+	var a12 [12]float64
+	for ; r0 < end; r0 += 3 * run {
+		triples := min(run, (end-r0)/3)
+		clear(acc[:triples*192])
+		for c := 0; c < m; c += matMulColBlock {
+			k := min(matMulColBlock, m-c)
+			for p := range triples {
+				r := r0 + 3*p
+				f.r3xs4(&w[r*rb+c*f.size], &w[(r+1)*rb+c*f.size], &w[(r+2)*rb+c*f.size], &xs[0][c], &xs[1][c], &xs[2][c], &xs[3][c], k, (*[192]float64)(acc[p*192:]))
+			}
+		}
+		for p := range triples {
+			r := r0 + 3*p
+			f.reduce12((*[192]float64)(acc[p*192:]), &a12)
+			for i := range 3 {
+				wi := w[(r+i)*rb : (r+i+1)*rb]
+				for j := range nx {
+					xj := x[(t+j)*cols : (t+j+1)*cols]
+					dst[(t+j)*stride+r+i] = float32(f.tail(a12[4*i+j], wi, xj, m))
+				}
 			}
 		}
 	}

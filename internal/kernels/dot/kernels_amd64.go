@@ -16,6 +16,30 @@ func bf16Rows2(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
 func bf16Xs2(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
 
 //go:noescape
+func bf16R2Xs4(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, acc *[128]float64)
+
+//go:noescape
+func bf16Reduce8(acc *[128]float64, r *[8]float64)
+
+//go:noescape
+func bf16R3Xs4(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float64)
+
+//go:noescape
+func bf16Reduce12(acc *[192]float64, r *[12]float64)
+
+// bf16Xs4 is one weight row against four activation rows at the AVX2 level:
+// the two-row kernel with the row given twice. It runs only for the odd last
+// row of a block in asmMatMul, where doing its multiply-adds twice is cheaper
+// than a second four-quarter kernel.
+func bf16Xs4(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64) {
+	var acc [128]float64
+	var h [8]float64
+	bf16R2Xs4(w, w, x0, x1, x2, x3, m, &acc)
+	bf16Reduce8(&acc, &h)
+	copy(r[:], h[:4])
+}
+
+//go:noescape
 func f32Rows1(w *byte, x *float64, m int) float64
 
 //go:noescape
@@ -41,7 +65,8 @@ const (
 )
 
 // asmFormat bundles one weight format's kernels at one instruction-set level
-// for the shared drivers. rows4 and xs4 are nil for the AVX2 kernels.
+// for the shared drivers. rows4 is nil for the AVX2 kernels, and so are xs4
+// and r2xs4 but for bf16, the trunk's format.
 type asmFormat struct {
 	name   string
 	size   int
@@ -59,6 +84,11 @@ type asmFormat struct {
 	// exists.
 	r2xs4   func(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, acc *[128]float64)
 	reduce8 func(acc *[128]float64, r *[8]float64)
+	// r3xs4 and reduce12 are r2xs4 and reduce8 for three weight rows (its
+	// twelve outputs r[4i+t]), where two rows' eight accumulator chains
+	// leave the FMA pipes idle (AVX2); nil elsewhere.
+	r3xs4    func(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float64)
+	reduce12 func(acc *[192]float64, r *[12]float64)
 	// panel widens a weight row into gemmMatMul's panel; nil where the
 	// packed mat-mul does not run (AVX2).
 	panel func(dst *float64, w *byte, m, hi int)
@@ -67,17 +97,23 @@ type asmFormat struct {
 	// one line in four per call (-bench GemmPanel: x4 against row); nil
 	// where only panel exists.
 	panel4 func(dst *float64, w *byte, rb int, m, hi int)
+	// pad runs a last group of three activation rows, or of two whose
+	// widened activations overflow L1, as four (the last repeated) with
+	// r2xs4, which beats xs2 reading its activations from L2 (AVX-512).
+	// The AVX2 xs2 keeps up (3072×3584: 8.1 GMAC/s, against 7.4 for three
+	// rows run as four and 5–9 for two), so there the rows stay as they are.
+	pad bool
 }
 
 var (
-	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32, nil, nil, nil, nil}
-	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, nil, tailBF16, genericBF16, nil, nil, nil, nil}
-	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16, nil, nil, nil, nil}
+	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32, nil, nil, nil, nil, nil, nil, false}
+	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, bf16Xs4, tailBF16, genericBF16, bf16R2Xs4, bf16Reduce8, bf16R3Xs4, bf16Reduce12, nil, nil, false}
+	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16, nil, nil, nil, nil, nil, nil, false}
 
 	fmtF32x512 = &asmFormat{"f32/avx512", sizeF32, layoutNatural,
-		f32Rows1x512, f32Rows2x512, f32Xs2x512, f32Rows4x512, f32Xs4x512, tailF32, genericF32, nil, nil, f32Panel512, nil}
+		f32Rows1x512, f32Rows2x512, f32Xs2x512, f32Rows4x512, f32Xs4x512, tailF32, genericF32, nil, nil, nil, nil, f32Panel512, nil, false}
 	fmtBF16x512 = &asmFormat{"bf16/avx512", sizeBF16, layoutBF16x5,
-		bf16Rows1x512, bf16Rows2x512, bf16Xs2x512, bf16Rows4x512, bf16Xs4x512, tailBF16, genericBF16, bf16R2Xs4x512, bf16Reduce8x512, bf16Panel512, bf16Panel512x4}
+		bf16Rows1x512, bf16Rows2x512, bf16Xs2x512, bf16Rows4x512, bf16Xs4x512, tailBF16, genericBF16, bf16R2Xs4x512, bf16Reduce8x512, nil, nil, bf16Panel512, bf16Panel512x4, true}
 	fmtF16x512 = &asmFormat{"f16/avx512", sizeF16, layoutNatural,
-		f16Rows1x512, f16Rows2x512, f16Xs2x512, f16Rows4x512, f16Xs4x512, tailF16, genericF16, nil, nil, f16Panel512, nil}
+		f16Rows1x512, f16Rows2x512, f16Xs2x512, f16Rows4x512, f16Xs4x512, tailF16, genericF16, nil, nil, nil, nil, f16Panel512, nil, false}
 )

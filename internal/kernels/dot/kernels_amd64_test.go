@@ -134,6 +134,9 @@ func TestAsmKernelsBitwise(t *testing.T) {
 					check("rows4[1]", a[1], want10)
 					check("rows4[2]", a[2], k.head(w2, xa))
 					check("rows4[3]", a[3], k.head(w3, xa))
+				}
+				if k.af.xs4 != nil {
+					var a [4]float64
 					k.af.xs4(&w0[0], &sa[0], &sb[0], &sc[0], &sd[0], m, &a)
 					check("xs4[0]", a[0], want00)
 					check("xs4[1]", a[1], want01)
@@ -154,6 +157,21 @@ func TestAsmKernelsBitwise(t *testing.T) {
 					for i, wi := range [][]byte{w0, w1} {
 						for j, xj := range [][]float32{xa, xb, xc, xd} {
 							check(fmt.Sprintf("r2xs4[%d][%d]", i, j), a[4*i+j], k.head(wi, xj))
+						}
+					}
+				}
+				if k.af.r3xs4 != nil {
+					var acc [192]float64
+					var a [12]float64
+					h := m / 32 * 16
+					if h > 0 {
+						k.af.r3xs4(&w0[0], &w1[0], &w2[0], &sa[0], &sb[0], &sc[0], &sd[0], h, &acc)
+					}
+					k.af.r3xs4(&w0[2*h], &w1[2*h], &w2[2*h], &sa[h], &sb[h], &sc[h], &sd[h], m-h, &acc)
+					k.af.reduce12(&acc, &a)
+					for i, wi := range [][]byte{w0, w1, w2} {
+						for j, xj := range [][]float32{xa, xb, xc, xd} {
+							check(fmt.Sprintf("r3xs4[%d][%d]", i, j), a[4*i+j], k.head(wi, xj))
 						}
 					}
 				}
