@@ -186,7 +186,8 @@ func BenchmarkMatVecGeneric(b *testing.B) {
 // rows (its 256-token prefill sends 1 to 135 positions to an expert, 32 on
 // average). For the AVX-512 kernel, "avx512-4row" is the same kernel
 // without the packed form (gemmAVX512) and "avx512-2row" also without the
-// four-row pass, so one run gives each one's gain.
+// four-row pass, so one run gives each one's gain; "avx2-1row" is the AVX2
+// kernel without its two-row pass.
 func BenchmarkMatMul(b *testing.B) {
 	for _, sh := range [][3]int{{3072, 3584, 8}, {512, 1024, 4}, {512, 1024, 8}, {512, 1024, 32}, {1024, 512, 32}, {512, 2048, 32}} {
 		rows, cols, n := sh[0], sh[1], sh[2]
@@ -198,6 +199,10 @@ func BenchmarkMatMul(b *testing.B) {
 		kernels := map[string]kernel{}
 		for _, name := range benchKernels() {
 			kernels[name] = benchKernel(name)
+		}
+		if k, ok := kernels["avx2"]; ok {
+			k.rows2 = nil
+			kernels["avx2-1row"] = k
 		}
 		if k, ok := kernels["avx512"]; ok {
 			k.gemm = nil

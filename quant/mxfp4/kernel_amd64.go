@@ -9,7 +9,7 @@ import "golang.org/x/sys/cpu"
 // uses AVX2, FMA and POPCNT.
 var haveAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT
 
-var avx2Kernel = kernel{widen: widenPermuted, align: GroupSize, rows: rowsAVX2}
+var avx2Kernel = kernel{widen: widenPermuted, align: GroupSize, rows: rowsAVX2, rows2: rows2AVX2}
 
 // defaultKernel is the fastest assembly kernel the CPU supports.
 var defaultKernel = pickKernel()
@@ -78,4 +78,28 @@ func rowsAVX2(dst []float32, packed, scales []byte, xw []float64) int {
 	_ = packed[len(dst)*groups*16-1]
 	_ = scales[len(dst)*groups-1]
 	return rowsAVX2asm(&dst[0], len(dst), &packed[0], &scales[0], &xw[0], groups)
+}
+
+// rows2AVX2asm is rowsAVX2asm for two activation rows sharing each decoded
+// weight, their outputs in dst0 and dst1; it counts skipped groups once.
+//
+//go:noescape
+func rows2AVX2asm(dst0, dst1 *float32, rows int, packed, scales *byte, xw0, xw1 *float64, groups int) int
+
+func rows2AVX2(dst0, dst1 []float32, packed, scales []byte, xw0, xw1 []float64) int {
+	groups := len(xw0) / GroupSize
+	switch {
+	case len(dst0) == 0:
+		return 0
+	case groups == 0:
+		clear(dst0)
+		clear(dst1)
+		return 0
+	}
+	// Bounds the assembly relies on (guaranteed by the callers' Check).
+	_ = packed[len(dst0)*groups*16-1]
+	_ = scales[len(dst0)*groups-1]
+	_ = dst1[len(dst0)-1]
+	_ = xw1[groups*GroupSize-1]
+	return rows2AVX2asm(&dst0[0], &dst1[0], len(dst0), &packed[0], &scales[0], &xw0[0], &xw1[0], groups)
 }

@@ -313,3 +313,176 @@ rowdone:
 skip:
 	INCQ BX
 	JMP  next
+
+// rows2AVX2asm is rowsAVX2asm for two activation rows (xw0 in R11, xw1 in
+// R13) sharing each decoded weight: a group's decode and its eight VPSHUFB
+// placements, about half of the one-row kernel's work per group, serve
+// sixteen multiply-adds instead of eight. Each row's products, trees,
+// scaling and group order are those of rowsAVX2asm, so each output has the
+// bits a one-row call gives it; skipped groups are counted once.
+//
+// Registers: Y15, Y14 the tables; Y0, Y1 row 0's lanes A, B of the current
+// group, Y5, Y6 row 1's; Y2 the placed weights; Y3, Y4 the 16-bit patterns;
+// X7, X8 the rows' sums; Y9–Y12 row 0's four group vectors of a quad, row
+// 1's wait in the frame (0..127(SP)) until row 0's are finished.
+
+// R2_GROUP decodes the group at GOFF(SI), multiplies it into both rows (its
+// activations at XO in each) and leaves row 0's A+B in G0 and row 1's at
+// SLOT(SP).
+#define R2_PLACE(IDX, XO, A0, A1) \
+	VPSHUFB IDX, Y3, Y2; \
+	VFMADD231PD XO(R11), Y2, A0; \
+	VFMADD231PD XO(R13), Y2, A1
+
+#define R2_PLACE4(IDX, XO, A0, A1) \
+	VPSHUFB IDX, Y4, Y2; \
+	VFMADD231PD XO(R11), Y2, A0; \
+	VFMADD231PD XO(R13), Y2, A1
+
+#define R2_GROUP(GOFF, XO, G0, SLOT) \
+	VBROADCASTI128 GOFF(SI), Y0; \
+	VPSRLVD        shifts<>(SB), Y0, Y0; \
+	VPAND          nibmask<>(SB), Y0, Y0; \
+	VPSHUFB        Y0, Y15, Y1; \
+	VPSHUFB        Y0, Y14, Y2; \
+	VPUNPCKLBW     Y2, Y1, Y3; \
+	VPUNPCKHBW     Y2, Y1, Y4; \
+	VPSHUFB        idxa0<>(SB), Y3, Y2; \
+	VMULPD         XO+0(R11), Y2, Y0; \
+	VMULPD         XO+0(R13), Y2, Y5; \
+	VPSHUFB        idxb0<>(SB), Y3, Y2; \
+	VMULPD         XO+32(R11), Y2, Y1; \
+	VMULPD         XO+32(R13), Y2, Y6; \
+	R2_PLACE(idxa1<>(SB), XO+64, Y0, Y5); \
+	R2_PLACE(idxb1<>(SB), XO+96, Y1, Y6); \
+	R2_PLACE4(idxa0<>(SB), XO+128, Y0, Y5); \
+	R2_PLACE4(idxb0<>(SB), XO+160, Y1, Y6); \
+	R2_PLACE4(idxa1<>(SB), XO+192, Y0, Y5); \
+	R2_PLACE4(idxb1<>(SB), XO+224, Y1, Y6); \
+	VADDPD         Y1, Y0, G0; \
+	VADDPD         Y6, Y5, Y5; \
+	VMOVUPD        Y5, SLOT(SP)
+
+// R2_FINISH finishes the trees of four group vectors exactly as
+// rowsAVX2asm's quad does, scales them by Y3 (masked by Y4) and adds the
+// four contributions to ACC in group order.
+#define R2_FINISH(G0, G1, G2, G3, ACC) \
+	VPERM2F128   $0x20, G2, G0, Y0; \
+	VPERM2F128   $0x31, G2, G0, Y1; \
+	VADDPD       Y1, Y0, Y0; \
+	VPERM2F128   $0x20, G3, G1, Y1; \
+	VPERM2F128   $0x31, G3, G1, Y2; \
+	VADDPD       Y2, Y1, Y1; \
+	VUNPCKLPD    Y1, Y0, Y2; \
+	VUNPCKHPD    Y1, Y0, Y5; \
+	VADDPD       Y5, Y2, Y2; \
+	VMULPD       Y3, Y2, Y2; \
+	VANDNPD      Y2, Y4, Y2; \
+	VADDSD       X2, ACC, ACC; \
+	VUNPCKHPD    X2, X2, X5; \
+	VADDSD       X5, ACC, ACC; \
+	VEXTRACTF128 $1, Y2, X2; \
+	VADDSD       X2, ACC, ACC; \
+	VUNPCKHPD    X2, X2, X5; \
+	VADDSD       X5, ACC, ACC
+
+// func rows2AVX2asm(dst0, dst1 *float32, rows int, packed, scales *byte, xw0, xw1 *float64, groups int) int
+TEXT ·rows2AVX2asm(SB), NOSPLIT, $128-72
+	MOVQ dst0+0(FP), DI
+	MOVQ dst1+8(FP), R12
+	MOVQ rows+16(FP), CX
+	MOVQ packed+24(FP), SI
+	MOVQ scales+32(FP), DX
+	MOVQ groups+56(FP), R9
+	XORQ BX, BX
+	VMOVDQU lotab<>(SB), Y15
+	VMOVDQU hitab<>(SB), Y14
+
+r2rowloop:
+	VXORPD X7, X7, X7
+	VXORPD X8, X8, X8
+	MOVQ   xw0+40(FP), R11
+	MOVQ   xw1+48(FP), R13
+	MOVQ   R9, R10
+	CMPQ   R10, $4
+	JLT    r2single
+
+r2quad:
+	R2_GROUP(0, 0, Y9, 0)
+	R2_GROUP(16, 256, Y10, 32)
+	R2_GROUP(32, 512, Y11, 64)
+	R2_GROUP(48, 768, Y12, 96)
+
+	// The four groups' scales 2^(s-127), 255 masked out and counted.
+	VPMOVZXBQ (DX), Y3
+	VPCMPEQQ  nan255<>(SB), Y3, Y4
+	VPADDQ    bias896<>(SB), Y3, Y3
+	VPSLLQ    $52, Y3, Y3
+	VMOVMSKPD Y4, AX
+	POPCNTL   AX, AX
+	ADDQ      AX, BX
+
+	R2_FINISH(Y9, Y10, Y11, Y12, X7)
+	VMOVUPD 0(SP), Y9
+	VMOVUPD 32(SP), Y10
+	VMOVUPD 64(SP), Y11
+	VMOVUPD 96(SP), Y12
+	R2_FINISH(Y9, Y10, Y11, Y12, X8)
+
+	ADDQ $64, SI
+	ADDQ $4, DX
+	ADDQ $1024, R11
+	ADDQ $1024, R13
+	SUBQ $4, R10
+	CMPQ R10, $4
+	JGE  r2quad
+
+r2single:
+	TESTQ R10, R10
+	JZ    r2rowdone
+
+r2singleloop:
+	MOVBQZX (DX), AX
+	CMPQ    AX, $255
+	JEQ     r2skip
+	R2_GROUP(0, 0, Y9, 0)
+	VMOVUPD      0(SP), Y10
+	VEXTRACTF128 $1, Y9, X1
+	VADDPD       X1, X9, X9
+	VUNPCKHPD    X9, X9, X1
+	VADDSD       X1, X9, X9
+	VEXTRACTF128 $1, Y10, X1
+	VADDPD       X1, X10, X10
+	VUNPCKHPD    X10, X10, X1
+	VADDSD       X1, X10, X10
+	ADDQ         $896, AX
+	SHLQ         $52, AX
+	VMOVQ        AX, X1
+	VFMADD231SD  X1, X9, X7
+	VFMADD231SD  X1, X10, X8
+
+r2next:
+	ADDQ $16, SI
+	INCQ DX
+	ADDQ $256, R11
+	ADDQ $256, R13
+	DECQ R10
+	JNZ  r2singleloop
+
+r2rowdone:
+	VCVTSD2SS X7, X7, X3
+	VMOVSS    X3, (DI)
+	VCVTSD2SS X8, X8, X3
+	VMOVSS    X3, (R12)
+	ADDQ      $4, DI
+	ADDQ      $4, R12
+	DECQ      CX
+	JNZ       r2rowloop
+
+	VZEROUPPER
+	MOVQ BX, ret+64(FP)
+	RET
+
+r2skip:
+	INCQ BX
+	JMP  r2next
