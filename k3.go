@@ -116,7 +116,7 @@ func WithTrunkSlot(bytes int64) Option {
 // The matrices a pack holds in lossless12 are read from the pack or, where the format loses, from
 // the checkpoint's bf16 originals: the plan (Plan.PackedSource, decided by trunk.ChooseSource
 // before anything is allocated) keeps bf16 when everything is resident and there are fewer
-// threads than trunk.Lossless12Threads. One source (trunk.SourcePacked or trunk.SourceShards)
+// threads than trunk.Lossless12Threads(). One source (trunk.SourcePacked or trunk.SourceShards)
 // forces the choice; the logits are the same bits either way.
 func WithPackedTrunk(dir string, source ...trunk.Source) Option {
 	return func(o *options) error {
@@ -541,7 +541,7 @@ func (m *Model) packedSource(cfg *config.Config, o options, db *binder, tp *trun
 			sb, sp = nil, nil
 		}
 	}
-	src, why := trunk.ChooseSource(o.packedSrc, tp, sp, m.threads, trunk.Lossless12Threads)
+	src, why := trunk.ChooseSource(o.packedSrc, tp, sp, m.threads, trunk.Lossless12Threads())
 	if src == trunk.SourceShards && sp == nil {
 		src, why = trunk.SourcePacked, "no matrix of the pack is in lossless12" // nothing to read elsewhere
 	}

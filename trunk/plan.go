@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/k3-project/k3/quant"
+	"github.com/k3-project/k3/quant/lossless12"
 	"github.com/k3-project/k3/storage"
 )
 
@@ -378,17 +379,33 @@ const (
 )
 
 // Lossless12Threads is the fewest threads at which a resident lossless12 trunk is taken to
-// decode as fast as the bf16 one: the bf16 mat-vec reads a resident matrix at the memory rate on
-// one core, so decoding pays on one thread (§6.11.5) and is hidden by the memory rate from two
-// on, the design point of issue 27. On a machine whose decode is slower it is the one-thread time
-// ratio of a lossless12 to a bf16 mat-vec over a resident matrix, rounded up.
-const Lossless12Threads = 2
+// decode as fast as the bf16 one on this CPU, for the level its kernels run at
+// (lossless12.Level). A resident trunk saves no reads, so the encoded one wins only where the
+// bf16 mat-vec is held to the memory rate and the lossless12 decode, spread over the threads,
+// keeps up with that rate at 0.76× the bytes:
+//   - AVX-512: 2, issue 27's design point — the bf16 mat-vec reads a resident matrix at the
+//     memory rate on one core and the four-row fused kernel pays its decode from two on.
+//   - AVX2: 5. The one-row fused kernel decodes about 3.0 G weights/s a core, half the bf16
+//     mat-vec's rate (-bench VsBF16 ./quant/lossless12, 0.49–0.58× at one and two workers on a
+//     2-core EPYC, where a resident lossless12 pack at two threads took 155 ms a perf token
+//     against 110 for the bf16 pack, -bench 'Floor$'); that machine reads 23–28 GB/s on two
+//     goroutines, 11–14 G bf16 weights/s, which the decoder matches from four to five cores.
+//   - Go: 48: the pure-Go decoder takes 0.25 G weights/s a core on that machine.
+func Lossless12Threads() int {
+	switch lossless12.Level() {
+	case "avx512":
+		return 2
+	case "avx2":
+		return 5
+	}
+	return 48
+}
 
 // ChooseSource decides where a model on threads threads reads a packed trunk's lossless12
 // matrices, and says why in a phrase. packed is the plan over the pack; shards the plan over the
 // bf16 originals under the same budget, nil when the shards cannot provide them; minThreads the
 // fewest threads at which a resident lossless12 matrix decodes as fast as bf16
-// (Lossless12Threads). want other than SourceAuto is obeyed (SourceShards needs shards).
+// (Lossless12Threads()). want other than SourceAuto is obeyed (SourceShards needs shards).
 // Otherwise the originals are read only where the format loses: when both plans pin
 // everything (nothing streams, so the pack saves no reads) and there are fewer threads than
 // minThreads; anywhere else the pack is read, as its bytes are what streams or what fits.

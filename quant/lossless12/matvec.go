@@ -315,3 +315,18 @@ func r16Tree(a *[16]float64, slots *[16]int) float64 {
 	}
 	return (c[0] + c[1]) + (c[2] + c[3])
 }
+
+// Level names the instruction set MatVec and MatMul decode with on this CPU:
+// "avx512" (the four-row fused kernel), "avx2" (the one-row fused kernel) or
+// "go" (the pure-Go twin). Results are the same bits at every level; what the
+// level changes is the decode rate, and with it where the format pays
+// (trunk.Lossless12Threads).
+func Level() string {
+	switch {
+	case haveWide:
+		return "avx512"
+	case haveFused:
+		return "avx2"
+	}
+	return "go"
+}

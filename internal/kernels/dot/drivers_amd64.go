@@ -143,11 +143,15 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 			accLen = pairsPerRun(m) * 192
 		}
 	}
-	sp := getScratch(n*m + 8 + accLen)
+	// The heads of one call of each kernel (a, a8, a12) share the words after
+	// the activations: out of the scratch, not on the stack, because the
+	// kernels are called through func values and would take them to the heap.
+	sp := getScratch(n*m + 12 + accLen)
 	s := (*sp)[:n*m]
 	a := (*[4]float64)((*sp)[n*m:])
 	a8 := (*[8]float64)((*sp)[n*m:])
-	acc := (*sp)[n*m+8:]
+	a12 := (*[12]float64)((*sp)[n*m:])
+	acc := (*sp)[n*m+12:]
 	for t := range n {
 		widen(f, s[t*m:(t+1)*m], x[t*cols:(t+1)*cols])
 	}
@@ -171,7 +175,7 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 			}
 			r := r0
 			if f.r2xs4 != nil {
-				r = matMulPairs(f, dst, stride, w, x, acc, a8, &xs, t, nx, m, cols, r0, r1)
+				r = matMulPairs(f, dst, stride, w, x, acc, a8, a12, &xs, t, nx, m, cols, r0, r1)
 			}
 			for ; r < r1; r++ {
 				wr := w[r*rb : (r+1)*rb]
@@ -236,11 +240,11 @@ func pairsPerRun(m int) int {
 // blocks of matMulColBlock, keeping each output's sixteen unreduced lane
 // partials in acc between blocks: every lane still adds its columns in
 // ascending order, so the heads are those of one pass.
-func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a8 *[8]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
+func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a8 *[8]float64, a12 *[12]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
 	rb := f.size * cols
 	run := pairsPerRun(m)
 	if f.r3xs4 != nil {
-		r0 = matMulTriples(f, dst, stride, w, x, acc, xs, t, nx, m, cols, r0, r1)
+		r0 = matMulTriples(f, dst, stride, w, x, acc, a12, xs, t, nx, m, cols, r0, r1)
 	}
 	end := r1 - (r1-r0)%2
 	for ; r0 < end; r0 += 2 * run {
@@ -271,11 +275,10 @@ func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32,
 // matMulTriples is matMulPairs with the weight rows three at a time (r3xs4),
 // for the rows of [r0, r1) up to the last multiple of three; it returns the
 // first row it did not do, and the caller does the rest in pairs.
-func matMulTriples(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
+func matMulTriples(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a12 *[12]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
 	rb := f.size * cols
 	end := r1 - (r1-r0)%3
 	run := pairsPerRun(m)
-	var a12 [12]float64
 	for ; r0 < end; r0 += 3 * run {
 		triples := min(run, (end-r0)/3)
 		clear(acc[:triples*192])
@@ -288,7 +291,7 @@ func matMulTriples(f *asmFormat, dst []float32, stride int, w []byte, x []float3
 		}
 		for p := range triples {
 			r := r0 + 3*p
-			f.reduce12((*[192]float64)(acc[p*192:]), &a12)
+			f.reduce12((*[192]float64)(acc[p*192:]), a12)
 			for i := range 3 {
 				wi := w[(r+i)*rb : (r+i+1)*rb]
 				for j := range nx {
