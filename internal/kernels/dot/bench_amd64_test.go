@@ -97,18 +97,28 @@ func BenchmarkMatMulLevel(b *testing.B) {
 	}
 }
 
-// BenchmarkFMAPeak is the core's float64 multiply-add ceiling: sixteen
-// independent zmm FMAs on registers per round, one goroutine (GMAC/s, as
-// BenchmarkGemmKernel counts them).
+// BenchmarkFMAPeak is the core's float64 multiply-add ceiling at each level,
+// one goroutine: sixteen independent zmm FMAs on registers per round
+// (avx512), twelve ymm ones (avx2) (GMAC/s, as BenchmarkGemmKernel and
+// BenchmarkMatMulLevel count them).
 func BenchmarkFMAPeak(b *testing.B) {
-	if !useAVX512 {
-		b.Skip("CPU lacks AVX-512")
-	}
 	const n = 1 << 14
-	for b.Loop() {
-		fmaPeak(n)
+	for _, lv := range []struct {
+		name  string
+		ok    bool
+		run   func(int)
+		lanes int // multiply-adds a round
+	}{{"avx512", useAVX512, fmaPeak, 16 * 8}, {"avx2", useAVX2, fmaPeakAVX2, 12 * 4}} {
+		b.Run(lv.name, func(b *testing.B) {
+			if !lv.ok {
+				b.Skip("CPU lacks the features")
+			}
+			for b.Loop() {
+				lv.run(n)
+			}
+			b.ReportMetric(float64(b.N)*n*float64(lv.lanes)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+		})
 	}
-	b.ReportMetric(float64(b.N)*n*16*8/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
 // BenchmarkGemmKernel runs the packed mat-mul's inner kernel (gemm4x6) on a

@@ -27,6 +27,10 @@ func bf16R3Xs4(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float
 //go:noescape
 func bf16Reduce12(acc *[192]float64, r *[12]float64)
 
+// fmaPeakAVX2 runs n rounds of 12 independent ymm FMAs (BenchmarkFMAPeak's
+// AVX2 ceiling; no other use).
+func fmaPeakAVX2(n int)
+
 // bf16Xs4 is one weight row against four activation rows at the AVX2 level:
 // the two-row kernel with the row given twice. It runs only for the odd last
 // row of a block in asmMatMul, where doing its multiply-adds twice is cheaper

@@ -604,3 +604,36 @@ f16x2loop:
 	VMOVSD X4, r1+40(FP)
 	VZEROUPPER
 	RET
+
+// fmaPeakAVX2 runs n rounds of 12 independent ymm FMAs on registers: the
+// AVX2 level's float64 multiply-add ceiling for BenchmarkFMAPeak (no other
+// use). Twelve chains cover the latency of two FMA pipes.
+//
+// func fmaPeakAVX2(n int)
+TEXT ·fmaPeakAVX2(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	ZERO8
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+	VXORPD Y14, Y14, Y14
+	VXORPD Y15, Y15, Y15
+
+fpeak2:
+	VFMADD231PD Y14, Y15, Y0
+	VFMADD231PD Y14, Y15, Y1
+	VFMADD231PD Y14, Y15, Y2
+	VFMADD231PD Y14, Y15, Y3
+	VFMADD231PD Y14, Y15, Y4
+	VFMADD231PD Y14, Y15, Y5
+	VFMADD231PD Y14, Y15, Y6
+	VFMADD231PD Y14, Y15, Y7
+	VFMADD231PD Y14, Y15, Y8
+	VFMADD231PD Y14, Y15, Y9
+	VFMADD231PD Y14, Y15, Y10
+	VFMADD231PD Y14, Y15, Y11
+	DECQ CX
+	JNZ  fpeak2
+	VZEROUPPER
+	RET
