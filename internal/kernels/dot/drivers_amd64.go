@@ -137,11 +137,14 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 	rb := f.size * cols
 	block := max(1, matMulBlockBytes/rb)
 	var accLen int
-	if f.r2xs4 != nil && n >= 2 {
+	switch {
+	case n < 2:
+	case f.r3xs4 != nil:
+		accLen = pairsPerRun(m) * 192
+		// Whole triples, so that only the matrix's last rows fall to xs4.
+		block = max(3, block/3*3)
+	case f.r2xs4 != nil:
 		accLen = pairsPerRun(m) * 128
-		if f.r3xs4 != nil {
-			accLen = pairsPerRun(m) * 192
-		}
 	}
 	// The heads of one call of each kernel (a, a8, a12) share the words after
 	// the activations: out of the scratch, not on the stack, because the
@@ -166,7 +169,7 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		// n4 at 3584 columns). Two rows that fit L1 stay two: repeating
 		// them doubles the multiply-adds (a two-session walk of the perf
 		// checkpoint, 2048 columns, took 48 ms padded and 34 ms not).
-		for f.xs4 != nil && (t+3 < n || f.pad && f.r2xs4 != nil && (t+2 < n || t+1 < n && 16*m > pairsL1)) {
+		for f.xs4 != nil && (t+3 < n || f.pad && (t+2 < n || t+1 < n && 16*m > pairsL1)) {
 			nx := min(4, n-t)
 			var xs [4][]float64
 			for j := range xs {
@@ -174,8 +177,11 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 				xs[j] = s[u*m : (u+1)*m]
 			}
 			r := r0
-			if f.r2xs4 != nil {
-				r = matMulPairs(f, dst, stride, w, x, acc, a8, a12, &xs, t, nx, m, cols, r0, r1)
+			switch {
+			case f.r3xs4 != nil:
+				r = matMulTriples(f, dst, stride, w, x, acc, a12, &xs, t, nx, m, cols, r0, r1)
+			case f.r2xs4 != nil:
+				r = matMulPairs(f, dst, stride, w, x, acc, a8, &xs, t, nx, m, cols, r0, r1)
 			}
 			for ; r < r1; r++ {
 				wr := w[r*rb : (r+1)*rb]
@@ -240,13 +246,10 @@ func pairsPerRun(m int) int {
 // blocks of matMulColBlock, keeping each output's sixteen unreduced lane
 // partials in acc between blocks: every lane still adds its columns in
 // ascending order, so the heads are those of one pass.
-func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a8 *[8]float64, a12 *[12]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
+func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a8 *[8]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
 	rb := f.size * cols
-	run := pairsPerRun(m)
-	if f.r3xs4 != nil {
-		r0 = matMulTriples(f, dst, stride, w, x, acc, a12, xs, t, nx, m, cols, r0, r1)
-	}
 	end := r1 - (r1-r0)%2
+	run := pairsPerRun(m)
 	for ; r0 < end; r0 += 2 * run {
 		pairs := min(run, (end-r0)/2)
 		clear(acc[:pairs*128])
@@ -274,7 +277,7 @@ func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32,
 
 // matMulTriples is matMulPairs with the weight rows three at a time (r3xs4),
 // for the rows of [r0, r1) up to the last multiple of three; it returns the
-// first row it did not do, and the caller does the rest in pairs.
+// first row it did not do.
 func matMulTriples(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a12 *[12]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
 	rb := f.size * cols
 	end := r1 - (r1-r0)%3

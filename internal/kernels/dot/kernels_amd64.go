@@ -16,12 +16,6 @@ func bf16Rows2(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
 func bf16Xs2(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
 
 //go:noescape
-func bf16R2Xs4(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, acc *[128]float64)
-
-//go:noescape
-func bf16Reduce8(acc *[128]float64, r *[8]float64)
-
-//go:noescape
 func bf16R3Xs4(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float64)
 
 //go:noescape
@@ -32,14 +26,14 @@ func bf16Reduce12(acc *[192]float64, r *[12]float64)
 func fmaPeakAVX2(n int)
 
 // bf16Xs4 is one weight row against four activation rows at the AVX2 level:
-// the two-row kernel with the row given twice. It runs only for the odd last
-// row of a block in asmMatMul, where doing its multiply-adds twice is cheaper
-// than a second four-quarter kernel.
+// the three-row kernel with the row given thrice. It runs only for the last
+// rows of a matrix whose row count is not a multiple of three, where doing
+// their multiply-adds again is cheaper than another kernel.
 func bf16Xs4(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64) {
-	var acc [128]float64
-	var h [8]float64
-	bf16R2Xs4(w, w, x0, x1, x2, x3, m, &acc)
-	bf16Reduce8(&acc, &h)
+	var acc [192]float64
+	var h [12]float64
+	bf16R3Xs4(w, w, w, x0, x1, x2, x3, m, &acc)
+	bf16Reduce12(&acc, &h)
 	copy(r[:], h[:4])
 }
 
@@ -69,8 +63,8 @@ const (
 )
 
 // asmFormat bundles one weight format's kernels at one instruction-set level
-// for the shared drivers. rows4 is nil for the AVX2 kernels, and so are xs4
-// and r2xs4 but for bf16, the trunk's format.
+// for the shared drivers. rows4 and r2xs4 are nil for the AVX2 kernels, and
+// so are xs4 and r3xs4 but for bf16, the trunk's format.
 type asmFormat struct {
 	name   string
 	size   int
@@ -90,7 +84,7 @@ type asmFormat struct {
 	reduce8 func(acc *[128]float64, r *[8]float64)
 	// r3xs4 and reduce12 are r2xs4 and reduce8 for three weight rows (its
 	// twelve outputs r[4i+t]), where two rows' eight accumulator chains
-	// leave the FMA pipes idle (AVX2); nil elsewhere.
+	// leave the FMA pipes idle (AVX2, which has only this one); nil elsewhere.
 	r3xs4    func(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float64)
 	reduce12 func(acc *[192]float64, r *[12]float64)
 	// panel widens a weight row into gemmMatMul's panel; nil where the
@@ -111,7 +105,7 @@ type asmFormat struct {
 
 var (
 	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32, nil, nil, nil, nil, nil, nil, false}
-	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, bf16Xs4, tailBF16, genericBF16, bf16R2Xs4, bf16Reduce8, bf16R3Xs4, bf16Reduce12, nil, nil, false}
+	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, bf16Xs4, tailBF16, genericBF16, nil, nil, bf16R3Xs4, bf16Reduce12, nil, nil, false}
 	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16, nil, nil, nil, nil, nil, nil, false}
 
 	fmtF32x512 = &asmFormat{"f32/avx512", sizeF32, layoutNatural,

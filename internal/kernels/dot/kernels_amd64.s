@@ -161,138 +161,36 @@ bf16x2loop:
 	VZEROUPPER
 	RET
 
-// Two weight rows against four activation rows, for many-row mat-muls. The
+// Three weight rows against four activation rows, for many-row mat-muls. The
 // sixteen R16 lanes of one output are four ymm vectors (the quarters Q0–Q3 of
-// the bf16 layout above), so the eight outputs of a pass would need 32
-// accumulators; the kernel instead makes four passes over the columns, one per
-// quarter, each with eight accumulators (Y0–Y3 weight row 0 against x0..x3,
-// Y4–Y7 weight row 1), the two rows' widened quarter in Y8–Y9 and the
-// activations in Y10–Y13. A quarter needs only its half of each weight load
-// and its one split (shift for the evens, mask for the odds), so the four
-// passes widen every weight exactly once, as the one-row kernels do; what a
-// pass repeats is the 16-byte load of the weights, which the column blocks of
-// the caller (matMulPairs) keep in L1.
+// the bf16 layout above: evens then odds of each eight columns), so the twelve
+// outputs of a pass would need 48 accumulators; the kernel instead makes four
+// passes over the columns, one per quarter, each with twelve accumulators
+// (output 4i+t, weight row i against activation row t, in Y(4i+t)), the three
+// rows' widened quarter in Y12–Y14 and the activation in Y15. A quarter needs
+// only its half of each weight load and its one split (shift for the evens,
+// mask for the odds), so the four passes widen every weight exactly once, as
+// the one-row kernels do; what a pass repeats is the 16-byte load, which the
+// caller's column blocks (matMulTriples) keep in L1. Twelve chains, one fused
+// add per step each, keep both FMA pipes busy where eight (two weight rows)
+// left them waiting on the FMA latency: 13–15 against 11.5–13 GMAC/s on one
+// core in L1 on an AVX2-only EPYC whose register FMA ceiling is 21–25
+// (-bench FMAPeak); the widening's conversions take FMA-pipe slots, which
+// bounds the rest. The
+// registers are all taken, so the odd quarters mask from memory.
 //
-// The accumulators resume from and return to acc unreduced: output e = 4i+t
-// (weight row i, activation row t) keeps its quarters at acc[16e+4q :
-// 16e+4q+4], so bf16Reduce8 can apply REDUCE_BF16 to them. Each lane still
-// adds its columns in ascending order from +0, one fused add per product.
-//
-// R2X4_QUARTER runs quarter pass LOOP: the weights' bytes WOFF..WOFF+15 of each
-// 32, split by SPLIT (BF16_EVEN or BF16_ODD), the activations and
-// accumulators at byte offset XOFF in each 128 bytes. The bases point at the
-// rows' ends and CX runs from -m (R12) to 0, so a step pays one add for its
-// six streams.
-#define BF16_EVEN(X) VPSLLD $16, X, X
-#define BF16_ODD(X) VPAND X15, X, X
-
-#define R2X4_QUARTER(LOOP, WOFF, SPLIT, XOFF) \
-	VMOVUPD XOFF+0(AX), Y0; \
-	VMOVUPD XOFF+128(AX), Y1; \
-	VMOVUPD XOFF+256(AX), Y2; \
-	VMOVUPD XOFF+384(AX), Y3; \
-	VMOVUPD XOFF+512(AX), Y4; \
-	VMOVUPD XOFF+640(AX), Y5; \
-	VMOVUPD XOFF+768(AX), Y6; \
-	VMOVUPD XOFF+896(AX), Y7; \
-	MOVQ R12, CX; \
-LOOP: \
-	VMOVDQU WOFF(SI)(CX*2), X8; \
-	SPLIT(X8); \
-	VCVTPS2PD X8, Y8; \
-	VMOVDQU WOFF(DI)(CX*2), X9; \
-	SPLIT(X9); \
-	VCVTPS2PD X9, Y9; \
-	VMOVUPD XOFF(DX)(CX*8), Y10; \
-	VFMADD231PD Y10, Y8, Y0; \
-	VFMADD231PD Y10, Y9, Y4; \
-	VMOVUPD XOFF(BX)(CX*8), Y11; \
-	VFMADD231PD Y11, Y8, Y1; \
-	VFMADD231PD Y11, Y9, Y5; \
-	VMOVUPD XOFF(R8)(CX*8), Y12; \
-	VFMADD231PD Y12, Y8, Y2; \
-	VFMADD231PD Y12, Y9, Y6; \
-	VMOVUPD XOFF(R9)(CX*8), Y13; \
-	VFMADD231PD Y13, Y8, Y3; \
-	VFMADD231PD Y13, Y9, Y7; \
-	ADDQ $16, CX; \
-	JNZ  LOOP; \
-	VMOVUPD Y0, XOFF+0(AX); \
-	VMOVUPD Y1, XOFF+128(AX); \
-	VMOVUPD Y2, XOFF+256(AX); \
-	VMOVUPD Y3, XOFF+384(AX); \
-	VMOVUPD Y4, XOFF+512(AX); \
-	VMOVUPD Y5, XOFF+640(AX); \
-	VMOVUPD Y6, XOFF+768(AX); \
-	VMOVUPD Y7, XOFF+896(AX)
-
-// func bf16R2Xs4(w0, w1 *byte, x0, x1, x2, x3 *float64, m int, acc *[128]float64)
-TEXT ·bf16R2Xs4(SB), NOSPLIT, $0-64
-	BF16_MASK // in AX before acc is
-	MOVQ m+48(FP), CX
-	MOVQ CX, R12
-	NEGQ R12 // each pass counts the columns from -m up to 0
-	MOVQ w0+0(FP), SI
-	MOVQ w1+8(FP), DI
-	MOVQ x0+16(FP), DX
-	MOVQ x1+24(FP), BX
-	MOVQ x2+32(FP), R8
-	MOVQ x3+40(FP), R9
-	LEAQ (SI)(CX*2), SI // every base at its row's end
-	LEAQ (DI)(CX*2), DI
-	LEAQ (DX)(CX*8), DX
-	LEAQ (BX)(CX*8), BX
-	LEAQ (R8)(CX*8), R8
-	LEAQ (R9)(CX*8), R9
-	MOVQ acc+56(FP), AX
-	R2X4_QUARTER(bf16r2x4q0, 0, BF16_EVEN, 0)
-	R2X4_QUARTER(bf16r2x4q1, 0, BF16_ODD, 32)
-	R2X4_QUARTER(bf16r2x4q2, 16, BF16_EVEN, 64)
-	R2X4_QUARTER(bf16r2x4q3, 16, BF16_ODD, 96)
-	VZEROUPPER
-	RET
-
-// bf16Reduce8 reduces the eight outputs bf16R2Xs4 left in acc by the R16 tree
-// (REDUCE_BF16, as the one-row kernels end) and writes their heads to r in the
-// same order.
-#define REDUCE_ACC_BF16(E) \
-	VMOVUPD (E*128)(SI), Y0; \
-	VMOVUPD (E*128+32)(SI), Y1; \
-	VMOVUPD (E*128+64)(SI), Y2; \
-	VMOVUPD (E*128+96)(SI), Y3; \
-	REDUCE_BF16(Y0, X0, Y1, X1, Y2, X2, Y3, X3, X8); \
-	VMOVSD X0, (E*8)(DI)
-
-// func bf16Reduce8(acc *[128]float64, r *[8]float64)
-TEXT ·bf16Reduce8(SB), NOSPLIT, $0-16
-	MOVQ acc+0(FP), SI
-	MOVQ r+8(FP), DI
-	REDUCE_ACC_BF16(0)
-	REDUCE_ACC_BF16(1)
-	REDUCE_ACC_BF16(2)
-	REDUCE_ACC_BF16(3)
-	REDUCE_ACC_BF16(4)
-	REDUCE_ACC_BF16(5)
-	REDUCE_ACC_BF16(6)
-	REDUCE_ACC_BF16(7)
-	VZEROUPPER
-	RET
-
-// Three weight rows against four activation rows: bf16R2Xs4 with a third
-// weight row. Its eight accumulators are eight dependency chains, one fused
-// add per step each, so a pass is bound by the FMA latency (about 13.5 GMAC/s
-// on one core in L1 on the development machine, an EPYC with AVX2 only); twelve
-// chains keep both FMA pipes busy. The registers are then all taken
-// (Y0–Y11 accumulators, output 4i+t in Y(4i+t); Y12–Y14 the rows' widened
-// quarter; Y15 the activation), so the odd quarters mask from memory.
-// acc holds output e's quarters at acc[16e+4q : 16e+4q+4], as for
-// bf16R2Xs4, and bf16Reduce12 reduces them.
+// The accumulators resume from and return to acc unreduced: output e keeps
+// its quarters at acc[16e+4q : 16e+4q+4], so bf16Reduce12 can apply
+// REDUCE_BF16 to them. Each lane still adds its columns in ascending order
+// from +0, one fused add per product. The bases point at the rows' ends and
+// CX runs from -m (R12) to 0, so a step pays one add for its seven streams.
 DATA bf16HiMask<>+0(SB)/4, $0xffff0000
 DATA bf16HiMask<>+4(SB)/4, $0xffff0000
 DATA bf16HiMask<>+8(SB)/4, $0xffff0000
 DATA bf16HiMask<>+12(SB)/4, $0xffff0000
 GLOBL bf16HiMask<>(SB), RODATA|NOPTR, $16
 
+#define BF16_EVEN(X) VPSLLD $16, X, X
 #define BF16_ODD_MEM(X) VPAND bf16HiMask<>(SB), X, X
 
 #define R3X4_WEIGHT(WOFF, P, SPLIT, X, Y) \
@@ -369,6 +267,17 @@ TEXT ·bf16R3Xs4(SB), NOSPLIT, $0-72
 	R3X4_QUARTER(bf16r3x4q3, 16, BF16_ODD_MEM, 96)
 	VZEROUPPER
 	RET
+
+// bf16Reduce12 reduces the twelve outputs bf16R3Xs4 left in acc by the R16
+// tree (REDUCE_BF16, as the one-row kernels end) and writes their heads to r
+// in the same order.
+#define REDUCE_ACC_BF16(E) \
+	VMOVUPD (E*128)(SI), Y0; \
+	VMOVUPD (E*128+32)(SI), Y1; \
+	VMOVUPD (E*128+64)(SI), Y2; \
+	VMOVUPD (E*128+96)(SI), Y3; \
+	REDUCE_BF16(Y0, X0, Y1, X1, Y2, X2, Y3, X3, X8); \
+	VMOVSD X0, (E*8)(DI)
 
 // func bf16Reduce12(acc *[192]float64, r *[12]float64)
 TEXT ·bf16Reduce12(SB), NOSPLIT, $0-16
