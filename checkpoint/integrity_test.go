@@ -265,33 +265,13 @@ func TestRelabelledDType(t *testing.T) {
 	}
 }
 
-// toF16 converts BF16 values in place to the nearest F16 (round to nearest
-// even through float32, which is exact for these magnitudes).
+// toF16 converts BF16 values in place to the nearest F16 (quant.F32ToF16:
+// round to nearest even).
 func toF16(b []byte) {
 	for i := 0; i+1 < len(b); i += 2 {
 		f := math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[i:])) << 16)
-		binary.LittleEndian.PutUint16(b[i:], f32ToF16(f))
+		binary.LittleEndian.PutUint16(b[i:], quant.F32ToF16(f))
 	}
-}
-
-func f32ToF16(f float32) uint16 {
-	bits := math.Float32bits(f)
-	sign := uint16(bits>>16) & 0x8000
-	a := math.Abs(float64(f))
-	switch {
-	case a == 0:
-		return sign
-	case a < 0x1p-14: // subnormal
-		return sign | uint16(math.RoundToEven(a*0x1p24))
-	case a >= 65520:
-		return sign | 0x7c00
-	}
-	e := math.Floor(math.Log2(a))
-	m := math.RoundToEven((a/math.Exp2(e) - 1) * 1024)
-	if m == 1024 {
-		m, e = 0, e+1
-	}
-	return sign | uint16(e+15)<<10 | uint16(m)
 }
 
 // addChecksums rewrites every shard of dir with colibri.sha256 digests of

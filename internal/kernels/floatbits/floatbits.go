@@ -34,6 +34,42 @@ func F16(h uint16) float32 {
 	return math.Float32frombits(sign | e<<23 | (man&0x3ff)<<13)
 }
 
+// ToF16 narrows x to the IEEE binary16 pattern nearest to it, ties to even,
+// overflowing to ±Inf; a NaN keeps its sign and the top ten bits of its
+// payload (a NaN whose payload lies below them has no binary16 pattern and
+// comes out as an infinity). Where x is the exact widening of a pattern (F16),
+// that pattern is returned, so F16(ToF16(x)) == x tells whether x has one.
+func ToF16(x float32) uint16 {
+	b := math.Float32bits(x)
+	sign := uint16(b>>16) & 0x8000
+	exp := int(b>>23) & 0xff
+	man := b & 0x7fffff
+	switch {
+	case exp == 0xff:
+		return sign | 0x7c00 | uint16(man>>13)
+	case exp >= 143: // 2^16 and above
+		return sign | 0x7c00
+	case exp >= 113: // a normal half: rebias 127 -> 15 and round off 13 bits
+		h := uint32(exp-112)<<10 | man>>13
+		if rem := man & 0x1fff; rem > 0x1000 || rem == 0x1000 && h&1 == 1 {
+			h++ // a carry into the exponent is right, up to 0x7c00 (Inf)
+		}
+		return sign | uint16(h)
+	}
+	// A subnormal half counts units of 2^-24; x is (man|2^23)·2^(exp-150),
+	// so shift right by 126-exp, which is at least 14.
+	shift := uint(126 - exp)
+	if shift > 24 {
+		return sign // below half a unit
+	}
+	full := man | 0x800000
+	q := full >> shift
+	if rem, half := full&(1<<shift-1), uint32(1)<<(shift-1); rem > half || rem == half && q&1 == 1 {
+		q++ // 0x400 is the smallest normal pattern
+	}
+	return sign | uint16(q)
+}
+
 // E5M2 widens an FP8 E5M2 byte. E5M2 is the high byte of an IEEE half, so
 // it inherits the half's infinities, NaNs and subnormals.
 func E5M2(b byte) float32 { return F16(uint16(b) << 8) }

@@ -2,6 +2,8 @@ package floatbits
 
 import (
 	"math"
+	"math/rand/v2"
+	"sort"
 	"testing"
 
 	"github.com/k3-project/k3/internal/testkit"
@@ -104,5 +106,76 @@ func TestWiden64(t *testing.T) {
 	}
 	if small := Widen64(make([]float64, 0, 2), x); len(small) != len(x) {
 		t.Errorf("Widen64 into a short buffer: len %d, want %d", len(small), len(x))
+	}
+}
+
+// refToF16 rounds |x| to the nearest of the finite binary16 values (half,
+// ascending by pattern), ties to the even pattern, by search rather than bit
+// assembly; 65520 and above (the midpoint past the largest) is infinity.
+func refToF16(half []float64, x float32) uint16 {
+	sign := uint16(0)
+	if math.Signbit(float64(x)) {
+		sign = 0x8000
+	}
+	a := math.Abs(float64(x))
+	if a >= 65520 {
+		return sign | 0x7c00
+	}
+	i := sort.SearchFloat64s(half, a) // first value >= a
+	switch {
+	case i == len(half): // above the largest, below the midpoint to infinity
+		return sign | uint16(i-1)
+	case half[i] == a:
+		return sign | uint16(i)
+	}
+	lo, hi := i-1, i
+	switch d := (a - half[lo]) - (half[hi] - a); {
+	case d < 0:
+		return sign | uint16(lo)
+	case d > 0:
+		return sign | uint16(hi)
+	case lo%2 == 0:
+		return sign | uint16(lo)
+	}
+	return sign | uint16(hi)
+}
+
+func TestToF16(t *testing.T) {
+	// Every pattern comes back from its widening, NaN payloads included.
+	for h := range 1 << 16 {
+		if got := ToF16(F16(uint16(h))); got != uint16(h) {
+			t.Fatalf("pattern %#04x widens and narrows to %#04x", h, got)
+		}
+	}
+	half := make([]float64, 0x7c00)
+	for h := range half {
+		half[h] = testkit.RefF16(uint16(h))
+	}
+	check := func(x float32) {
+		t.Helper()
+		if got, want := ToF16(x), refToF16(half, x); got != want {
+			t.Fatalf("ToF16(%g = %#08x) = %#04x, want %#04x", x, math.Float32bits(x), got, want)
+		}
+	}
+	// The midpoints between neighbours (ties) and a float32 step either side of
+	// them, where rounding decides, over every neighbouring pair.
+	for h := range len(half) - 1 {
+		m := float32((half[h] + half[h+1]) / 2) // 12 significant bits: exact
+		for _, x := range []float32{m, math.Nextafter32(m, 0), math.Nextafter32(m, 1e9)} {
+			check(x)
+			check(-x)
+		}
+	}
+	for _, x := range []float32{65504, 65519.99, 65520, 1e9, float32(math.Inf(1)), 0x1p-25, 0x1p-26, 3 * 0x1p-26, 1e-40} {
+		check(x)
+		check(-x)
+	}
+	// Any float32: random bit patterns, NaNs aside.
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		x := math.Float32frombits(r.Uint32())
+		if x == x {
+			check(x)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func Narrow(v []float32, half bool) (Vec, bool) {
 		var h uint16
 		var back float32
 		if half {
-			h = toF16(x)
+			h = floatbits.ToF16(x)
 			back = floatbits.F16(h)
 		} else {
 			h = uint16(math.Float32bits(x) >> 16)
@@ -95,22 +95,4 @@ func (v Vec) at(h uint16) float32 {
 		return floatbits.F16(h)
 	}
 	return floatbits.BF16(h)
-}
-
-// toF16 returns the binary16 pattern whose exact widening is x, when x has
-// one (Narrow checks that it does; any other x gives some pattern).
-func toF16(x float32) uint16 {
-	b := math.Float32bits(x)
-	sign := uint16(b>>16) & 0x8000
-	exp := int(b>>23) & 0xff
-	man := b & 0x7fffff
-	switch {
-	case exp == 0xff: // Inf, NaN: payload's top 10 bits
-		return sign | 0x7c00 | uint16(man>>13)
-	case exp > 112: // normal half (or too large: the round trip fails)
-		return sign | uint16(min(exp-112, 0x1f))<<10 | uint16(man>>13)&0x3ff
-	case exp >= 103: // subnormal half: (1.man)·2^(exp−127) = m·2^−24
-		return sign | uint16((man|0x800000)>>(126-exp))
-	}
-	return sign // zero (or too small: the round trip fails unless x is ±0)
 }
