@@ -2,7 +2,7 @@ package fmath
 
 // Exp64s sets dst[i] = Exp64(x[i]) for every i < len(x); dst must be at
 // least as long as x and may be x. On amd64 with AVX-512 eight lanes at a
-// time go through a kernel that performs the operations of Exp64 in the
+// time (with AVX2 four) go through a kernel that performs the operations of Exp64 in the
 // same order with the same roundings (no fused multiply-add), so the bits
 // are Exp64's; a block holding an argument outside the kernel's range
 // (NaN, |x| < 2^−28 except ±0, |x| > 708, where Exp64 takes a special

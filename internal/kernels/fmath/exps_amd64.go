@@ -9,6 +9,15 @@ import "golang.org/x/sys/cpu"
 // Tests clear it to run the scalar path on the same machine.
 var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 
+// useAVX2 selects the four-lane exp kernel where AVX-512 DQ is missing.
+// Tests clear it to run the scalar path.
+var useAVX2 = cpu.X86.HasAVX2
+
+// exp64AVX2 is exp64AVX512 on four lanes (n a multiple of 4).
+//
+//go:noescape
+func exp64AVX2(dst, x *float64, n int) int
+
 // exp64AVX512 sets dst[i] = Exp64(x[i]) for whole blocks of eight from the
 // start of x (n elements, a multiple of 8), stopping before the first block
 // with an argument outside the kernel's range; it returns how many elements
@@ -20,18 +29,29 @@ func exp64AVX512(dst, x *float64, n int) int
 // expBlocks runs the kernel over the whole blocks of x, doing a block it
 // refuses with Exp64, and returns how many elements are done.
 func expBlocks(dst, x []float64) int {
-	if !useAVX512 {
+	lanes := 8
+	switch {
+	case useAVX512:
+	case useAVX2:
+		lanes = 4
+	default:
 		return 0
 	}
-	n := len(x) &^ 7
+	n := len(x) / lanes * lanes
 	i := 0
 	for i < n {
-		i += exp64AVX512(&dst[i], &x[i], n-i)
+		// Direct calls, not a func value, so that dst and x stay where
+		// the caller put them (exp32s keeps its chunk on the stack).
+		if lanes == 8 {
+			i += exp64AVX512(&dst[i], &x[i], n-i)
+		} else {
+			i += exp64AVX2(&dst[i], &x[i], n-i)
+		}
 		if i < n {
-			for j := i; j < i+8; j++ {
+			for j := i; j < i+lanes; j++ {
 				dst[j] = Exp64(x[j])
 			}
-			i += 8
+			i += lanes
 		}
 	}
 	return n

@@ -117,6 +117,99 @@ done:
 	VZEROUPPER
 	RET
 
+// EXPCORE2 is EXPCORE on four lanes for AVX2 (ymm, no AVX-512): Y1 =
+// Exp64(Y0) with Y15 = 1 and Y14 = 2, clobbering Y2–Y13. Without AVX-512 DQ
+// there is no float64↔int64 conversion, but k fits an int32 in the kernel's
+// range (|k| ≤ 1022), so k is truncated to int32 (VCVTTPD2DQ, which rounds
+// toward zero as Go's int conversion does), widened back exactly, and
+// sign-extended to int64 for 2^k's exponent bits. Every other step is the
+// same IEEE operation as in EXPCORE, in the same order.
+#define EXPCORE2 \
+	VBROADCASTSD expLog2e<>(SB), Y2 \
+	VMULPD       Y2, Y0, Y2 \
+	VBROADCASTSD expSign<>(SB), Y3 \
+	VANDPD       Y3, Y0, Y3 \
+	VBROADCASTSD expHalf<>(SB), Y4 \
+	VORPD        Y4, Y3, Y3 \
+	VADDPD       Y3, Y2, Y2 \
+	VCVTTPD2DQY  Y2, X4 \
+	VCVTDQ2PD    X4, Y5 \
+	VBROADCASTSD expLn2Hi<>(SB), Y6 \
+	VMULPD       Y6, Y5, Y6 \
+	VSUBPD       Y6, Y0, Y6 \
+	VBROADCASTSD expLn2Lo<>(SB), Y7 \
+	VMULPD       Y7, Y5, Y7 \
+	VSUBPD       Y7, Y6, Y8 \
+	VMULPD       Y8, Y8, Y9 \
+	VBROADCASTSD expP5<>(SB), Y10 \
+	VMULPD       Y10, Y9, Y10 \
+	VBROADCASTSD expP4<>(SB), Y11 \
+	VADDPD       Y11, Y10, Y10 \
+	VMULPD       Y10, Y9, Y10 \
+	VBROADCASTSD expP3<>(SB), Y11 \
+	VADDPD       Y11, Y10, Y10 \
+	VMULPD       Y10, Y9, Y10 \
+	VBROADCASTSD expP2<>(SB), Y11 \
+	VADDPD       Y11, Y10, Y10 \
+	VMULPD       Y10, Y9, Y10 \
+	VBROADCASTSD expP1<>(SB), Y11 \
+	VADDPD       Y11, Y10, Y10 \
+	VMULPD       Y10, Y9, Y10 \
+	VSUBPD       Y10, Y8, Y11 \
+	VMULPD       Y11, Y8, Y12 \
+	VSUBPD       Y11, Y14, Y13 \
+	VDIVPD       Y13, Y12, Y12 \
+	VSUBPD       Y12, Y7, Y12 \
+	VSUBPD       Y6, Y12, Y12 \
+	VSUBPD       Y12, Y15, Y1 \
+	VPMOVSXDQ    X4, Y4 \
+	VPBROADCASTQ expBias<>(SB), Y13 \
+	VPADDQ       Y13, Y4, Y4 \
+	VPSLLQ       $52, Y4, Y4 \
+	VMULPD       Y4, Y1, Y1
+
+// func exp64AVX2(dst, x *float64, n int) int
+//
+// Four lanes of Exp64 at a time while every lane is in range (the range of
+// exp64AVX512).
+TEXT ·exp64AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	VBROADCASTSD expOne<>(SB), Y15
+	VBROADCASTSD expTwo<>(SB), Y14
+
+loop2:
+	CMPQ AX, CX
+	JGE  done2
+	VMOVUPD (SI)(AX*8), Y0
+
+	// In range: (tiny ≤ |x| ≤ limit) or x = ±0; NaN fails every compare.
+	VBROADCASTSD expAbs<>(SB), Y1
+	VANDPD       Y1, Y0, Y1
+	VBROADCASTSD expTiny<>(SB), Y2
+	VCMPPD       $0x1d, Y2, Y1, Y2
+	VBROADCASTSD expLimit<>(SB), Y3
+	VCMPPD       $0x12, Y3, Y1, Y3
+	VANDPD       Y3, Y2, Y2
+	VXORPD       Y3, Y3, Y3
+	VCMPPD       $0x00, Y3, Y0, Y3
+	VORPD        Y3, Y2, Y2
+	VMOVMSKPD    Y2, BX
+	CMPL         BX, $0xf
+	JNE          done2
+
+	EXPCORE2
+	VMOVUPD Y1, (DI)(AX*8)
+	ADDQ    $4, AX
+	JMP     loop2
+
+done2:
+	MOVQ AX, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // The constants of Tanh64 (tanh.go).
 DATA tanhP0<>+0(SB)/8, $0xbfeedc5baafd6f4b
 GLOBL tanhP0<>(SB), RODATA|NOPTR, $8

@@ -82,7 +82,7 @@ func TestSliceFormsMatchScalar(t *testing.T) {
 					f.slice(got, xs[off:off+n])
 					for i := range got {
 						if math.Float64bits(got[i]) != math.Float64bits(want[off+i]) {
-							t.Fatalf("kernel=%v: %s(%v) = %v (%#x), the scalar gives %v (%#x)", kernel, f.name, xs[off+i],
+							t.Fatalf("kernel=%s: %s(%v) = %v (%#x), the scalar gives %v (%#x)", kernel, f.name, xs[off+i],
 								got[i], math.Float64bits(got[i]), want[off+i], math.Float64bits(want[off+i]))
 						}
 					}
@@ -92,12 +92,12 @@ func TestSliceFormsMatchScalar(t *testing.T) {
 			f.slice(in, in)
 			for i := range in {
 				if math.Float64bits(in[i]) != math.Float64bits(want[i]) {
-					t.Fatalf("kernel=%v: %s in place: element %d differs", kernel, f.name, i)
+					t.Fatalf("kernel=%s: %s in place: element %d differs", kernel, f.name, i)
 				}
 			}
 		}
 	}
-	setKernel(true)
+	setKernel("")
 }
 
 // Sigmoid32s and Exp32s give the bits of their scalar forms.
@@ -115,14 +115,14 @@ func TestFloat32SliceForms(t *testing.T) {
 		Exp32s(e, xs)
 		for i, x := range xs {
 			if we := Exp32(x); math.Float32bits(e[i]) != math.Float32bits(we) {
-				t.Fatalf("kernel=%v: Exp32s(%v) = %v, Exp32 gives %v", kernel, x, e[i], we)
+				t.Fatalf("kernel=%s: Exp32s(%v) = %v, Exp32 gives %v", kernel, x, e[i], we)
 			}
 			if ws := Sigmoid32(x); math.Float32bits(s[i]) != math.Float32bits(ws) {
-				t.Fatalf("kernel=%v: Sigmoid32s(%v) = %v, Sigmoid32 gives %v", kernel, x, s[i], ws)
+				t.Fatalf("kernel=%s: Sigmoid32s(%v) = %v, Sigmoid32 gives %v", kernel, x, s[i], ws)
 			}
 		}
 	}
-	setKernel(true)
+	setKernel("")
 }
 
 // BenchmarkSliceForms times each slice form on the kernel and on the scalar
@@ -142,10 +142,7 @@ func BenchmarkSliceForms(b *testing.B) {
 	for _, f := range sliceForms {
 		for _, kernel := range kernelSettings(b) {
 			setKernel(kernel)
-			name := f.name + "/scalar"
-			if kernel {
-				name = f.name + "/kernel"
-			}
+			name := f.name + "/" + kernel
 			for _, in := range []struct {
 				name string
 				xs   []float64
@@ -159,7 +156,7 @@ func BenchmarkSliceForms(b *testing.B) {
 			}
 		}
 	}
-	setKernel(true)
+	setKernel("")
 }
 
 // FuzzSliceForms: for any float64 arguments (the bytes read as
@@ -182,12 +179,12 @@ func FuzzSliceForms(f *testing.F) {
 				sf.slice(got, xs)
 				for i, x := range xs {
 					if w := sf.scalar(x); math.Float64bits(got[i]) != math.Float64bits(w) {
-						t.Fatalf("kernel=%v: %s(%v) = %v, the scalar gives %v", kernel, sf.name, x, got[i], w)
+						t.Fatalf("kernel=%s: %s(%v) = %v, the scalar gives %v", kernel, sf.name, x, got[i], w)
 					}
 				}
 			}
 		}
-		setKernel(true)
+		setKernel("")
 	})
 }
 
@@ -201,12 +198,12 @@ func BenchmarkSigmoid32s(b *testing.B) {
 	}
 	for _, kernel := range kernelSettings(b) {
 		setKernel(kernel)
-		b.Run(map[bool]string{true: "kernel", false: "scalar"}[kernel], func(b *testing.B) {
+		b.Run(kernel, func(b *testing.B) {
 			b.SetBytes(int64(4 * len(xs)))
 			for b.Loop() {
 				Sigmoid32s(dst, xs)
 			}
 		})
 	}
-	setKernel(true)
+	setKernel("")
 }

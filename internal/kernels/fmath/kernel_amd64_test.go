@@ -4,16 +4,25 @@ package fmath
 
 import "testing"
 
-var haveKernel = useAVX512
+var have512, have2 = useAVX512, useAVX2
 
-// kernelSettings lists the paths this machine can run: the kernel (if the
-// CPU has it) and the scalar one.
-func kernelSettings(tb testing.TB) []bool {
-	if !haveKernel {
-		tb.Log("CPU without AVX-512 DQ: scalar path only")
-		return []bool{false}
+// kernelSettings lists the paths this machine can run: its kernel levels
+// ("avx512" for every slice form, "avx2" for Exp64s alone) and "scalar".
+func kernelSettings(tb testing.TB) []string {
+	var levels []string
+	if have512 {
+		levels = append(levels, "avx512")
+	} else {
+		tb.Log("CPU without AVX-512 DQ: no AVX-512 kernels")
 	}
-	return []bool{true, false}
+	if have2 {
+		levels = append(levels, "avx2")
+	}
+	return append(levels, "scalar")
 }
 
-func setKernel(on bool) { useAVX512 = on && haveKernel }
+// setKernel forces a level of kernelSettings; "" restores the CPU's own.
+func setKernel(level string) {
+	useAVX512 = (level == "avx512" || level == "") && have512
+	useAVX2 = (level == "avx2" || level == "") && have2
+}

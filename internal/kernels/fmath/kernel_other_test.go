@@ -4,6 +4,6 @@ package fmath
 
 import "testing"
 
-func kernelSettings(testing.TB) []bool { return []bool{false} }
+func kernelSettings(testing.TB) []string { return []string{"scalar"} }
 
-func setKernel(bool) {}
+func setKernel(string) {}
