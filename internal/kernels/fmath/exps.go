@@ -17,7 +17,7 @@ func Exp64s(dst, x []float64) {
 
 // Tanh64s sets dst[i] = Tanh64(x[i]) for every i < len(x); dst must be at
 // least as long as x and may be x. On amd64 with AVX-512 eight lanes at a
-// time go through a kernel that evaluates every path of Tanh64 with its
+// time (with AVX2 four) go through a kernel that evaluates every path of Tanh64 with its
 // operations in its order and keeps each lane's, so the bits are Tanh64's.
 func Tanh64s(dst, x []float64) {
 	dst = dst[:len(x)]

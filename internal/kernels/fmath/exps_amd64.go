@@ -9,7 +9,8 @@ import "golang.org/x/sys/cpu"
 // Tests clear it to run the scalar path on the same machine.
 var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 
-// useAVX2 selects the four-lane exp kernel where AVX-512 DQ is missing.
+// useAVX2 selects the four-lane exp and tanh kernels where AVX-512 DQ is
+// missing.
 // Tests clear it to run the scalar path.
 var useAVX2 = cpu.X86.HasAVX2
 
@@ -65,15 +66,24 @@ func tanh64AVX512(dst, x *float64, n int)
 // tanhBlocks runs the kernel over the whole blocks of x and returns how many
 // elements are done.
 func tanhBlocks(dst, x []float64) int {
-	if !useAVX512 {
-		return 0
-	}
-	n := len(x) &^ 7
-	if n > 0 {
-		tanh64AVX512(&dst[0], &x[0], n)
+	var n int
+	switch {
+	case useAVX512:
+		if n = len(x) &^ 7; n > 0 {
+			tanh64AVX512(&dst[0], &x[0], n)
+		}
+	case useAVX2:
+		if n = len(x) &^ 3; n > 0 {
+			tanh64AVX2(&dst[0], &x[0], n)
+		}
 	}
 	return n
 }
+
+// tanh64AVX2 is tanh64AVX512 on four lanes (n a multiple of 4).
+//
+//go:noescape
+func tanh64AVX2(dst, x *float64, n int)
 
 //go:noescape
 func widen32(dst *float64, x *float32, n int, neg bool)

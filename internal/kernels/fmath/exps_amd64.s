@@ -471,3 +471,135 @@ n32sig:
 	JNZ  n32sig
 	VZEROUPPER
 	RET
+
+DATA tanhMidArg<>+0(SB)/8, $0xbff4000000000000
+GLOBL tanhMidArg<>(SB), RODATA|NOPTR, $8
+
+// func tanh64AVX2(dst, x *float64, n int)
+//
+// dst[i] = Tanh64(x[i]) for i < n, a multiple of 4, on AVX2. Four lanes are
+// too few to pay for tanh64AVX512's packing of the tanhMid lanes, so every
+// lane computes both the rational form and tanhMid (its exp argument set to
+// -1.25, inside EXPCORE2's range, where it is not tanhMid's lane) and the
+// lane's own path is blended in: rational, then tanhMid with x's sign, then
+// ±1 beyond tanhSat, then x itself for ±0 and NaN — the order in which
+// Tanh64 tests them, each step the scalar code's operation. The frame keeps
+// x (0), |x| (32) and the tanhMid mask (64) across EXPCORE2.
+TEXT ·tanh64AVX2(SB), NOSPLIT, $96-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ AX, AX
+	VBROADCASTSD expOne<>(SB), Y15
+	VBROADCASTSD expTwo<>(SB), Y14
+
+tloop2:
+	CMPQ AX, CX
+	JGE  tdone2
+	VMOVUPD      (SI)(AX*8), Y0
+	VMOVUPD      Y0, 0(SP)
+	VBROADCASTSD expAbs<>(SB), Y1
+	VANDPD       Y1, Y0, Y1
+	VMOVUPD      Y1, 32(SP)
+	VBROADCASTSD tanhSmall<>(SB), Y2
+	VCMPPD       $0x1d, Y2, Y1, Y3
+	VBROADCASTSD tanhSat<>(SB), Y2
+	VCMPPD       $0x12, Y2, Y1, Y4
+	VANDPD       Y4, Y3, Y3
+	VMOVUPD      Y3, 64(SP)
+	VMOVMSKPD    Y3, BX
+	TESTL        BX, BX
+	JZ           tsign2 // no tanhMid lane: its result is never blended in
+
+	// m = Exp64(−(a+a)) on the tanhMid lanes.
+	VADDPD       Y1, Y1, Y2
+	VBROADCASTSD expSign<>(SB), Y4
+	VXORPD       Y4, Y2, Y2
+	VBROADCASTSD tanhMidArg<>(SB), Y4
+	VBLENDVPD    Y3, Y2, Y4, Y0
+	EXPCORE2
+
+	// tanhMid: n, nlo, d, dlo, q = n/d, then r = n − q·d exactly (twoProd
+	// with Veltkamp splits) and q + (r + nlo − q·dlo)/d.
+	VSUBPD       Y1, Y15, Y2
+	VSUBPD       Y2, Y15, Y3
+	VSUBPD       Y1, Y3, Y3
+	VADDPD       Y1, Y15, Y4
+	VSUBPD       Y15, Y4, Y5
+	VSUBPD       Y5, Y1, Y5
+	VDIVPD       Y4, Y2, Y6
+	VMULPD       Y4, Y6, Y7
+	VBROADCASTSD tanhSplit<>(SB), Y8
+	VMULPD       Y6, Y8, Y9
+	VSUBPD       Y6, Y9, Y10
+	VSUBPD       Y10, Y9, Y10
+	VSUBPD       Y10, Y6, Y11
+	VMULPD       Y4, Y8, Y9
+	VSUBPD       Y4, Y9, Y12
+	VSUBPD       Y12, Y9, Y12
+	VSUBPD       Y12, Y4, Y13
+	VMULPD       Y12, Y10, Y8
+	VSUBPD       Y7, Y8, Y8
+	VMULPD       Y13, Y10, Y9
+	VADDPD       Y9, Y8, Y8
+	VMULPD       Y12, Y11, Y9
+	VADDPD       Y9, Y8, Y8
+	VMULPD       Y13, Y11, Y9
+	VADDPD       Y9, Y8, Y8
+	VSUBPD       Y7, Y2, Y9
+	VSUBPD       Y8, Y9, Y9
+	VADDPD       Y3, Y9, Y9
+	VMULPD       Y5, Y6, Y10
+	VSUBPD       Y10, Y9, Y9
+	VDIVPD       Y4, Y9, Y9
+	VADDPD       Y9, Y6, Y9
+
+	// With x's sign (tanhMid is positive).
+tsign2:
+	VMOVUPD      0(SP), Y0
+	VBROADCASTSD expSign<>(SB), Y1
+	VANDPD       Y1, Y0, Y2
+	VORPD        Y2, Y9, Y9
+
+	// The rational form: x + (x·s)·num/den, s = x².
+	VMULPD       Y0, Y0, Y3
+	VBROADCASTSD tanhP0<>(SB), Y4
+	VMULPD       Y3, Y4, Y4
+	VBROADCASTSD tanhP1<>(SB), Y5
+	VADDPD       Y5, Y4, Y4
+	VMULPD       Y3, Y4, Y4
+	VBROADCASTSD tanhP2<>(SB), Y5
+	VADDPD       Y5, Y4, Y4
+	VBROADCASTSD tanhQ0<>(SB), Y5
+	VADDPD       Y5, Y3, Y5
+	VMULPD       Y3, Y5, Y5
+	VBROADCASTSD tanhQ1<>(SB), Y6
+	VADDPD       Y6, Y5, Y5
+	VMULPD       Y3, Y5, Y5
+	VBROADCASTSD tanhQ2<>(SB), Y6
+	VADDPD       Y6, Y5, Y5
+	VMULPD       Y3, Y0, Y6
+	VMULPD       Y4, Y6, Y6
+	VDIVPD       Y5, Y6, Y6
+	VADDPD       Y6, Y0, Y6
+
+	// Each lane's path.
+	VMOVUPD      64(SP), Y3
+	VBLENDVPD    Y3, Y9, Y6, Y6
+	VMOVUPD      32(SP), Y1
+	VBROADCASTSD tanhSat<>(SB), Y4
+	VCMPPD       $0x1e, Y4, Y1, Y4
+	VORPD        Y2, Y15, Y5
+	VBLENDVPD    Y4, Y5, Y6, Y6
+	VXORPD       Y4, Y4, Y4
+	VCMPPD       $0x00, Y4, Y0, Y4
+	VCMPPD       $0x03, Y0, Y0, Y5
+	VORPD        Y5, Y4, Y4
+	VBLENDVPD    Y4, Y0, Y6, Y6
+	VMOVUPD      Y6, (DI)(AX*8)
+	ADDQ         $4, AX
+	JMP          tloop2
+
+tdone2:
+	VZEROUPPER
+	RET
