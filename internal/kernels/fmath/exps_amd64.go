@@ -9,8 +9,8 @@ import "golang.org/x/sys/cpu"
 // Tests clear it to run the scalar path on the same machine.
 var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 
-// useAVX2 selects the four-lane exp and tanh kernels where AVX-512 DQ is
-// missing.
+// useAVX2 selects the four-lane exp and tanh kernels, and the float32 slice
+// forms' widening and narrowing, where AVX-512 DQ is missing.
 // Tests clear it to run the scalar path.
 var useAVX2 = cpu.X86.HasAVX2
 
@@ -95,11 +95,15 @@ func narrow32(dst *float32, e *float64, n int, sigmoid bool)
 // returns how many it did.
 func widenBlocks(e []float64, x []float32, neg bool) int {
 	n := len(x) &^ 15
-	if !useAVX512 || n == 0 {
+	if !useAVX512 && !useAVX2 || n == 0 {
 		return 0
 	}
 	_ = e[n-1]
-	widen32(&e[0], &x[0], n, neg)
+	if useAVX512 {
+		widen32(&e[0], &x[0], n, neg)
+	} else {
+		widen32AVX2(&e[0], &x[0], n, neg)
+	}
 	return n
 }
 
@@ -107,10 +111,22 @@ func widenBlocks(e []float64, x []float32, neg bool) int {
 // whole blocks of sixteen and returns how many it did.
 func narrowBlocks(dst []float32, e []float64, sigmoid bool) int {
 	n := len(e) &^ 15
-	if !useAVX512 || n == 0 {
+	if !useAVX512 && !useAVX2 || n == 0 {
 		return 0
 	}
 	_ = dst[n-1]
-	narrow32(&dst[0], &e[0], n, sigmoid)
+	if useAVX512 {
+		narrow32(&dst[0], &e[0], n, sigmoid)
+	} else {
+		narrow32AVX2(&dst[0], &e[0], n, sigmoid)
+	}
 	return n
 }
+
+// widen32AVX2 and narrow32AVX2 are widen32 and narrow32 for AVX2.
+//
+//go:noescape
+func widen32AVX2(dst *float64, x *float32, n int, neg bool)
+
+//go:noescape
+func narrow32AVX2(dst *float32, e *float64, n int, sigmoid bool)

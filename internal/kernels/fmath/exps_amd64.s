@@ -603,3 +603,82 @@ tsign2:
 tdone2:
 	VZEROUPPER
 	RET
+
+// widen32AVX2 and narrow32AVX2 are widen32 and narrow32 in ymm registers.
+
+// func widen32AVX2(dst *float64, x *float32, n int, neg bool)
+TEXT ·widen32AVX2(SB), NOSPLIT, $0-25
+	MOVQ   dst+0(FP), DI
+	MOVQ   x+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPD Y4, Y4, Y4
+	CMPB   neg+24(FP), $0
+	JEQ    w32loop2
+	VBROADCASTSD expSign<>(SB), Y4
+
+w32loop2:
+	VCVTPS2PD 0(SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD 32(SI), Y2
+	VCVTPS2PD 48(SI), Y3
+	VXORPD    Y4, Y0, Y0
+	VXORPD    Y4, Y1, Y1
+	VXORPD    Y4, Y2, Y2
+	VXORPD    Y4, Y3, Y3
+	VMOVUPD   Y0, 0(DI)
+	VMOVUPD   Y1, 32(DI)
+	VMOVUPD   Y2, 64(DI)
+	VMOVUPD   Y3, 96(DI)
+	ADDQ      $64, SI
+	ADDQ      $128, DI
+	SUBQ      $16, CX
+	JNZ       w32loop2
+	VZEROUPPER
+	RET
+
+// func narrow32AVX2(dst *float32, e *float64, n int, sigmoid bool)
+TEXT ·narrow32AVX2(SB), NOSPLIT, $0-25
+	MOVQ dst+0(FP), DI
+	MOVQ e+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVL $0x3f800000, AX
+	VMOVD AX, X4
+	VPBROADCASTD X4, Y4
+	CMPB sigmoid+24(FP), $0
+	JNE  n32sig2
+
+n32loop2:
+	VCVTPD2PSY 0(SI), X0
+	VCVTPD2PSY 32(SI), X1
+	VCVTPD2PSY 64(SI), X2
+	VCVTPD2PSY 96(SI), X3
+	VMOVUPS    X0, 0(DI)
+	VMOVUPS    X1, 16(DI)
+	VMOVUPS    X2, 32(DI)
+	VMOVUPS    X3, 48(DI)
+	ADDQ       $128, SI
+	ADDQ       $64, DI
+	SUBQ       $16, CX
+	JNZ        n32loop2
+	VZEROUPPER
+	RET
+
+n32sig2:
+	VCVTPD2PSY  0(SI), X0
+	VCVTPD2PSY  32(SI), X1
+	VCVTPD2PSY  64(SI), X2
+	VCVTPD2PSY  96(SI), X3
+	VINSERTF128 $1, X1, Y0, Y0
+	VINSERTF128 $1, X3, Y2, Y2
+	VADDPS      Y0, Y4, Y0
+	VADDPS      Y2, Y4, Y2
+	VDIVPS      Y0, Y4, Y0
+	VDIVPS      Y2, Y4, Y2
+	VMOVUPS     Y0, 0(DI)
+	VMOVUPS     Y2, 32(DI)
+	ADDQ        $128, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JNZ         n32sig2
+	VZEROUPPER
+	RET
