@@ -20,18 +20,8 @@ func FuzzGemm(f *testing.F) {
 		rows := 1 + int(rowsB%80)
 		cols := 16 + int(colsB)*5
 		n := gemmMinRows + int(nB%13)
-		r := rand.New(rand.NewPCG(seed, uint64(rows*cols*n)))
-		for _, k := range kernelSets() {
-			if !k.ok || k.af.panel == nil {
-				continue
-			}
-			w := randW(r, k.f, rows, cols, 0, special)
-			x := randX(r, n*cols, special)
-			if !special {
-				cancelRows(k.f, w, x, n, rows, cols)
-			}
-			checkGemm(t, k, w, x, n, rows, cols, rows)
-		}
+		fuzzLevels(seed, rows, cols, n, special, func(k kernelSet) bool { return k.af.panel != nil },
+			func(k kernelSet, w []byte, x []float32) { checkGemm(t, k, w, x, n, rows, cols, rows) })
 	})
 }
 
@@ -49,17 +39,25 @@ func FuzzMatMulPasses(f *testing.F) {
 		rows := 1 + int(rowsB%48)
 		cols := 16 + int(colsB)*9
 		n := 2 + int(nB%15)
-		r := rand.New(rand.NewPCG(seed, uint64(rows*cols*n)))
-		for _, k := range kernelSets() {
-			if !k.ok {
-				continue
-			}
-			w := randW(r, k.f, rows, cols, 0, special)
-			x := randX(r, n*cols, special)
-			if !special {
-				cancelRows(k.f, w, x, n, rows, cols)
-			}
-			requireMatMulAsGeneric(t, k, w, x, n, rows, cols)
-		}
+		fuzzLevels(seed, rows, cols, n, special, func(kernelSet) bool { return true },
+			func(k kernelSet, w []byte, x []float32) { requireMatMulAsGeneric(t, k, w, x, n, rows, cols) })
 	})
+}
+
+// fuzzLevels hands check, for every kernel set the CPU runs and use accepts,
+// a rows×cols weight matrix and n activation rows from a generator seeded by
+// seed: special values when special is set, else rows that nearly cancel.
+func fuzzLevels(seed uint64, rows, cols, n int, special bool, use func(kernelSet) bool, check func(k kernelSet, w []byte, x []float32)) {
+	r := rand.New(rand.NewPCG(seed, uint64(rows*cols*n)))
+	for _, k := range kernelSets() {
+		if !k.ok || !use(k) {
+			continue
+		}
+		w := randW(r, k.f, rows, cols, 0, special)
+		x := randX(r, n*cols, special)
+		if !special {
+			cancelRows(k.f, w, x, n, rows, cols)
+		}
+		check(k, w, x)
+	}
 }
