@@ -21,7 +21,10 @@
 // row, four rows or four activation rows per weight pass), else AVX2 with
 // FMA (F16 also needs F16C; four ymm accumulators, two rows per pass). The
 // bf16 mat-mul passes two weight rows over four activation rows in column
-// blocks whose activations stay in L1. From 32 activation rows on, the
+// blocks whose activations stay in L1 (AVX-512), or three weight rows in
+// four quarter passes of twelve ymm accumulators (AVX2, whose sixteen
+// registers cannot hold a whole output's lanes for more than one pair of
+// rows). From 32 activation rows on, the
 // AVX-512 mat-mul is packed like a GEMM: a group of weight rows is widened
 // once into a float64 panel and every six activation rows pass over it in
 // column chunks, the accumulators stored unrounded between chunks
