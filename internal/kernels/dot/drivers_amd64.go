@@ -146,14 +146,14 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 	case f.r2xs4 != nil:
 		accLen = pairsPerRun(m) * 128
 	}
-	// The heads of one call of each kernel (a, a8, a12) share the words after
-	// the activations: out of the scratch, not on the stack, because the
-	// kernels are called through func values and would take them to the heap.
+	// The heads of a kernel call (a; heads for matMulPairs) share the words
+	// after the activations: out of the scratch, not on the stack, because
+	// the kernels are called through func values and would take them to the
+	// heap.
 	sp := getScratch(n*m + 12 + accLen)
 	s := (*sp)[:n*m]
 	a := (*[4]float64)((*sp)[n*m:])
-	a8 := (*[8]float64)((*sp)[n*m:])
-	a12 := (*[12]float64)((*sp)[n*m:])
+	heads := (*[12]float64)((*sp)[n*m:])
 	acc := (*sp)[n*m+12:]
 	for t := range n {
 		widen(f, s[t*m:(t+1)*m], x[t*cols:(t+1)*cols])
@@ -161,15 +161,18 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 	for r0 := 0; r0 < rows; r0 += block {
 		r1 := min(rows, r0+block)
 		t := 0
-		// Groups of four activation rows. Where the format pads (f.pad), a
-		// last group of three, or of two whose activations overflow L1, runs
-		// as four, its last row repeated and the copies' outputs dropped: that
-		// is cheaper than the two-activation form, whose activations then
-		// come from L2 for every weight row (-bench MatMulLevel n2 against
-		// n4 at 3584 columns). Two rows that fit L1 stay two: repeating
+		// Groups of four activation rows. With the two-row kernel (r2xs4,
+		// AVX-512) a last group of three, or of two whose activations
+		// overflow L1, runs as four, its last row repeated and the copies'
+		// outputs dropped: that is cheaper than the two-activation form,
+		// whose activations then come from L2 for every weight row (-bench
+		// MatMulLevel n2 against n4 at 3584 columns). Two rows that fit L1 stay two: repeating
 		// them doubles the multiply-adds (a two-session walk of the perf
-		// checkpoint, 2048 columns, took 48 ms padded and 34 ms not).
-		for f.xs4 != nil && (t+3 < n || f.pad && (t+2 < n || t+1 < n && 16*m > pairsL1)) {
+		// checkpoint, 2048 columns, took 48 ms padded and 34 ms not). The
+		// AVX2 xs2 keeps up with its three-row kernel (3072×3584: 8.1
+		// GMAC/s, against 7.4 for three rows run as four), so there the
+		// rows stay as they are.
+		for f.xs4 != nil && (t+3 < n || f.r2xs4 != nil && (t+2 < n || t+1 < n && 16*m > pairsL1)) {
 			nx := min(4, n-t)
 			var xs [4][]float64
 			for j := range xs {
@@ -177,11 +180,8 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 				xs[j] = s[u*m : (u+1)*m]
 			}
 			r := r0
-			switch {
-			case f.r3xs4 != nil:
-				r = matMulTriples(f, dst, stride, w, x, acc, a12, &xs, t, nx, m, cols, r0, r1)
-			case f.r2xs4 != nil:
-				r = matMulPairs(f, dst, stride, w, x, acc, a8, &xs, t, nx, m, cols, r0, r1)
+			if f.r2xs4 != nil || f.r3xs4 != nil {
+				r = matMulPairs(f, dst, stride, w, x, acc, heads, &xs, t, nx, m, cols, r0, r1)
 			}
 			for ; r < r1; r++ {
 				wr := w[r*rb : (r+1)*rb]
@@ -242,64 +242,48 @@ func pairsPerRun(m int) int {
 
 // matMulPairs sets, for the nx activation rows t.. (widened in xs, the last
 // repeated up to four), the outputs of the weight rows of [r0, r1) two at a
-// time and returns the first row it did not do. It walks the columns in
-// blocks of matMulColBlock, keeping each output's sixteen unreduced lane
-// partials in acc between blocks: every lane still adds its columns in
-// ascending order, so the heads are those of one pass.
-func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a8 *[8]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
+// time (r2xs4), or three where the format has r3xs4, and returns the first
+// row it did not do. It walks the columns in blocks of matMulColBlock,
+// keeping each output's sixteen unreduced lane partials in acc between
+// blocks: every lane still adds its columns in ascending order, so the heads
+// are those of one pass. The reductions leave the output of weight row i and
+// activation row j in heads[4i+j].
+func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, heads *[12]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
 	rb := f.size * cols
-	end := r1 - (r1-r0)%2
-	run := pairsPerRun(m)
-	for ; r0 < end; r0 += 2 * run {
-		pairs := min(run, (end-r0)/2)
-		clear(acc[:pairs*128])
-		for c := 0; c < m; c += matMulColBlock {
-			k := min(matMulColBlock, m-c)
-			for p := range pairs {
-				r := r0 + 2*p
-				f.r2xs4(&w[r*rb+c*f.size], &w[(r+1)*rb+c*f.size], &xs[0][c], &xs[1][c], &xs[2][c], &xs[3][c], k, (*[128]float64)(acc[p*128:]))
-			}
-		}
-		for p := range pairs {
-			r := r0 + 2*p
-			f.reduce8((*[128]float64)(acc[p*128:]), a8)
-			wr := w[r*rb : (r+1)*rb]
-			wq := w[(r+1)*rb : (r+2)*rb]
-			for j := range nx {
-				xj := x[(t+j)*cols : (t+j+1)*cols]
-				dst[(t+j)*stride+r] = float32(f.tail(a8[j], wr, xj, m))
-				dst[(t+j)*stride+r+1] = float32(f.tail(a8[4+j], wq, xj, m))
-			}
-		}
+	k := 2 // weight rows a call
+	if f.r3xs4 != nil {
+		k = 3
 	}
-	return end
-}
-
-// matMulTriples is matMulPairs with the weight rows three at a time (r3xs4),
-// for the rows of [r0, r1) up to the last multiple of three; it returns the
-// first row it did not do.
-func matMulTriples(f *asmFormat, dst []float32, stride int, w []byte, x []float32, acc []float64, a12 *[12]float64, xs *[4][]float64, t, nx, m, cols, r0, r1 int) int {
-	rb := f.size * cols
-	end := r1 - (r1-r0)%3
+	per := 64 * k // unreduced partials of one call's outputs
+	end := r1 - (r1-r0)%k
 	run := pairsPerRun(m)
-	for ; r0 < end; r0 += 3 * run {
-		triples := min(run, (end-r0)/3)
-		clear(acc[:triples*192])
+	for ; r0 < end; r0 += k * run {
+		calls := min(run, (end-r0)/k)
+		clear(acc[:calls*per])
 		for c := 0; c < m; c += matMulColBlock {
-			k := min(matMulColBlock, m-c)
-			for p := range triples {
-				r := r0 + 3*p
-				f.r3xs4(&w[r*rb+c*f.size], &w[(r+1)*rb+c*f.size], &w[(r+2)*rb+c*f.size], &xs[0][c], &xs[1][c], &xs[2][c], &xs[3][c], k, (*[192]float64)(acc[p*192:]))
+			cw := min(matMulColBlock, m-c)
+			for p := range calls {
+				r, o := r0+k*p, c*f.size
+				x0, x1, x2, x3 := &xs[0][c], &xs[1][c], &xs[2][c], &xs[3][c]
+				if k == 3 {
+					f.r3xs4(&w[r*rb+o], &w[(r+1)*rb+o], &w[(r+2)*rb+o], x0, x1, x2, x3, cw, (*[192]float64)(acc[p*per:]))
+				} else {
+					f.r2xs4(&w[r*rb+o], &w[(r+1)*rb+o], x0, x1, x2, x3, cw, (*[128]float64)(acc[p*per:]))
+				}
 			}
 		}
-		for p := range triples {
-			r := r0 + 3*p
-			f.reduce12((*[192]float64)(acc[p*192:]), a12)
-			for i := range 3 {
+		for p := range calls {
+			r := r0 + k*p
+			if k == 3 {
+				f.reduce12((*[192]float64)(acc[p*per:]), heads)
+			} else {
+				f.reduce8((*[128]float64)(acc[p*per:]), (*[8]float64)(heads[:8]))
+			}
+			for i := range k {
 				wi := w[(r+i)*rb : (r+i+1)*rb]
 				for j := range nx {
 					xj := x[(t+j)*cols : (t+j+1)*cols]
-					dst[(t+j)*stride+r+i] = float32(f.tail(a12[4*i+j], wi, xj, m))
+					dst[(t+j)*stride+r+i] = float32(f.tail(heads[4*i+j], wi, xj, m))
 				}
 			}
 		}

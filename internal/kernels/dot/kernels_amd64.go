@@ -95,23 +95,17 @@ type asmFormat struct {
 	// one line in four per call (-bench GemmPanel: x4 against row); nil
 	// where only panel exists.
 	panel4 func(dst *float64, w *byte, rb int, m, hi int)
-	// pad runs a last group of three activation rows, or of two whose
-	// widened activations overflow L1, as four (the last repeated) with
-	// r2xs4, which beats xs2 reading its activations from L2 (AVX-512).
-	// The AVX2 xs2 keeps up (3072×3584: 8.1 GMAC/s, against 7.4 for three
-	// rows run as four and 5–9 for two), so there the rows stay as they are.
-	pad bool
 }
 
 var (
-	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32, nil, nil, nil, nil, nil, nil, false}
-	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, bf16Xs4, tailBF16, genericBF16, nil, nil, bf16R3Xs4, bf16Reduce12, nil, nil, false}
-	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16, nil, nil, nil, nil, nil, nil, false}
+	fmtF32  = &asmFormat{"f32/avx2", sizeF32, layoutNatural, f32Rows1, f32Rows2, f32Xs2, nil, nil, tailF32, genericF32, nil, nil, nil, nil, nil, nil}
+	fmtBF16 = &asmFormat{"bf16/avx2", sizeBF16, layoutBF16x2, bf16Rows1, bf16Rows2, bf16Xs2, nil, bf16Xs4, tailBF16, genericBF16, nil, nil, bf16R3Xs4, bf16Reduce12, nil, nil}
+	fmtF16  = &asmFormat{"f16/avx2", sizeF16, layoutNatural, f16Rows1, f16Rows2, f16Xs2, nil, nil, tailF16, genericF16, nil, nil, nil, nil, nil, nil}
 
 	fmtF32x512 = &asmFormat{"f32/avx512", sizeF32, layoutNatural,
-		f32Rows1x512, f32Rows2x512, f32Xs2x512, f32Rows4x512, f32Xs4x512, tailF32, genericF32, nil, nil, nil, nil, f32Panel512, nil, false}
+		f32Rows1x512, f32Rows2x512, f32Xs2x512, f32Rows4x512, f32Xs4x512, tailF32, genericF32, nil, nil, nil, nil, f32Panel512, nil}
 	fmtBF16x512 = &asmFormat{"bf16/avx512", sizeBF16, layoutBF16x5,
-		bf16Rows1x512, bf16Rows2x512, bf16Xs2x512, bf16Rows4x512, bf16Xs4x512, tailBF16, genericBF16, bf16R2Xs4x512, bf16Reduce8x512, nil, nil, bf16Panel512, bf16Panel512x4, true}
+		bf16Rows1x512, bf16Rows2x512, bf16Xs2x512, bf16Rows4x512, bf16Xs4x512, tailBF16, genericBF16, bf16R2Xs4x512, bf16Reduce8x512, nil, nil, bf16Panel512, bf16Panel512x4}
 	fmtF16x512 = &asmFormat{"f16/avx512", sizeF16, layoutNatural,
-		f16Rows1x512, f16Rows2x512, f16Xs2x512, f16Rows4x512, f16Xs4x512, tailF16, genericF16, nil, nil, nil, nil, f16Panel512, nil, false}
+		f16Rows1x512, f16Rows2x512, f16Xs2x512, f16Rows4x512, f16Xs4x512, tailF16, genericF16, nil, nil, nil, nil, f16Panel512, nil}
 )
