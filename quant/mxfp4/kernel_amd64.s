@@ -65,6 +65,84 @@ DATA nan255<>+16(SB)/8, $255
 DATA nan255<>+24(SB)/8, $255
 GLOBL nan255<>(SB), RODATA|NOPTR, $32
 
+// MX_DECODE decodes the group of 32 columns whose 16 packed bytes are at
+// GOFF(SI) into the 16-bit top patterns of its values, columns 0..15 in Y3
+// and 16..31 in Y4 (tables in Y15, Y14; clobbers Y0–Y2).
+#define MX_DECODE(GOFF) \
+	VBROADCASTI128 GOFF(SI), Y0; \
+	VPSRLVD        shifts<>(SB), Y0, Y0; \
+	VPAND          nibmask<>(SB), Y0, Y0; \
+	VPSHUFB        Y0, Y15, Y1; \
+	VPSHUFB        Y0, Y14, Y2; \
+	VPUNPCKLBW     Y2, Y1, Y3; \
+	VPUNPCKHBW     Y2, Y1, Y4
+
+// MX_GROUP1 multiplies the group at GOFF(SI) by one row of activations at
+// XO(R11) and leaves its lanes A+B in G (placement masks in Y13–Y10).
+#define MX_GROUP1(GOFF, XO, G) \
+	MX_DECODE(GOFF); \
+	VPSHUFB     Y13, Y3, Y2; \
+	VMULPD      XO+0(R11), Y2, Y0; \
+	VPSHUFB     Y12, Y3, Y2; \
+	VMULPD      XO+32(R11), Y2, Y1; \
+	VPSHUFB     Y11, Y3, Y2; \
+	VFMADD231PD XO+64(R11), Y2, Y0; \
+	VPSHUFB     Y10, Y3, Y2; \
+	VFMADD231PD XO+96(R11), Y2, Y1; \
+	VPSHUFB     Y13, Y4, Y2; \
+	VFMADD231PD XO+128(R11), Y2, Y0; \
+	VPSHUFB     Y12, Y4, Y2; \
+	VFMADD231PD XO+160(R11), Y2, Y1; \
+	VPSHUFB     Y11, Y4, Y2; \
+	VFMADD231PD XO+192(R11), Y2, Y0; \
+	VPSHUFB     Y10, Y4, Y2; \
+	VFMADD231PD XO+224(R11), Y2, Y1; \
+	VADDPD      Y1, Y0, G
+
+// MX_SUB reduces one group vector G (XG its low half) to its RG subtotal
+// (T[0]+T[2]) + (T[1]+T[3]) in the low lane of XG; clobbers X1.
+#define MX_SUB(G, XG) \
+	VEXTRACTF128 $1, G, X1; \
+	VADDPD       X1, XG, XG; \
+	VUNPCKHPD    XG, XG, X1; \
+	VADDSD       X1, XG, XG
+
+// MX_SCALES sets Y3 to the four groups' scales 2^(s-127) from the bytes at
+// (DX) and Y4 to the mask of those with byte 255, which it counts in BX.
+#define MX_SCALES \
+	VPMOVZXBQ (DX), Y3; \
+	VPCMPEQQ  nan255<>(SB), Y3, Y4; \
+	VPADDQ    bias896<>(SB), Y3, Y3; \
+	VPSLLQ    $52, Y3, Y3; \
+	VMOVMSKPD Y4, AX; \
+	POPCNTL   AX, AX; \
+	ADDQ      AX, BX
+
+// MX_FINISH finishes the trees of four group vectors G0–G3, R02 = [a0 b0 |
+// a2 b2], R13 = [a1 b1 | a3 b3] with a = (s0+s4)+(s1+s5), b = (s2+s6)+(s3+s7),
+// then sub = a+b per group; scales them by Y3 (masked to +0 by Y4) and adds
+// the four contributions to ACC in group order. T (XT its low half) is a
+// temporary, which may be G0; it clobbers Y0–Y2.
+#define MX_FINISH(G0, G1, G2, G3, ACC, T, XT) \
+	VPERM2F128   $0x20, G2, G0, Y0; \
+	VPERM2F128   $0x31, G2, G0, Y1; \
+	VADDPD       Y1, Y0, Y0; \
+	VPERM2F128   $0x20, G3, G1, Y1; \
+	VPERM2F128   $0x31, G3, G1, Y2; \
+	VADDPD       Y2, Y1, Y1; \
+	VUNPCKLPD    Y1, Y0, Y2; \
+	VUNPCKHPD    Y1, Y0, T; \
+	VADDPD       T, Y2, Y2; \
+	VMULPD       Y3, Y2, Y2; \
+	VANDNPD      Y2, Y4, Y2; \
+	VADDSD       X2, ACC, ACC; \
+	VUNPCKHPD    X2, X2, XT; \
+	VADDSD       XT, ACC, ACC; \
+	VEXTRACTF128 $1, Y2, X2; \
+	VADDSD       X2, ACC, ACC; \
+	VUNPCKHPD    X2, X2, XT; \
+	VADDSD       XT, ACC, ACC
+
 // func rowsAVX2asm(dst *float32, rows int, packed, scales *byte, xw *float64, groups int) int
 //
 // One group of 32 columns: its 16 packed bytes are broadcast to both 128-bit
@@ -108,141 +186,12 @@ rowloop:
 	JLT    single
 
 quad:
-	// group 0
-	VBROADCASTI128 0(SI), Y0
-	VPSRLVD        shifts<>(SB), Y0, Y0
-	VPAND          nibmask<>(SB), Y0, Y0
-	VPSHUFB        Y0, Y15, Y1
-	VPSHUFB        Y0, Y14, Y2
-	VPUNPCKLBW     Y2, Y1, Y3
-	VPUNPCKHBW     Y2, Y1, Y4
-	VPSHUFB        Y13, Y3, Y2
-	VMULPD         0(R11), Y2, Y0
-	VPSHUFB        Y12, Y3, Y2
-	VMULPD         32(R11), Y2, Y1
-	VPSHUFB        Y11, Y3, Y2
-	VFMADD231PD    64(R11), Y2, Y0
-	VPSHUFB        Y10, Y3, Y2
-	VFMADD231PD    96(R11), Y2, Y1
-	VPSHUFB        Y13, Y4, Y2
-	VFMADD231PD    128(R11), Y2, Y0
-	VPSHUFB        Y12, Y4, Y2
-	VFMADD231PD    160(R11), Y2, Y1
-	VPSHUFB        Y11, Y4, Y2
-	VFMADD231PD    192(R11), Y2, Y0
-	VPSHUFB        Y10, Y4, Y2
-	VFMADD231PD    224(R11), Y2, Y1
-	VADDPD         Y1, Y0, Y6
-
-	// group 1
-	VBROADCASTI128 16(SI), Y0
-	VPSRLVD        shifts<>(SB), Y0, Y0
-	VPAND          nibmask<>(SB), Y0, Y0
-	VPSHUFB        Y0, Y15, Y1
-	VPSHUFB        Y0, Y14, Y2
-	VPUNPCKLBW     Y2, Y1, Y3
-	VPUNPCKHBW     Y2, Y1, Y4
-	VPSHUFB        Y13, Y3, Y2
-	VMULPD         256(R11), Y2, Y0
-	VPSHUFB        Y12, Y3, Y2
-	VMULPD         288(R11), Y2, Y1
-	VPSHUFB        Y11, Y3, Y2
-	VFMADD231PD    320(R11), Y2, Y0
-	VPSHUFB        Y10, Y3, Y2
-	VFMADD231PD    352(R11), Y2, Y1
-	VPSHUFB        Y13, Y4, Y2
-	VFMADD231PD    384(R11), Y2, Y0
-	VPSHUFB        Y12, Y4, Y2
-	VFMADD231PD    416(R11), Y2, Y1
-	VPSHUFB        Y11, Y4, Y2
-	VFMADD231PD    448(R11), Y2, Y0
-	VPSHUFB        Y10, Y4, Y2
-	VFMADD231PD    480(R11), Y2, Y1
-	VADDPD         Y1, Y0, Y7
-
-	// group 2
-	VBROADCASTI128 32(SI), Y0
-	VPSRLVD        shifts<>(SB), Y0, Y0
-	VPAND          nibmask<>(SB), Y0, Y0
-	VPSHUFB        Y0, Y15, Y1
-	VPSHUFB        Y0, Y14, Y2
-	VPUNPCKLBW     Y2, Y1, Y3
-	VPUNPCKHBW     Y2, Y1, Y4
-	VPSHUFB        Y13, Y3, Y2
-	VMULPD         512(R11), Y2, Y0
-	VPSHUFB        Y12, Y3, Y2
-	VMULPD         544(R11), Y2, Y1
-	VPSHUFB        Y11, Y3, Y2
-	VFMADD231PD    576(R11), Y2, Y0
-	VPSHUFB        Y10, Y3, Y2
-	VFMADD231PD    608(R11), Y2, Y1
-	VPSHUFB        Y13, Y4, Y2
-	VFMADD231PD    640(R11), Y2, Y0
-	VPSHUFB        Y12, Y4, Y2
-	VFMADD231PD    672(R11), Y2, Y1
-	VPSHUFB        Y11, Y4, Y2
-	VFMADD231PD    704(R11), Y2, Y0
-	VPSHUFB        Y10, Y4, Y2
-	VFMADD231PD    736(R11), Y2, Y1
-	VADDPD         Y1, Y0, Y8
-
-	// group 3
-	VBROADCASTI128 48(SI), Y0
-	VPSRLVD        shifts<>(SB), Y0, Y0
-	VPAND          nibmask<>(SB), Y0, Y0
-	VPSHUFB        Y0, Y15, Y1
-	VPSHUFB        Y0, Y14, Y2
-	VPUNPCKLBW     Y2, Y1, Y3
-	VPUNPCKHBW     Y2, Y1, Y4
-	VPSHUFB        Y13, Y3, Y2
-	VMULPD         768(R11), Y2, Y0
-	VPSHUFB        Y12, Y3, Y2
-	VMULPD         800(R11), Y2, Y1
-	VPSHUFB        Y11, Y3, Y2
-	VFMADD231PD    832(R11), Y2, Y0
-	VPSHUFB        Y10, Y3, Y2
-	VFMADD231PD    864(R11), Y2, Y1
-	VPSHUFB        Y13, Y4, Y2
-	VFMADD231PD    896(R11), Y2, Y0
-	VPSHUFB        Y12, Y4, Y2
-	VFMADD231PD    928(R11), Y2, Y1
-	VPSHUFB        Y11, Y4, Y2
-	VFMADD231PD    960(R11), Y2, Y0
-	VPSHUFB        Y10, Y4, Y2
-	VFMADD231PD    992(R11), Y2, Y1
-	VADDPD         Y1, Y0, Y9
-
-	// Finish four trees: R02 = [a0 b0 | a2 b2], R13 = [a1 b1 | a3 b3] with
-	// a = (s0+s4)+(s1+s5), b = (s2+s6)+(s3+s7); then sub = a+b per group.
-	VPERM2F128 $0x20, Y8, Y6, Y0
-	VPERM2F128 $0x31, Y8, Y6, Y1
-	VADDPD     Y1, Y0, Y0
-	VPERM2F128 $0x20, Y9, Y7, Y1
-	VPERM2F128 $0x31, Y9, Y7, Y2
-	VADDPD     Y2, Y1, Y1
-	VUNPCKLPD  Y1, Y0, Y2
-	VUNPCKHPD  Y1, Y0, Y3
-	VADDPD     Y3, Y2, Y2
-
-	// Scales 2^(s-127) for the four groups; 255 masked out and counted.
-	VPMOVZXBQ (DX), Y3
-	VPCMPEQQ  nan255<>(SB), Y3, Y4
-	VPADDQ    bias896<>(SB), Y3, Y3
-	VPSLLQ    $52, Y3, Y3
-	VMULPD    Y3, Y2, Y2
-	VANDNPD   Y2, Y4, Y2
-	VMOVMSKPD Y4, AX
-	POPCNTL   AX, AX
-	ADDQ      AX, BX
-
-	// acc += c0; acc += c1; acc += c2; acc += c3
-	VADDSD       X2, X5, X5
-	VUNPCKHPD    X2, X2, X3
-	VADDSD       X3, X5, X5
-	VEXTRACTF128 $1, Y2, X2
-	VADDSD       X2, X5, X5
-	VUNPCKHPD    X2, X2, X3
-	VADDSD       X3, X5, X5
+	MX_GROUP1(0, 0, Y6)
+	MX_GROUP1(16, 256, Y7)
+	MX_GROUP1(32, 512, Y8)
+	MX_GROUP1(48, 768, Y9)
+	MX_SCALES
+	MX_FINISH(Y6, Y7, Y8, Y9, X5, Y6, X6)
 
 	ADDQ $64, SI
 	ADDQ $4, DX
@@ -259,34 +208,8 @@ singleloop:
 	MOVBQZX (DX), AX
 	CMPQ    AX, $255
 	JEQ     skip
-	VBROADCASTI128 0(SI), Y0
-	VPSRLVD        shifts<>(SB), Y0, Y0
-	VPAND          nibmask<>(SB), Y0, Y0
-	VPSHUFB        Y0, Y15, Y1
-	VPSHUFB        Y0, Y14, Y2
-	VPUNPCKLBW     Y2, Y1, Y3
-	VPUNPCKHBW     Y2, Y1, Y4
-	VPSHUFB        Y13, Y3, Y2
-	VMULPD         0(R11), Y2, Y0
-	VPSHUFB        Y12, Y3, Y2
-	VMULPD         32(R11), Y2, Y1
-	VPSHUFB        Y11, Y3, Y2
-	VFMADD231PD    64(R11), Y2, Y0
-	VPSHUFB        Y10, Y3, Y2
-	VFMADD231PD    96(R11), Y2, Y1
-	VPSHUFB        Y13, Y4, Y2
-	VFMADD231PD    128(R11), Y2, Y0
-	VPSHUFB        Y12, Y4, Y2
-	VFMADD231PD    160(R11), Y2, Y1
-	VPSHUFB        Y11, Y4, Y2
-	VFMADD231PD    192(R11), Y2, Y0
-	VPSHUFB        Y10, Y4, Y2
-	VFMADD231PD    224(R11), Y2, Y1
-	VADDPD         Y1, Y0, Y6
-	VEXTRACTF128 $1, Y6, X1
-	VADDPD       X1, X6, X6
-	VUNPCKHPD    X6, X6, X1
-	VADDSD       X1, X6, X6
+	MX_GROUP1(0, 0, Y6)
+	MX_SUB(Y6, X6)
 	ADDQ         $896, AX
 	SHLQ         $52, AX
 	VMOVQ        AX, X1
@@ -340,13 +263,7 @@ skip:
 	VFMADD231PD XO(R13), Y2, A1
 
 #define R2_GROUP(GOFF, XO, G0, SLOT) \
-	VBROADCASTI128 GOFF(SI), Y0; \
-	VPSRLVD        shifts<>(SB), Y0, Y0; \
-	VPAND          nibmask<>(SB), Y0, Y0; \
-	VPSHUFB        Y0, Y15, Y1; \
-	VPSHUFB        Y0, Y14, Y2; \
-	VPUNPCKLBW     Y2, Y1, Y3; \
-	VPUNPCKHBW     Y2, Y1, Y4; \
+	MX_DECODE(GOFF); \
 	VPSHUFB        idxa0<>(SB), Y3, Y2; \
 	VMULPD         XO+0(R11), Y2, Y0; \
 	VMULPD         XO+0(R13), Y2, Y5; \
@@ -362,29 +279,6 @@ skip:
 	VADDPD         Y1, Y0, G0; \
 	VADDPD         Y6, Y5, Y5; \
 	VMOVUPD        Y5, SLOT(SP)
-
-// R2_FINISH finishes the trees of four group vectors exactly as
-// rowsAVX2asm's quad does, scales them by Y3 (masked by Y4) and adds the
-// four contributions to ACC in group order.
-#define R2_FINISH(G0, G1, G2, G3, ACC) \
-	VPERM2F128   $0x20, G2, G0, Y0; \
-	VPERM2F128   $0x31, G2, G0, Y1; \
-	VADDPD       Y1, Y0, Y0; \
-	VPERM2F128   $0x20, G3, G1, Y1; \
-	VPERM2F128   $0x31, G3, G1, Y2; \
-	VADDPD       Y2, Y1, Y1; \
-	VUNPCKLPD    Y1, Y0, Y2; \
-	VUNPCKHPD    Y1, Y0, Y5; \
-	VADDPD       Y5, Y2, Y2; \
-	VMULPD       Y3, Y2, Y2; \
-	VANDNPD      Y2, Y4, Y2; \
-	VADDSD       X2, ACC, ACC; \
-	VUNPCKHPD    X2, X2, X5; \
-	VADDSD       X5, ACC, ACC; \
-	VEXTRACTF128 $1, Y2, X2; \
-	VADDSD       X2, ACC, ACC; \
-	VUNPCKHPD    X2, X2, X5; \
-	VADDSD       X5, ACC, ACC
 
 // func rows2AVX2asm(dst0, dst1 *float32, rows int, packed, scales *byte, xw0, xw1 *float64, groups int) int
 TEXT ·rows2AVX2asm(SB), NOSPLIT, $128-72
@@ -413,21 +307,13 @@ r2quad:
 	R2_GROUP(32, 512, Y11, 64)
 	R2_GROUP(48, 768, Y12, 96)
 
-	// The four groups' scales 2^(s-127), 255 masked out and counted.
-	VPMOVZXBQ (DX), Y3
-	VPCMPEQQ  nan255<>(SB), Y3, Y4
-	VPADDQ    bias896<>(SB), Y3, Y3
-	VPSLLQ    $52, Y3, Y3
-	VMOVMSKPD Y4, AX
-	POPCNTL   AX, AX
-	ADDQ      AX, BX
-
-	R2_FINISH(Y9, Y10, Y11, Y12, X7)
+	MX_SCALES
+	MX_FINISH(Y9, Y10, Y11, Y12, X7, Y5, X5)
 	VMOVUPD 0(SP), Y9
 	VMOVUPD 32(SP), Y10
 	VMOVUPD 64(SP), Y11
 	VMOVUPD 96(SP), Y12
-	R2_FINISH(Y9, Y10, Y11, Y12, X8)
+	MX_FINISH(Y9, Y10, Y11, Y12, X8, Y5, X5)
 
 	ADDQ $64, SI
 	ADDQ $4, DX
@@ -447,14 +333,8 @@ r2singleloop:
 	JEQ     r2skip
 	R2_GROUP(0, 0, Y9, 0)
 	VMOVUPD      0(SP), Y10
-	VEXTRACTF128 $1, Y9, X1
-	VADDPD       X1, X9, X9
-	VUNPCKHPD    X9, X9, X1
-	VADDSD       X1, X9, X9
-	VEXTRACTF128 $1, Y10, X1
-	VADDPD       X1, X10, X10
-	VUNPCKHPD    X10, X10, X1
-	VADDSD       X1, X10, X10
+	MX_SUB(Y9, X9)
+	MX_SUB(Y10, X10)
 	ADDQ         $896, AX
 	SHLQ         $52, AX
 	VMOVQ        AX, X1
