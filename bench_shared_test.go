@@ -143,11 +143,9 @@ func benchShared(b *testing.B, dir string, steps int) {
 			}
 			var runs []sharedRun
 			for _, n := range []int{1, 2, 4, 8} {
-				profile := os.Getenv("K3_SHARED_PROFILE")
-				if n != 8 || profile == "" {
-					profile = ""
-				} else if i == 1 {
-					profile += ".mapped"
+				var profile string
+				if base := os.Getenv("K3_SHARED_PROFILE"); base != "" && n == 8 {
+					profile = base + []string{"", ".mapped"}[i]
 				}
 				runs = append(runs, measureShared(b, m, n, steps, profile))
 			}

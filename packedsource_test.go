@@ -46,12 +46,13 @@ func TestPackedSource(t *testing.T) {
 		require.Less(t, fits, 2*packed.Trunk.Total, "no budget pins the whole pack")
 	}
 
-	cases := []struct {
+	type sourceCase struct {
 		name string
 		opts []k3.Option
 		src  trunk.Source
 		why  string
-	}{
+	}
+	cases := []sourceCase{
 		{"resident/t1", []k3.Option{k3.WithThreads(1)}, trunk.SourceShards, "fewer than " + at},
 		{"resident/t" + at, []k3.Option{k3.WithThreads(minT)}, trunk.SourcePacked, "decoded on " + at + " threads"},
 		{"floor/t1", []k3.Option{k3.WithThreads(1), k3.WithTrunkBudget(fl.Floor), k3.WithTrunkSlot(smallSlot)}, trunk.SourcePacked, "streams"},
@@ -61,12 +62,7 @@ func TestPackedSource(t *testing.T) {
 		{"forced/t2", []k3.Option{k3.WithThreads(2), k3.WithPackedTrunk(l12, trunk.SourceShards)}, trunk.SourceShards, "asked for"},
 	}
 	if minT > 2 {
-		cases = append(cases, struct {
-			name string
-			opts []k3.Option
-			src  trunk.Source
-			why  string
-		}{"resident/t" + below, []k3.Option{k3.WithThreads(minT - 1)}, trunk.SourceShards, "on " + below + " thread(s), fewer than " + at})
+		cases = append(cases, sourceCase{"resident/t" + below, []k3.Option{k3.WithThreads(minT - 1)}, trunk.SourceShards, "on " + below + " thread(s), fewer than " + at})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

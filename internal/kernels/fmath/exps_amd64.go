@@ -95,14 +95,17 @@ func narrow32(dst *float32, e *float64, n int, sigmoid bool)
 // returns how many it did.
 func widenBlocks(e []float64, x []float32, neg bool) int {
 	n := len(x) &^ 15
-	if !useAVX512 && !useAVX2 || n == 0 {
+	if n == 0 {
 		return 0
 	}
 	_ = e[n-1]
-	if useAVX512 {
+	switch {
+	case useAVX512:
 		widen32(&e[0], &x[0], n, neg)
-	} else {
+	case useAVX2:
 		widen32AVX2(&e[0], &x[0], n, neg)
+	default:
+		return 0
 	}
 	return n
 }
@@ -111,14 +114,17 @@ func widenBlocks(e []float64, x []float32, neg bool) int {
 // whole blocks of sixteen and returns how many it did.
 func narrowBlocks(dst []float32, e []float64, sigmoid bool) int {
 	n := len(e) &^ 15
-	if !useAVX512 && !useAVX2 || n == 0 {
+	if n == 0 {
 		return 0
 	}
 	_ = dst[n-1]
-	if useAVX512 {
+	switch {
+	case useAVX512:
 		narrow32(&dst[0], &e[0], n, sigmoid)
-	} else {
+	case useAVX2:
 		narrow32AVX2(&dst[0], &e[0], n, sigmoid)
+	default:
+		return 0
 	}
 	return n
 }

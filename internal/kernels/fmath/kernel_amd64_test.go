@@ -7,7 +7,7 @@ import "testing"
 var have512, have2 = useAVX512, useAVX2
 
 // kernelSettings lists the paths this machine can run: its kernel levels
-// ("avx512" for every slice form, "avx2" for Exp64s and Tanh64s) and "scalar".
+// ("avx512", "avx2") and "scalar".
 func kernelSettings(tb testing.TB) []string {
 	var levels []string
 	if have512 {
