@@ -168,10 +168,10 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		// whose activations then come from L2 for every weight row (-bench
 		// MatMulLevel n2 against n4 at 3584 columns). Two rows that fit L1 stay two: repeating
 		// them doubles the multiply-adds (a two-session walk of the perf
-		// checkpoint, 2048 columns, took 48 ms padded and 34 ms not). The
-		// AVX2 xs2 keeps up with its three-row kernel (3072×3584: 8.1
-		// GMAC/s, against 7.4 for three rows run as four), so there the
-		// rows stay as they are.
+		// checkpoint, 2048 columns, took 48 ms padded and 34 ms not). On
+		// AVX2 padding lost when it was tried (commit 0976c2b, -bench
+		// MatMulLevel at 3072×3584: three rows run as four 7.4 GMAC/s, left
+		// to xs2 and a mat-vec 8.1), so there the rows stay as they are.
 		for f.xs4 != nil && (t+3 < n || f.r2xs4 != nil && (t+2 < n || t+1 < n && 16*m > pairsL1)) {
 			nx := min(4, n-t)
 			var xs [4][]float64

@@ -171,12 +171,12 @@ bf16x2loop:
 // only its half of each weight load and its one split (shift for the evens,
 // mask for the odds), so the four passes widen every weight exactly once, as
 // the one-row kernels do; what a pass repeats is the 16-byte load, which the
-// caller's column blocks (matMulTriples) keep in L1. Twelve chains, one fused
-// add per step each, keep both FMA pipes busy where eight (two weight rows)
-// left them waiting on the FMA latency: 13–15 against 11.5–13 GMAC/s on one
-// core in L1 on an AVX2-only EPYC whose register FMA ceiling is 21–25
-// (-bench FMAPeak); the widening's conversions take FMA-pipe slots, which
-// bounds the rest. The
+// caller's column blocks (matMulPairs) keep in L1. Twelve chains, one fused
+// add per step each, keep both FMA pipes busier than eight (two weight rows),
+// which wait on the FMA latency (-bench 'MatMulLevel/bf16/avx2' against the
+// two-activation kernel, and -bench FMAPeak for the ceiling: the README's
+// section on CPUs without AVX-512); the widening's conversions take FMA-pipe
+// slots, which bounds the rest. The
 // registers are all taken, so the odd quarters mask from memory.
 //
 // The accumulators resume from and return to acc unreduced: output e keeps
