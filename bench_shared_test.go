@@ -87,6 +87,25 @@ func measureShared(b *testing.B, m *k3.Model, n, steps int, profile string) shar
 	return r
 }
 
+// warmShared prefills one throw-away session of m with warmLen distinct ids, so that every
+// routed expert of every layer has been touched once before anything is timed. Without it the
+// one-session run, the first to route to most experts, paid the first touch of their mapped pages
+// (a perf token 84 ms in the two-session run against 112 alone: two sessions looked 2.67× as fast
+// as one) and the speedups of the runs after it were inflated by that. With 8 of 64 experts per
+// token, a given expert is missed by all warmLen tokens of a layer with probability
+// (56/64)^warmLen ≈ 2·10⁻⁴.
+func warmShared(b *testing.B, m *k3.Model) {
+	b.Helper()
+	const warmLen = 64
+	ids := make([]int, warmLen)
+	for i := range ids {
+		ids[i] = (i*7919 + 11) % m.Config().Vocab
+	}
+	if err := m.NewSession().Prefill(context.Background(), ids); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // sharedTable prints the runs of one configuration and returns the aggregate speedup of the
 // last run (the most sessions) over the first (one).
 func sharedTable(name string, runs []sharedRun) float64 {
@@ -107,7 +126,9 @@ func sharedTable(name string, runs []sharedRun) float64 {
 // (§4.11) give concurrent sessions: for 1, 2, 4 and 8 sessions with different prompts stepping
 // from their own goroutines, at the trunk's floor budget with expert cache 0 and with mapped
 // weights, the aggregate tokens/s, the bytes read per generated token (trunk and expert reads
-// over the tokens Stats.Tokens counted), the per-session s/token and the rows per walk:
+// over the tokens Stats.Tokens counted), the per-session s/token and the rows per walk. Each
+// configuration's model is warmed first (warmShared), so that no run pays the first touch of
+// weights a run before it did not:
 //
 //	K3_PERF_DIR=<dir> go test -run '^$' -bench Shared -benchtime 1x .
 //
@@ -141,6 +162,7 @@ func benchShared(b *testing.B, dir string, steps int) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			warmShared(b, m)
 			var runs []sharedRun
 			for _, n := range []int{1, 2, 4, 8} {
 				var profile string

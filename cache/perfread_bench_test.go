@@ -20,7 +20,10 @@ import (
 // I/O, nothing else running in the process): a call of n distinct random
 // experts of one MoE layer, the layers in turn, as a MoE layer at the trunk
 // floor asks for them — 4 is a half-wave of the TopK 8 scratch, 8 a full
-// wave. Throughput is the experts' stored bytes over the calls' wall time:
+// wave — on 1, 4 or 8 read workers (1: one read in flight, as a shared walk
+// at the floor reads its half-waves of one expert; against 4 and 8 it shows
+// whether the device gains from concurrent reads). Throughput is the
+// experts' stored bytes over the calls' wall time:
 //
 //	K3_PERF_DIR=<dir> go test ./cache -run '^$' -bench PerfExpertReads -benchtime 200x
 //
@@ -28,7 +31,7 @@ import (
 func BenchmarkPerfExpertReads(b *testing.B) {
 	c, ck, layers := openPerf(b)
 	for _, n := range []int{4, 8} {
-		for _, workers := range []int{4, 8} {
+		for _, workers := range []int{1, 4, 8} {
 			b.Run("experts="+strconv.Itoa(n)+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
 				s, err := cache.New(ck, cache.Config{Layers: layers, NumExperts: c.NumExperts, TopK: c.TopK},
 					cache.WithReadWorkers(workers))
