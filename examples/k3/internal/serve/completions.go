@@ -367,7 +367,11 @@ func (s *Server) generate(ctx context.Context, w http.ResponseWriter, j *job) *a
 		reason = "stop"
 	}
 	sec := time.Since(start).Seconds()
-	s.o.Log.Printf("%s: %d prompt + %d completion tokens, finish %s (%s), %.2f s", c.ID, u.PromptTokens, u.CompletionTokens, reason, res.Reason, sec)
+	why := reason
+	if r := res.Reason.String(); r != reason {
+		why += " (" + r + ")" // the API's two reasons hide which stop it was
+	}
+	s.o.Log.Printf("%s: %d prompt + %d completion tokens, finish %s, %.2f s", c.ID, u.PromptTokens, u.CompletionTokens, why, sec)
 	if ev == nil {
 		ch := choice{Text: tokenizer.ReplaceInvalidUTF8(res.Text), FinishReason: &reason}
 		if j.tokens {
