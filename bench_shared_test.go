@@ -20,6 +20,9 @@ type sharedRun struct {
 	bytes      int64   // weight bytes read from storage (trunk and expert cache), -1 when mapped
 	walks      int64
 	rowsInWalk int64
+	// unionPerLayer is the distinct routed experts a walk fetched per MoE layer (the expert
+	// store's requests over walks and MoE layers), 0 when mapped (no store counts them).
+	unionPerLayer float64
 }
 
 func (r sharedRun) tokensPerSecond() float64 { return float64(r.tokens) / r.wall }
@@ -84,6 +87,12 @@ func measureShared(b *testing.B, m *k3.Model, n, steps int, profile string) shar
 			r.bytes += after.Cache.Run.BytesRead - before.Cache.Run.BytesRead
 		}
 	}
+	if after.Cache != nil && r.walks > 0 {
+		c := m.Config()
+		// A walk asks the store once per MoE layer for the union of its rows' picks.
+		r.unionPerLayer = float64(after.Cache.Run.Requests-before.Cache.Run.Requests) /
+			float64(r.walks) / float64(c.NumLayers-c.FirstDense)
+	}
 	return r
 }
 
@@ -109,15 +118,18 @@ func warmShared(b *testing.B, m *k3.Model) {
 // sharedTable prints the runs of one configuration and returns the aggregate speedup of the
 // last run (the most sessions) over the first (one).
 func sharedTable(name string, runs []sharedRun) float64 {
-	fmt.Printf("%s:\n  sessions  aggregate tokens/s  speedup  bytes read per generated token  per-session s/token  rows/walk\n", name)
+	fmt.Printf("%s:\n  sessions  aggregate tokens/s  speedup  bytes read per generated token  per-session s/token  rows/walk  experts/MoE layer\n", name)
 	for _, r := range runs {
-		bpt := "n/a (mapped)"
+		bpt, union := "n/a (mapped)", "n/a"
 		if r.bytes >= 0 {
 			bpt = fmt.Sprintf("%.4g", float64(r.bytes)/float64(r.tokens))
 		}
-		fmt.Printf("  %8d  %18.2f  %6.2f×  %30s  %19.3f  %9.2f\n", r.n, r.tokensPerSecond(),
+		if r.unionPerLayer > 0 {
+			union = fmt.Sprintf("%.1f", r.unionPerLayer)
+		}
+		fmt.Printf("  %8d  %18.2f  %6.2f×  %30s  %19.3f  %9.2f  %17s\n", r.n, r.tokensPerSecond(),
 			r.tokensPerSecond()/runs[0].tokensPerSecond(), bpt, r.wall/float64(r.tokens/r.n),
-			float64(r.rowsInWalk)/float64(max(1, r.walks)))
+			float64(r.rowsInWalk)/float64(max(1, r.walks)), union)
 	}
 	return runs[len(runs)-1].tokensPerSecond() / runs[0].tokensPerSecond()
 }
@@ -126,7 +138,8 @@ func sharedTable(name string, runs []sharedRun) float64 {
 // (§4.11) give concurrent sessions: for 1, 2, 4 and 8 sessions with different prompts stepping
 // from their own goroutines, at the trunk's floor budget with expert cache 0 and with mapped
 // weights, the aggregate tokens/s, the bytes read per generated token (trunk and expert reads
-// over the tokens Stats.Tokens counted), the per-session s/token and the rows per walk. Each
+// over the tokens Stats.Tokens counted), the per-session s/token, the rows per walk and, where
+// an expert store reads them, the distinct routed experts a walk fetches per MoE layer. Each
 // configuration's model is warmed first (warmShared), so that no run pays the first touch of
 // weights a run before it did not:
 //
