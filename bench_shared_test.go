@@ -96,12 +96,12 @@ func measureShared(b *testing.B, m *k3.Model, n, steps int, profile string) shar
 	return r
 }
 
-// warmShared prefills one throw-away session of m with warmLen distinct ids, so that every
-// routed expert of every layer has been touched once before anything is timed. Without it the
-// one-session run, the first to route to most experts, paid the first touch of their mapped pages
-// (a perf token 84 ms in the two-session run against 112 alone: two sessions looked 2.67× as fast
-// as one) and the speedups of the runs after it were inflated by that. With 8 of 64 experts per
-// token, a given expert is missed by all warmLen tokens of a layer with probability
+// warmShared prefills one throw-away session of m with warmLen distinct ids, so that the routed
+// experts have been touched before anything is timed. Without it the one-session run, the first
+// to route to most experts, paid the first touch of their mapped pages (a perf token 84 ms in the
+// two-session run against 112 alone: two sessions looked 2.67× as fast as one) and the speedups
+// of the runs after it were inflated by that. Were routing spread evenly, 8 picks of 64 experts a
+// token would miss a given expert in all warmLen tokens of a layer with probability
 // (56/64)^warmLen ≈ 2·10⁻⁴.
 func warmShared(b *testing.B, m *k3.Model) {
 	b.Helper()
