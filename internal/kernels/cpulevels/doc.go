@@ -15,4 +15,10 @@
 // without it or with -short:
 //
 //	go test ./internal/kernels/cpulevels
+//
+// qemu-user has no AVX-512, so the AVX-512 kernels cannot be tested this way
+// on a machine without it. bochs.sh, beside this file, runs one package's
+// tests on an emulated Skylake-X (AVX-512 F, CD, BW, DQ, VL) under Bochs by
+// booting a small Linux; it is slow (minutes for a few tests) and outside the
+// test command. Its comment says what it needs and what Bochs gets wrong.
 package cpulevels
