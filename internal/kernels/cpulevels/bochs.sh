@@ -12,11 +12,12 @@
 # $K3_BOCHS_DIR/serial.out. Bochs runs at about 60 M instructions a second: pick a few tests.
 #
 # MODEL is Bochs's CPU: skylake_x (default; AVX-512 F, CD, BW, DQ, VL) or icelake (adds VBMI, VBMI2,
-# GFNI). Bochs 2.7 gets some of icelake's instructions wrong (which ones is not pinned down yet):
-# under it Go's Green Tea collector, which uses them, corrupted the heap (so the test binary is
-# built with GOEXPERIMENT=nogreenteagc for it), and lossless12's AVX-512 kernel, whose tests pass
-# on the project's AVX-512 Xeon, returned NaN. A failure under icelake proves nothing; a pass is
-# worth having.
+# GFNI). Bochs 2.7's VGF2P8AFFINEQB is wrong: with imm8 0 it returned the complement of every
+# byte the SDM defines (a scratch test against a Go reference; VPERMI2B and VPEXPANDB were right).
+# Go's Green Tea collector uses GFNI and corrupted the heap under it, so the test binary is built
+# with GOEXPERIMENT=nogreenteagc for icelake; lossless12's AVX-512 kernel uses it too and fails
+# there (NaN) while its tests pass on the project's AVX-512 Xeon. A failure under icelake proves
+# nothing where GFNI is involved; a pass is worth having.
 #
 # Needs: bochs (Debian: bochs bochsbios vgabios), isolinux and syslinux-common, xorriso, cpio,
 # and a Linux bzImage in $K3_BOCHS_KERNEL. Without one, the first run builds it from Debian's
