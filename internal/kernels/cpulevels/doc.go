@@ -20,5 +20,7 @@
 // on a machine without it. bochs.sh, beside this file, runs one package's
 // tests on an emulated Skylake-X (AVX-512 F, CD, BW, DQ, VL) under Bochs by
 // booting a small Linux; it is slow (minutes for a few tests) and outside the
-// test command. Its comment says what it needs and what Bochs gets wrong.
+// test command. It runs internal/kernels/isacheck's test first, which names
+// the AVX-512 instructions the emulator gets wrong; its comment says what it
+// needs and what Bochs 2.7 gets wrong.
 package cpulevels
