@@ -168,6 +168,9 @@ func TestPeakRSSLargeTrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes and replays a 64 MB trace")
 	}
+	if testkit.RaceEnabled {
+		t.Skip("the race runtime's own memory is not the figure measured")
+	}
 	if dir, ok := testkit.ChildArg("SIM_LARGE"); ok {
 		g := trace.Geometry{Layers: 9, Experts: 64, TopK: 2, MoELayers: 8, ExpertBytes: 1000}
 		w, err := trace.New(dir, g)
