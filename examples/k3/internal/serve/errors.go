@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +73,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // readJSON decodes the request body into v strictly: one JSON object, no unknown fields, nothing
-// after it, at most lim bytes, read within timeout (the deadline ServeHTTP set).
+// after it, at most lim bytes, read within timeout (the deadline ServeHTTP set), and nothing
+// encoding/json would let pass silently (strictBody).
 func readJSON(w http.ResponseWriter, r *http.Request, lim int64, timeout time.Duration, v any) *apiError {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim))
 	if err != nil {
@@ -99,12 +101,12 @@ func readJSON(w http.ResponseWriter, r *http.Request, lim int64, timeout time.Du
 		}
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			e.param = te.Field
-			e.msg = fmt.Sprintf("%s: a JSON %s cannot be a %s", te.Field, te.Value, te.Type)
+			e.msg = fmt.Sprintf("%s: a JSON %s is not a valid %s", te.Field, te.Value, te.Type)
 		}
 		return e
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return &apiError{status: http.StatusBadRequest, code: "invalid_json", msg: "the request body holds more than one JSON value"}
 	}
-	return nil
+	return strictBody(body, reflect.TypeOf(v))
 }

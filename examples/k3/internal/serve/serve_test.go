@@ -46,7 +46,7 @@ func (f *fixture) continuation() []int { return f.ref.FullIDs[len(f.ref.PromptID
 
 // start opens the model at dir with opts and serves it on a loopback port (httptest listens on
 // 127.0.0.1:0) until the test ends.
-func start(t *testing.T, dir string, lim serve.Limits, key string, opts ...k3.Option) *fixture {
+func start(t testing.TB, dir string, lim serve.Limits, key string, opts ...k3.Option) *fixture {
 	t.Helper()
 	f := &fixture{name: filepath.Base(dir), ref: testkit.LoadReference(t, dir)}
 	f.tok = servetest.Write(t, f.ref.FullIDs)
@@ -83,7 +83,7 @@ func eachModel(t *testing.T, lim serve.Limits, test func(t *testing.T, f *fixtur
 }
 
 // post sends body to path and returns the status and the response body.
-func post(t *testing.T, ctx context.Context, url, body string, header ...string) (int, http.Header, []byte) {
+func post(t testing.TB, ctx context.Context, url, body string, header ...string) (int, http.Header, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
@@ -503,6 +503,14 @@ func TestRefusals(t *testing.T) {
 			{"tokenize add_special", "/tokenize", `{"content": "a", "add_special": true}`, 400, "add_special", "invalid_value"},
 			{"detokenize unknown id", "/detokenize", `{"tokens": [1, 99999]}`, 400, "tokens", "invalid_value"},
 			{"detokenize bad JSON", "/detokenize", `{"tokens": [1,`, 400, "", "invalid_json"},
+			{"key in another case", "/v1/completions", `{"prompt": "ab", "Max_Tokens": 2}`, 400, "Max_Tokens", "invalid_json"},
+			{"nested key in another case", "/v1/completions", `{"prompt": "ab", "stream": true, "stream_options": {"INCLUDE_USAGE": true}}`, 400, "stream_options.INCLUDE_USAGE", "invalid_json"},
+			{"key twice", "/v1/completions", `{"prompt": "ab", "max_tokens": 1, "max_tokens": 4000}`, 400, "max_tokens", "invalid_json"},
+			{"key twice in a map", "/v1/completions", `{"prompt": "ab", "logit_bias": {"1": 0, "1": 0}}`, 400, "logit_bias.1", "invalid_json"},
+			{"invalid UTF-8", "/v1/completions", "{\"prompt\": \"a\xffb\"}", 400, "", "invalid_json"},
+			{"lone high surrogate", "/v1/completions", `{"prompt": "a\ud800b"}`, 400, "", "invalid_json"},
+			{"lone low surrogate", "/tokenize", `{"content": "\udc00"}`, 400, "", "invalid_json"},
+			{"detokenize key twice", "/detokenize", `{"tokens": [1], "tokens": [2]}`, 400, "tokens", "invalid_json"},
 		}
 		for _, c := range cases {
 			code, _, b := post(t, ctx, f.url+c.path, c.body)
@@ -632,6 +640,18 @@ func TestTokenizeEndpoints(t *testing.T) {
 		if c.want != nil && !slices.Equal(tok.Tokens, c.want) || c.want == nil && len(tok.Tokens) != 5 {
 			t.Errorf("%s: %v", c.body, tok.Tokens)
 		}
+	}
+	// What the strict reading must still accept: a surrogate pair, an escaped backslash before
+	// "ud800" (text, not an escape), the same key in two objects (whatever else the server
+	// thinks of a logit_bias).
+	for _, body := range []string{`{"content": "\ud83d\ude00"}`, `{"content": "\\ud800"}`} {
+		if code, _, b := post(t, ctx, f.url+"/tokenize", body); code != http.StatusOK {
+			t.Errorf("%s: %d %s", body, code, b)
+		}
+	}
+	code, _, b = post(t, ctx, f.url+"/v1/completions", `{"prompt": "ab", "max_tokens": 1, "stream": true, "stream_options": {"include_usage": true}, "logit_bias": {"prompt": 0}}`)
+	if code == http.StatusBadRequest && strings.Contains(string(b), "invalid_json") {
+		t.Errorf("a well-formed request refused as JSON: %s", b)
 	}
 	code, _, b = post(t, ctx, f.url+"/detokenize", fmt.Sprintf(`{"tokens": %s}`, idsJSON(f.continuation())))
 	var det struct{ Content string }
