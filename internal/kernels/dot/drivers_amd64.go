@@ -266,7 +266,7 @@ func matMulPairs(f *asmFormat, dst []float32, stride int, w []byte, x []float32,
 				r, o := r0+k*p, c*f.size
 				x0, x1, x2, x3 := &xs[0][c], &xs[1][c], &xs[2][c], &xs[3][c]
 				if k == 3 {
-					f.r3xs4(&w[r*rb+o], &w[(r+1)*rb+o], &w[(r+2)*rb+o], x0, x1, x2, x3, cw, (*[192]float64)(acc[p*per:]))
+					f.r3xs4(&w[r*rb+o], &w[(r+1)*rb+o], &w[(r+2)*rb+o], x0, x1, x2, x3, cw, (*[192]float64)(acc[p*per:]), 3*rb)
 				} else {
 					f.r2xs4(&w[r*rb+o], &w[(r+1)*rb+o], x0, x1, x2, x3, cw, (*[128]float64)(acc[p*per:]))
 				}

@@ -16,7 +16,7 @@ func bf16Rows2(w0, w1 *byte, x *float64, m int) (r0, r1 float64)
 func bf16Xs2(w *byte, x0, x1 *float64, m int) (r0, r1 float64)
 
 //go:noescape
-func bf16R3Xs4(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float64)
+func bf16R3Xs4(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float64, pf int)
 
 //go:noescape
 func bf16Reduce12(acc *[192]float64, r *[12]float64)
@@ -32,7 +32,7 @@ func fmaPeakAVX2(n int)
 func bf16Xs4(w *byte, x0, x1, x2, x3 *float64, m int, r *[4]float64) {
 	var acc [192]float64
 	var h [12]float64
-	bf16R3Xs4(w, w, w, x0, x1, x2, x3, m, &acc)
+	bf16R3Xs4(w, w, w, x0, x1, x2, x3, m, &acc, 0)
 	bf16Reduce12(&acc, &h)
 	copy(r[:], h[:4])
 }
@@ -85,7 +85,8 @@ type asmFormat struct {
 	// r3xs4 and reduce12 are r2xs4 and reduce8 for three weight rows (its
 	// twelve outputs r[4i+t]), where two rows' eight accumulator chains
 	// leave the FMA pipes idle (AVX2, which has only this one); nil elsewhere.
-	r3xs4    func(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float64)
+	// It prefetches the lines pf bytes past its rows (0: none of use).
+	r3xs4    func(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float64, pf int)
 	reduce12 func(acc *[192]float64, r *[12]float64)
 	// panel widens a weight row into gemmMatMul's panel; nil where the
 	// packed mat-mul does not run (AVX2).

@@ -165,9 +165,9 @@ func TestAsmKernelsBitwise(t *testing.T) {
 					var a [12]float64
 					h := m / 32 * 16
 					if h > 0 {
-						k.af.r3xs4(&w0[0], &w1[0], &w2[0], &sa[0], &sb[0], &sc[0], &sd[0], h, &acc)
+						k.af.r3xs4(&w0[0], &w1[0], &w2[0], &sa[0], &sb[0], &sc[0], &sd[0], h, &acc, len(w0))
 					}
-					k.af.r3xs4(&w0[2*h], &w1[2*h], &w2[2*h], &sa[h], &sb[h], &sc[h], &sd[h], m-h, &acc)
+					k.af.r3xs4(&w0[2*h], &w1[2*h], &w2[2*h], &sa[h], &sb[h], &sc[h], &sd[h], m-h, &acc, len(w0))
 					k.af.reduce12(&acc, &a)
 					for i, wi := range [][]byte{w0, w1, w2} {
 						for j, xj := range [][]float32{xa, xb, xc, xd} {
