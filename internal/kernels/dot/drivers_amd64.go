@@ -169,10 +169,12 @@ func asmMatMul(f *asmFormat, dst []float32, stride int, w []byte, x []float32, n
 		// MatMulLevel n2 against n4 at 3584 columns). Two rows that fit L1 stay two: repeating
 		// them doubles the multiply-adds (a two-session walk of the perf
 		// checkpoint, 2048 columns, took 48 ms padded and 34 ms not). On
-		// AVX2 padding lost when it was tried (commit 0976c2b, -bench
-		// MatMulLevel at 3072×3584: three rows run as four 7.4 GMAC/s, left
-		// to xs2 and a mat-vec 8.1), so there the rows stay as they are.
-		for f.xs4 != nil && (t+3 < n || f.r2xs4 != nil && (t+2 < n || t+1 < n && 16*m > pairsL1)) {
+		// AVX2 (r3xs4) a last group of three runs as four too since r3xs4
+		// prefetches its rows (-bench 'MatMulLevel/bf16/avx2/.*/n3$', three
+		// runs alternating: 3.09 ms padded, 3.66–3.69 left to xs2 and a
+		// mat-vec; before the prefetch, commit 0976c2b measured 7.4 GMAC/s
+		// padded against 8.1); two stay two.
+		for f.xs4 != nil && (t+3 < n || (f.r2xs4 != nil || f.r3xs4 != nil) && t+2 < n || f.r2xs4 != nil && t+1 < n && 16*m > pairsL1) {
 			nx := min(4, n-t)
 			var xs [4][]float64
 			for j := range xs {
