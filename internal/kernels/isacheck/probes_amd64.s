@@ -2,6 +2,20 @@
 
 #include "textflag.h"
 
+// GATHER is the body of the gather probes, the offsets in IDX. (Macros stand
+// before every TEXT: vet reads one defined after a TEXT as part of it.)
+#define GATHER(IDX) \
+	MOVQ dst+0(FP), DI; \
+	MOVQ base+8(FP), SI; \
+	MOVQ off+16(FP), DX; \
+	MOVQ old+24(FP), CX; \
+	KMOVB k+32(FP), K1; \
+	VMOVDQU64 (DX), IDX; \
+	VMOVDQU64 (CX), Z0; \
+	VPGATHERQQ (SI)(IDX*1), K1, Z0; \
+	VMOVDQU64 Z0, (DI); \
+	VZEROUPPER
+
 // func gf2p8affineqb0(dst, x, a *[64]byte)
 TEXT ·gf2p8affineqb0(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
@@ -103,32 +117,14 @@ TEXT ·expandpd(SB), NOSPLIT, $0-25
 	VZEROUPPER
 	RET
 
-// func gatherqqLow(dst *[8]uint64, base *uint64, off, old *[8]uint64, k uint8)
-TEXT ·gatherqqLow(SB), NOSPLIT, $0-33
-	MOVQ dst+0(FP), DI
-	MOVQ base+8(FP), SI
-	MOVQ off+16(FP), DX
-	MOVQ old+24(FP), CX
-	KMOVB k+32(FP), K1
-	VMOVDQU64 (DX), Z6
-	VMOVDQU64 (CX), Z0
-	VPGATHERQQ (SI)(Z6*1), K1, Z0
-	VMOVDQU64 Z0, (DI)
-	VZEROUPPER
-	RET
-
 // func gatherqq(dst *[8]uint64, base *uint64, off, old *[8]uint64, k uint8)
 TEXT ·gatherqq(SB), NOSPLIT, $0-33
-	MOVQ dst+0(FP), DI
-	MOVQ base+8(FP), SI
-	MOVQ off+16(FP), DX
-	MOVQ old+24(FP), CX
-	KMOVB k+32(FP), K1
-	VMOVDQU64 (DX), Z30
-	VMOVDQU64 (CX), Z0
-	VPGATHERQQ (SI)(Z30*1), K1, Z0
-	VMOVDQU64 Z0, (DI)
-	VZEROUPPER
+	GATHER(Z30)
+	RET
+
+// func gatherqqLow(dst *[8]uint64, base *uint64, off, old *[8]uint64, k uint8)
+TEXT ·gatherqqLow(SB), NOSPLIT, $0-33
+	GATHER(Z6)
 	RET
 
 // func cvtqq(dst *[8]int64, back, x *[8]float64)
