@@ -3,6 +3,7 @@ module github.com/k3-project/k3/examples/k3
 go 1.26.0
 
 require (
+	github.com/go-json-experiment/json v1.27.2
 	github.com/k3-project/k3 v0.0.0
 	github.com/openai/openai-go/v3 v3.100.0
 	github.com/peterh/liner v1.2.2

@@ -1,17 +1,18 @@
 package serve
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"reflect"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // apiError is a refusal as OpenAI's API reports one: an HTTP status and the error object
@@ -73,8 +74,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // readJSON decodes the request body into v strictly: one JSON object, no unknown fields, nothing
-// after it, at most lim bytes, read within timeout (the deadline ServeHTTP set), and nothing
-// encoding/json would let pass silently (strictBody).
+// after it, at most lim bytes, read within timeout (the deadline ServeHTTP set). It decodes with
+// encoding/json/v2 (its module), which refuses what encoding/json lets pass in silence: a key
+// that names a field only in another case ("Max_Tokens"), a key given twice (the last would
+// win), invalid UTF-8 and escaped lone surrogates (both read as U+FFFD).
 func readJSON(w http.ResponseWriter, r *http.Request, lim int64, timeout time.Duration, v any) *apiError {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim))
 	if err != nil {
@@ -91,22 +94,49 @@ func readJSON(w http.ResponseWriter, r *http.Request, lim int64, timeout time.Du
 		}
 		return &apiError{status: http.StatusBadRequest, code: "body_unreadable", msg: fmt.Sprintf("reading the request body: %v", err)}
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		e := &apiError{status: http.StatusBadRequest, code: "invalid_json", msg: "the request body is not valid JSON for this endpoint: " + err.Error()}
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			e.param, _ = strconv.Unquote(name)
-			e.msg = fmt.Sprintf("unknown field %s", name)
-		}
-		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-			e.param = te.Field
-			e.msg = fmt.Sprintf("%s: a JSON %s is not a valid %s", te.Field, te.Value, te.Type)
+	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return decodeError(err)
+	}
+	return nil
+}
+
+// decodeError is the refusal of a body jsonv2.Unmarshal did not accept, naming the field at
+// fault where there is one (a dotted path: stream_options.include_usage).
+func decodeError(err error) *apiError {
+	e := &apiError{status: http.StatusBadRequest, code: "invalid_json", msg: "the request body is not valid JSON for this endpoint: " + err.Error()}
+	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
+		if errors.Is(se.Err, jsontext.ErrDuplicateName) {
+			e.param = fieldPath(se.JSONPointer)
+			e.msg = fmt.Sprintf("%s is given twice", e.param)
 		}
 		return e
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return &apiError{status: http.StatusBadRequest, code: "invalid_json", msg: "the request body holds more than one JSON value"}
+	if se, ok := errors.AsType[*jsonv2.SemanticError](err); ok {
+		e.param = fieldPath(se.JSONPointer)
+		switch {
+		case errors.Is(se.Err, jsonv2.ErrUnknownName):
+			e.msg = fmt.Sprintf("unknown field %q (field names are case-sensitive)", e.param)
+		case e.param == "":
+			e.msg = "the request body must be one JSON object"
+		case se.GoType != nil && se.JSONKind != 0:
+			kind := se.JSONKind.String()
+			switch se.JSONKind {
+			case '[':
+				kind = "array"
+			case '{':
+				kind = "object"
+			}
+			if len(se.JSONValue) > 0 {
+				kind += " " + string(se.JSONValue)
+			}
+			e.msg = fmt.Sprintf("%s: a JSON %s is not a valid %s", e.param, kind, se.GoType)
+		}
 	}
-	return strictBody(body, reflect.TypeOf(v))
+	return e
+}
+
+// fieldPath writes a JSON pointer (/stream_options/include_usage) as the dotted path OpenAI's
+// errors give in param.
+func fieldPath(p jsontext.Pointer) string {
+	return strings.Join(slices.Collect(p.Tokens()), ".")
 }
