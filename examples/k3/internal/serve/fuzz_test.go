@@ -15,10 +15,14 @@ import (
 // fuzzPaths are the endpoints that read a request body.
 var fuzzPaths = []string{"/v1/completions", "/tokenize", "/detokenize"}
 
+// fuzzMaxTokens is the fuzzed servers' max_tokens limit, small so that an accepted completion is
+// quick.
+const fuzzMaxTokens = 4
+
 // FuzzEndpoints sends arbitrary bodies to every endpoint that reads one, on a server for each
 // fixture model: the answer is a 200 carrying what the endpoint returns (a completion, an
 // event stream ending in [DONE], tokens, text) or a 4xx with an error object — never a 5xx, a
-// panic or a hang. The limits are small, so that an accepted completion is a few tokens.
+// panic or a hang.
 func FuzzEndpoints(f *testing.F) {
 	for _, s := range []struct {
 		path uint8
@@ -39,7 +43,7 @@ func FuzzEndpoints(f *testing.F) {
 	} {
 		f.Add(s.path, s.body)
 	}
-	lim := serve.Limits{MaxBodyBytes: 16 << 10, MaxTokens: 4, MaxPromptTokens: 64, MaxConcurrent: 1, BodyTimeout: 5 * time.Second}
+	lim := serve.Limits{MaxBodyBytes: 16 << 10, MaxTokens: fuzzMaxTokens, MaxPromptTokens: 64, MaxConcurrent: 1, BodyTimeout: 5 * time.Second}
 	var servers []*fixture
 	for _, dir := range testkit.Models(f) {
 		servers = append(servers, start(f, dir, lim, ""))
@@ -80,8 +84,8 @@ func checkAnswer(t *testing.T, what, path, contentType string, b []byte) {
 	case "/v1/completions":
 		var c rawCompletion
 		if err := json.Unmarshal(b, &c); err != nil || c.Object != "text_completion" || len(c.Choices) != 1 ||
-			c.Choices[0].FinishReason == nil || c.Usage == nil || c.Usage.CompletionTokens > 4 {
-			t.Fatalf("%s: not one finished completion of at most 4 tokens (%v): %s", what, err, b)
+			c.Choices[0].FinishReason == nil || c.Usage == nil || c.Usage.CompletionTokens > fuzzMaxTokens {
+			t.Fatalf("%s: not one finished completion of at most %d tokens (%v): %s", what, fuzzMaxTokens, err, b)
 		}
 	case "/tokenize":
 		var tk struct {
