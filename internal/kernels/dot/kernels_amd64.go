@@ -85,7 +85,8 @@ type asmFormat struct {
 	// r3xs4 and reduce12 are r2xs4 and reduce8 for three weight rows (its
 	// twelve outputs r[4i+t]), where two rows' eight accumulator chains
 	// leave the FMA pipes idle (AVX2, which has only this one); nil elsewhere.
-	// It prefetches the lines pf bytes past its rows (0: none of use).
+	// It prefetches the lines pf bytes past its rows (with 0 its own, to no
+	// purpose: bf16Xs4 passes that).
 	r3xs4    func(w0, w1, w2 *byte, x0, x1, x2, x3 *float64, m int, acc *[192]float64, pf int)
 	reduce12 func(acc *[192]float64, r *[12]float64)
 	// panel widens a weight row into gemmMatMul's panel; nil where the
