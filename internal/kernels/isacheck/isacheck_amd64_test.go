@@ -202,6 +202,19 @@ func checkPermi2b(r *rand.Rand, i int) string {
 	return diffBytes(got[:], want[:])
 }
 
+// expandRef expands src into want under k as the SDM defines it: the
+// selected elements take the source's next ones in order, the others keep
+// want's.
+func expandRef[T any](want, src []T, k uint64) {
+	p := 0
+	for j := range want {
+		if k>>j&1 != 0 {
+			want[j] = src[p]
+			p++
+		}
+	}
+}
+
 // checkExpandb: the selected bytes take the source's next bytes in order;
 // the others keep the destination's.
 func checkExpandb(r *rand.Rand, i int) string {
@@ -210,13 +223,7 @@ func checkExpandb(r *rand.Rand, i int) string {
 	var got [64]byte
 	want := *old
 	expandb(&got, src, old, k)
-	p := 0
-	for j := range want {
-		if k>>j&1 != 0 {
-			want[j] = src[p]
-			p++
-		}
-	}
+	expandRef(want[:], src[:], k)
 	if d := diffBytes(got[:], want[:]); d != "" {
 		return fmt.Sprintf("mask %#016x: %s", k, d)
 	}
@@ -291,13 +298,7 @@ func checkExpandpd(r *rand.Rand, i int) string {
 	var got [8]float64
 	want := *old
 	expandpd(&got, src, old, k)
-	p := 0
-	for j := range 8 {
-		if k>>j&1 != 0 {
-			want[j] = src[p]
-			p++
-		}
-	}
+	expandRef(want[:], src[:], uint64(k))
 	return diffFloats(got[:], want[:])
 }
 
