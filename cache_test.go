@@ -37,17 +37,18 @@ func cacheBudgets(t *testing.T, dir string) map[string]int64 {
 
 // TestCacheBitIdentical is the expert store's acceptance matrix on every model: cache budgets 0,
 // TopK + 1 slots, half and all experts; LRU and S3-FIFO; router lookahead on and off; 1 and 2
-// threads; and combined with a streamed trunk.
+// threads (sweepThreads); and combined with a streamed trunk.
 func TestCacheBitIdentical(t *testing.T) {
+	threadCounts := sweepThreads()
 	forEachModel(t, func(t *testing.T, dir string, ref *testkit.Reference) {
 		want := runModel(t, openModel(t, dir), ref)
 		fl := floorOf(t, dir, k3.WithTrunkSlot(smallSlot))
 		for name, b := range cacheBudgets(t, dir) {
 			for _, policy := range []string{"lru", "s3fifo"} {
 				for _, pf := range []int{0, 3} {
-					for _, threads := range []int{1, 2} {
+					for _, threads := range threadCounts {
 						for _, streamed := range []bool{false, true} {
-							if streamed && (threads == 2 || pf == 0) {
+							if streamed && (threads != threadCounts[0] || pf == 0) {
 								continue // the trunk matrix has its own test; keep the product small
 							}
 							t.Run(fmt.Sprintf("%s/%s/pf%d/t%d/streamed=%v", name, policy, pf, threads, streamed), func(t *testing.T) {
@@ -185,7 +186,7 @@ func TestCodedExpertsBitIdentical(t *testing.T) {
 		assert.Positive(t, st.Run.DecodeSeconds, "coded experts were decoded")
 		budgets := cacheBudgets(t, dir)
 		for _, name := range []string{"zero", "topk+1", "all"} {
-			for _, threads := range []int{1, 2} {
+			for _, threads := range sweepThreads() {
 				b := budgets[name]
 				opts := []k3.Option{k3.WithThreads(threads), k3.WithCacheBudget(b)}
 				m := openModel(t, coded, opts...)

@@ -199,7 +199,7 @@ func TestSharedWalksAsAlone(t *testing.T) {
 	const sessions, steps = 8, 4
 	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
 		for _, c := range sharedConfigs(t, dir, true) {
-			for _, threads := range []int{1, 2} {
+			for _, threads := range sweepThreads() {
 				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
 					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
 					prompts := sharedPrompts(sessions, m.Config().Vocab)
@@ -391,7 +391,7 @@ func TestSharedWalkReadFault(t *testing.T) {
 func TestSharedWalkPrefillRides(t *testing.T) {
 	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
 		for _, c := range sharedConfigs(t, dir, false) {
-			for _, threads := range []int{1, 2} {
+			for _, threads := range sweepThreads() {
 				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
 					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
 					prompts := sharedPrompts(4, m.Config().Vocab)
@@ -637,7 +637,7 @@ func verifyRows(next int, p []int) []int { return []int{next, p[0], p[1]} }
 func TestSharedWalkVerifyRides(t *testing.T) {
 	forEachModel(t, func(t *testing.T, dir string, _ *testkit.Reference) {
 		for _, c := range specConfigs(t, dir) {
-			for _, threads := range []int{1, 2} {
+			for _, threads := range sweepThreads() {
 				t.Run(fmt.Sprintf("%s/threads=%d", c.name, threads), func(t *testing.T) {
 					m := openModel(t, dir, append(c.opts, k3.WithThreads(threads))...)
 					bg := context.Background()
@@ -692,7 +692,10 @@ func TestSharedWalkVerifyRides(t *testing.T) {
 }
 
 // sharedSpeculativeGenerate runs four generations alone and then from goroutines (the first walk
-// held until all four prefills wait): sessions 0 and 2 speculate, 1 and 3 decode plainly.
+// held until all four wait): sessions 0 and 2 speculate, 1 and 3 decode plainly. Each prompt is
+// prefilled once and restored before each run, because the speculating ones are long (every
+// id of the vocabulary, three times) and their prefill is not what is tested here
+// (TestSharedWalkPrefillRides is); under -race it was most of this test's time.
 func sharedSpeculativeGenerate(t *testing.T, m *k3.Model) {
 	const n, tokens = 4, 8
 	// The speculating sessions get prompts where the lookup always finds a draft (a different
@@ -700,6 +703,16 @@ func sharedSpeculativeGenerate(t *testing.T, m *k3.Model) {
 	prompts := sharedPrompts(n, m.Config().Vocab)
 	for i := 0; i < n; i += 2 {
 		prompts[i] = lookupPrompt(m, prompts[i][0]+i)
+	}
+	ss := make([]*k3.Session, n)
+	snaps := make([]*k3.Snapshot, n)
+	for i, p := range prompts {
+		ss[i], snaps[i] = prefilled(t, m, p)
+	}
+	restore := func() {
+		for i, s := range ss {
+			require.NoError(t, s.Restore(snaps[i]))
+		}
 	}
 	generate := func(i int) (trace, k3.GenerateResult, error) {
 		var tr trace
@@ -710,7 +723,7 @@ func sharedSpeculativeGenerate(t *testing.T, m *k3.Model) {
 		if i%2 == 0 {
 			o.Speculative = 3
 		}
-		for id, err := range m.Generate(context.Background(), prompts[i], o) {
+		for id, err := range ss[i].Generate(context.Background(), o) {
 			if err != nil {
 				return tr, res, err
 			}
@@ -718,6 +731,7 @@ func sharedSpeculativeGenerate(t *testing.T, m *k3.Model) {
 		}
 		return tr, res, nil
 	}
+	restore()
 	before := m.Stats()
 	want := make([]trace, n)
 	for i := range n {
@@ -730,6 +744,7 @@ func sharedSpeculativeGenerate(t *testing.T, m *k3.Model) {
 		}
 	}
 	mid := m.Stats()
+	restore()
 	got := make([]trace, n)
 	res := make([]k3.GenerateResult, n)
 	errs := heldWalk(m, n, func(i int) error {

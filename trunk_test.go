@@ -103,7 +103,7 @@ func TestTrunkBudgetsBitIdentical(t *testing.T) {
 		}
 		for _, c := range cases {
 			for _, layout := range []string{"shards", "packed"} {
-				for _, threads := range []int{1, 2} {
+				for _, threads := range sweepThreads() {
 					t.Run(fmt.Sprintf("%s/%s/t%d", c.name, layout, threads), func(t *testing.T) {
 						opts := append([]k3.Option{k3.WithThreads(threads)}, c.opts...)
 						if layout == "packed" {
@@ -560,7 +560,7 @@ func TestLossless12PackedTrunk(t *testing.T) {
 			{"all-pinned", nil}, // a packed trunk without a budget is pinned whole
 		}
 		for _, c := range cases {
-			for _, threads := range []int{1, 2} {
+			for _, threads := range sweepThreads() {
 				for _, src := range []trunk.Source{trunk.SourcePacked, trunk.SourceShards} {
 					t.Run(fmt.Sprintf("%s/t%d/%s", c.name, threads, src), func(t *testing.T) {
 						opts := append([]k3.Option{k3.WithThreads(threads), k3.WithPackedTrunk(l12, src)}, c.opts...)
