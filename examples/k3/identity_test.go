@@ -73,8 +73,12 @@ func TestExecShardChangedMidRun(t *testing.T) {
 			cmd.Stderr = &e
 			require.NoError(t, cmd.Start())
 			out := bufio.NewReader(stdout)
-			_, err = out.ReadByte() // the first token is out: the run is under way
-			require.NoError(t, err, e.String())
+			// The first token is out: the run is under way. The stderr buffer is read only after
+			// Wait, which ends the goroutine that copies into it.
+			if _, err := out.ReadByte(); err != nil {
+				werr := cmd.Wait()
+				t.Fatalf("no first token: %v (exit: %v): %s", err, werr, e.String())
+			}
 			time.Sleep(20 * time.Millisecond) // past a file-system timestamp tick since the copy
 			f, err := os.OpenFile(shard, os.O_WRONLY, 0)
 			require.NoError(t, err)
@@ -90,6 +94,7 @@ func TestExecShardChangedMidRun(t *testing.T) {
 			case err = <-done:
 			case <-time.After(60 * time.Second):
 				cmd.Process.Kill()
+				<-done
 				t.Fatalf("run did not end: %s", e.String())
 			}
 			ee, ok := err.(*exec.ExitError)
