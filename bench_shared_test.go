@@ -146,7 +146,9 @@ func sharedTable(name string, runs []sharedRun) float64 {
 //	K3_PERF_DIR=<dir> go test -run '^$' -bench Shared -benchtime 1x .
 //
 // With K3_SHARED_PROFILE=<file> it also writes CPU profiles of the timed steps of eight
-// sessions, at the floor to <file> and mapped to <file>.mapped (go tool pprof <file>).
+// sessions, at the floor to <file> and mapped to <file>.mapped (go tool pprof <file>), and of
+// one session to <file>.one and <file>.mapped.one: a kernel's samples over the tokens of each
+// run give its CPU time per generated token alone and shared.
 //
 // The last line reads SHARED floor_8x=<aggregate speedup of 8 sessions over 1 at the floor>
 // mapped_8x=<the same, mapped>. The checkpoint is synthesized into K3_PERF_DIR on first use.
@@ -179,8 +181,8 @@ func benchShared(b *testing.B, dir string, steps int) {
 			var runs []sharedRun
 			for _, n := range []int{1, 2, 4, 8} {
 				var profile string
-				if base := os.Getenv("K3_SHARED_PROFILE"); base != "" && n == 8 {
-					profile = base + []string{"", ".mapped"}[i]
+				if base := os.Getenv("K3_SHARED_PROFILE"); base != "" && (n == 1 || n == 8) {
+					profile = base + []string{"", ".mapped"}[i] + map[int]string{1: ".one", 8: ""}[n]
 				}
 				runs = append(runs, measureShared(b, m, n, steps, profile))
 			}
