@@ -1,6 +1,7 @@
 package lossless12
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -28,7 +29,7 @@ func layoutCost(rows, cols int, w []byte, block, bits int, hybrid bool) (total i
 			b1 := min(b0+block, cols)
 			emin, emax := 255, 0
 			for c := b0; c < b1; c++ {
-				e := int(row[2*c+1]&0x7f)<<1 | int(row[2*c]>>7)
+				e := exponent(binary.LittleEndian.Uint16(row[2*c:]))
 				emin, emax = min(emin, e), max(emax, e)
 			}
 			blocks++
@@ -48,7 +49,7 @@ func layoutCost(rows, cols int, w []byte, block, bits int, hybrid bool) (total i
 			base := min(max(emax-(window-1), 0), 255-(window-1))
 			before := escapes
 			for c := b0; c < b1; c++ {
-				if e := int(row[2*c+1]&0x7f)<<1 | int(row[2*c]>>7); e < base || e > base+window-1 {
+				if e := exponent(binary.LittleEndian.Uint16(row[2*c:])); e < base || e > base+window-1 {
 					escapes++
 				}
 			}
