@@ -7,12 +7,11 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/k3-project/k3/internal/testkit"
 )
 
 // cases is the random operand sets per instruction; the masks of the first
@@ -51,12 +50,14 @@ var probes = []probe{
 const childEnv = "K3_ISACHECK_PROBE"
 
 // TestInstructions runs every probe the CPU can against its reference, each
-// in a child process of the test binary: an emulator that does not
-// implement a form raises SIGILL, which the Go runtime cannot recover from,
-// and the other probes must still run. A failure names the instruction, so
-// that bochs.sh can tell an emulator's fault from a kernel's.
+// in a child process of the test binary (testkit.RunChild): an emulator that
+// does not implement a form raises SIGILL, which the Go runtime cannot
+// recover from (the child's output then says "SIGILL: illegal instruction"),
+// and the other probes must still run. A failure is the subtest of the
+// instruction, so that bochs.sh can tell an emulator's fault from a
+// kernel's.
 func TestInstructions(t *testing.T) {
-	if name := os.Getenv(childEnv); name != "" {
+	if name, ok := testkit.ChildArg(childEnv); ok {
 		runChild(t, name)
 		return
 	}
@@ -65,17 +66,7 @@ func TestInstructions(t *testing.T) {
 			if !p.has {
 				t.Skipf("the CPU lacks %s", p.needs)
 			}
-			cmd := exec.Command(os.Args[0], "-test.run=^TestInstructions$", "-test.count=1")
-			cmd.Env = append(os.Environ(), childEnv+"="+p.name)
-			out, err := cmd.CombinedOutput()
-			switch {
-			case err == nil:
-			case strings.Contains(string(out), "SIGILL"):
-				// The runtime reports the signal and exits with status 2.
-				t.Fatalf("%s raised SIGILL: the CPU does not implement this form\n%s", p.name, excerpt(out))
-			default:
-				t.Fatalf("%s: %v\n%s", p.name, err, excerpt(out))
-			}
+			testkit.RunChild(t, "TestInstructions", childEnv, p.name)
 		})
 	}
 }
@@ -95,12 +86,6 @@ func runChild(t *testing.T, name string) {
 		return
 	}
 	t.Fatalf("no probe %q", name)
-}
-
-// excerpt is the first lines of a child's output, where its verdict is.
-func excerpt(out []byte) string {
-	lines := strings.SplitN(string(out), "\n", 8)
-	return strings.Join(lines[:min(len(lines), 7)], "\n")
 }
 
 func mask64(r *rand.Rand, i int) uint64 {
