@@ -120,7 +120,7 @@ func TestPackEmbedHead(t *testing.T) {
 	})
 	t.Run("malformed-block/embedding", func(t *testing.T) {
 		rt := l.Embedding.Tensors[0]
-		flip(t, l.Embedding, rt.Off+lossless12.HeaderSize, 242, true) // row 0's first window base
+		flip(t, l.Embedding, rt.Off+lossless12.HeaderSize, 250, true) // row 0's first window base, above MaxBase
 		err := verify(t)
 		require.ErrorIs(t, err, lossless12.ErrMalformed)
 		assert.NotErrorIs(t, err, ErrChecksum)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // Matrix is an encoded [Rows, Cols] matrix that Open has accepted. It
@@ -12,11 +13,6 @@ type Matrix struct {
 	h    Header
 	rb   int    // bytes per row
 	rows []byte // the rows, after the header
-	// simd selects the assembly decoder for blocks without escapes, fused
-	// the mat-vec that decodes in registers, wide its AVX-512 kernel over
-	// the AVX2 one (set at Open from the CPU; tests clear them to run the
-	// lower levels and the pure-Go twin).
-	simd, fused, wide bool
 }
 
 // Open checks every byte of an encoded matrix and returns it: the header,
@@ -30,7 +26,7 @@ func Open(data []byte) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2, fused: haveFused, wide: haveWide}
+	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)]}
 	most := 0
 	for r := range h.Rows {
 		if h.Cols == 0 {
@@ -66,13 +62,13 @@ func OpenRows(cols, escapes int, data []byte) (*Matrix, error) {
 		if len(data) != 0 {
 			return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes of rows of 0 bytes", len(data))}
 		}
-		return &Matrix{h: h, simd: haveAVX2, fused: haveFused, wide: haveWide}, nil
+		return &Matrix{h: h}, nil
 	}
 	if int64(len(data))%rb != 0 || int64(len(data))/rb >= MaxDim {
 		return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes is not a whole number of %d-byte rows", len(data), rb)}
 	}
 	h.Rows = int(int64(len(data)) / rb)
-	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2, fused: haveFused, wide: haveWide}
+	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)]}
 	if err := m.checkRows(); err != nil {
 		return nil, err
 	}
@@ -106,46 +102,59 @@ func (m *Matrix) Slice(lo, hi int) *Matrix {
 	}
 	h := m.h
 	h.Rows = hi - lo
-	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd, fused: m.fused, wide: m.wide}
+	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb]}
 }
 
 // parts splits row r into its four areas.
-func (m *Matrix) parts(r int) (bases, sm, nib, esc []byte) {
-	cols := m.h.Cols
+func (m *Matrix) parts(r int) (bases, sm, idx, esc []byte) {
+	return split(m.rows[r*m.rb:(r+1)*m.rb], m.h.Cols)
+}
+
+// split splits an encoded row of cols columns into its four areas: the
+// window bases, the sign-and-mantissa bytes, the index planes and the
+// escape area.
+func split(row []byte, cols int) (bases, sm, idx, esc []byte) {
 	nb := int(blocks(int64(cols)))
-	row := m.rows[r*m.rb : (r+1)*m.rb]
-	return row[:nb], row[nb : nb+cols], row[nb+cols : nb+cols+(cols+1)/2], row[nb+cols+(cols+1)/2:]
+	np := int(planeBytes(int64(cols)))
+	return row[:nb:nb], row[nb : nb+cols : nb+cols], row[nb+cols : nb+cols+np : nb+cols+np], row[nb+cols+np:]
+}
+
+// blockPlanes returns the index planes of block k, of n columns, from a
+// row's index area, and the width of one plane: bit p of column j's index
+// is bit j%8 of byte p·w + j/8.
+func blockPlanes(idx []byte, k, n int) ([]byte, int) {
+	w := (n + 7) / 8
+	off := k * IndexBits * BlockSize / 8
+	return idx[off : off+IndexBits*w : off+IndexBits*w], w
+}
+
+// planeWords reads the planes of a block as one word each, bit j for
+// column j.
+func planeWords(pl []byte, w int) (p [IndexBits]uint64) {
+	for i := range p {
+		if w == BlockSize/8 {
+			p[i] = binary.LittleEndian.Uint64(pl[i*w:])
+			continue
+		}
+		var b [8]byte
+		copy(b[:], pl[i*w:(i+1)*w])
+		p[i] = binary.LittleEndian.Uint64(b[:])
+	}
+	return p
 }
 
 // checkRow checks row r and returns how many escapes it uses.
 func (m *Matrix) checkRow(r int) (int, error) {
-	bases, _, nib, esc := m.parts(r)
+	bases, _, idx, esc := m.parts(r)
 	cols := m.h.Cols
-	full := cols / BlockSize
 	ne := 0
-	for k := 0; k < len(bases); k++ {
-		// Whole blocks without escapes whose base is 0 or whose indices reach the top of the
-		// window are canonical, and are checked many indices at a time: this runs on every
-		// streamed read of a piece, so it must cost little beside the mat-vec. Any other block
-		// (escapes, a fault, the last partial block) takes checkBlock, which names the fault.
-		if k < full {
-			var j int
-			if m.simd {
-				j = plainBlocks(nib[k*BlockSize/2:full*BlockSize/2], bases[k:full], full-k, m.rb)
-			} else {
-				j = plainBlocksGo(nib[k*BlockSize/2:full*BlockSize/2], bases[k:full])
-			}
-			if k += j; k == len(bases) {
-				break
-			}
-		}
+	for k := range bases {
+		n := min(BlockSize, cols-k*BlockSize)
+		pl, w := blockPlanes(idx, k, n)
 		var err error
-		if ne, err = checkBlock(r, k, int(bases[k]), cols, nib, esc, ne); err != nil {
+		if ne, err = checkBlock(r, k, int(bases[k]), n, pl, w, esc, ne); err != nil {
 			return 0, err
 		}
-	}
-	if cols%2 == 1 && nib[len(nib)-1]>>4 != 0 {
-		return 0, &MalformedError{Row: r, Block: -1, Reason: "padding nibble after the last column is not zero"}
 	}
 	for i := ne; i < len(esc); i++ {
 		if esc[i] != 0 {
@@ -155,66 +164,48 @@ func (m *Matrix) checkRow(r int) (int, error) {
 	return ne, nil
 }
 
-// Nibble masks of plainBlock.
-const (
-	nibbleLow3 = 0x7777777777777777
-	nibbleOne  = 0x1111111111111111
-	nibbleTop  = 0x8888888888888888
-)
-
-// plainBlocksGo returns how many of the blocks from nib and bases (one base each) plainBlock
-// accepts before the first it does not.
-func plainBlocksGo(nib, bases []byte) int {
-	for k, b := range bases {
-		if b > MaxBase || !plainBlock(nib[k*BlockSize/2:(k+1)*BlockSize/2], b) {
-			return k
-		}
-	}
-	return len(bases)
-}
-
-// plainBlock reports whether the BlockSize/2 index bytes of one block hold no escape index and,
-// for a base above 0, at least one index 14 (EscapeIndex-1): then the block's largest exponent is
-// base+14 and the base is the canonical one. It does not say why a block fails.
-//
-// A nibble n is 15 exactly when (n&7)+1 carries into its top bit while that bit is set; the add
-// never carries into the next nibble. n is 14 exactly when n^1 is 15.
-func plainBlock(nib []byte, base byte) bool {
-	nib = nib[:BlockSize/2]
-	var escapes, top uint64
-	for i := 0; i < BlockSize/2; i += 8 {
-		w := binary.LittleEndian.Uint64(nib[i : i+8])
-		escapes |= ((w & nibbleLow3) + nibbleOne) & w
-		x := w ^ nibbleOne
-		top |= ((x & nibbleLow3) + nibbleOne) & x
-	}
-	return escapes&nibbleTop == 0 && (base == 0 || top&nibbleTop != 0)
-}
-
-// checkBlock checks block k of row r column by column, ne escapes having been used before it,
-// and returns the escapes used after it.
-func checkBlock(r, k, b, cols int, nib, esc []byte, ne int) (int, error) {
+// checkBlock checks block k of row r, n columns whose index planes pl are
+// w bytes wide, ne escapes having been used before it, and returns the
+// escapes used after it. It works on whole planes: this runs on every
+// streamed read of a piece, so it must cost little beside the mat-vec, and
+// with seven exponents to a window most blocks hold an escape.
+func checkBlock(r, k, b, n int, pl []byte, w int, esc []byte, ne int) (int, error) {
 	if b > MaxBase {
 		return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d above %d", b, MaxBase)}
 	}
-	emax := 0
-	for c := k * BlockSize; c < min((k+1)*BlockSize, cols); c++ {
-		idx := int(nib[c/2]>>(4*(c&1))) & 0xF
-		e := b + idx
-		if idx == EscapeIndex {
-			if ne == len(esc) {
-				return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes beyond the row's %d escape bytes", c, len(esc))}
-			}
-			e = int(esc[ne])
-			ne++
-			if e >= b {
-				return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes exponent %d, not below the window base %d", c, e, b)}
+	p := planeWords(pl, w)
+	cover := ^uint64(0) >> (64 - n)
+	if pad := (p[0] | p[1] | p[2]) &^ cover; pad != 0 {
+		return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("index bit of column %d, after the row's last, is not zero", k*BlockSize+bits.TrailingZeros64(pad))}
+	}
+	escapes := p[0] & p[1] & p[2]
+	for e := escapes; e != 0; e &= e - 1 {
+		c := k*BlockSize + bits.TrailingZeros64(e)
+		if ne == len(esc) {
+			return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes beyond the row's %d escape bytes", c, len(esc))}
+		}
+		if int(esc[ne]) >= b {
+			return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("column %d escapes exponent %d, not below the window base %d", c, esc[ne], b)}
+		}
+		ne++
+	}
+	// Escaped exponents lie below the base, so the block's largest exponent
+	// is base+6 exactly when a column has index 6; a base of 0 is canonical
+	// for any indices (every exponent then is at most 6).
+	if top := ^p[0] & p[1] & p[2]; b > 0 && top == 0 {
+		emax := 0
+		for j := range n {
+			ix := int(p[0]>>j&1 | p[1]>>j&1<<1 | p[2]>>j&1<<2)
+			if ix != EscapeIndex {
+				emax = max(emax, b+ix)
 			}
 		}
-		emax = max(emax, e)
-	}
-	if want := canonicalBase(emax); b != want {
-		return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d, the weights' largest exponent %d gives %d", b, emax, want)}
+		if emax == 0 { // every column escapes: the largest is among them
+			for i := ne - bits.OnesCount64(escapes); i < ne; i++ {
+				emax = max(emax, int(esc[i]))
+			}
+		}
+		return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d, the weights' largest exponent %d gives %d", b, emax, canonicalBase(emax))}
 	}
 	return ne, nil
 }
@@ -245,94 +236,81 @@ func (m *Matrix) DecodeRow(dst []float32, r int) {
 
 // decodeRow is the decoder every kernel runs: Open has checked the row, so
 // every index names an exponent inside the byte and every escape has its
-// byte. With AVX-512 the assembly decodes every whole block; otherwise a
-// whole block without escapes (nearly all of them) takes a fast path: the
-// AVX2 decoder where the CPU has one, else its pure-Go twin,
-// which looks the 15 exponents up in a table, two weights per index byte;
-// the rest go weight by weight. Every path writes the same bytes.
+// byte.
 func (m *Matrix) decodeRow(dst []byte, r int) {
-	bases, sm, nib, esc := m.parts(r)
+	bases, sm, idx, esc := m.parts(r)
 	cols := m.h.Cols
-	ne, k0 := 0, 0
-	if m.simd && m.wide {
-		// The AVX-512 decoder takes every whole block, escapes included.
-		k0, ne = decodeRowsWide(m.rows[r*m.rb:(r+1)*m.rb], 1, m.h, dst)
-	}
-	var tab [16]uint16
-	full := cols / BlockSize
-	for k := k0; k < len(bases); k++ {
-		if m.simd && k < full {
-			// The assembly decodes the whole blocks up to the next escape.
-			k += decodeBlocks(dst[2*k*BlockSize:], sm[k*BlockSize:], nib[k*BlockSize/2:], bases[k:], full-k)
-			if k == len(bases) {
-				break
-			}
-		}
-		bb := bases[k]
-		lo, hi := k*BlockSize, min((k+1)*BlockSize, cols)
-		if hi-lo == BlockSize {
-			nb := nib[lo/2 : lo/2+BlockSize/2 : lo/2+BlockSize/2]
-			if !anyEscape(nb) {
-				for i := range uint16(Window) {
-					tab[i] = (uint16(bb) + i) << 7
-				}
-				s := sm[lo : lo+BlockSize : lo+BlockSize]
-				d := dst[2*lo : 2*lo+2*BlockSize : 2*lo+2*BlockSize]
-				for j, ix := range nb {
-					v0, v1 := uint32(s[2*j]), uint32(s[2*j+1])
-					w0 := (v0&0x80)<<8 | uint32(tab[ix&0xF]) | v0&0x7F
-					w1 := (v1&0x80)<<8 | uint32(tab[ix>>4]) | v1&0x7F
-					binary.LittleEndian.PutUint32(d[4*j:], w0|w1<<16)
-				}
-				continue
-			}
-		}
-		ne = decodeSlow(dst[2*lo:2*hi], sm[lo:hi], nib, lo, esc, bb, ne)
+	ne := 0
+	for k := range bases {
+		lo := k * BlockSize
+		n := min(BlockSize, cols-lo)
+		pl, w := blockPlanes(idx, k, n)
+		ne = decodeBlock(dst[2*lo:2*(lo+n)], sm[lo:lo+n], pl, w, esc, bases[k], ne)
 	}
 }
 
-// decodeRows decodes rows [r0, r1) into dst, 2·Cols bytes a row, as
-// decodeRow does each; rows of whole blocks take one call into the AVX-512
-// decoder for all of them.
+// decodeRows decodes rows [r0, r1) into dst, 2·Cols bytes a row.
 func (m *Matrix) decodeRows(dst []byte, r0, r1 int) {
 	rb := 2 * m.h.Cols
-	if m.simd && m.wide && m.h.Cols%BlockSize == 0 && r1-r0 > 1 {
-		if k, _ := decodeRowsWide(m.rows[r0*m.rb:r1*m.rb], r1-r0, m.h, dst); k > 0 {
-			return
-		}
-	}
 	for r := r0; r < r1; r++ {
 		m.decodeRow(dst[(r-r0)*rb:(r-r0+1)*rb], r)
 	}
 }
 
-// decodeSlow decodes columns lo … lo+len(s)−1 of a row weight by weight
-// into dst (2 bytes each), given the row's index bytes nib and escape area
-// esc, of which ne bytes are used by earlier columns; it returns the new
-// count.
-func decodeSlow(dst, s, nib []byte, lo int, esc []byte, base byte, ne int) int {
-	b := uint16(base)
-	for j, v := range s {
-		c := lo + j
-		idx := uint16(nib[c/2]>>(4*(c&1))) & 0xF
-		e := b + idx
-		if idx == EscapeIndex {
-			e = uint16(esc[ne])
+// decodeBlock decodes one block of len(s) columns into dst (2 bytes each),
+// given its sign-and-mantissa bytes s, its index planes pl (w bytes each)
+// and the row's escape area esc, of which ne bytes are used by earlier
+// columns; it returns the new count. Eight columns go at a time, in one
+// word: their indices gathered one to a byte, the escaped ones cleared so
+// that adding the base to all eight at once carries nowhere, then the
+// escapes' bytes put in their place.
+func decodeBlock(dst, s, pl []byte, w int, esc []byte, base byte, ne int) int {
+	const ones = 0x0101010101010101
+	bb := uint64(base) * ones
+	p0, p1, p2 := pl[:w:w], pl[w:2*w:2*w], pl[2*w:3*w:3*w]
+	for g := range p0 {
+		q0, q1, q2 := p0[g], p1[g], p2[g]
+		escapes := q0 & q1 & q2
+		e8 := (spread(q0)|spread(q1)<<1|spread(q2)<<2)&^(spread(escapes)*EscapeIndex) + bb
+		for m := escapes; m != 0; m &= m - 1 {
+			sh := 8 * bits.TrailingZeros8(m)
+			e8 = e8&^(0xFF<<sh) | uint64(esc[ne])<<sh
 			ne++
 		}
-		binary.LittleEndian.PutUint16(dst[2*j:], uint16(v&0x80)<<8|e<<7|uint16(v&0x7F))
+		if n := len(s) - 8*g; n < 8 {
+			for j := range n {
+				v := uint16(s[8*g+j])
+				binary.LittleEndian.PutUint16(dst[16*g+2*j:], v&0x80<<8|uint16(byte(e8>>(8*j)))<<7|v&0x7F)
+			}
+			break
+		}
+		sg := binary.LittleEndian.Uint64(s[8*g:])
+		d := dst[16*g : 16*g+16 : 16*g+16]
+		binary.LittleEndian.PutUint64(d, codes4(uint32(sg), uint32(e8)))
+		binary.LittleEndian.PutUint64(d[8:], codes4(uint32(sg>>32), uint32(e8>>32)))
 	}
 	return ne
 }
 
-// anyEscape reports whether any of the 64 index nibbles in nb (32 bytes) is
-// EscapeIndex: a nibble is 15 exactly when its four bits are set.
-func anyEscape(nb []byte) bool {
-	const ones = 0x1111111111111111
-	var acc uint64
-	for i := 0; i+8 <= len(nb); i += 8 {
-		v := binary.LittleEndian.Uint64(nb[i:])
-		acc |= v & (v >> 1) & (v >> 2) & (v >> 3) & ones
-	}
-	return acc != 0
+// codes4 builds four bf16 codes, s<<15 | e<<7 | m, from four sign-and-
+// mantissa bytes sm and four exponents e, one to a byte, lowest first.
+func codes4(sm, e uint32) uint64 {
+	s, x := widen16(sm), widen16(e)
+	return s&0x0080008000800080<<8 | x<<7 | s&0x007F007F007F007F
+}
+
+// widen16 moves the four bytes of v to the low bytes of four 16-bit lanes.
+func widen16(v uint32) uint64 {
+	x := uint64(v)
+	x = (x | x<<16) & 0x0000FFFF0000FFFF
+	return (x | x<<8) & 0x00FF00FF00FF00FF
+}
+
+// spread returns the eight bits of v as the low bits of eight bytes, bit j
+// in byte j: each copy of v keeps its own bit, and adding 0x7F to a byte
+// sets its top bit exactly when that bit was set (no byte carries, 0x80 +
+// 0x7F being 0xFF).
+func spread(v byte) uint64 {
+	const ones, pick, half = 0x0101010101010101, 0x8040201008040201, 0x7F7F7F7F7F7F7F7F
+	return ((uint64(v)*ones&pick)+half)>>7&ones
 }

@@ -57,29 +57,31 @@ func rowEscapes(w []byte) int {
 	return n
 }
 
-// encodeRow writes one row: bases, sign-and-mantissa bytes, index nibbles
-// (even column in the low nibble), escape bytes in column order, zero
-// padding.
+// encodeRow writes one row: bases, sign-and-mantissa bytes, index planes,
+// escape bytes in column order, zero padding.
 func encodeRow(dst, w []byte, h Header) {
 	cols := h.Cols
-	nb := int(blocks(int64(cols)))
-	bases, sm, nib, esc := dst[:nb], dst[nb:nb+cols], dst[nb+cols:nb+cols+(cols+1)/2], dst[nb+cols+(cols+1)/2:]
+	bases, sm, idx, esc := split(dst, cols)
 	ne := 0
-	for k := range nb {
+	for k := range bases {
 		lo, hi := k*BlockSize, min((k+1)*BlockSize, cols)
 		b := blockBase(w[2*lo : 2*hi])
 		bases[k] = byte(b)
+		pl, pw := blockPlanes(idx, k, hi-lo)
 		for c := lo; c < hi; c++ {
 			v := binary.LittleEndian.Uint16(w[2*c:])
 			sm[c] = byte(v>>8)&0x80 | byte(v)&0x7F
 			e := exponent(v)
-			idx := e - b
-			if idx < 0 {
-				idx = EscapeIndex
+			ix := e - b
+			if ix < 0 {
+				ix = EscapeIndex
 				esc[ne] = byte(e)
 				ne++
 			}
-			nib[c/2] |= byte(idx) << (4 * (c & 1))
+			j := c - lo
+			for p := range IndexBits {
+				pl[p*pw+j/8] |= byte(ix>>p&1) << (j % 8)
+			}
 		}
 	}
 }

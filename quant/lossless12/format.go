@@ -11,13 +11,15 @@ const (
 	// BlockSize is the number of consecutive weights of a row that share an
 	// exponent window. The last block of a row may be shorter.
 	BlockSize = 64
+	// IndexBits is the width of a weight's exponent index.
+	IndexBits = 3
 	// Window is the number of consecutive exponents an index can name.
-	Window = 15
+	Window = 1<<IndexBits - 1
 	// EscapeIndex is the index that sends a weight's exponent to the row's
 	// escape area.
-	EscapeIndex = 15
-	// MaxBase is the largest window base: the window [base, base+14] must
-	// stay inside the 8-bit exponent.
+	EscapeIndex = Window
+	// MaxBase is the largest window base: the window [base, base+Window−1]
+	// must stay inside the 8-bit exponent.
 	MaxBase = 255 - (Window - 1)
 	// HeaderSize is the length of the header in front of the rows.
 	HeaderSize = 16
@@ -26,8 +28,13 @@ const (
 	MaxDim = 1 << 31
 )
 
-// magic opens every encoded matrix.
-var magic = [4]byte{'L', 'L', '1', '2'}
+// magic opens every encoded matrix. oldMagic opened the format's first
+// layout (4-bit indices, §6.11.6), which is refused with a reason that says
+// so.
+var (
+	magic    = [4]byte{'L', '1', '2', '3'}
+	oldMagic = [4]byte{'L', 'L', '1', '2'}
+)
 
 // Sentinel errors; every error of this package matches one of them.
 var (
@@ -66,12 +73,18 @@ type Header struct {
 }
 
 // RowBytes returns the length of one encoded row: the block bases, a byte
-// of sign and mantissa per weight, a nibble of exponent index per weight
-// and the escape area.
+// of sign and mantissa per weight, three bits of exponent index per weight
+// (three bit planes a block) and the escape area.
 func (h Header) RowBytes() int64 {
 	c := int64(h.Cols)
-	return blocks(c) + c + (c+1)/2 + int64(h.Escapes)
+	return blocks(c) + c + planeBytes(c) + int64(h.Escapes)
 }
+
+// planeBytes is the length of a row's index area: each block stores its
+// indices as IndexBits planes of one bit a column, ⌈n/8⌉ bytes a plane for
+// a block of n columns, which adds up to IndexBits·⌈cols/8⌉ because only the
+// last block can be short.
+func planeBytes(cols int64) int64 { return IndexBits * ((cols + 7) / 8) }
 
 // Size returns the length of the whole encoded matrix.
 func (h Header) Size() int64 { return HeaderSize + int64(h.Rows)*h.RowBytes() }
@@ -110,6 +123,9 @@ func ParseHeader(data []byte) (Header, error) {
 func ParseHeaderOf(head []byte, size int64) (Header, error) {
 	if len(head) < HeaderSize || size < HeaderSize {
 		return Header{}, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes, shorter than the %d-byte header", min(int64(len(head)), size), HeaderSize)}
+	}
+	if [4]byte(head[:4]) == oldMagic {
+		return Header{}, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("magic %q is the first layout's (4-bit indices), which this reader no longer decodes: pack the trunk again", head[:4])}
 	}
 	if [4]byte(head[:4]) != magic {
 		return Header{}, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("magic %q, want %q", head[:4], magic[:])}
@@ -154,6 +170,7 @@ func EscapesForSize(rows, cols int, size int64) (int, bool) {
 
 // canonicalBase is the window base of a block whose largest exponent is
 // emax: the window ends at emax unless that would put its base below 0.
+// (emax ≤ 255 keeps it at or below MaxBase.)
 func canonicalBase(emax int) int {
-	return min(max(emax-(Window-1), 0), MaxBase)
+	return max(emax-(Window-1), 0)
 }

@@ -15,26 +15,28 @@ import (
 
 // sample is a [2, 65] matrix whose layout the mutations below address:
 // row 0 is 1.0 everywhere but column 3, 2^−40, which escapes; row 1 is all
-// 1.0 and leaves its one escape byte unused. Rows are 101 bytes: bases at
-// 0–1, sign-and-mantissa at 2–66, nibbles at 67–99, the escape at 100.
+// 1.0 and leaves its one escape byte unused. Rows are 95 bytes: bases at
+// 0–1, sign-and-mantissa at 2–66, index planes at 67–93 (block 0's three
+// at 67, 75 and 83, block 1's one-byte planes at 91, 92 and 93), the
+// escape at 94. 1.0 is index 6 (planes 1 and 2) of the window [121, 127].
 func sample(t *testing.T) []byte {
 	t.Helper()
 	codes := make([]uint16, 2*65)
 	for i := range codes {
 		codes[i] = 0x3F80
 	}
-	codes[3] = 0x2B80 // 2^−40: exponent 87, below the window [113, 127]
+	codes[3] = 0x2B80 // 2^−40: exponent 87, below the window [121, 127]
 	enc, err := Encode(2, 65, bf16Bytes(codes))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, _ := ParseHeader(enc); h.Escapes != 1 || h.RowBytes() != 101 {
-		t.Fatalf("sample header %+v, row %d bytes: the mutations below assume 1 escape and 101", h, h.RowBytes())
+	if h, _ := ParseHeader(enc); h.Escapes != 1 || h.RowBytes() != 95 {
+		t.Fatalf("sample header %+v, row %d bytes: the mutations below assume 1 escape and 95", h, h.RowBytes())
 	}
 	return enc
 }
 
-const row0, row1 = HeaderSize, HeaderSize + 101
+const row0, row1 = HeaderSize, HeaderSize + 95
 
 // widen gives every row of the sample a second, unused escape byte.
 func widen(b []byte) []byte {
@@ -53,19 +55,22 @@ func TestOpenRefuses(t *testing.T) {
 	}{
 		{"short", func(b []byte) []byte { return b[:HeaderSize-1] }, -1, -1, "shorter than"},
 		{"magic", func(b []byte) []byte { b[0] = 'X'; return b }, -1, -1, "magic"},
+		{"first layout", func(b []byte) []byte { copy(b, "LL12"); return b }, -1, -1, "pack the trunk again"},
 		{"trailing byte", func(b []byte) []byte { return append(b, 0) }, -1, -1, "needs"},
 		{"truncated row", func(b []byte) []byte { return b[:len(b)-1] }, -1, -1, "needs"},
 		{"escape area wider than any row needs", widen, -1, -1, "use at most 1"},
 		{"escape area wider than the row", func(b []byte) []byte { binary.LittleEndian.PutUint32(b[12:], 66); return b }, -1, -1, "escape bytes per row"},
 		{"huge shape", func(b []byte) []byte { binary.LittleEndian.PutUint32(b[4:], 1<<31); return b }, -1, -1, "outside"},
-		{"base above 241", func(b []byte) []byte { b[row0] = 242; return b }, 0, 0, "above 241"},
-		// The same weight (2^0) as base 114 + index 13 instead of 113 + 14.
-		{"base not canonical", func(b []byte) []byte { b[row1+1] = 114; b[row1+99] = b[row1+99]&0xF0 | 13; return b }, 1, 1, "largest exponent"},
-		{"escape beyond the area", func(b []byte) []byte { b[row0+67+2] |= 0xF0; return b }, 0, 0, "beyond the row's 1 escape bytes"},
-		{"escape inside the window", func(b []byte) []byte { b[row0+100] = 113; return b }, 0, 0, "not below the window base"},
-		{"escape above the window", func(b []byte) []byte { b[row0+100] = 200; return b }, 0, 0, "not below the window base"},
-		{"padding nibble", func(b []byte) []byte { b[row1+99] |= 0x10; return b }, 1, -1, "padding nibble"},
-		{"unused escape byte", func(b []byte) []byte { b[row1+100] = 5; return b }, 1, -1, "unused but not zero"},
+		{"base above 249", func(b []byte) []byte { b[row0] = 250; return b }, 0, 0, "above 249"},
+		// The same weight (2^0) as base 122 + index 5 instead of 121 + 6.
+		{"base not canonical", func(b []byte) []byte { b[row1+1] = 122; b[row1+91] |= 1; b[row1+92] &^= 1; return b }, 1, 1, "largest exponent 127 gives 121"},
+		// Column 2 escapes too, taking the byte column 3 needs.
+		{"escape beyond the area", func(b []byte) []byte { b[row0+67] |= 1 << 2; return b }, 0, 0, "column 3 escapes beyond the row's 1 escape bytes"},
+		{"escape inside the window", func(b []byte) []byte { b[row0+94] = 121; return b }, 0, 0, "not below the window base"},
+		{"escape above the window", func(b []byte) []byte { b[row0+94] = 200; return b }, 0, 0, "not below the window base"},
+		{"every index below the top", func(b []byte) []byte { clear(b[row1+83 : row1+91]); return b }, 1, 0, "largest exponent 123 gives 117"},
+		{"padding bit", func(b []byte) []byte { b[row1+92] |= 0x02; return b }, 1, 1, "column 65, after the row's last"},
+		{"unused escape byte", func(b []byte) []byte { b[row1+94] = 5; return b }, 1, -1, "unused but not zero"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			enc := tc.mutate(sample(t))
@@ -160,7 +165,7 @@ func TestOpenRows(t *testing.T) {
 		t.Errorf("a part row: %v", err)
 	}
 	bad := append([]byte(nil), enc...)
-	bad[row1+100] = 9
+	bad[row1+94] = 9
 	if _, err := OpenRows(h.Cols, h.Escapes, bad[row1:]); !errors.Is(err, ErrMalformed) {
 		t.Errorf("a malformed row: %v", err)
 	}
@@ -190,6 +195,7 @@ func TestParseHeaderOf(t *testing.T) {
 		{enc[:HeaderSize-1], int64(len(enc)), "shorter than"},
 		{enc[:HeaderSize], HeaderSize - 1, "shorter than"},
 		{append([]byte("LL13"), enc[4:HeaderSize]...), int64(len(enc)), "magic"},
+		{append([]byte("LL12"), enc[4:HeaderSize]...), int64(len(enc)), "first layout"},
 	} {
 		_, err := ParseHeaderOf(c.head, c.size)
 		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.want) {
@@ -330,7 +336,10 @@ func TestWriteSeeds(t *testing.T) {
 	bad[row0] = 250
 	add(bad)
 	bad = append([]byte(nil), s...)
-	bad[row0+100] = 120
+	bad[row0+94] = 121
+	add(bad)
+	bad = append([]byte(nil), s...)
+	bad[row1+92] |= 0x80
 	add(bad)
 	bad = append([]byte(nil), s...)
 	binary.LittleEndian.PutUint32(bad[12:], 1000)
@@ -348,66 +357,90 @@ func TestWriteSeeds(t *testing.T) {
 	}
 }
 
-// TestPlainBlocks holds the fast check of whole blocks (the SWAR twin and, with AVX2, the
-// assembly) to the column-by-column one: a run of blocks is accepted exactly up to the first
-// block that has an escape index or that checkBlock refuses, on blocks built to sit on every
-// side of the rule (bases 0, 1, MaxBase and above it; no index 14, one at every position; an
-// escape at every position).
-func TestPlainBlocks(t *testing.T) {
-	r := rand.New(rand.NewPCG(27, 12))
-	const n = 64
-	nib := make([]byte, n*BlockSize/2)
-	bases := make([]byte, n)
-	esc := bytes.Repeat([]byte{0}, BlockSize) // room for every escape; their exponents are 0
-	ends := map[int]int{}
-	for trial := range 4000 {
-		for k := range n {
-			bases[k] = []byte{0, 1, 113, MaxBase, MaxBase + 1, 255, byte(r.IntN(256))}[r.IntN(7)]
-			kind := r.IntN(5)
-			if r.IntN(32) != 0 { // mostly blocks that pass, so that runs reach the end
-				bases[k], kind = []byte{0, 1, 113, MaxBase}[r.IntN(4)], 0
-			}
-			blk := nib[k*BlockSize/2 : (k+1)*BlockSize/2]
-			for i := range blk {
-				blk[i] = byte(r.IntN(14)) | byte(r.IntN(14))<<4 // indices 0–13
-			}
-			switch kind {
-			case 0, 4: // the window's top used once, at any column
-				c := r.IntN(BlockSize)
-				blk[c/2] = blk[c/2]&^(0xF<<(4*(c&1))) | 14<<(4*(c&1))
-			case 1: // an escape at any column, perhaps beside the top
-				c := r.IntN(BlockSize)
-				blk[c/2] |= 0xF << (4 * (c & 1))
-				if r.IntN(2) == 0 {
-					c = r.IntN(BlockSize)
-					blk[c/2] = blk[c/2]&^(0xF<<(4*(c&1))) | 14<<(4*(c&1))
-				}
-			case 2: // every index at the top
-				for i := range blk {
-					blk[i] = 0xEE
-				}
-			}
-		}
-		want := n
-		for k := range n {
-			ne, err := checkBlock(0, k, int(bases[k]), n*BlockSize, nib, esc, 0)
-			if err != nil || ne != 0 {
-				want = k
-				break
-			}
-		}
-		if got := plainBlocksGo(nib, bases); got != want {
-			t.Fatalf("trial %d: the Go check accepts %d blocks, the column check %d", trial, got, want)
-		}
-		if haveAVX2 {
-			if got := plainBlocks(nib, bases, n, len(nib)); got != want {
-				t.Fatalf("trial %d: the assembly check accepts %d blocks, the column check %d", trial, got, want)
-			}
-		}
-		ends[want]++
+// checkBlockRef is §6.11.4's rule for one block, column by column, as a
+// reader without the bit-plane arithmetic of checkBlock would apply it; it
+// returns the escapes used after the block, or false for a block it refuses.
+func checkBlockRef(b, n int, pl []byte, w int, esc []byte, ne int) (int, bool) {
+	if b > MaxBase {
+		return 0, false
 	}
-	// The trials must stop at many places, the end included, or the rule is not exercised.
-	if len(ends) < 10 || ends[n] == 0 {
-		t.Fatalf("the trials stopped at %d different blocks, %d ran to the end", len(ends), ends[n])
+	for j := n; j < 8*w; j++ { // padding bits
+		for p := range IndexBits {
+			if pl[p*w+j/8]>>(j%8)&1 != 0 {
+				return 0, false
+			}
+		}
+	}
+	emax := 0
+	for j := range n {
+		ix := 0
+		for p := range IndexBits {
+			ix |= int(pl[p*w+j/8]>>(j%8)&1) << p
+		}
+		e := b + ix
+		if ix == EscapeIndex {
+			if ne == len(esc) || int(esc[ne]) >= b {
+				return 0, false
+			}
+			e = int(esc[ne])
+			ne++
+		}
+		emax = max(emax, e)
+	}
+	return ne, b == canonicalBase(emax)
+}
+
+// TestCheckBlockRule holds checkBlock, which works on whole planes, to the
+// column-by-column rule, on blocks built to sit on every side of it: bases
+// 0, 1, mid-range, MaxBase and above it; the window's top used or not;
+// escapes anywhere, with exponents below, at and above the base, and more
+// of them than the area holds; short blocks with and without padding bits.
+func TestCheckBlockRule(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 12))
+	outcomes := map[bool]int{}
+	for trial := range 20000 {
+		n := BlockSize
+		if r.IntN(4) == 0 {
+			n = 1 + r.IntN(BlockSize)
+		}
+		w := (n + 7) / 8
+		pl := make([]byte, IndexBits*w)
+		b := []int{0, 1, 113, MaxBase, MaxBase + 1, 255, r.IntN(256)}[r.IntN(7)]
+		for j := range n {
+			ix := r.IntN(6) // below the top
+			switch r.IntN(16) {
+			case 0:
+				ix = EscapeIndex
+			case 1, 2:
+				ix = Window - 1
+			}
+			for p := range IndexBits {
+				pl[p*w+j/8] |= byte(ix>>p&1) << (j % 8)
+			}
+		}
+		if n%8 != 0 && r.IntN(8) == 0 {
+			pl[r.IntN(IndexBits)*w+w-1] |= 0x80
+		}
+		esc := make([]byte, r.IntN(8))
+		for i := range esc {
+			esc[i] = byte(max(0, b-1-r.IntN(3)))
+			if r.IntN(16) == 0 {
+				esc[i] = byte(b + r.IntN(3))
+			}
+		}
+		ne0 := r.IntN(len(esc) + 1)
+		wantNe, ok := checkBlockRef(b, n, pl, w, esc, ne0)
+		gotNe, err := checkBlock(0, 0, b, n, pl, w, esc, ne0)
+		if ok != (err == nil) || ok && gotNe != wantNe {
+			t.Fatalf("trial %d: base %d, %d columns, planes %x, escapes %v from %d: checkBlock %d, %v; the rule %d, %v",
+				trial, b, n, pl, esc, ne0, gotNe, err, wantNe, ok)
+		}
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("trial %d: %v is not ErrMalformed", trial, err)
+		}
+		outcomes[ok]++
+	}
+	if outcomes[true] < 1000 || outcomes[false] < 1000 {
+		t.Fatalf("accepted %d and refused %d blocks: the trials do not exercise both sides", outcomes[true], outcomes[false])
 	}
 }

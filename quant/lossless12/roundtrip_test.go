@@ -46,15 +46,10 @@ func roundTrip(t *testing.T, rows, cols int, w []byte) []byte {
 	if m.Rows() != rows || m.Cols() != cols {
 		t.Fatalf("Open: [%d, %d], want [%d, %d]", m.Rows(), m.Cols(), rows, cols)
 	}
-	row, twin := make([]byte, 2*cols), make([]byte, 2*cols)
+	row := make([]byte, 2*cols)
 	f := make([]float32, cols)
-	g := pureGo(m)
 	for r := range rows {
 		m.DecodeRowBF16(row, r)
-		g.DecodeRowBF16(twin, r)
-		if !bytes.Equal(row, twin) {
-			t.Fatalf("[%d, %d] row %d: the decoders differ", rows, cols, r)
-		}
 		want := w[2*r*cols : 2*(r+1)*cols]
 		if !bytes.Equal(row, want) {
 			for c := range cols {
@@ -80,23 +75,6 @@ func roundTrip(t *testing.T, rows, cols int, w []byte) []byte {
 	return enc
 }
 
-// pureGo returns m with the assembly decoder turned off.
-func pureGo(m *Matrix) *Matrix {
-	g := *m
-	g.simd, g.fused = false, false
-	return &g
-}
-
-// TestDecoderLevels reports which decoder the other tests check against
-// the pure-Go twin, so a run without the assembly says so.
-func TestDecoderLevels(t *testing.T) {
-	m, err := Open(mustEncode(t, 1, 64, make([]byte, 128)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("assembly decoder: %v, fused mat-vec: %v, AVX-512: %v (the tests compare them with the pure-Go twin)", m.simd, m.fused, m.wide)
-}
-
 func mustEncode(t testing.TB, rows, cols int, w []byte) []byte {
 	t.Helper()
 	enc, err := Encode(rows, cols, w)
@@ -119,7 +97,7 @@ func mustOpen(t testing.TB, rows, cols int, w []byte) *Matrix {
 // TestEveryCode round-trips all 65,536 bf16 codes (±0, subnormals, ±Inf,
 // every NaN payload) in three arrangements: in code order, where each
 // block holds 64 neighbours; shuffled, where most blocks escape; and in a
-// width that leaves a short last block and an odd padding nibble.
+// width that leaves a short last block whose planes end in padding bits.
 func TestEveryCode(t *testing.T) {
 	codes := make([]uint16, 1<<16)
 	for i := range codes {
@@ -151,8 +129,8 @@ func TestShapes(t *testing.T) {
 }
 
 // TestRealisticRatio checks the design target: trained-like weights (bf16
-// Gaussians at the deviations of K3's projections) cost at most 0.77× their
-// bf16 bytes, with escapes a small fraction of a percent.
+// Gaussians at the deviations of K3's projections) cost at most 0.72× their
+// bf16 bytes (11.5 bits a weight), with at most 3% of the weights escaping.
 func TestRealisticRatio(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, tc := range []struct {
@@ -165,8 +143,8 @@ func TestRealisticRatio(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("σ=%g: %v", tc.s, st)
-		if st.Ratio() > 0.77 || st.EscapeRate() > 0.001 {
-			t.Errorf("[%d, %d] σ=%g: %v, want ≤ 0.77× and ≤ 0.1%% escapes", tc.rows, tc.cols, tc.s, st)
+		if st.Ratio() > 0.72 || st.EscapeRate() > 0.03 {
+			t.Errorf("[%d, %d] σ=%g: %v, want ≤ 0.72× and ≤ 3%% escapes", tc.rows, tc.cols, tc.s, st)
 		}
 		if st.ExponentEntropy < 1 || st.ExponentEntropy > 4 {
 			t.Errorf("exponent entropy %.3f bits outside the range of a Gaussian's", st.ExponentEntropy)
