@@ -673,8 +673,8 @@ func TestLossless12PackedTrunkFaults(t *testing.T) {
 		t.Run(fmt.Sprintf("malformed-block/pinned=%v", pinned), func(t *testing.T) {
 			p, l := packLossless12(t, dir)
 			r, rt := firstLossless12(t, l)
-			// Row 0's first window base, above the largest a window may have (241).
-			patchBin(t, p, r, r.FileOff+rt.Off+lossless12.HeaderSize, []byte{242}, true)
+			// Row 0's first window base, above the largest a window may have (lossless12.MaxBase).
+			patchBin(t, p, r, r.FileOff+rt.Off+lossless12.HeaderSize, []byte{lossless12.MaxBase + 1}, true)
 			verr := verifyPacked(t, dir, p)
 			require.ErrorIs(t, verr, lossless12.ErrMalformed)
 			assert.NotErrorIs(t, verr, trunk.ErrChecksum)
@@ -788,7 +788,12 @@ func TestPackedEmbedHeadFaults(t *testing.T) {
 				r := c.run(l)
 				rt := r.Tensors[0]
 				require.Equal(t, trunk.FormatLossless12, rt.Format)
-				testkit.FlipBits(t, filepath.Join(p, trunk.BinName), r.FileOff+rt.Off+rt.NBytes/2, 0x04)
+				// A mantissa bit of a weight in the middle row: the matrix stays well-formed (of other
+				// weights), so only the checksum can catch it.
+				rows, cols := rt.Shape[0], rt.Shape[1]
+				rowBytes := (rt.NBytes - lossless12.HeaderSize) / rows
+				mid := lossless12.HeaderSize + rows/2*rowBytes + (cols+lossless12.BlockSize-1)/lossless12.BlockSize + 1
+				testkit.FlipBits(t, filepath.Join(p, trunk.BinName), r.FileOff+rt.Off+mid, 0x04)
 				err := open(t, p, resident)
 				require.ErrorIs(t, err, trunk.ErrChecksum)
 				assert.Contains(t, err.Error(), c.name)
@@ -804,8 +809,8 @@ func TestPackedEmbedHeadFaults(t *testing.T) {
 				rt := r.Tensors[0]
 				row := int64(ref.FullIDs[0]) // a row every forward reads: the first token's embedding
 				rowBytes := (rt.NBytes - lossless12.HeaderSize) / rt.Shape[0]
-				// The row's first window base, above the largest a window may have (241).
-				patchBin(t, p, r, r.FileOff+rt.Off+lossless12.HeaderSize+row*rowBytes, []byte{242}, true)
+				// The row's first window base, above the largest a window may have (lossless12.MaxBase).
+				patchBin(t, p, r, r.FileOff+rt.Off+lossless12.HeaderSize+row*rowBytes, []byte{lossless12.MaxBase + 1}, true)
 				err := verifyPacked(t, dir, p)
 				require.ErrorIs(t, err, lossless12.ErrMalformed)
 				assert.NotErrorIs(t, err, trunk.ErrChecksum)

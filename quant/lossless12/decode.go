@@ -312,5 +312,5 @@ func widen16(v uint32) uint64 {
 // 0x7F being 0xFF).
 func spread(v byte) uint64 {
 	const ones, pick, half = 0x0101010101010101, 0x8040201008040201, 0x7F7F7F7F7F7F7F7F
-	return ((uint64(v)*ones&pick)+half)>>7&ones
+	return ((uint64(v) * ones & pick) + half) >> 7 & ones
 }
