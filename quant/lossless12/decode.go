@@ -13,6 +13,9 @@ type Matrix struct {
 	h    Header
 	rb   int    // bytes per row
 	rows []byte // the rows, after the header
+	// simd selects the assembly decoder (set at Open from the CPU; tests
+	// clear it to run the pure-Go twin).
+	simd bool
 }
 
 // Open checks every byte of an encoded matrix and returns it: the header,
@@ -26,7 +29,7 @@ func Open(data []byte) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)]}
+	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2}
 	most := 0
 	for r := range h.Rows {
 		if h.Cols == 0 {
@@ -62,13 +65,13 @@ func OpenRows(cols, escapes int, data []byte) (*Matrix, error) {
 		if len(data) != 0 {
 			return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes of rows of 0 bytes", len(data))}
 		}
-		return &Matrix{h: h}, nil
+		return &Matrix{h: h, simd: haveAVX2}, nil
 	}
 	if int64(len(data))%rb != 0 || int64(len(data))/rb >= MaxDim {
 		return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes is not a whole number of %d-byte rows", len(data), rb)}
 	}
 	h.Rows = int(int64(len(data)) / rb)
-	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)]}
+	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2}
 	if err := m.checkRows(); err != nil {
 		return nil, err
 	}
@@ -102,7 +105,7 @@ func (m *Matrix) Slice(lo, hi int) *Matrix {
 	}
 	h := m.h
 	h.Rows = hi - lo
-	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb]}
+	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd}
 }
 
 // parts splits row r into its four areas.
@@ -151,6 +154,18 @@ func (m *Matrix) checkRow(r int) (int, error) {
 	for k := range bases {
 		n := min(BlockSize, cols-k*BlockSize)
 		pl, w := blockPlanes(idx, k, n)
+		if n == BlockSize && int(bases[k]) <= MaxBase {
+			// The common case inline: a whole block whose escapes (if any) fit the
+			// area and lie below the base, and whose base is canonical. Anything
+			// else goes to checkBlock, which names the fault.
+			b := bases[k]
+			p0, p1, p2 := binary.LittleEndian.Uint64(pl), binary.LittleEndian.Uint64(pl[8:]), binary.LittleEndian.Uint64(pl[16:])
+			e := bits.OnesCount64(p0 & p1 & p2)
+			if (b == 0 && e == 0 || b > 0 && ^p0&p1&p2 != 0) && ne+e <= len(esc) && below(esc[ne:ne+e], b) {
+				ne += e
+				continue
+			}
+		}
 		var err error
 		if ne, err = checkBlock(r, k, int(bases[k]), n, pl, w, esc, ne); err != nil {
 			return 0, err
@@ -162,6 +177,16 @@ func (m *Matrix) checkRow(r int) (int, error) {
 		}
 	}
 	return ne, nil
+}
+
+// below reports whether every byte of e is below b.
+func below(e []byte, b byte) bool {
+	for _, v := range e {
+		if v >= b {
+			return false
+		}
+	}
+	return true
 }
 
 // checkBlock checks block k of row r, n columns whose index planes pl are
@@ -236,12 +261,18 @@ func (m *Matrix) DecodeRow(dst []float32, r int) {
 
 // decodeRow is the decoder every kernel runs: Open has checked the row, so
 // every index names an exponent inside the byte and every escape has its
-// byte.
+// byte. The assembly, where the CPU has it, decodes the whole blocks, the
+// Go decoder the rest; both write the same bytes.
 func (m *Matrix) decodeRow(dst []byte, r int) {
 	bases, sm, idx, esc := m.parts(r)
 	cols := m.h.Cols
-	ne := 0
-	for k := range bases {
+	ne, k0 := 0, 0
+	if full := cols / BlockSize; m.simd && full > 0 {
+		if n, ok := decodeWhole(dst, sm, idx, bases, esc, full); ok {
+			ne, k0 = n, full
+		}
+	}
+	for k := k0; k < len(bases); k++ {
 		lo := k * BlockSize
 		n := min(BlockSize, cols-lo)
 		pl, w := blockPlanes(idx, k, n)

@@ -125,6 +125,8 @@ func TestKernelsMatchBF16(t *testing.T) {
 				got := make([]float32, rows)
 				m.MatVec(got, x)
 				testkit.RequireSameBits(t, name+" MatVec", got, want)
+				pureGo(m).MatVec(got, x)
+				testkit.RequireSameBits(t, name+" MatVec, pure Go", got, want)
 				for lo := 0; lo <= rows; lo += max(1, rows/3) {
 					for hi := lo; hi <= rows; hi += max(1, rows/4) {
 						part := make([]float32, hi-lo)

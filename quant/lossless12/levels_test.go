@@ -22,9 +22,14 @@ type level struct {
 }
 
 // levels lists the levels this binary and CPU can run, lowest first. The
-// three-bit layout has only the pure-Go twin so far (issue 27).
+// three-bit layout has the pure-Go twin and the AVX2 decoder so far (issue
+// 27's branch).
 func levels() []level {
-	return []level{{"go", func(*Matrix) {}}}
+	ls := []level{{"go", func(m *Matrix) { m.simd = false }}}
+	if haveAVX2 {
+		ls = append(ls, level{"avx2", func(m *Matrix) { m.simd = true }})
+	}
+	return ls
 }
 
 // on returns a copy of m that runs at level l.

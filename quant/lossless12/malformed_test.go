@@ -397,7 +397,7 @@ func checkBlockRef(b, n int, pl []byte, w int, esc []byte, ne int) (int, bool) {
 // of them than the area holds; short blocks with and without padding bits.
 func TestCheckBlockRule(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 12))
-	outcomes := map[bool]int{}
+	outcomes, rows := map[bool]int{}, map[bool]int{}
 	for trial := range 20000 {
 		n := BlockSize
 		if r.IntN(4) == 0 {
@@ -438,9 +438,24 @@ func TestCheckBlockRule(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrMalformed) {
 			t.Fatalf("trial %d: %v is not ErrMalformed", trial, err)
 		}
+		if n == BlockSize && ne0 == 0 {
+			// The same block as a one-row piece, which checkRow takes through its inline
+			// path: accepted exactly when the rule accepts it and leaves no escape byte
+			// unused but set.
+			row := append(append(append([]byte{byte(b)}, make([]byte, BlockSize)...), pl...), esc...)
+			rowOK := ok
+			for _, v := range esc[min(wantNe, len(esc)):] {
+				rowOK = rowOK && v == 0
+			}
+			if _, err := OpenRows(BlockSize, len(esc), row); rowOK != (err == nil) {
+				t.Fatalf("trial %d: base %d, planes %x, escapes %v: OpenRows %v, the rule %v", trial, b, pl, esc, err, rowOK)
+			}
+			rows[rowOK]++
+		}
 		outcomes[ok]++
 	}
-	if outcomes[true] < 1000 || outcomes[false] < 1000 {
-		t.Fatalf("accepted %d and refused %d blocks: the trials do not exercise both sides", outcomes[true], outcomes[false])
+	if outcomes[true] < 1000 || outcomes[false] < 1000 || rows[true] < 100 || rows[false] < 100 {
+		t.Fatalf("accepted %d and refused %d blocks, %d and %d as rows: the trials do not exercise both sides",
+			outcomes[true], outcomes[false], rows[true], rows[false])
 	}
 }

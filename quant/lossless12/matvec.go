@@ -98,12 +98,14 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 }
 
 // Level names the instruction set MatVec and MatMul decode with on this CPU:
-// "avx512" (the four-row fused kernel), "avx2" (the one-row fused kernel) or
-// "go" (the pure-Go twin). Results are the same bits at every level; what the
-// level changes is the decode rate, and with it where the format pays
-// (trunk.Lossless12Threads).
+// "avx2" (the assembly decoder, every whole block, escapes included, into
+// bf16 for the bf16 kernels) or "go" (the pure-Go twin). Results are the
+// same bits at every level; what the level changes is the decode rate, and
+// with it where the format pays (trunk.Lossless12Threads). The layout of
+// three-bit indices has no fused or AVX-512 kernel yet (issue 27).
 func Level() string {
-	// The kernels of the three-bit layout are not written yet (issue 27's
-	// branch): every level runs the Go decoder.
+	if haveAVX2 {
+		return "avx2"
+	}
 	return "go"
 }

@@ -46,10 +46,15 @@ func roundTrip(t *testing.T, rows, cols int, w []byte) []byte {
 	if m.Rows() != rows || m.Cols() != cols {
 		t.Fatalf("Open: [%d, %d], want [%d, %d]", m.Rows(), m.Cols(), rows, cols)
 	}
-	row := make([]byte, 2*cols)
+	row, twin := make([]byte, 2*cols), make([]byte, 2*cols)
 	f := make([]float32, cols)
+	g := pureGo(m)
 	for r := range rows {
 		m.DecodeRowBF16(row, r)
+		g.DecodeRowBF16(twin, r)
+		if !bytes.Equal(row, twin) {
+			t.Fatalf("[%d, %d] row %d: the decoders differ", rows, cols, r)
+		}
 		want := w[2*r*cols : 2*(r+1)*cols]
 		if !bytes.Equal(row, want) {
 			for c := range cols {
@@ -73,6 +78,23 @@ func roundTrip(t *testing.T, rows, cols int, w []byte) []byte {
 		t.Fatalf("Measure: %d bytes and %d escapes per row, encoder wrote %d and %d", st.Bytes, st.MaxRowEscapes, len(enc), m.Header().Escapes)
 	}
 	return enc
+}
+
+// pureGo returns m with the assembly decoder turned off.
+func pureGo(m *Matrix) *Matrix {
+	g := *m
+	g.simd = false
+	return &g
+}
+
+// TestDecoderLevels reports which decoder the other tests check against
+// the pure-Go twin, so a run without the assembly says so.
+func TestDecoderLevels(t *testing.T) {
+	m, err := Open(mustEncode(t, 1, 64, make([]byte, 128)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("assembly decoder: %v (the tests compare it with the pure-Go twin)", m.simd)
 }
 
 func mustEncode(t testing.TB, rows, cols int, w []byte) []byte {

@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package lossless12
+
+// haveAVX2 is false: this build has no assembly.
+const haveAVX2 = false
+
+// decodeWhole decodes nothing: the Go decoder does every block.
+func decodeWhole(dst, sm, idx, bases, esc []byte, n int) (int, bool) { return 0, false }
