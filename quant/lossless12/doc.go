@@ -1,4 +1,4 @@
-// Package lossless12 stores bfloat16 matrices in about 12.1 bits per weight
+// Package lossless12 stores bfloat16 matrices in about 11.4 bits per weight
 // without losing a bit, and multiplies them straight from those bytes with
 // the same results as the bf16 matrix they came from (§6.11).
 //
@@ -13,13 +13,14 @@
 //
 // A bf16 weight is a sign bit, an 8-bit exponent and a 7-bit mantissa. The
 // sign and mantissa are stored as one byte per weight; the exponent is stored
-// as a 4-bit index into a window of 15 consecutive exponents chosen per block
-// of 64 weights of a row, and index 15 marks an escape whose exponent byte
-// sits in a per-row escape area. Every row has the same number of escape
-// bytes (the most any row of the matrix needs), so every row has the same
-// length and a row range is one contiguous byte range. The choice of window
-// is fixed by the weights (its top is the block's largest exponent), so each
-// matrix has exactly one encoding, and Open refuses any other.
+// as a 3-bit index into a window of 7 consecutive exponents chosen per block
+// of 64 weights of a row, kept as three bit planes, and index 7 marks an
+// escape whose exponent byte sits in a per-row escape area. Every row has the
+// same number of escape bytes (the most any row of the matrix needs), so
+// every row has the same length and a row range is one contiguous byte
+// range. The choice of window is fixed by the weights (its top is the
+// block's largest exponent), so each matrix has exactly one encoding, and
+// Open refuses any other.
 //
 // # Errors
 //
@@ -30,19 +31,12 @@
 //
 // # Kernels
 //
-// MatVec decodes in registers. With AVX-512 (VBMI, VBMI2, GFNI) it takes
-// four rows a pass, builds each weight directly as a float64 scaled by a
-// power of two (the activations carry the inverse scale, so every rounding
-// is the bf16 kernel's) and decodes escapes with VPEXPANDB; with AVX2 and
-// FMA it looks the window's exponents up with VPSHUFB, one row a call, and
-// a block with an escape is added by Go, in its place. Either multiplies
-// into the sixteen lanes of the R16 reduction of §5.2. MatMul decodes a
-// chunk of rows (at most 256 KiB) into bf16 bytes and reduces them with the
-// bf16 kernels of internal/kernels/dot. Every output equals the bf16
-// matrix's at every SIMD level. Each assembly path has a pure-Go twin (the
-// purego build tag, GODEBUG=cpu.avx512f=off or cpu.avx2=off, other
-// architectures) that gives the same bits, which the tests check on every
-// matrix they use.
+// MatVec and MatMul decode a chunk of rows (at most 256 KiB) into bf16 and
+// reduce it with the bf16 kernels of internal/kernels/dot, so every output
+// equals the bf16 matrix's at every SIMD level. With AVX2 the decoder is
+// assembly, escapes included; its pure-Go twin (the purego build tag,
+// GODEBUG=cpu.avx2=off, other architectures) gives the same bytes, which
+// the tests check on every matrix they use.
 //
 // It is a leaf package: it imports nothing model-specific and nothing from
 // the rest of quant.

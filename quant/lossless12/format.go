@@ -29,7 +29,7 @@ const (
 )
 
 // magic opens every encoded matrix. oldMagic opened the format's first
-// layout (4-bit indices, §6.11.6), which is refused with a reason that says
+// layout (4-bit indices, §6.11.3), which is refused with a reason that says
 // so.
 var (
 	magic    = [4]byte{'L', '1', '2', '3'}
