@@ -2,11 +2,23 @@
 
 package lossless12
 
-import "golang.org/x/sys/cpu"
+import (
+	"sync"
 
-// haveAVX2 gates the assembly decoder (x/sys/cpu also checks that the OS
-// saves the YMM registers); GODEBUG=cpu.avx2=off turns it off.
-var haveAVX2 = cpu.X86.HasAVX2
+	"golang.org/x/sys/cpu"
+)
+
+// haveAVX2 gates the assembly decoder, which uses AVX2 and POPCNT (x/sys/cpu
+// also checks that the OS saves the YMM registers); GODEBUG=cpu.avx2=off
+// turns it off.
+var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasPOPCNT
+
+// escRead is how many bytes past the escape cursor the assembly loads.
+const escRead = 32
+
+// escPads holds copies of escape areas that end too close to the end of
+// their memory for the assembly's loads.
+var escPads = sync.Pool{New: func() any { return new([]byte) }}
 
 // decodeBlocksAVX2 decodes n whole blocks (64 weights each) into
 // little-endian bf16 at dst, reading the sign-and-mantissa bytes at sm,
@@ -20,6 +32,11 @@ func decodeBlocksAVX2(dst, sm, idx, bases, esc *byte, n int) int
 // and returns the escape bytes they used, or false without it (the caller
 // then runs the Go decoder). The row has been checked, so its escape area
 // holds every escape of those blocks.
+//
+// The assembly loads the escape area escRead bytes at a time from its
+// cursor, so it needs that many readable bytes past the area's end: the
+// next row's, except for the last row of a matrix or a slice, whose area
+// is copied into a padded buffer first.
 func decodeWhole(dst, sm, idx, bases, esc []byte, n int) (int, bool) {
 	if !haveAVX2 || n == 0 {
 		return 0, false
@@ -28,9 +45,16 @@ func decodeWhole(dst, sm, idx, bases, esc []byte, n int) (int, bool) {
 	_ = sm[BlockSize*n-1]
 	_ = idx[IndexBits*BlockSize/8*n-1]
 	_ = bases[n-1]
-	var e *byte
-	if len(esc) > 0 {
-		e = &esc[0]
+	if cap(esc)-len(esc) >= escRead {
+		return decodeBlocksAVX2(&dst[0], &sm[0], &idx[0], &bases[0], &esc[:1][0], n), true
 	}
-	return decodeBlocksAVX2(&dst[0], &sm[0], &idx[0], &bases[0], e, n), true
+	p := escPads.Get().(*[]byte)
+	if cap(*p) < len(esc)+escRead {
+		*p = make([]byte, len(esc)+escRead)
+	}
+	pad := (*p)[:len(esc)+escRead]
+	copy(pad, esc)
+	ne := decodeBlocksAVX2(&dst[0], &sm[0], &idx[0], &bases[0], &pad[0], n)
+	escPads.Put(p)
+	return ne, true
 }

@@ -36,6 +36,12 @@ DATA l3low7<>+16(SB)/8, $0x7f7f7f7f7f7f7f7f
 DATA l3low7<>+24(SB)/8, $0x7f7f7f7f7f7f7f7f
 GLOBL l3low7<>(SB), RODATA|NOPTR, $32
 
+DATA l3fifteen<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA l3fifteen<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA l3fifteen<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA l3fifteen<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL l3fifteen<>(SB), RODATA|NOPTR, $32
+
 // L3_PLANE sets Y to bit j of the four plane bytes at OFF(R8), one bit
 // (0 or 1) per column byte: broadcast, spread, isolate, clamp to 1.
 #define L3_PLANE(OFF, Y) \
@@ -44,13 +50,57 @@ GLOBL l3low7<>(SB), RODATA|NOPTR, $32
 	VPAND        Y14, Y, Y; \
 	VPMINUB      Y13, Y, Y
 
-// L3_HALF decodes the 32 columns from column H of the block: indices from
-// the planes, exponent base+index, then each code's low byte (exponent bit
-// 0 over the mantissa) and high byte (sign over exponent bits 7–1), which
-// an unpack interleaves into words. Unpacks keep to their lanes, so two
-// lane permutes put the columns back in order. An escape's index is 7 and
-// its code is garbage until PATCH rewrites it from the escape area.
-#define L3_HALF(H, PATCH, BACK) \
+// L3_ESCAPES puts the escaped exponents into the exponent bytes X (Y0) of
+// 32 columns whose escape mask is M (Y1, 0xFF where the index is 7),
+// without a branch: each escaped column's rank among them (a prefix sum of
+// the mask within each lane, lane 0's count carried into lane 1, less the
+// column's own) picks its byte from the 32 escape bytes at CUR, looked up
+// in each 16-byte half and the two blended on bit 4 of the rank. The load
+// may read past the row's escape area; the caller guarantees 32 readable
+// bytes after it. The cursors come from the planes by scalar arithmetic
+// (the block loop), so no load waits on the vector work of the half
+// before. Clobbers Y2–Y5.
+#define L3_ESCAPES(CUR) \
+	VPABSB     Y1, Y2; \
+	VPSLLDQ    $1, Y2, Y3; \
+	VPADDB     Y3, Y2, Y3; \
+	VPSLLDQ    $2, Y3, Y4; \
+	VPADDB     Y4, Y3, Y3; \
+	VPSLLDQ    $4, Y3, Y4; \
+	VPADDB     Y4, Y3, Y3; \
+	VPSLLDQ    $8, Y3, Y4; \
+	VPADDB     Y4, Y3, Y3; \
+	VPSHUFB    l3fifteen<>(SB), Y3, Y4; \
+	VPERM2I128 $0x08, Y4, Y4, Y4; \
+	VPADDB     Y4, Y3, Y3; \
+	VPSUBB     Y2, Y3, Y3; \
+	VMOVDQU    (CUR), Y2; \
+	VPERM2I128 $0x00, Y2, Y2, Y4; \
+	VPERM2I128 $0x11, Y2, Y2, Y5; \
+	VPSHUFB    Y3, Y4, Y4; \
+	VPSHUFB    Y3, Y5, Y5; \
+	VPSLLW     $3, Y3, Y3; \
+	VPBLENDVB  Y3, Y5, Y4, Y4; \
+	VPBLENDVB  Y1, Y4, Y0, Y0
+
+// L3_CURSORS sets DX and R13 to the escape cursors of the block's two
+// halves and moves R11 past the block's escapes: the escapes are the
+// columns whose three plane bits are all set.
+#define L3_CURSORS \
+	MOVQ    (R8), AX; \
+	ANDQ    8(R8), AX; \
+	ANDQ    16(R8), AX; \
+	MOVL    AX, BX; \
+	POPCNTL BX, BX; \
+	POPCNTQ AX, AX; \
+	LEAQ    (R10)(R11*1), DX; \
+	LEAQ    (DX)(BX*1), R13; \
+	ADDQ    AX, R11
+
+// L3_INDEX sets Y0 to the exponents of the 32 columns from column H of
+// the block (the index planes at R8, the base in Y10), escapes included,
+// those from CUR on. Clobbers Y1–Y5.
+#define L3_INDEX(H, CUR) \
 	L3_PLANE(H/8, Y0); \
 	L3_PLANE(8+H/8, Y1); \
 	L3_PLANE(16+H/8, Y2); \
@@ -59,8 +109,16 @@ GLOBL l3low7<>(SB), RODATA|NOPTR, $32
 	VPOR       Y1, Y0, Y0; \
 	VPOR       Y2, Y0, Y0; \
 	VPCMPEQB   Y11, Y0, Y1; \
-	VPMOVMSKB  Y1, AX; \
 	VPADDB     Y10, Y0, Y0; \
+	L3_ESCAPES(CUR)
+
+// L3_HALF decodes the 32 columns from column H of the block: their
+// exponents (L3_INDEX), then each code's low byte (exponent bit 0 over the
+// mantissa) and high byte (sign over exponent bits 7–1), which an unpack
+// interleaves into words. Unpacks keep to their lanes, so two lane
+// permutes put the columns back in order.
+#define L3_HALF(H, CUR) \
+	L3_INDEX(H, CUR); \
 	VMOVDQU    H(SI), Y3; \
 	VPSLLW     $7, Y0, Y4; \
 	VPANDN     Y4, Y12, Y4; \
@@ -75,41 +133,13 @@ GLOBL l3low7<>(SB), RODATA|NOPTR, $32
 	VPERM2I128 $0x20, Y9, Y8, Y4; \
 	VPERM2I128 $0x31, Y9, Y8, Y6; \
 	VMOVDQU    Y4, (2*H)(DI); \
-	VMOVDQU    Y6, (2*H+32)(DI); \
-	TESTL      AX, AX; \
-	JNZ        PATCH; \
-BACK:
-
-// L3_PATCH rewrites the code of each escaped column of the half at H (its
-// bits in AX, lowest first, the order of the escape area) from its sign-
-// and-mantissa byte and the next escape byte.
-#define L3_PATCH(H, PATCH, BACK) \
-PATCH: \
-	BSFL    AX, DX; \
-	MOVBLZX (R10)(R11*1), BX; \
-	INCQ    R11; \
-	MOVBLZX H(SI)(DX*1), R12; \
-	MOVL    R12, R13; \
-	ANDL    $0x7f, R13; \
-	ANDL    $0x80, R12; \
-	SHLL    $8, R12; \
-	ORL     R12, R13; \
-	SHLL    $7, BX; \
-	ORL     BX, R13; \
-	MOVW    R13, (2*H)(DI)(DX*2); \
-	LEAL    -1(AX), BX; \
-	ANDL    BX, AX; \
-	JNZ     PATCH; \
-	JMP     BACK
+	VMOVDQU    Y6, (2*H+32)(DI)
 
 // func decodeBlocksAVX2(dst, sm, idx, bases, esc *byte, n int) int
 //
-// Each block prefetches the sign-and-mantissa bytes and the planes eight
-// blocks ahead: from memory (a 4096 × 2048 matrix) the decoder ran 1.75–1.84
-// G weights/s without and 1.83–2.07 with, against 5–7 in the caches; the
-// escape branch, taken in about half the steps, mispredicts, which is the
-// suspected cause of the gap (the first layout's decoder, whose escapes were
-// rare, ran 2.9 from memory).
+// The escape area is read 32 bytes at the cursor (L3_ESCAPES): the caller
+// guarantees that many readable bytes after it. Each block prefetches the
+// sign-and-mantissa bytes and the planes eight blocks ahead.
 TEXT ·decodeBlocksAVX2(SB), NOSPLIT, $0-56
 	MOVQ    dst+0(FP), DI
 	MOVQ    sm+8(FP), SI
@@ -128,8 +158,9 @@ block:
 	PREFETCHT0   512(SI)
 	PREFETCHT0   192(R8)
 	VPBROADCASTB (R9), Y10
-	L3_HALF(0, patch0, back0)
-	L3_HALF(32, patch32, back32)
+	L3_CURSORS
+	L3_HALF(0, DX)
+	L3_HALF(32, R13)
 	ADDQ $64, SI
 	ADDQ $128, DI
 	ADDQ $24, R8
@@ -140,6 +171,3 @@ block:
 	VZEROUPPER
 	MOVQ R11, ret+48(FP)
 	RET
-
-	L3_PATCH(0, patch0, back0)
-	L3_PATCH(32, patch32, back32)
