@@ -171,3 +171,96 @@ block:
 	VZEROUPPER
 	MOVQ R11, ret+48(FP)
 	RET
+
+// 0xffff0000 in every dword: keeps the odd column of each pair of bf16.
+DATA l3hi16<>+0(SB)/8, $0xffff0000ffff0000
+DATA l3hi16<>+8(SB)/8, $0xffff0000ffff0000
+GLOBL l3hi16<>(SB), RODATA|NOPTR, $16
+
+// L3_RUN multiplies the eight bf16 codes of a run of columns in X into the
+// lanes: the even columns, widened by a shift, go to AE with the
+// activations at OFF(R12), the odd ones, masked, to AO with those at
+// OFF+32(R12) (each run of eight activations is stored as columns 0, 2, 4,
+// 6, 1, 3, 5, 7). A bf16 times a float32 is exact in float64, so the fused
+// multiply-add rounds only the sum. Clobbers Y0, Y1.
+#define L3_RUN(X, AE, AO, OFF) \
+	VPSLLD      $16, X, X0; \
+	VPAND       l3hi16<>(SB), X, X1; \
+	VCVTPS2PD   X0, Y0; \
+	VCVTPS2PD   X1, Y1; \
+	VFMADD231PD OFF(R12), Y0, AE; \
+	VFMADD231PD OFF+32(R12), Y1, AO
+
+// L3_DOT multiplies the 32 columns from column H of the block into the
+// lanes Y6–Y9: the exponents (L3_INDEX), the codes' low and high bytes as
+// L3_HALF builds them, and the unpacks, which leave runs of eight columns
+// [0–7 | 16–23] in Y3 and [8–15 | 24–31] in Y4, multiplied in column order
+// so that each lane adds its columns in ascending order.
+#define L3_DOT(H, CUR) \
+	L3_INDEX(H, CUR); \
+	VMOVDQU      H(SI), Y1; \
+	VPSLLW       $7, Y0, Y2; \
+	VPANDN       Y2, Y12, Y2; \
+	VPAND        Y12, Y1, Y3; \
+	VPOR         Y3, Y2, Y2; \
+	VPSRLW       $1, Y0, Y0; \
+	VPAND        Y12, Y0, Y0; \
+	VPANDN       Y1, Y12, Y1; \
+	VPOR         Y0, Y1, Y1; \
+	VPUNPCKLBW   Y1, Y2, Y3; \
+	VPUNPCKHBW   Y1, Y2, Y4; \
+	L3_RUN(X3, Y6, Y7, 8*H); \
+	L3_RUN(X4, Y8, Y9, 8*H+64); \
+	VEXTRACTI128 $1, Y3, X3; \
+	VEXTRACTI128 $1, Y4, X4; \
+	L3_RUN(X3, Y6, Y7, 8*H+128); \
+	L3_RUN(X4, Y8, Y9, 8*H+192)
+
+// func dotBlocksAVX2(sm, idx, bases, esc *byte, x *float64, n int, acc *[16]float64) int
+//
+// Adds to the R16 lanes in acc the products of n whole blocks of a row with
+// the activations x (float64, each run of eight stored as columns 0, 2, 4,
+// 6, 1, 3, 5, 7), decoding each weight in registers, escapes included, and
+// returns how many escape bytes it used. acc holds the lanes in the order
+// of the registers: 0, 2, 4, 6 | 1, 3, 5, 7 | 8, 10, 12, 14 | 9, 11, 13,
+// 15. The escape area is read as decodeBlocksAVX2 reads it.
+TEXT ·dotBlocksAVX2(SB), NOSPLIT, $0-64
+	MOVQ    sm+0(FP), SI
+	MOVQ    idx+8(FP), R8
+	MOVQ    bases+16(FP), R9
+	MOVQ    esc+24(FP), R10
+	MOVQ    x+32(FP), R12
+	MOVQ    n+40(FP), CX
+	MOVQ    acc+48(FP), DI
+	XORQ    R11, R11
+	VMOVUPD (DI), Y6
+	VMOVUPD 32(DI), Y7
+	VMOVUPD 64(DI), Y8
+	VMOVUPD 96(DI), Y9
+	VMOVDQU l3shuf<>(SB), Y15
+	VMOVDQU l3bits<>(SB), Y14
+	VMOVDQU l3ones<>(SB), Y13
+	VMOVDQU l3low7<>(SB), Y12
+	VMOVDQU l3seven<>(SB), Y11
+
+dotblock:
+	PREFETCHT0   512(SI)
+	PREFETCHT0   192(R8)
+	VPBROADCASTB (R9), Y10
+	L3_CURSORS
+	L3_DOT(0, DX)
+	L3_DOT(32, R13)
+	ADDQ $64, SI
+	ADDQ $24, R8
+	INCQ R9
+	ADDQ $512, R12
+	DECQ CX
+	JNZ  dotblock
+
+	VMOVUPD Y6, (DI)
+	VMOVUPD Y7, 32(DI)
+	VMOVUPD Y8, 64(DI)
+	VMOVUPD Y9, 96(DI)
+	VZEROUPPER
+	MOVQ R11, ret+56(FP)
+	RET
