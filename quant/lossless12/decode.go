@@ -13,10 +13,9 @@ type Matrix struct {
 	h    Header
 	rb   int    // bytes per row
 	rows []byte // the rows, after the header
-	// simd selects the assembly decoder, fused the mat-vec that decodes in
-	// registers (set at Open from the CPU; tests clear them to run the
-	// pure-Go twin).
-	simd, fused bool
+	// simd selects the assembly decoder (set at Open from the CPU; tests
+	// clear it to run the pure-Go twin).
+	simd bool
 }
 
 // Open checks every byte of an encoded matrix and returns it: the header,
@@ -30,7 +29,7 @@ func Open(data []byte) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2, fused: haveFused}
+	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2}
 	most := 0
 	for r := range h.Rows {
 		if h.Cols == 0 {
@@ -66,13 +65,13 @@ func OpenRows(cols, escapes int, data []byte) (*Matrix, error) {
 		if len(data) != 0 {
 			return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes of rows of 0 bytes", len(data))}
 		}
-		return &Matrix{h: h, simd: haveAVX2, fused: haveFused}, nil
+		return &Matrix{h: h, simd: haveAVX2}, nil
 	}
 	if int64(len(data))%rb != 0 || int64(len(data))/rb >= MaxDim {
 		return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes is not a whole number of %d-byte rows", len(data), rb)}
 	}
 	h.Rows = int(int64(len(data)) / rb)
-	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2, fused: haveFused}
+	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2}
 	if err := m.checkRows(); err != nil {
 		return nil, err
 	}
@@ -106,7 +105,7 @@ func (m *Matrix) Slice(lo, hi int) *Matrix {
 	}
 	h := m.h
 	h.Rows = hi - lo
-	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd, fused: m.fused}
+	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd}
 }
 
 // parts splits row r into its four areas.

@@ -45,20 +45,8 @@ func decodeWhole(dst, sm, idx, bases, esc []byte, n int) (int, bool) {
 	_ = sm[BlockSize*n-1]
 	_ = idx[IndexBits*BlockSize/8*n-1]
 	_ = bases[n-1]
-	e, pad := escapeArea(esc)
-	ne := decodeBlocksAVX2(&dst[0], &sm[0], &idx[0], &bases[0], e, n)
-	if pad != nil {
-		escPads.Put(pad)
-	}
-	return ne, true
-}
-
-// escapeArea returns where the assembly is to read the escape area esc:
-// esc itself when escRead bytes past its end are readable, else a padded
-// copy, returned too so that the caller puts it back in escPads.
-func escapeArea(esc []byte) (*byte, *[]byte) {
 	if cap(esc)-len(esc) >= escRead {
-		return &esc[:1][0], nil
+		return decodeBlocksAVX2(&dst[0], &sm[0], &idx[0], &bases[0], &esc[:1][0], n), true
 	}
 	p := escPads.Get().(*[]byte)
 	if cap(*p) < len(esc)+escRead {
@@ -66,31 +54,7 @@ func escapeArea(esc []byte) (*byte, *[]byte) {
 	}
 	pad := (*p)[:len(esc)+escRead]
 	copy(pad, esc)
-	return &pad[0], p
-}
-
-// haveFused gates the fused kernel, which also needs FMA.
-var haveFused = haveAVX2 && cpu.X86.HasFMA
-
-// dotBlocksAVX2 adds to the R16 lanes in acc the products of n whole
-// blocks of a row with x (float64, in asmOrder), decoding in registers,
-// and returns the escape bytes it used.
-//
-//go:noescape
-func dotBlocksAVX2(sm, idx, bases, esc *byte, x *float64, n int, acc *[16]float64) int
-
-// dotWhole runs the fused kernel over the first n whole blocks of a row,
-// reading the escape area as decodeWhole does, and returns the escape bytes
-// they used.
-func dotWhole(sm, idx, bases, esc []byte, x []float64, n int, acc *[16]float64) int {
-	_ = sm[BlockSize*n-1]
-	_ = idx[IndexBits*BlockSize/8*n-1]
-	_ = bases[n-1]
-	_ = x[BlockSize*n-1]
-	e, pad := escapeArea(esc)
-	ne := dotBlocksAVX2(&sm[0], &idx[0], &bases[0], e, &x[0], n, acc)
-	if pad != nil {
-		escPads.Put(pad)
-	}
-	return ne
+	ne := decodeBlocksAVX2(&dst[0], &sm[0], &idx[0], &bases[0], &pad[0], n)
+	escPads.Put(p)
+	return ne, true
 }

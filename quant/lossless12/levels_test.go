@@ -21,16 +21,13 @@ type level struct {
 	set  func(*Matrix)
 }
 
-// levels lists the levels this binary and CPU can run, lowest first: the
-// pure-Go twin, the AVX2 decoder (decode, then the bf16 kernel) and the
-// fused AVX2 kernel.
+// levels lists the levels this binary and CPU can run, lowest first. The
+// three-bit layout has the pure-Go twin and the AVX2 decoder so far (issue
+// 27's branch).
 func levels() []level {
-	ls := []level{{"go", func(m *Matrix) { m.simd, m.fused = false, false }}}
+	ls := []level{{"go", func(m *Matrix) { m.simd = false }}}
 	if haveAVX2 {
-		ls = append(ls, level{"avx2-decode", func(m *Matrix) { m.simd, m.fused = true, false }})
-	}
-	if haveFused {
-		ls = append(ls, level{"avx2", func(m *Matrix) { m.simd, m.fused = true, true }})
+		ls = append(ls, level{"avx2", func(m *Matrix) { m.simd = true }})
 	}
 	return ls
 }
