@@ -382,21 +382,16 @@ const (
 // decode as fast as the bf16 one on this CPU, for the level its kernels run at
 // (lossless12.Level). A resident trunk saves no reads, so the encoded one wins only where the
 // bf16 mat-vec is held to the memory rate and the lossless12 decode, spread over the threads,
-// keeps up with that rate at 0.76× the bytes:
-//   - AVX-512: 2, issue 27's design point — the bf16 mat-vec reads a resident matrix at the
-//     memory rate on one core and the four-row fused kernel pays its decode from two on.
-//   - AVX2: 5. The one-row fused kernel decodes about 3.0 G weights/s a core, half the bf16
-//     mat-vec's rate (-bench VsBF16 ./quant/lossless12, 0.49–0.58× at one and two workers on a
-//     2-core EPYC, where a resident lossless12 pack at two threads took 155 ms a perf token
-//     against 110 for the bf16 pack, -bench 'Floor$'); that machine reads 23–28 GB/s on two
-//     goroutines, 11–14 G bf16 weights/s, which the decoder matches from four to five cores.
-//   - Go: 48: the pure-Go decoder takes 0.25 G weights/s a core on that machine.
+// keeps up with that rate at 0.71× the bytes:
+//   - AVX2 (also what a CPU with AVX-512 runs: the three-bit layout has no AVX-512 decoder yet):
+//     7. Decoding to bf16 and the bf16 kernel together take about 2.0 G weights/s a core, half the
+//     bf16 mat-vec's rate (-bench 'VsBF16/4096x2048' ./quant/lossless12, 0.48–0.52× at one and
+//     two workers on a 2-core EPYC); that machine reads 23–28 GB/s on two goroutines, 11–14 G
+//     bf16 weights/s, which the decoder matches from six to seven cores.
+//   - Go: 48: the pure-Go path takes 0.30 G weights/s a core on that machine.
 func Lossless12Threads() int {
-	switch lossless12.Level() {
-	case "avx512":
-		return 2
-	case "avx2":
-		return 5
+	if lossless12.Level() == "avx2" {
+		return 7
 	}
 	return 48
 }
