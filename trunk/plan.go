@@ -383,14 +383,16 @@ const (
 // (lossless12.Level). A resident trunk saves no reads, so the encoded one wins only where the
 // bf16 mat-vec is held to the memory rate and the lossless12 decode, spread over the threads,
 // keeps up with that rate at 0.71× the bytes:
-//   - AVX2 (also what a CPU with AVX-512 runs: the three-bit layout has no AVX-512 decoder yet):
-//     7. Decoding to bf16 and the bf16 kernel together take about 2.0 G weights/s a core, half the
+//   - AVX2 and AVX-512: 7 (the AVX-512 decoder's rate is unmeasured: no machine of the
+//     project's has had AVX-512 since it was written, so it takes the AVX2 figure). Decoding
+//     to bf16 and the bf16 kernel together take about 2.0 G weights/s a core, half the
 //     bf16 mat-vec's rate (-bench 'VsBF16/4096x2048' ./quant/lossless12, 0.48–0.52× at one and
 //     two workers on a 2-core EPYC); that machine reads 23–28 GB/s on two goroutines, 11–14 G
 //     bf16 weights/s, which the decoder matches from six to seven cores.
 //   - Go: 48: the pure-Go path takes 0.30 G weights/s a core on that machine.
 func Lossless12Threads() int {
-	if lossless12.Level() == "avx2" {
+	switch lossless12.Level() {
+	case "avx512", "avx2":
 		return 7
 	}
 	return 48

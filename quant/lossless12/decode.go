@@ -13,9 +13,10 @@ type Matrix struct {
 	h    Header
 	rb   int    // bytes per row
 	rows []byte // the rows, after the header
-	// simd selects the assembly decoder (set at Open from the CPU; tests
-	// clear it to run the pure-Go twin).
-	simd bool
+	// simd selects the assembly decoder, wide its AVX-512 form over the
+	// AVX2 one (set at Open from the CPU; tests clear them to run the lower
+	// levels and the pure-Go twin).
+	simd, wide bool
 }
 
 // Open checks every byte of an encoded matrix and returns it: the header,
@@ -29,7 +30,7 @@ func Open(data []byte) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2}
+	m := &Matrix{h: h, rb: int(h.RowBytes()), rows: data[HeaderSize:len(data):len(data)], simd: haveAVX2, wide: haveWide}
 	most := 0
 	for r := range h.Rows {
 		if h.Cols == 0 {
@@ -65,13 +66,13 @@ func OpenRows(cols, escapes int, data []byte) (*Matrix, error) {
 		if len(data) != 0 {
 			return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes of rows of 0 bytes", len(data))}
 		}
-		return &Matrix{h: h, simd: haveAVX2}, nil
+		return &Matrix{h: h, simd: haveAVX2, wide: haveWide}, nil
 	}
 	if int64(len(data))%rb != 0 || int64(len(data))/rb >= MaxDim {
 		return nil, &MalformedError{Row: -1, Block: -1, Reason: fmt.Sprintf("%d bytes is not a whole number of %d-byte rows", len(data), rb)}
 	}
 	h.Rows = int(int64(len(data)) / rb)
-	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2}
+	m := &Matrix{h: h, rb: int(rb), rows: data[:len(data):len(data)], simd: haveAVX2, wide: haveWide}
 	if err := m.checkRows(); err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func (m *Matrix) Slice(lo, hi int) *Matrix {
 	}
 	h := m.h
 	h.Rows = hi - lo
-	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd}
+	return &Matrix{h: h, rb: m.rb, rows: m.rows[lo*m.rb : hi*m.rb : hi*m.rb], simd: m.simd, wide: m.wide}
 }
 
 // parts splits row r into its four areas.
@@ -268,7 +269,7 @@ func (m *Matrix) decodeRow(dst []byte, r int) {
 	cols := m.h.Cols
 	ne, k0 := 0, 0
 	if full := cols / BlockSize; m.simd && full > 0 {
-		if n, ok := decodeWhole(dst, sm, idx, bases, esc, full); ok {
+		if n, ok := decodeWhole(dst, sm, idx, bases, esc, full, m.wide); ok {
 			ne, k0 = n, full
 		}
 	}

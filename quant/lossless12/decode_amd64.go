@@ -13,8 +13,9 @@ import (
 // turns it off.
 var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasPOPCNT
 
-// escRead is how many bytes past the escape cursor the assembly loads.
-const escRead = 32
+// escRead is how many bytes past the escape cursor the assembly loads (the
+// AVX-512 decoder's 64; the AVX2 one reads 32).
+const escRead = 64
 
 // escPads holds copies of escape areas that end too close to the end of
 // their memory for the assembly's loads.
@@ -28,6 +29,16 @@ var escPads = sync.Pool{New: func() any { return new([]byte) }}
 //go:noescape
 func decodeBlocksAVX2(dst, sm, idx, bases, esc *byte, n int) int
 
+// haveWide gates the AVX-512 decoder: BW for byte operations and masks,
+// VBMI for VPERMB; GODEBUG=cpu.avx512f=off (or any of the others off)
+// falls back to the AVX2 one.
+var haveWide = haveAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VBMI
+
+// decodeBlocks512 is decodeBlocksAVX2 with AVX-512 (decode512_amd64.s).
+//
+//go:noescape
+func decodeBlocks512(dst, sm, idx, bases, esc *byte, n int) int
+
 // decodeWhole decodes the first n whole blocks of a row with the assembly
 // and returns the escape bytes they used, or false without it (the caller
 // then runs the Go decoder). The row has been checked, so its escape area
@@ -37,7 +48,7 @@ func decodeBlocksAVX2(dst, sm, idx, bases, esc *byte, n int) int
 // cursor, so it needs that many readable bytes past the area's end: the
 // next row's, except for the last row of a matrix or a slice, whose area
 // is copied into a padded buffer first.
-func decodeWhole(dst, sm, idx, bases, esc []byte, n int) (int, bool) {
+func decodeWhole(dst, sm, idx, bases, esc []byte, n int, wide bool) (int, bool) {
 	if !haveAVX2 || n == 0 {
 		return 0, false
 	}
@@ -45,8 +56,25 @@ func decodeWhole(dst, sm, idx, bases, esc []byte, n int) (int, bool) {
 	_ = sm[BlockSize*n-1]
 	_ = idx[IndexBits*BlockSize/8*n-1]
 	_ = bases[n-1]
+	e, pad := escapeArea(esc)
+	var ne int
+	if wide && haveWide {
+		ne = decodeBlocks512(&dst[0], &sm[0], &idx[0], &bases[0], e, n)
+	} else {
+		ne = decodeBlocksAVX2(&dst[0], &sm[0], &idx[0], &bases[0], e, n)
+	}
+	if pad != nil {
+		escPads.Put(pad)
+	}
+	return ne, true
+}
+
+// escapeArea returns where the assembly is to read the escape area esc:
+// esc itself when escRead bytes past its end are readable, else a padded
+// copy, returned too so that the caller puts it back in escPads.
+func escapeArea(esc []byte) (*byte, *[]byte) {
 	if cap(esc)-len(esc) >= escRead {
-		return decodeBlocksAVX2(&dst[0], &sm[0], &idx[0], &bases[0], &esc[:1][0], n), true
+		return &esc[:1][0], nil
 	}
 	p := escPads.Get().(*[]byte)
 	if cap(*p) < len(esc)+escRead {
@@ -54,7 +82,5 @@ func decodeWhole(dst, sm, idx, bases, esc []byte, n int) (int, bool) {
 	}
 	pad := (*p)[:len(esc)+escRead]
 	copy(pad, esc)
-	ne := decodeBlocksAVX2(&dst[0], &sm[0], &idx[0], &bases[0], &pad[0], n)
-	escPads.Put(p)
-	return ne, true
+	return &pad[0], p
 }

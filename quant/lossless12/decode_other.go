@@ -6,4 +6,7 @@ package lossless12
 const haveAVX2 = false
 
 // decodeWhole decodes nothing: the Go decoder does every block.
-func decodeWhole(dst, sm, idx, bases, esc []byte, n int) (int, bool) { return 0, false }
+func decodeWhole(dst, sm, idx, bases, esc []byte, n int, wide bool) (int, bool) { return 0, false }
+
+// haveWide is false: this build has no assembly.
+const haveWide = false

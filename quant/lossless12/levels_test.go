@@ -21,13 +21,16 @@ type level struct {
 	set  func(*Matrix)
 }
 
-// levels lists the levels this binary and CPU can run, lowest first. The
-// three-bit layout has the pure-Go twin and the AVX2 decoder so far (issue
-// 27's branch).
+// levels lists the levels this binary and CPU can run, lowest first: the
+// pure-Go decoder, the AVX2 one and the AVX-512 one, each followed by the
+// bf16 kernels.
 func levels() []level {
-	ls := []level{{"go", func(m *Matrix) { m.simd = false }}}
+	ls := []level{{"go", func(m *Matrix) { m.simd, m.wide = false, false }}}
 	if haveAVX2 {
-		ls = append(ls, level{"avx2", func(m *Matrix) { m.simd = true }})
+		ls = append(ls, level{"avx2", func(m *Matrix) { m.simd, m.wide = true, false }})
+	}
+	if haveWide {
+		ls = append(ls, level{"avx512", func(m *Matrix) { m.simd, m.wide = true, true }})
 	}
 	return ls
 }

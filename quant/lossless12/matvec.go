@@ -98,13 +98,15 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 }
 
 // Level names the instruction set MatVec and MatMul decode with on this CPU:
-// "avx2" (the assembly decoder, every whole block, escapes included, into
-// bf16 for the bf16 kernels) or "go" (the pure-Go twin). Results are the
-// same bits at every level; what the level changes is the decode rate, and
-// with it where the format pays (trunk.Lossless12Threads). The layout of
-// three-bit indices has no fused or AVX-512 kernel yet (issue 27).
+// "avx512" or "avx2" (the assembly decoder, every whole block, escapes
+// included, into bf16 for the bf16 kernels) or "go" (the pure-Go twin).
+// Results are the same bits at every level; what the level changes is the
+// decode rate, and with it where the format pays (trunk.Lossless12Threads).
 func Level() string {
-	if haveAVX2 {
+	switch {
+	case haveWide:
+		return "avx512"
+	case haveAVX2:
 		return "avx2"
 	}
 	return "go"

@@ -83,7 +83,7 @@ func roundTrip(t *testing.T, rows, cols int, w []byte) []byte {
 // pureGo returns m with the assembly decoder turned off.
 func pureGo(m *Matrix) *Matrix {
 	g := *m
-	g.simd = false
+	g.simd, g.wide = false, false
 	return &g
 }
 
@@ -94,7 +94,7 @@ func TestDecoderLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("assembly decoder: %v (the tests compare it with the pure-Go twin)", m.simd)
+	t.Logf("assembly decoder: %v, AVX-512: %v (the tests compare them with the pure-Go twin)", m.simd, m.wide)
 }
 
 func mustEncode(t testing.TB, rows, cols int, w []byte) []byte {
