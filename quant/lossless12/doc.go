@@ -33,10 +33,11 @@
 //
 // MatVec and MatMul decode a chunk of rows (at most 256 KiB) into bf16 and
 // reduce it with the bf16 kernels of internal/kernels/dot, so every output
-// equals the bf16 matrix's at every SIMD level. With AVX2 the decoder is
-// assembly, escapes included; its pure-Go twin (the purego build tag,
-// GODEBUG=cpu.avx2=off, other architectures) gives the same bytes, which
-// the tests check on every matrix they use.
+// equals the bf16 matrix's at every SIMD level. With AVX2, and with
+// AVX-512 (BW and VBMI) a block at a time, the decoder is assembly, escapes
+// included; its pure-Go twin (the purego build tag, GODEBUG=cpu.avx2=off,
+// other architectures) gives the same bytes, which the tests check on every
+// matrix they use.
 //
 // It is a leaf package: it imports nothing model-specific and nothing from
 // the rest of quant.
