@@ -151,8 +151,13 @@ func planeWords(pl []byte, w int) (p [IndexBits]uint64) {
 func (m *Matrix) checkRow(r int) (int, error) {
 	bases, _, idx, esc := m.parts(r)
 	cols := m.h.Cols
-	ne := 0
-	for k := range bases {
+	ne, k0 := 0, 0
+	if m.simd {
+		// The assembly takes the whole blocks up to the first it does not
+		// accept, which the loop below checks (and names, if it is a fault).
+		k0, ne = checkWhole(idx, bases, esc, cols/BlockSize)
+	}
+	for k := k0; k < len(bases); k++ {
 		n := min(BlockSize, cols-k*BlockSize)
 		pl, w := blockPlanes(idx, k, n)
 		if n == BlockSize && int(bases[k]) <= MaxBase {

@@ -84,3 +84,27 @@ func escapeArea(esc []byte) (*byte, *[]byte) {
 	copy(pad, esc)
 	return &pad[0], p
 }
+
+// checkBlocksAVX2 returns how many of the n whole blocks from idx and bases
+// pass the block rule, the escapes they use coming from esc (escLen bytes),
+// and the escape bytes they use (decode_amd64.s).
+//
+//go:noescape
+func checkBlocksAVX2(idx, bases, esc *byte, n, escLen int) (blocks, ne int)
+
+// checkWhole runs the assembly check over the first n whole blocks of a row
+// and returns how many passed and the escape bytes they used; 0, 0
+// without the assembly.
+func checkWhole(idx, bases, esc []byte, n int) (int, int) {
+	if !haveAVX2 || n == 0 {
+		return 0, 0
+	}
+	_ = idx[IndexBits*BlockSize/8*n-1]
+	_ = bases[n-1]
+	e, pad := escapeArea(esc)
+	k, ne := checkBlocksAVX2(&idx[0], &bases[0], e, n, len(esc))
+	if pad != nil {
+		escPads.Put(pad)
+	}
+	return k, ne
+}

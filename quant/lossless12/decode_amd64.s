@@ -171,3 +171,80 @@ block:
 	VZEROUPPER
 	MOVQ R11, ret+48(FP)
 	RET
+
+// func checkBlocksAVX2(idx, bases, esc *byte, n, escLen int) (blocks, ne int)
+//
+// The leading whole blocks, of n, that pass §6.11.4's block rule, and the
+// escape bytes they use: base at most 249; a base above 0 with some index
+// 6, a base of 0 with no escape; the block's escapes within the escLen
+// bytes of the area, at most 32 of them, and each escape byte below the
+// base (32 bytes at the cursor compared at once, the first e of them
+// kept). It stops at the first block that fails any of these (or has more
+// than 32 escapes), which the caller checks in Go, naming the fault. The
+// plane words give the escape mask and the index-6 mask by scalar ANDs,
+// so no branch depends on the data but those of a failure. The escape
+// area is read 32 bytes at the cursor; the caller guarantees them readable.
+TEXT ·checkBlocksAVX2(SB), NOSPLIT, $0-56
+	MOVQ idx+0(FP), R8
+	MOVQ bases+8(FP), R9
+	MOVQ esc+16(FP), R10
+	MOVQ escLen+32(FP), R12
+	XORQ R11, R11 // escapes used
+	XORQ DI, DI   // blocks passed
+
+chkblock:
+	CMPQ       DI, n+24(FP)
+	JAE        chkdone
+	PREFETCHT0 192(R8)
+	MOVQ       (R8), AX
+	MOVQ       8(R8), BX
+	ANDQ       16(R8), BX // p1 & p2
+	MOVQ       AX, DX
+	ANDQ       BX, DX     // escapes
+	NOTQ       AX
+	ANDQ       BX, AX     // index 6
+	MOVBLZX    (R9)(DI*1), SI
+	CMPL       SI, $249
+	JA         chkdone
+	POPCNTQ    DX, BX     // e
+	TESTL      SI, SI
+	JNZ        chkabove
+	TESTQ      DX, DX
+	JNZ        chkdone
+	JMP        chknext
+
+chkabove:
+	TESTQ        AX, AX
+	JZ           chkdone
+	CMPQ         BX, $32
+	JA           chkdone
+	LEAQ         (R11)(BX*1), R13
+	CMPQ         R13, R12
+	JA           chkdone
+	// Bytes at most base−1 where max(byte, base−1) is base−1.
+	DECL         SI
+	VMOVD        SI, X1
+	VPBROADCASTB X1, Y1
+	VMOVDQU      (R10)(R11*1), Y0
+	VPMAXUB      Y0, Y1, Y0
+	VPCMPEQB     Y1, Y0, Y0
+	VPMOVMSKB    Y0, AX
+	MOVQ         $1, DX
+	MOVQ         BX, CX
+	SHLQ         CX, DX
+	DECQ         DX       // the first e bytes
+	ANDQ         DX, AX
+	CMPQ         AX, DX
+	JNE          chkdone
+	MOVQ         R13, R11
+
+chknext:
+	ADDQ $24, R8
+	INCQ DI
+	JMP  chkblock
+
+chkdone:
+	VZEROUPPER
+	MOVQ DI, blocks+40(FP)
+	MOVQ R11, ne+48(FP)
+	RET

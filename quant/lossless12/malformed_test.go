@@ -450,6 +450,12 @@ func TestCheckBlockRule(t *testing.T) {
 			if _, err := OpenRows(BlockSize, len(esc), row); rowOK != (err == nil) {
 				t.Fatalf("trial %d: base %d, planes %x, escapes %v: OpenRows %v, the rule %v", trial, b, pl, esc, err, rowOK)
 			}
+			// The same through the Go check alone (OpenRows uses the assembly where it can).
+			h := Header{Rows: 1, Cols: BlockSize, Escapes: len(esc)}
+			g := &Matrix{h: h, rb: int(h.RowBytes()), rows: row}
+			if err := g.checkRows(); rowOK != (err == nil) {
+				t.Fatalf("trial %d: base %d, planes %x, escapes %v: the Go check %v, the rule %v", trial, b, pl, esc, err, rowOK)
+			}
 			rows[rowOK]++
 		}
 		outcomes[ok]++

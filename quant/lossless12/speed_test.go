@@ -109,10 +109,18 @@ func BenchmarkDecodeRows(b *testing.B) {
 func BenchmarkOpenRows(b *testing.B) {
 	rows, cols := 512, 2048
 	m := mustOpen(b, rows, cols, gaussianBF16(rand.New(rand.NewPCG(27, 1)), rows, cols, 0.02))
-	for b.Loop() {
-		if err := m.checkRows(); err != nil {
-			b.Fatal(err)
-		}
+	for _, simd := range []bool{true, false} {
+		b.Run(fmt.Sprintf("simd=%v", simd), func(b *testing.B) {
+			if simd && !haveAVX2 {
+				b.Skip("no AVX2 here")
+			}
+			piece := &Matrix{h: m.h, rb: m.rb, rows: m.rows, simd: simd}
+			for b.Loop() {
+				if err := piece.checkRows(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
+		})
 	}
-	b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
 }
