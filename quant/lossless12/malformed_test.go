@@ -345,16 +345,37 @@ func TestWriteSeeds(t *testing.T) {
 	binary.LittleEndian.PutUint32(bad[12:], 1000)
 	add(bad)
 	add(s[:20])
+	names := make([]string, len(seeds))
+	for i := range seeds {
+		names[i] = fmt.Sprintf("seed-%02d", i)
+	}
+	// Shapes the fuzzer once found mishandled: a header of 2^24+50 empty rows and one of
+	// 805,314,048 columns and no rows (nothing to decode, however large the shape), and an
+	// escape area wider than any row needs (Open refuses it, OpenRows may not).
+	named := func(name string, b []byte) {
+		add(b)
+		names = append(names, fmt.Sprintf("seed-%02d-%s", len(names), name))
+	}
+	named("empty-rows", Header{Rows: 1<<24 + 50}.bytes())
+	named("empty-cols", Header{Cols: 0x30001e00}.bytes())
+	named("wide-escapes", widen(s))
 	dir := filepath.Join("testdata", "fuzz", "FuzzOpen")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for i, b := range seeds {
 		text := "go test fuzz v1\n[]byte(" + strconv.Quote(string(b)) + ")\n"
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, names[i]), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// bytes returns the encoded header alone.
+func (h Header) bytes() []byte {
+	b := make([]byte, HeaderSize)
+	h.put(b)
+	return b
 }
 
 // checkBlockRef is §6.11.4's rule for one block, column by column, as a
