@@ -197,9 +197,9 @@ func below(e []byte, b byte) bool {
 
 // checkBlock checks block k of row r, n columns whose index planes pl are
 // w bytes wide, ne escapes having been used before it, and returns the
-// escapes used after it. It works on whole planes: this runs on every
-// streamed read of a piece, so it must cost little beside the mat-vec, and
-// with seven exponents to a window most blocks hold an escape.
+// escapes used after it, or the fault, named. It takes the blocks the fast
+// checks of checkRow do not (a short last block, and any block they
+// refuse), working on whole plane words as they do.
 func checkBlock(r, k, b, n int, pl []byte, w int, esc []byte, ne int) (int, error) {
 	if b > MaxBase {
 		return 0, &MalformedError{Row: r, Block: k, Reason: fmt.Sprintf("window base %d above %d", b, MaxBase)}

@@ -31,9 +31,8 @@ func getScratch(n int) *[]byte {
 
 // MatVec sets dst[r] to the R16 dot product (§5.2) of row r with x;
 // len(dst) = Rows, len(x) = Cols: bit-identical to dot.MatVecBF16 on the
-// weights Encode was given. With AVX2 and FMA the weights are decoded in
-// registers; otherwise each chunk of rows is decoded to its bf16 bytes and
-// reduced by the bf16 kernel.
+// weights Encode was given. Each chunk of rows is decoded to its bf16 bytes
+// and reduced by the bf16 kernel.
 func (m *Matrix) MatVec(dst, x []float32) { m.MatVecRows(dst, x, 0, m.h.Rows) }
 
 // MatVecRows is Slice(lo, hi).MatVec(dst, x) without building the view:
@@ -50,15 +49,7 @@ func (m *Matrix) MatVecRows(dst, x []float32, lo, hi int) {
 	if lo == hi {
 		return
 	}
-	cr, rb := m.chunkRows(), 2*m.h.Cols
-	p := getScratch(min(cr, hi-lo) * rb)
-	for r0 := lo; r0 < hi; r0 += cr {
-		r1 := min(r0+cr, hi)
-		buf := (*p)[:(r1-r0)*rb]
-		m.decodeRows(buf, r0, r1)
-		dot.MatVecBF16(dst[r0-lo:r1-lo], buf, x)
-	}
-	scratch.Put(p)
+	m.eachChunk(lo, hi, func(buf []byte, r0, r1 int) { dot.MatVecBF16(dst[r0-lo:r1-lo], buf, x) })
 }
 
 // MatMul multiplies n activation rows packed in x (len(x) = n·Cols):
@@ -86,13 +77,19 @@ func (m *Matrix) MatMulRows(dst []float32, stride int, x []float32, n, lo, hi in
 		}
 		return
 	}
-	cr, rb := m.chunkRows(), 2*cols
-	p := getScratch(min(cr, rows) * rb)
+	m.eachChunk(lo, hi, func(buf []byte, r0, _ int) { dot.MatMulBF16(dst[r0-lo:], stride, buf, x, n) })
+}
+
+// eachChunk decodes rows [lo, hi) a chunk at a time into one scratch buffer
+// and hands each chunk to f with its row range [r0, r1).
+func (m *Matrix) eachChunk(lo, hi int, f func(buf []byte, r0, r1 int)) {
+	cr, rb := m.chunkRows(), 2*m.h.Cols
+	p := getScratch(min(cr, hi-lo) * rb)
 	for r0 := lo; r0 < hi; r0 += cr {
 		r1 := min(r0+cr, hi)
 		buf := (*p)[:(r1-r0)*rb]
 		m.decodeRows(buf, r0, r1)
-		dot.MatMulBF16(dst[r0-lo:], stride, buf, x, n)
+		f(buf, r0, r1)
 	}
 	scratch.Put(p)
 }
