@@ -87,14 +87,24 @@ func pureGo(m *Matrix) *Matrix {
 	return &g
 }
 
-// TestDecoderLevels reports which decoder the other tests check against
-// the pure-Go twin, so a run without the assembly says so.
+// TestDecoderLevels checks that Open picks the best decoder this binary
+// and CPU have (the tests then compare it with the pure-Go twin), so that a
+// matrix never runs a lower level than Level reports, and says which.
 func TestDecoderLevels(t *testing.T) {
 	m, err := Open(mustEncode(t, 1, 64, make([]byte, 128)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("assembly decoder: %v, AVX-512: %v (the tests compare them with the pure-Go twin)", m.simd, m.wide)
+	if m.simd != haveAVX2 || m.wide != haveWide {
+		t.Fatalf("Open chose assembly %v, AVX-512 %v; the CPU and build have %v, %v", m.simd, m.wide, haveAVX2, haveWide)
+	}
+	if v := m.Slice(0, 1); v.simd != m.simd || v.wide != m.wide {
+		t.Fatal("Slice dropped the decoder level")
+	}
+	if rm, err := OpenRows(64, 0, mustEncode(t, 1, 64, make([]byte, 128))[HeaderSize:]); err != nil || rm.simd != haveAVX2 || rm.wide != haveWide {
+		t.Fatalf("OpenRows: %v, assembly %v, AVX-512 %v", err, rm != nil && rm.simd, rm != nil && rm.wide)
+	}
+	t.Logf("level %s (assembly decoder %v, AVX-512 %v)", Level(), m.simd, m.wide)
 }
 
 func mustEncode(t testing.TB, rows, cols int, w []byte) []byte {
