@@ -14,8 +14,8 @@ import (
 )
 
 // A level is one way MatVec runs on this machine, forced on a copy of a
-// matrix: the AVX-512 kernel, the AVX2 one, or the pure-Go twin (decode,
-// then the bf16 kernel).
+// matrix: the AVX-512 decoder, the AVX2 one or the pure-Go twin, each
+// followed by the bf16 kernel.
 type level struct {
 	name string
 	set  func(*Matrix)
@@ -93,8 +93,8 @@ func escapePositions(m *Matrix) [BlockSize]int {
 }
 
 // TestLevelsMatchBF16 runs every level on every row range of small
-// matrices — odd row counts, each pass width of the AVX-512 kernel and its
-// leftovers, widths with and without a short last block — on three kinds
+// matrices — odd row counts, rows ranges of every width, widths with and
+// without a short last block — on three kinds
 // of cancelling data, and requires the bits of dot.MatVecBF16 (and of
 // dot.MatMulBF16 for batches of two and four rows).
 func TestLevelsMatchBF16(t *testing.T) {
@@ -239,17 +239,17 @@ func TestGODEBUGLevels(t *testing.T) {
 	}
 }
 
-// TestLevelsNonFiniteBlocks puts NaNs in rows of passes of four, two and
-// one rows, so that their blocks' windows reach exponent 255
-// (base 249), which an AVX-512 kernel cannot build in a scaled domain
-// and hands back to Go in the middle of a pass; the rows sharing those
-// passes, with escapes on both sides of the hand-back, must keep their
-// exact bits, and those rows must come out non-finite as the bf16 kernel's
-// do (a NaN's payload is the hardware's).
+// TestLevelsNonFiniteBlocks puts NaNs and an infinity in blocks at every
+// position, so that their windows reach exponent 255 (base 249, the top of
+// the base byte's range, where base + index must not wrap) among blocks
+// with escapes on both sides; every row must keep its exact bits, and those
+// rows must come out non-finite as the bf16 kernel's do (a NaN's payload is
+// the hardware's). The layout's first kernels, which decoded in registers,
+// handed such blocks back to Go in the middle of a pass of four rows; the
+// rows are still grouped that way.
 func TestLevelsNonFiniteBlocks(t *testing.T) {
-	// 1000 columns end in a short block; 1024 do not, so their passes of
-	// four run in one call (passesWide), which stops at the pass that hands
-	// a block back: four clean rows in front make it stop after one pass.
+	// 1000 columns end in a short block; 1024 do not, and have four clean
+	// rows in front.
 	for _, shape := range []struct{ cols, clean int }{{1000, 0}, {1024, 4}} {
 		cols, c0 := shape.cols, shape.clean
 		rows := 11 + c0
