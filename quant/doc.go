@@ -1,7 +1,8 @@
 // Package quant multiplies weight matrices kept in their on-disk encodings
 // (f32, bf16, f16, int8-row, int4-row, int4-grouped, fp8-e4m3-b128, mxfp4,
-// and lossless12, bf16 weights in about 12 bits) straight from the packed bytes, and decides from byte arithmetic and
-// metadata stamps which encoding an untrusted tensor holds.
+// and lossless12, bf16 weights in about 11.4 bits) straight from the packed
+// bytes, and decides from byte arithmetic and metadata stamps which encoding
+// an untrusted tensor holds.
 //
 // It is model-agnostic: it must never import config, attention, moe,
 // safetensors, tokenizer or the root k3 package. Tensor dtypes are passed as
@@ -26,7 +27,8 @@
 // pure-Go twins (kernels_go.go) give bit-identical results, which the tests
 // check on both paths. No kernel ever materialises the float matrix: weights
 // are decoded in registers (or a group at a time) straight from the packed
-// bytes.
+// bytes; lossless12 decodes a chunk of rows (at most 256 KiB) back to bf16
+// for the bf16 kernels.
 //
 // # Resolution
 //

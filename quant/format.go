@@ -25,7 +25,7 @@ const (
 	FP8E4M3B128     Format = 8  // "fp8-e4m3-b128": E4M3 bytes with F32 scales per 128×128 block.
 	BF16            Format = 16 // "bf16": little-endian bfloat16 [O, I], no scales.
 	F16             Format = 17 // "f16": little-endian IEEE binary16 [O, I], no scales.
-	Lossless12      Format = 18 // "lossless12": bf16 weights, losslessly in about 12.1 bits (quant/lossless12), no scales.
+	Lossless12      Format = 18 // "lossless12": bf16 weights, losslessly in about 11.4 bits (quant/lossless12), no scales.
 	MXFP4CFS1       Format = 32 // "mxfp4-cfs1": mxfp4 weights in a CFS1 record.
 	Int4RowCFS1     Format = 33 // "int4-row-cfs1": int4-row weights in a CFS1 record.
 	Int4GroupedCFS1 Format = 34 // "int4-grouped-cfs1": int4-grouped weights in a CFS1 record.

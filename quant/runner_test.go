@@ -299,7 +299,7 @@ func TestLossless12NoAlloc(t *testing.T) {
 }
 
 // BenchmarkLossless12Stream compares bf16 and lossless12 mat-vecs over a
-// matrix far larger than the caches (12288 × 7168, 176 MB in bf16, 134 MB
+// matrix far larger than the caches (12288 × 7168, 176 MB in bf16, 125 MB
 // in lossless12), where a mat-vec is bound by memory bandwidth, on one and
 // two workers. bytes/s is of the bf16 size in both, so the figures compare
 // as weights per second.

@@ -157,8 +157,8 @@ packed trunk that "k3 run --trunk out_dir" streams from. Progress goes to stderr
 rate, ETA) on a terminal, plain lines otherwise.
 
   --format F   bf16 (default): the tensors as the checkpoint stores them; lossless12: every bf16
-               matrix in about 12 bits a weight, decoded bit-exactly inside the kernels (one that
-               would not shrink stays bf16; trunk.json records each tensor's format)
+               matrix in about 11.4 bits a weight, decoded bit-exactly for the kernels (one
+               that would not shrink stays bf16; trunk.json records each tensor's format)
   -h, --help   this help
 `}
 

@@ -93,7 +93,7 @@ func escapePositions(m *Matrix) [BlockSize]int {
 }
 
 // TestLevelsMatchBF16 runs every level on every row range of small
-// matrices — odd row counts, rows ranges of every width, widths with and
+// matrices — odd row counts, row ranges of every width, widths with and
 // without a short last block — on three kinds
 // of cancelling data, and requires the bits of dot.MatVecBF16 (and of
 // dot.MatMulBF16 for batches of two and four rows).
